@@ -1,0 +1,1 @@
+"""Agents: everything that can fill a seat (LLM, embedded model, strategy, human, replay)."""

@@ -1,0 +1,63 @@
+"""Build the agent object for a roster entry: the only place that knows agent kinds.
+
+Providers need nothing special here: every ``provider/model`` string goes to the LLM
+agent (litellm, or the OpenAI client for OpenAI-compatible ``api_base`` servers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from coop_tui.spec import AgentSpec
+
+
+def build_agent(name: str, spec: AgentSpec, *, limiter: Any = None, base: Path | None = None) -> Any:
+    kind = spec.kind
+    if kind == "strategy":
+        from coop_tui.agents.strategies import get_strategy
+        from coop_tui.agents.strategy_agent import StrategyAgent
+
+        return StrategyAgent(name, get_strategy(spec.strategy or "", **spec.params))
+    if kind == "human":
+        from coop_tui.agents.human import HumanAgent
+
+        return HumanAgent(name)
+    if kind == "replay":
+        from coop_tui.agents.replay import ReplayAgent
+
+        return ReplayAgent(name, spec.replay or "")
+    if kind == "local":
+        from coop_tui.agents.local import LocalAgent
+
+        model = spec.model or "local/smollm2"
+        if model.startswith("local:") and base is not None:
+            path = Path(model[len("local:"):]).expanduser()
+            if not path.is_absolute() and (base / path).exists():
+                model = f"local:{base / path}"
+        return LocalAgent(
+            name,
+            model=model,
+            temperature=spec.temperature,
+            max_tokens=spec.max_tokens,
+            seed=spec.seed,
+            threads=spec.threads,
+            style=spec.style,
+            spec=spec.public(),
+        )
+    from coop_tui.agents.llm import LLMAgent
+
+    agent = LLMAgent(
+        name=name,
+        model=spec.model or "",
+        temperature=spec.temperature,
+        max_tokens=spec.max_tokens,
+        reasoning_effort=spec.reasoning_effort,
+        style=spec.style,
+        api_base=spec.api_base,
+        api_key=spec.resolve_key(),
+        timeout=spec.timeout,
+        limiter=limiter,
+    )
+    agent.spec = spec.public()
+    return agent

@@ -1,0 +1,138 @@
+"""Command line entry point.
+
+Only the standard library is imported at module level: ``coop-tui --help`` must stay
+fast, and litellm (seconds to import) is loaded only when a provider is used.
+Bad input exits with code 2 and one line naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+EXIT_USAGE = 2
+
+
+def _db_arg(p: argparse.ArgumentParser, top: bool = False) -> None:
+    p.add_argument(
+        "--db",
+        metavar="PATH",
+        default=None if top else argparse.SUPPRESS,
+        help="SQLite database file (default: $COOP_TUI_DB or the user data directory)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coop-tui",
+        description="Run, watch and analyse LLM agents in cooperation games. "
+        "With no command, opens the TUI on a ready preset that uses the embedded model.",
+    )
+    _db_arg(parser, top=True)
+    parser.add_argument("--batch", metavar="FILE", help="run a sweep file headless (TOML or YAML)")
+    parser.add_argument("--resume", action="store_true", help="with --batch: continue the latest run of this sweep")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="with --batch: at most N requests at once")
+    parser.add_argument("--yes", "-y", action="store_true", help="with --batch: skip the cost confirmation")
+    parser.add_argument("--dry-run", action="store_true", help="with --batch: validate and estimate, run nothing")
+    parser.add_argument("--version", action="store_true", help="print the version")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    rep = sub.add_parser("report", help="print the analysis of a run (default: the latest)")
+    rep.add_argument("run", nargs="?", help="run id, id prefix or name")
+    rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    _db_arg(rep)
+
+    imp = sub.add_parser("import", help="import results from another tool")
+    imp.add_argument("source", choices=["coopeval"], help="format of the directory")
+    imp.add_argument("directory", help="the run directory")
+    _db_arg(imp)
+
+    exp = sub.add_parser("export", help="export a run's tables as CSV or Parquet")
+    exp.add_argument("run", nargs="?", help="run id, id prefix or name (default: latest)")
+    exp.add_argument("--format", choices=["csv", "parquet"], default="csv")
+    exp.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    _db_arg(exp)
+
+    play = sub.add_parser("play", help="play a game yourself against an agent")
+    play.add_argument("--game", default="prisoners", help="game key or game file")
+    play.add_argument("--opponent", default="tit_for_tat", help="a strategy name or a model string")
+    play.add_argument("--rounds", type=int, default=1, help="rounds to play")
+    play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
+    _db_arg(play)
+
+    lst = sub.add_parser("list", help="list games, strategies, mechanisms or runs")
+    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs"])
+    _db_arg(lst)
+    return parser
+
+
+def fail(message: str) -> int:
+    print(f"coop-tui: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _db_path(args: argparse.Namespace) -> Path:
+    from coop_tui.store import default_db_path
+
+    return Path(args.db).expanduser() if getattr(args, "db", None) else default_db_path()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from coop_tui import __version__
+
+        print(__version__)
+        return 0
+    try:
+        if args.batch:
+            from coop_tui.runner import run_batch
+
+            return run_batch(
+                Path(args.batch), _db_path(args), resume=args.resume,
+                concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run,
+            )
+        if args.command == "report":
+            from coop_tui.report import report_command
+
+            return report_command(_db_path(args), args.run, as_json=args.json)
+        if args.command == "export":
+            from coop_tui.export import export_command
+
+            return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
+        if args.command == "import":
+            from coop_tui.importers.coopeval import import_command
+
+            return import_command(Path(args.directory), _db_path(args))
+        if args.command == "list":
+            from coop_tui.listing import list_command
+
+            return list_command(args.what, _db_path(args))
+        if args.command == "play":
+            from coop_tui.app import run_play
+
+            return run_play(
+                db=_db_path(args), game=args.game, opponent=args.opponent,
+                rounds=args.rounds, mechanism=args.mechanism,
+            )
+        from coop_tui.app import run_app
+
+        return run_app(db=_db_path(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from coop_tui.spec import SpecError
+
+        if isinstance(exc, SpecError):
+            return fail(str(exc))
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The decision: the atom of everything coop-tui asks, stores and analyses.
+
+A mechanism builds a :class:`DecisionRequest`; any agent (LLM, embedded model,
+strategy, human, replay) answers it with an :class:`AgentReply`; the engine parses
+the reply, re-asks on invalid answers, samples an action and produces a
+:class:`Decision` record that every listener (store, TUI, progress) receives.
+Keeping one request type is what lets a human, a strategy and an LLM sit in any seat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from coop_tui.games.base import Game
+
+AnswerKind = Literal["mixed", "approvals", "sign", "score", "text", "mediator", "contract"]
+"""mixed: percentages per action label; approvals: {"M1": true, ...}; sign: {"sign": bool};
+score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Move:
+    """One past round from one seat's point of view."""
+
+    round: int
+    own: int
+    """The action index this seat played (game action space, not labels)."""
+    others: tuple[int, ...]
+    """Co-players' actions, in seat order with this seat left out."""
+    payoff: float
+    others_payoffs: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """What a non-LLM agent may know when deciding: the game, its seat, its history."""
+
+    game: Game
+    seat: int
+    round: int
+    """1-based round number of the decision being asked."""
+    history: tuple[Move, ...] = ()
+    total_rounds: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Mechanism-specific facts (similarity level, proposals on the table, ...)."""
+
+    @property
+    def own_actions(self) -> list[int]:
+        return [m.own for m in self.history]
+
+    @property
+    def opponent_actions(self) -> list[int]:
+        """The (first) co-player's past actions; for 2-player games, *the* opponent."""
+        return [m.others[0] for m in self.history if m.others]
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    """Everything needed to ask one agent for one answer."""
+
+    seat: int
+    round: int
+    phase: str
+    """play / propose / vote / sign / score / plan / critique ..."""
+    kind: AnswerKind
+    messages: tuple[Message, ...]
+    """The exact chat messages of the first attempt."""
+    view: SeatView
+    labels: tuple[str, ...] = ()
+    """Mixed: the action labels shown, in the order shown. Approvals: proposal ids."""
+    label_to_action: tuple[int, ...] = ()
+    """Mixed: ``label_to_action[i]`` is the game action behind ``labels[i]``."""
+    schema: dict[str, Any] | None = None
+    """JSON schema of a valid answer, for grammar-constrained decoding."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Kind-specific parsing options (score range, number of delegator counts, ...)."""
+
+
+@dataclass
+class AgentReply:
+    """One raw answer from an agent, before parsing."""
+
+    text: str
+    """Visible streamed text (for two-step local answers: the free reasoning part)."""
+    reasoning: str = ""
+    """Provider reasoning text, kept apart from the visible text."""
+    answer: str | None = None
+    """A separately produced answer (grammar-constrained step); parsed instead of text."""
+    constrained: bool = False
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_ms: float = 0.0
+    transport_retries: int = 0
+    """Rate-limit / 5xx / timeout / dropped-stream retries spent on this reply."""
+    model: str | None = None
+
+    @property
+    def parse_text(self) -> str:
+        return self.answer if self.answer is not None else self.text
+
+
+class StreamSink(Protocol):
+    """Where an agent pushes text while it streams; the engine turns it into events."""
+
+    def text(self, delta: str) -> None: ...
+
+    def reasoning(self, delta: str) -> None: ...
+
+
+class NullSink:
+    def text(self, delta: str) -> None:  # noqa: D102 - protocol method
+        pass
+
+    def reasoning(self, delta: str) -> None:  # noqa: D102 - protocol method
+        pass
+
+
+@dataclass
+class Attempt:
+    """One try at a decision that did not produce a usable answer (kept for the record)."""
+
+    messages: list[Message]
+    response: str
+    reasoning: str
+    error: str
+    latency_ms: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+
+
+@dataclass
+class Decision:
+    """The stored outcome of one request: prompt, raw answer, parse, sample, cost."""
+
+    match_id: str
+    round: int
+    phase: str
+    seat: int
+    kind: AnswerKind
+    agent: str
+    prompt: list[Message]
+    response: str
+    reasoning: str
+    parsed: Any
+    valid: bool
+    attempts: int
+    error: str | None
+    cache_key: str
+    content_key: str
+    labels: tuple[str, ...] = ()
+    label_to_action: tuple[int, ...] = ()
+    distribution: tuple[float, ...] | None = None
+    """Mixed: probability per *game action* (labels already mapped back)."""
+    action: int | None = None
+    """Mixed: the sampled game action."""
+    normalisation: str | None = None
+    answer: str | None = None
+    constrained: bool = False
+    latency_ms: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    transport_retries: int = 0
+    retries: list[Attempt] = field(default_factory=list)
+    reused: bool = False
+    """True when the answer came from the store (resume / cache), not a new request."""
+    coop_prob: float | None = None
+    cooperated: bool | None = None
+    created_at: float = 0.0

@@ -1,0 +1,512 @@
+"""Plays one match: asks agents for decisions, lets the mechanism score, emits events.
+
+The engine owns the parts every mechanism shares: building the standard game prompt,
+asking an agent (streaming deltas out as events), parsing the reply, re-asking with
+the reason when it is unusable, sampling an action with a per-decision seeded RNG, and
+reusing finished decisions from the store so a resumed sweep never pays twice.
+Mechanisms only say *what* to ask and how answers become payoffs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from coop_tui.decisions import (
+    AgentReply,
+    AnswerKind,
+    Attempt,
+    Decision,
+    DecisionRequest,
+    Message,
+    Move,
+    SeatView,
+)
+from coop_tui.events import (
+    AnswerRejected,
+    DecisionDone,
+    DecisionStarted,
+    EventBus,
+    PhaseDone,
+    ReasoningDelta,
+    RoundDone,
+    TextDelta,
+)
+from coop_tui.games.base import Game
+from coop_tui.prompts import Labelling, PromptRenderer, example_answer, payoff_description
+
+PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
+
+
+class Agent(Protocol):
+    """Anything that can fill a seat."""
+
+    name: str
+    kind: str
+    """llm / local / strategy / human / replay"""
+    style: str
+    """cot or direct: which answer instructions its prompts carry."""
+    spec: dict[str, Any]
+    """Public description (never a secret): part of every decision's content key."""
+
+    async def reply(
+        self, request: DecisionRequest, messages: list[Message], sink: Any
+    ) -> AgentReply: ...
+
+
+class DecisionLookup(Protocol):
+    """Where finished decisions are found again (the store)."""
+
+    def find_decision(self, cache_key: str) -> Decision | None: ...
+
+    def find_content(self, content_key: str) -> Decision | None: ...
+
+
+class MatchAborted(Exception):
+    """A decision could not be completed and the run's policy says stop the match."""
+
+
+class MatchStopped(Exception):
+    """The user stopped the match."""
+
+
+@dataclass
+class DecisionPolicy:
+    max_attempts: int = 3
+    on_invalid: str = "abort"
+    """abort: the match fails; uniform: play uniformly, recorded as invalid with the reason."""
+    randomize_labels: bool = False
+    reuse_across_runs: bool = True
+
+
+@dataclass
+class MatchOutcome:
+    payoffs: tuple[float, ...]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def stable_hash(payload: Any) -> str:
+    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def derived_seed(*parts: Any) -> int:
+    """A 63-bit seed from any parts, stable across processes (unlike hash())."""
+    return int(stable_hash(list(parts))[:15], 16)
+
+
+class _Sink:
+    """Turns an agent's stream into events tagged with match and seat."""
+
+    def __init__(self, bus: EventBus, match_id: str, seat: int) -> None:
+        self.bus, self.match_id, self.seat = bus, match_id, seat
+
+    def text(self, delta: str) -> None:
+        if delta:
+            self.bus.emit(TextDelta(self.match_id, self.seat, delta))
+
+    def reasoning(self, delta: str) -> None:
+        if delta:
+            self.bus.emit(ReasoningDelta(self.match_id, self.seat, delta))
+
+
+class MatchContext:
+    """What a mechanism sees of the world: the game, the seats and ``ask``."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        match_id: str,
+        game: Game,
+        agents: Sequence[Agent],
+        bus: EventBus,
+        seed: int,
+        sample: int = 0,
+        renderer: PromptRenderer | None = None,
+        policy: DecisionPolicy | None = None,
+        lookup: DecisionLookup | None = None,
+        pause: asyncio.Event | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.match_id = match_id
+        self.game = game
+        self.agents = list(agents)
+        self.bus = bus
+        self.seed = seed
+        self.sample = sample
+        self.renderer = renderer or PromptRenderer()
+        self.policy = policy or DecisionPolicy()
+        self.lookup = lookup
+        self.pause = pause
+        self.stopped = False
+        self.histories: list[list[Move]] = [[] for _ in agents]
+        self.decisions: list[Decision] = []
+
+    @property
+    def n_seats(self) -> int:
+        return len(self.agents)
+
+    # ------------------------------------------------------------ prompts
+    def rng(self, *parts: Any) -> np.random.Generator:
+        return np.random.default_rng(derived_seed(self.seed, *parts))
+
+    def labelling(self, seat: int, round_: int, phase: str = "play") -> Labelling:
+        n = self.game.action_counts[seat]
+        if not self.policy.randomize_labels:
+            return Labelling.neutral(n)
+        return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
+
+    def play_request(
+        self,
+        seat: int,
+        round_: int,
+        *,
+        twist: str | Callable[[Labelling], str] = "",
+        phase: str = "play",
+        total_rounds: int | None = None,
+        history: Sequence[Move] | None = None,
+        extra: dict[str, Any] | None = None,
+        game: Game | None = None,
+    ) -> DecisionRequest:
+        """The standard game prompt for one seat, with a mechanism's twist inserted."""
+        game = game or self.game
+        own = self.labelling(seat, round_, phase)
+        labellings = [
+            own if game.action_counts[j] == game.action_counts[seat] else Labelling.neutral(c)
+            for j, c in enumerate(game.action_counts)
+        ]
+        labels = own.labels
+        if callable(twist):
+            twist = twist(own)
+        style = getattr(self.agents[seat], "style", "cot") or "cot"
+        instructions = self.renderer.render(
+            f"answer/mixed_{style}.j2", labels=labels, example=example_answer(labels)
+        )
+        text = self.renderer.render(
+            "game.j2",
+            n_players=game.n_players,
+            labels=labels,
+            payoff_description=payoff_description(game, seat, labellings),
+            seat_number=seat + 1,
+            twist=twist,
+            instructions=instructions,
+        )
+        view = SeatView(
+            game=game,
+            seat=seat,
+            round=round_,
+            history=tuple(history if history is not None else self.histories[seat]),
+            total_rounds=total_rounds,
+            extra=dict(extra or {}),
+        )
+        from coop_tui.schemas import answer_schema
+
+        return DecisionRequest(
+            seat=seat,
+            round=round_,
+            phase=phase,
+            kind="mixed",
+            messages=({"role": "user", "content": text},),
+            view=view,
+            labels=labels,
+            label_to_action=own.label_to_action,
+            schema=answer_schema("mixed", labels, {}),
+        )
+
+    # ------------------------------------------------------------ asking
+    def _keys(self, request: DecisionRequest) -> tuple[str, str]:
+        agent = self.agents[request.seat]
+        content = stable_hash(
+            {
+                "agent": agent.spec,
+                "messages": list(request.messages),
+                "kind": request.kind,
+                "phase": request.phase,
+                "round": request.round,
+                "seat": request.seat,
+                "sample": self.sample,
+                "seed": self.seed,
+                "labels": list(request.label_to_action),
+            }
+        )
+        return stable_hash([self.run_id, self.match_id, content]), content
+
+    async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[Decision]:
+        """Ask several seats at once (simultaneous moves)."""
+        return list(await asyncio.gather(*(self.ask(r) for r in requests)))
+
+    async def ask(self, request: DecisionRequest) -> Decision:
+        if self.stopped:
+            raise MatchStopped()
+        if self.pause is not None:
+            await self.pause.wait()
+        agent = self.agents[request.seat]
+        cache_key, content_key = self._keys(request)
+        reusable = agent.kind not in ("human",)
+        if reusable and self.lookup is not None:
+            found = self.lookup.find_decision(cache_key)
+            if found is None and self.policy.reuse_across_runs:
+                earlier = self.lookup.find_content(content_key)
+                if earlier is not None:
+                    found = _rebind(earlier, self.match_id, cache_key)
+                    found.reused = True
+                    self._emit_reused(found)
+                    return self._record(found)
+            if found is not None:
+                found.reused = True
+                self._emit_reused(found)
+                return self._record(found)
+        return self._record(await self._ask_fresh(agent, request, cache_key, content_key))
+
+    def _emit_reused(self, decision: Decision) -> None:
+        # Replay the stored text so live panes show reused answers too.
+        self.bus.emit(
+            DecisionStarted(
+                self.match_id, decision.seat, decision.round, decision.phase, decision.attempts,
+                tuple(decision.prompt), self.agents[decision.seat].name,
+            )
+        )
+        if decision.reasoning:
+            self.bus.emit(ReasoningDelta(self.match_id, decision.seat, decision.reasoning))
+        if decision.response:
+            self.bus.emit(TextDelta(self.match_id, decision.seat, decision.response))
+
+    def _record(self, decision: Decision) -> Decision:
+        # Reused decisions are announced too: the store ignores a cache key it holds,
+        # and live panes still want to see the answer land.
+        self.decisions.append(decision)
+        self.bus.emit(DecisionDone(decision))
+        return decision
+
+    async def _ask_fresh(
+        self, agent: Agent, request: DecisionRequest, cache_key: str, content_key: str
+    ) -> Decision:
+        from coop_tui.parsing import ParseError, parse_answer
+
+        messages: list[Message] = [dict(m) for m in request.messages]
+        failed: list[Attempt] = []
+        sink = _Sink(self.bus, self.match_id, request.seat)
+        started = time.perf_counter()
+        totals = {"in": 0, "out": 0, "cost": 0.0, "retries": 0}
+        any_tokens = {"in": False, "out": False}
+        cost_known = True
+        last_reply: AgentReply | None = None
+        parsed: Any = None
+        note: str | None = None
+        error: str | None = None
+        for attempt in range(1, self.policy.max_attempts + 1):
+            if self.stopped:
+                raise MatchStopped()
+            self.bus.emit(
+                DecisionStarted(
+                    self.match_id, request.seat, request.round, request.phase, attempt,
+                    tuple(messages), agent.name,
+                )
+            )
+            reply = await agent.reply(request, [dict(m) for m in messages], sink)
+            last_reply = reply
+            if reply.input_tokens is not None:
+                totals["in"] += reply.input_tokens
+                any_tokens["in"] = True
+            if reply.output_tokens is not None:
+                totals["out"] += reply.output_tokens
+                any_tokens["out"] = True
+            if reply.cost_usd is None:
+                cost_known = False
+            else:
+                totals["cost"] += reply.cost_usd
+            totals["retries"] += reply.transport_retries
+            try:
+                parsed, note = parse_answer(
+                    request.kind,
+                    reply.parse_text,
+                    labels=request.labels,
+                    options=request.options,
+                )
+                error = None
+                break
+            except ParseError as exc:
+                error = exc.reason
+                failed.append(
+                    Attempt(
+                        messages=[dict(m) for m in messages],
+                        response=reply.parse_text if reply.answer is None else reply.text + "\n[answer] " + reply.answer,
+                        reasoning=reply.reasoning,
+                        error=exc.reason,
+                        latency_ms=reply.latency_ms,
+                        input_tokens=reply.input_tokens,
+                        output_tokens=reply.output_tokens,
+                        cost_usd=reply.cost_usd,
+                    )
+                )
+                self.bus.emit(
+                    AnswerRejected(
+                        self.match_id, request.seat, request.round, request.phase, attempt, exc.reason
+                    )
+                )
+                messages = messages + [
+                    {"role": "assistant", "content": reply.parse_text},
+                    {
+                        "role": "user",
+                        "content": self.renderer.render(
+                            "retry.j2",
+                            reason=exc.reason,
+                            example=_retry_example(request),
+                        ),
+                    },
+                ]
+        assert last_reply is not None
+        valid = error is None
+        decision = Decision(
+            match_id=self.match_id,
+            round=request.round,
+            phase=request.phase,
+            seat=request.seat,
+            kind=request.kind,
+            agent=agent.name,
+            prompt=[dict(m) for m in request.messages] if valid and not failed else messages,
+            response=last_reply.text,
+            reasoning=last_reply.reasoning,
+            parsed=None,
+            valid=valid,
+            attempts=len(failed) + (1 if valid else 0),
+            error=error,
+            cache_key=cache_key,
+            content_key=content_key,
+            labels=request.labels,
+            label_to_action=request.label_to_action,
+            normalisation=note,
+            answer=last_reply.answer,
+            constrained=last_reply.constrained,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            input_tokens=totals["in"] if any_tokens["in"] else None,
+            output_tokens=totals["out"] if any_tokens["out"] else None,
+            cost_usd=totals["cost"] if cost_known else None,
+            transport_retries=totals["retries"],
+            retries=failed,
+            created_at=time.time(),
+        )
+        if request.kind == "mixed":
+            self._finish_mixed(decision, request, parsed)
+        else:
+            decision.parsed = parsed
+        if not valid and request.kind != "mixed":
+            decision.error = error
+        return decision
+
+    def _finish_mixed(self, decision: Decision, request: DecisionRequest, parsed: Any) -> None:
+        game = request.view.game
+        n_actions = game.action_counts[request.seat]
+        if parsed is not None:
+            probs = [0.0] * n_actions
+            for i, p in enumerate(parsed.probabilities):
+                probs[request.label_to_action[i]] = float(p)
+            decision.parsed = dict(zip(request.labels, parsed.probabilities, strict=True))
+        elif self.policy.on_invalid == "uniform":
+            probs = [1.0 / n_actions] * n_actions
+            decision.normalisation = "fallback: no valid answer, played uniformly at random"
+        else:
+            return
+        decision.distribution = tuple(probs)
+        rng = self.rng("sample", request.round, request.seat, request.phase)
+        decision.action = int(rng.choice(n_actions, p=np.asarray(probs) / sum(probs)))
+        decision.coop_prob = game.cooperation_mass(request.seat, probs)
+        decision.cooperated = game.is_cooperative(request.seat, decision.action)
+
+    # ------------------------------------------------------------ rounds
+    def require(self, decision: Decision) -> Decision:
+        """Stop the match when a decision has no usable outcome under the policy."""
+        if decision.kind == "mixed" and decision.action is None:
+            raise MatchAborted(
+                f"seat {decision.seat + 1} ({decision.agent}) gave no valid answer in "
+                f"{decision.attempts} attempts: {decision.error}"
+            )
+        if decision.kind != "mixed" and not decision.valid and self.policy.on_invalid == "abort":
+            raise MatchAborted(
+                f"seat {decision.seat + 1} ({decision.agent}) gave no valid {decision.kind} "
+                f"answer: {decision.error}"
+            )
+        return decision
+
+    def finish_round(
+        self,
+        round_: int,
+        actions: Sequence[int],
+        payoffs: Sequence[float],
+        *,
+        seats: Sequence[int] | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a played round and extend each seat's own-perspective history."""
+        seats = list(seats if seats is not None else range(len(actions)))
+        for pos, seat in enumerate(seats):
+            others = tuple(a for k, a in enumerate(actions) if k != pos)
+            others_pay = tuple(p for k, p in enumerate(payoffs) if k != pos)
+            self.histories[seat].append(
+                Move(round_, int(actions[pos]), others, float(payoffs[pos]), others_pay)
+            )
+        self.bus.emit(
+            RoundDone(
+                self.match_id,
+                round_,
+                tuple(int(a) for a in actions),
+                tuple(float(p) for p in payoffs),
+                tuple(seats),
+                dict(info or {}),
+            )
+        )
+
+    def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
+        self.bus.emit(PhaseDone(self.match_id, round_, phase, info))
+
+
+def _retry_example(request: DecisionRequest) -> str:
+    if request.kind == "mixed":
+        return example_answer(request.labels)
+    if request.kind == "score":
+        return "SIMILARITY SCORE: <0-100>"
+    if request.kind == "sign":
+        return '{"sign": true}'
+    if request.kind == "approvals":
+        return json.dumps({label: True for label in request.labels})
+    return "the format asked for above"
+
+
+def _rebind(decision: Decision, match_id: str, cache_key: str) -> Decision:
+    """A decision from an earlier run, re-owned by this match (no new request is sent)."""
+    from dataclasses import replace
+
+    return replace(decision, match_id=match_id, cache_key=cache_key, retries=list(decision.retries))
+
+
+PlayFn = Callable[[MatchContext], Any]
+
+
+def one_shot_payoffs(ctx: MatchContext, decisions: Sequence[Decision], round_: int = 1) -> tuple[float, ...]:
+    """Play one simultaneous round from sampled actions and record it."""
+    actions = [ctx.require(d).action for d in decisions]
+    payoffs = ctx.game.payoff(actions)  # type: ignore[arg-type]
+    ctx.finish_round(round_, actions, payoffs)  # type: ignore[arg-type]
+    return payoffs
+
+
+__all__ = [
+    "Agent",
+    "AnswerKind",
+    "DecisionPolicy",
+    "MatchAborted",
+    "MatchContext",
+    "MatchOutcome",
+    "MatchStopped",
+    "one_shot_payoffs",
+    "derived_seed",
+    "stable_hash",
+]

@@ -1,0 +1,175 @@
+"""Typed events: the only way the engine talks to the store, the TUI and the runner.
+
+The engine never knows who listens. Listeners are plain callables; a listener that
+raises does not stop the match (it is reported once and detached), because a broken
+progress bar must never cost a researcher their sweep. The store is the exception:
+it is attached with ``critical=True`` so a failed write stops the run loudly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coop_tui.decisions import Decision, Message
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Event:
+    pass
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    run_id: str
+    name: str
+    total_matches: int
+    estimated_decisions: int
+    spec: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MatchStarted(Event):
+    run_id: str
+    match_id: str
+    experiment: int
+    game: str
+    mechanism: str
+    seats: tuple[str, ...]
+    """Agent name per seat."""
+    condition: dict[str, Any] = field(default_factory=dict)
+    sample: int = 0
+    seed: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+    """Everything else the store needs to describe the match (params, agent specs)."""
+
+
+@dataclass(frozen=True)
+class DecisionStarted(Event):
+    match_id: str
+    seat: int
+    round: int
+    phase: str
+    attempt: int
+    messages: tuple[Message, ...]
+    agent: str
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    match_id: str
+    seat: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta(Event):
+    match_id: str
+    seat: int
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerRejected(Event):
+    """An attempt produced an unusable answer; the agent will be asked again."""
+
+    match_id: str
+    seat: int
+    round: int
+    phase: str
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class DecisionDone(Event):
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class RoundDone(Event):
+    match_id: str
+    round: int
+    actions: tuple[int, ...]
+    payoffs: tuple[float, ...]
+    seats: tuple[int, ...] = ()
+    """Which seats of the match took part (all of them unless a mechanism re-matches)."""
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PhaseDone(Event):
+    """A non-play phase finished (proposals made, votes counted, contracts signed)."""
+
+    match_id: str
+    round: int
+    phase: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MatchDone(Event):
+    match_id: str
+    payoffs: tuple[float, ...]
+    """Match payoff per seat as the mechanism scores it."""
+    status: str = "done"
+    """done / failed / stopped"""
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunProgress(Event):
+    run_id: str
+    matches_done: int
+    matches_total: int
+    decisions: int
+    reused: int
+    invalid: int
+    retries: int
+    failures: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class RunDone(Event):
+    run_id: str
+    status: str
+    error: str | None = None
+
+
+Listener = Callable[[Event], None]
+
+
+class EventBus:
+    """Fan events out to listeners synchronously, in registration order."""
+
+    def __init__(self) -> None:
+        self._listeners: list[tuple[Listener, bool]] = []
+
+    def subscribe(self, listener: Listener, *, critical: bool = False) -> Callable[[], None]:
+        entry = (listener, critical)
+        self._listeners.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        for entry in list(self._listeners):
+            listener, critical = entry
+            if critical:
+                listener(event)
+                continue
+            try:
+                listener(event)
+            except Exception:  # a UI bug must not kill a sweep
+                log.exception("event listener %r failed; detaching it", listener)
+                if entry in self._listeners:
+                    self._listeners.remove(entry)

@@ -1,0 +1,134 @@
+"""Prompt rendering from the Jinja2 templates in ``data/prompts``.
+
+Templates live in files so researchers can copy and edit them; a sweep's
+``templates`` folder is searched first, so overriding one file is enough.
+Action labels are neutral (A0, A1, ...) and may be shuffled per decision: the
+mapping from shown label to game action travels with the request and is stored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from coop_tui.games.base import Game
+
+
+def data_dir() -> Path:
+    return Path(str(resources.files("coop_tui.data")))
+
+
+def default_template_dir() -> Path:
+    return data_dir() / "prompts"
+
+
+class PromptRenderer:
+    def __init__(self, template_dir: Path | str | None = None) -> None:
+        search = [str(default_template_dir())]
+        if template_dir is not None:
+            search.insert(0, str(template_dir))
+        self.template_dir = Path(template_dir) if template_dir else None
+        self._env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(search),
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=False,
+            autoescape=False,
+        )
+
+    def render(self, name: str, **context: Any) -> str:
+        return self._env.get_template(name).render(**context).strip()
+
+    def source(self, name: str) -> str:
+        """The template text, for the inspector's editor."""
+        loader = self._env.loader
+        assert loader is not None
+        src, _, _ = loader.get_source(self._env, name)
+        return src
+
+
+@dataclass(frozen=True)
+class Labelling:
+    """Which neutral label stands for which game action, for one seat in one decision."""
+
+    labels: tuple[str, ...]
+    label_to_action: tuple[int, ...]
+
+    def label_of(self, action: int) -> str:
+        return self.labels[self.label_to_action.index(action)]
+
+    @classmethod
+    def neutral(cls, n_actions: int, rng: np.random.Generator | None = None) -> Labelling:
+        order = list(range(n_actions))
+        if rng is not None:
+            order = [int(x) for x in rng.permutation(n_actions)]
+        return cls(tuple(f"A{i}" for i in range(n_actions)), tuple(order))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling]) -> str:
+    """Describe every outcome from ``seat``'s point of view, in its labels.
+
+    ``labellings[i]`` is the labelling used to name seat i's actions; a seat's own
+    labelling is what it sees, and co-players are named with theirs, so a shuffled
+    label set stays consistent inside one prompt.
+    """
+    n = game.n_players
+    others = [j for j in range(n) if j != seat]
+    own = labellings[seat]
+    lines = []
+    other_orders = [range(len(labellings[j].labels)) for j in others]
+    for own_idx in range(len(own.labels)):
+        for combo in itertools.product(*other_orders):
+            profile = [0] * n
+            profile[seat] = own.label_to_action[own_idx]
+            parts = [f"you choose {own.labels[own_idx]}"]
+            for j, lab_idx in zip(others, combo, strict=True):
+                profile[j] = labellings[j].label_to_action[lab_idx]
+                who = "the other player" if n == 2 else f"Player {j + 1}"
+                parts.append(f"{who} chooses {labellings[j].labels[lab_idx]}")
+            pay = game.payoff(profile)
+            gets = [f"you get {_fmt(pay[seat])} points"]
+            for j in others:
+                who = "the other player" if n == 2 else f"Player {j + 1}"
+                gets.append(f"{who} gets {_fmt(pay[j])} points")
+            cond = " and ".join(parts) if n == 2 else ", ".join(parts)
+            lines.append(f"- If {cond}: {', '.join(gets)}.")
+    return "\n".join(lines)
+
+
+def example_answer(labels: Sequence[str]) -> str:
+    return json.dumps({label: "<INT>" for label in labels}).replace('"<INT>"', "<INT>")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    key: str
+    full_name: str
+    description: str
+    format: str
+    sample: str
+    random_baseline: float
+
+
+@cache
+def _load_catalogue(path: str) -> dict[str, Benchmark]:
+    with open(path, "rb") as fh:
+        raw = tomllib.load(fh)
+    return {key: Benchmark(key=key, **fields) for key, fields in raw.items()}
+
+
+def benchmark_catalogue(path: Path | str | None = None) -> dict[str, Benchmark]:
+    return _load_catalogue(str(path or data_dir() / "benchmarks.toml"))

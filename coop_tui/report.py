@@ -1,0 +1,310 @@
+"""The analysis of a run, as text tables or JSON (``coop-tui report``).
+
+All aggregation is SQL (GROUP BY over indexed columns) so a run with a million
+decisions reports in seconds; Python only touches one row per agent x condition.
+The same ``build_report`` feeds the analysis screen.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from coop_tui.analysis.stats import wilson_interval
+from coop_tui.store import Store
+
+
+def _se(n: int, total: float, total_sq: float) -> float | None:
+    if n < 2:
+        return None
+    mean = total / n
+    var = max(total_sq / n - mean * mean, 0.0) * n / (n - 1)
+    return math.sqrt(var / n)
+
+
+def _wilson(successes: float, n: int) -> list[float] | None:
+    if n == 0:
+        return None
+    lo, hi = wilson_interval(successes, n)
+    return [lo, hi]
+
+
+def game_from_spec(spec: dict[str, Any]):
+    from coop_tui.games.base import Game
+
+    return Game(
+        key=spec["key"],
+        title=spec.get("title", spec["key"]),
+        description="",
+        action_names=tuple(tuple(a) for a in spec["action_names"]),
+        payoffs=spec["payoffs"],
+        cooperative=tuple(frozenset(c) for c in spec["cooperative"]),
+        defect=tuple(spec["defect"]),
+        params=spec.get("params", {}),
+    )
+
+
+def _b_star(game_spec: str | None) -> float | None:
+    if not game_spec:
+        return None
+    try:
+        from coop_tui.analysis.theory import b_star
+
+        game = game_from_spec(json.loads(game_spec))
+        if not game.has_cooperation or not game.symmetric:
+            return None
+        value = b_star(game)
+        return None if value is None else round(float(value), 6)
+    except Exception:  # theory is a bonus in the report, never a reason to fail it
+        return None
+
+
+def build_report(store: Store, run_id: str) -> dict[str, Any]:
+    db = store.db
+    run = store.run(run_id)
+    if run is None:
+        raise KeyError(run_id)
+    counts = dict(
+        zip(
+            ["matches", "matches_done", "matches_failed", "matches_unfinished"],
+            db.execute(
+                """select count(*), coalesce(sum(status = 'done'), 0),
+                          coalesce(sum(status = 'failed'), 0),
+                          coalesce(sum(status not in ('done', 'failed')), 0)
+                   from matches where run_id = ?""",
+                [run_id],
+            ).fetchone(),
+            strict=True,
+        )
+    )
+    drow = db.execute(
+        """
+        select count(*), coalesce(sum(d.valid = 0), 0), coalesce(sum(d.attempts - 1), 0),
+               coalesce(sum(d.transport_retries), 0), coalesce(sum(d.reused), 0),
+               coalesce(sum(d.cost_usd), 0), coalesce(sum(d.input_tokens), 0),
+               coalesce(sum(d.output_tokens), 0)
+        from decisions d join matches m on m.id = d.match_id where m.run_id = ?""",
+        [run_id],
+    ).fetchone()
+    counts.update(
+        decisions=drow[0], invalid=drow[1], retries=max(drow[2], 0), transport_retries=drow[3],
+        reused=drow[4], cost_usd=round(drow[5], 6), input_tokens=drow[6], output_tokens=drow[7],
+        failures=db.execute("select count(*) from failures where run_id = ?", [run_id]).fetchone()[0],
+    )
+    # cooperation per experiment x condition x agent (play decisions with a distribution)
+    coop_rows = db.execute(
+        """
+        select m.experiment, m.game, m.mechanism, m.condition_key, m.condition, d.agent,
+               count(*), sum(d.coop_prob), sum(d.coop_prob * d.coop_prob),
+               sum(d.cooperated), count(d.cooperated)
+        from decisions d join matches m on m.id = d.match_id
+        where m.run_id = ? and d.phase = 'play' and d.coop_prob is not null
+              and m.status = 'done'
+        group by m.experiment, m.condition_key, d.agent
+        order by m.experiment, m.similarity, m.condition_key, d.agent""",
+        [run_id],
+    ).fetchall()
+    pay_rows = db.execute(
+        """
+        select m.experiment, m.condition_key, s.agent, count(*), sum(s.payoff),
+               sum(s.payoff * s.payoff)
+        from seats s join matches m on m.id = s.match_id
+        where m.run_id = ? and m.status = 'done' and s.payoff is not null
+        group by m.experiment, m.condition_key, s.agent""",
+        [run_id],
+    ).fetchall()
+    payoffs = {(e, c, a): (n, t, q) for e, c, a, n, t, q in pay_rows}
+    exp_rows = db.execute(
+        """select experiment, game, mechanism, min(game_spec), min(matchup), count(*)
+           from matches where run_id = ? group by experiment order by experiment""",
+        [run_id],
+    ).fetchall()
+    experiments: dict[int, dict[str, Any]] = {}
+    for exp, game, mech, gspec, matchup, n in exp_rows:
+        experiments[exp] = {
+            "experiment": exp,
+            "game": game,
+            "mechanism": mech,
+            "matchup": matchup,
+            "matches": n,
+            "b_star": _b_star(gspec),
+            "conditions": {},
+            "curve": defaultdict(list),
+        }
+    for exp, _game, _mech, ckey, cjson, agent, n, s, sq, k, nk in coop_rows:
+        e = experiments[exp]
+        cond = e["conditions"].setdefault(ckey, {"condition": json.loads(cjson), "agents": {}})
+        pn, pt, pq = payoffs.get((exp, ckey, agent), (0, 0.0, 0.0))
+        entry = {
+            "n": n,
+            "coop_rate": s / n,
+            "coop_se": _se(n, s, sq),
+            "coop_wilson": _wilson(s, n),
+            "sampled_coop_rate": (k / nk) if nk else None,
+            "sampled_wilson": _wilson(k, nk) if nk else None,
+            "mean_payoff": (pt / pn) if pn else None,
+            "payoff_se": _se(pn, pt, pq),
+        }
+        cond["agents"][agent] = entry
+        condition = cond["condition"]
+        if condition.get("similarity") is not None:
+            e["curve"][agent].append(
+                {
+                    "similarity": condition["similarity"],
+                    "framing": condition.get("framing"),
+                    "prompt": condition.get("prompt"),
+                    "coop_rate": entry["coop_rate"],
+                    "se": entry["coop_se"],
+                    "n": n,
+                }
+            )
+    # agents that only have payoffs (games without a cooperative action)
+    for (exp, ckey, agent), (pn, pt, pq) in payoffs.items():
+        e = experiments.get(exp)
+        if e is None:
+            continue
+        cond = e["conditions"].setdefault(ckey, {"condition": _condition(db, run_id, exp, ckey), "agents": {}})
+        cond["agents"].setdefault(
+            agent,
+            {"n": pn, "coop_rate": None, "coop_se": None, "coop_wilson": None,
+             "sampled_coop_rate": None, "sampled_wilson": None,
+             "mean_payoff": pt / pn, "payoff_se": _se(pn, pt, pq)},
+        )
+    out_exps = []
+    for e in experiments.values():
+        e["conditions"] = [
+            {"condition_key": k, **v} for k, v in e["conditions"].items()
+        ]
+        e["curve"] = dict(e["curve"])
+        try:
+            from coop_tui.analysis.tournament import tournament_metrics
+
+            metrics = tournament_metrics(store, run_id, e["experiment"])
+            if metrics:
+                e.update(metrics)
+        except ImportError:
+            pass
+        out_exps.append(e)
+    return {
+        "run": {
+            "id": run["id"],
+            "name": run["name"],
+            "status": run["status"],
+            "kind": run["kind"],
+            "created_at": run["created_at"],
+        },
+        "counts": counts,
+        "experiments": out_exps,
+    }
+
+
+def _condition(db: Any, run_id: str, exp: int, ckey: str) -> dict[str, Any]:
+    row = db.execute(
+        "select condition from matches where run_id = ? and experiment = ? and condition_key = ? limit 1",
+        [run_id, exp, ckey],
+    ).fetchone()
+    return json.loads(row[0]) if row else {}
+
+
+# ----------------------------------------------------------------- text output
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def render_text(report: dict[str, Any]) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+    run, c = report["run"], report["counts"]
+    parts.append(Text(f"run {run['id']}  {run['name']}  [{run['status']}]", style="bold"))
+    parts.append(
+        Text(
+            f"matches {c['matches_done']}/{c['matches']} done, {c['matches_failed']} failed; "
+            f"decisions {c['decisions']} ({c['reused']} reused), invalid {c['invalid']}, "
+            f"re-asks {c['retries']}, transport retries {c['transport_retries']}, "
+            f"cost ${c['cost_usd']:.4f}"
+        )
+    )
+    for e in report["experiments"]:
+        title = f"experiment {e['experiment']}: {e['game']} / {e['mechanism']} ({e['matches']} matches)"
+        if e.get("b_star") is not None:
+            title += f"   b* = {e['b_star']:g}"
+        table = Table(title=title, title_justify="left")
+        for col in ("condition", "agent", "n", "coop (mass)", "± SE", "Wilson 95%",
+                    "coop (sampled)", "mean payoff", "± SE"):
+            table.add_column(col, justify="right" if col not in ("condition", "agent") else "left")
+        for cond in e["conditions"]:
+            for agent, a in sorted(cond["agents"].items()):
+                w = a["coop_wilson"]
+                table.add_row(
+                    cond["condition_key"], agent, str(a["n"]), _pct(a["coop_rate"]),
+                    _pct(a["coop_se"]), "-" if not w else f"[{100*w[0]:.1f}, {100*w[1]:.1f}]",
+                    _pct(a["sampled_coop_rate"]), _num(a["mean_payoff"]), _num(a["payoff_se"], 2),
+                )
+        parts.append(table)
+        if e["curve"]:
+            parts.append(_curve_table(e))
+        if e.get("population"):
+            parts.append(_population_table(e))
+    return Group(*parts)
+
+
+def _curve_table(e: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    sims = sorted({p["similarity"] for pts in e["curve"].values() for p in pts})
+    table = Table(title="cooperation over similarity (probability mass on the cooperative action)",
+                  title_justify="left")
+    table.add_column("agent / framing")
+    for s in sims:
+        marker = "*" if e.get("b_star") is not None and s / 100 >= e["b_star"] else ""
+        table.add_column(f"{s:g}{marker}", justify="right")
+    for agent, pts in sorted(e["curve"].items()):
+        by_frame: dict[str, dict[float, float]] = defaultdict(dict)
+        for p in pts:
+            by_frame[f"{agent} / {p.get('framing') or '-'}"][p["similarity"]] = p["coop_rate"]
+        for label, row in by_frame.items():
+            table.add_row(label, *[_pct(row.get(s)) for s in sims])
+    if e.get("b_star") is not None:
+        table.caption = f"* similarity at or above b* = {e['b_star']:g}"
+    return table
+
+
+def _population_table(e: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="population metrics", title_justify="left")
+    for col in ("agent", "mean payoff", "fitness", "deviation rating"):
+        table.add_column(col, justify="left" if col == "agent" else "right")
+    for agent, m in e["population"].items():
+        table.add_row(agent, _num(m.get("mean_payoff"), 4), _num(m.get("fitness"), 4),
+                      _num(m.get("deviation_rating"), 4))
+    return table
+
+
+def report_command(db_path: Path, ref: str | None, *, as_json: bool = False) -> int:
+    from coop_tui.cli import fail
+
+    if not db_path.exists():
+        return fail(f"no database at {db_path}; run a sweep first or pass --db")
+    store = Store(db_path)
+    run = store.resolve_run(ref)
+    if run is None:
+        return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
+    report = build_report(store, run["id"])
+    if as_json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        from rich.console import Console
+
+        Console().print(render_text(report))
+    return 0

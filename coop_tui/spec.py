@@ -1,0 +1,474 @@
+"""Sweep files: loading, validation and grid expansion.
+
+Everything a user can get wrong is checked here, before a run exists, and reported
+as one line naming the field and the fix (``SpecError``; the CLI exits 2). A list
+in an experiment field is a grid axis; the only lists that are values are the
+roster (``agents``), explicit matchups and fields whose own type is a list (for
+those, a list of lists is the axis).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from coop_tui.engine import stable_hash
+
+# Environment variables litellm reads for each provider prefix; used only to give a
+# clear "missing API key" error before anything runs.
+PROVIDER_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "xai": "XAI_API_KEY",
+}
+KEYLESS_PROVIDERS = {"ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile"}
+
+
+class SpecError(ValueError):
+    """A sweep or match specification that cannot run, with the field and the fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class AgentSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default=None, description="provider/model, or local/smollm2")
+    strategy: str | None = None
+    human: bool = False
+    replay: str | None = Field(default=None, description="run id whose answers to replay")
+    params: dict[str, Any] = Field(default_factory=dict, description="strategy parameters")
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    style: Literal["cot", "direct"] = "cot"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    api_key: SecretStr | None = None
+    max_concurrency: int | None = Field(default=None, gt=0)
+    timeout: float = Field(default=120.0, gt=0)
+    threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
+    seed: int | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.human:
+            return "human"
+        if self.strategy:
+            return "strategy"
+        if self.replay:
+            return "replay"
+        if self.model and (self.model.startswith("local/") or self.model.startswith("local:")):
+            return "local"
+        return "llm"
+
+    @property
+    def provider(self) -> str:
+        if self.kind != "llm" or not self.model:
+            return self.kind
+        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
+
+    def public(self) -> dict[str, Any]:
+        """The spec without secrets: what is stored and hashed."""
+        data = self.model_dump(exclude={"api_key"}, exclude_none=True, exclude_defaults=True)
+        if self.kind in ("llm", "local"):
+            data.setdefault("style", self.style)
+        return data
+
+    def resolve_key(self) -> str | None:
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        env = self.api_key_env or PROVIDER_KEY_ENV.get(self.provider)
+        return os.environ.get(env) if env else None
+
+
+class ExperimentSpec(BaseModel):
+    """Fields every experiment has; mechanism parameters ride along as extras."""
+
+    model_config = ConfigDict(extra="allow")
+
+    game: str | list[str]
+    mechanism: str = "none"
+    matchup: Literal["self", "cross"] | list[list[str]] = "self"
+    agents: list[str] = Field(default_factory=list)
+    samples: int | None = Field(default=None, ge=1)
+    scale: float | list[float] | None = None
+    bonus: float | list[float] | None = None
+    game_params: dict[str, Any] = Field(default_factory=dict)
+    randomize_labels: bool = False
+    max_attempts: int | None = Field(default=None, ge=1, le=20)
+    on_invalid: Literal["abort", "uniform"] | None = None
+    name: str | None = None
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    seed: int = 0
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    samples: int = Field(default=1, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    on_invalid: Literal["abort", "uniform"] = "abort"
+    budget_usd: float | None = Field(default=None, gt=0)
+    provider_limits: dict[str, int] = Field(default_factory=dict)
+    templates: str | None = None
+    reuse: bool = Field(default=True, description="reuse identical finished decisions of earlier runs")
+    agents: dict[str, AgentSpec]
+    experiments: list[ExperimentSpec] = Field(min_length=1)
+
+    @field_validator("agents")
+    @classmethod
+    def _one_kind(cls, agents: dict[str, AgentSpec]) -> dict[str, AgentSpec]:
+        for name, a in agents.items():
+            kinds = [bool(a.model), bool(a.strategy), a.human, bool(a.replay)]
+            if sum(kinds) != 1:
+                raise ValueError(
+                    f"agent {name!r} must set exactly one of model, strategy, human or replay"
+                )
+        return agents
+
+
+# ----------------------------------------------------------------- expanded grid
+@dataclass(frozen=True)
+class Cell:
+    """One point of an experiment's grid: game, mechanism parameters, seats."""
+
+    experiment: int
+    game: str
+    game_params: dict[str, Any]
+    mechanism: str
+    mechanism_params: dict[str, Any]
+    seats: tuple[str, ...]
+    matchup: str
+    samples: int
+    randomize_labels: bool
+    max_attempts: int
+    on_invalid: str
+
+    def match_key(self, sample: int) -> str:
+        return stable_hash(
+            {
+                "e": self.experiment,
+                "g": self.game,
+                "gp": self.game_params,
+                "m": self.mechanism,
+                "mp": self.mechanism_params,
+                "s": self.seats,
+                "n": sample,
+            }
+        )[:20]
+
+
+@dataclass
+class Sweep:
+    spec: SweepSpec
+    source: Path | None
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def hash(self) -> str:
+        return stable_hash(public_spec(self.spec))[:16]
+
+    def matches(self) -> Iterator[tuple[Cell, int]]:
+        for cell in self.cells:
+            for sample in range(cell.samples):
+                yield cell, sample
+
+    @property
+    def total_matches(self) -> int:
+        return sum(c.samples for c in self.cells)
+
+
+def public_spec(spec: SweepSpec) -> dict[str, Any]:
+    data = spec.model_dump(mode="json", exclude_none=True)
+    for agent in data.get("agents", {}).values():
+        agent.pop("api_key", None)
+    return data
+
+
+# ----------------------------------------------------------------- loading
+def _loc(loc: tuple[Any, ...], prefix: str = "") -> str:
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _explain(err: dict[str, Any]) -> str:
+    msg = str(err.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    typ = err.get("type", "")
+    got = err.get("input")
+    if typ == "missing":
+        return "is required; add it"
+    if typ == "extra_forbidden":
+        return "is not a known field; remove it or check its spelling"
+    if typ in ("int_parsing", "int_type", "float_parsing", "float_type", "bool_parsing",
+               "bool_type", "string_type", "list_type", "dict_type", "literal_error",
+               "greater_than", "greater_than_equal", "less_than", "less_than_equal",
+               "too_short", "int_from_float"):
+        return f"{msg[0].lower()}{msg[1:]} (got {got!r})"
+    return msg
+
+
+def spec_error_from(exc: ValidationError, prefix: str = "") -> SpecError:
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    # pydantic puts union branch names in loc ("str", "list[str]"): drop them
+    loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "float", "int", "list", "literal['self','cross']"})))
+    return SpecError(_loc(loc, prefix), _explain(err))
+
+
+def read_sweep_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise SpecError("", f"sweep file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SpecError(str(path), f"is not valid YAML: {exc}".replace("\n", " ")) from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError(str(path), f"is not valid TOML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(str(path), "must contain a table of settings at the top level")
+    return data
+
+
+def load_sweep(path: Path | str, *, check_keys: bool = True) -> Sweep:
+    path = Path(path)
+    data = read_sweep_file(path)
+    sweep = build_sweep(data, source=path, check_keys=check_keys)
+    return sweep
+
+
+def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys: bool = True) -> Sweep:
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        raise spec_error_from(exc) from None
+    sweep = Sweep(spec=spec, source=source)
+    for name, agent in spec.agents.items():
+        _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
+    for i, exp in enumerate(spec.experiments):
+        sweep.cells.extend(_expand(i, exp, spec, base=source.parent if source else None))
+    if spec.templates:
+        tdir = _resolve(spec.templates, source.parent if source else None)
+        if not tdir.is_dir():
+            raise SpecError("templates", f"folder {tdir} does not exist; point it at a copy of data/prompts")
+    return sweep
+
+
+def _resolve(path: str, base: Path | None) -> Path:
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base is not None and (base / p).exists():
+        return base / p
+    return p
+
+
+def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | None) -> None:
+    where = f"agents.{name}"
+    if agent.strategy:
+        from coop_tui.agents.strategies import StrategyError, get_strategy
+
+        try:
+            get_strategy(agent.strategy, **agent.params)
+        except StrategyError as exc:
+            raise SpecError(f"{where}.strategy", str(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"{where}.params", str(exc)) from None
+    if agent.kind == "local":
+        assert agent.model is not None
+        if agent.model.startswith("local:"):
+            gguf = _resolve(agent.model[len("local:"):], base)
+            if not gguf.exists():
+                raise SpecError(f"{where}.model", f"GGUF file {gguf} does not exist")
+        elif agent.model != "local/smollm2":
+            raise SpecError(
+                f"{where}.model",
+                f"unknown embedded model {agent.model!r}; use local/smollm2 or local:<path.gguf>",
+            )
+    if agent.kind == "llm":
+        assert agent.model is not None
+        if "/" not in agent.model:
+            raise SpecError(
+                f"{where}.model",
+                f"{agent.model!r} has no provider; write provider/model (e.g. openai/gpt-4o-mini)",
+            )
+        if check_keys and not agent.api_base and agent.provider not in KEYLESS_PROVIDERS:
+            if agent.resolve_key() is None:
+                env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider, "<PROVIDER>_API_KEY")
+                raise SpecError(
+                    f"{where}.model",
+                    f"no API key for {agent.model}: set {env} in the environment or a .env file, "
+                    f"or name another variable with api_key_env",
+                )
+
+
+def _axis(value: Any, list_typed: bool) -> bool:
+    if not isinstance(value, list):
+        return False
+    if list_typed:
+        return bool(value) and all(isinstance(v, list) for v in value)
+    return True
+
+
+def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) -> list[Cell]:
+    from coop_tui.mechanisms import MechanismError, mechanism_class
+
+    where = f"experiments[{i}]"
+    try:
+        mech_cls = mechanism_class(exp.mechanism)
+    except MechanismError as exc:
+        raise SpecError(f"{where}.mechanism", str(exc)) from None
+    param_fields = mech_cls.Params.model_fields
+    extras = dict(exp.model_extra or {})
+    for key in extras:
+        if key not in param_fields:
+            known = ", ".join(param_fields) or "none"
+            raise SpecError(
+                f"{where}.{key}",
+                f"is not a parameter of mechanism {exp.mechanism!r} (its parameters: {known})",
+            )
+    # roster and seats
+    for name in exp.agents:
+        if name not in sweep.agents:
+            raise SpecError(
+                f"{where}.agents",
+                f"unknown agent {name!r}; define it under [agents.{name}] (defined: {', '.join(sweep.agents)})",
+            )
+    if isinstance(exp.matchup, list):
+        for seats in exp.matchup:
+            for name in seats:
+                if name not in sweep.agents:
+                    raise SpecError(f"{where}.matchup", f"unknown agent {name!r} in an explicit matchup")
+    elif not exp.agents:
+        raise SpecError(f"{where}.agents", "is empty; list the agents that play")
+
+    axes: dict[str, list[Any]] = {}
+    fixed: dict[str, Any] = {}
+    for key, value in extras.items():
+        list_typed = "list" in str(param_fields[key].annotation)
+        if _axis(value, list_typed):
+            if not value:
+                raise SpecError(f"{where}.{key}", "is an empty list; give at least one value")
+            axes[key] = value
+        else:
+            fixed[key] = value
+    games = exp.game if isinstance(exp.game, list) else [exp.game]
+    scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
+    bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
+    samples = exp.samples or sweep.samples
+    cells: list[Cell] = []
+    names = list(axes)
+    for game_ref, scale, bonus in itertools.product(games, scales, bonuses):
+        game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
+        gp = dict(exp.game_params)
+        if scale is not None:
+            gp["scale"] = scale
+        if bonus is not None:
+            gp["bonus"] = bonus
+        seat_lists = _seatings(exp, game.n_players, where)
+        for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
+            params = dict(fixed, **dict(zip(names, combo, strict=True)))
+            try:
+                validated = mech_cls.Params.model_validate(params)
+            except ValidationError as exc:
+                raise spec_error_from(exc, where) from None
+            mech = mech_cls(validated)
+            for seats in seat_lists:
+                try:
+                    mech.check_game(game, len(seats))
+                except ValueError as exc:
+                    raise SpecError(f"{where}.matchup", str(exc)) from None
+                cells.append(
+                    Cell(
+                        experiment=i,
+                        game=str(game_ref),
+                        game_params=gp,
+                        mechanism=exp.mechanism,
+                        mechanism_params=validated.model_dump(mode="json"),
+                        seats=tuple(seats),
+                        matchup=exp.matchup if isinstance(exp.matchup, str) else "explicit",
+                        samples=samples,
+                        randomize_labels=exp.randomize_labels,
+                        max_attempts=exp.max_attempts or sweep.max_attempts,
+                        on_invalid=exp.on_invalid or sweep.on_invalid,
+                    )
+                )
+    return cells
+
+
+def _seatings(exp: ExperimentSpec, n_players: int, where: str) -> list[tuple[str, ...]]:
+    if isinstance(exp.matchup, list):
+        for seats in exp.matchup:
+            if len(seats) != n_players:
+                raise SpecError(
+                    f"{where}.matchup",
+                    f"an explicit matchup has {len(seats)} agents, the game needs {n_players}",
+                )
+        return [tuple(s) for s in exp.matchup]
+    if exp.matchup == "self":
+        return [tuple([a] * n_players) for a in exp.agents]
+    return [tuple(p) for p in itertools.product(exp.agents, repeat=n_players)]
+
+
+def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: Any, base: Path | None):
+    from coop_tui.games import GameError, load_game
+
+    extra = dict(params)
+    if scale is not None:
+        extra["scale"] = scale
+    if bonus is not None:
+        extra["bonus"] = bonus
+    if base is not None and (ref.endswith((".toml", ".yaml", ".yml"))):
+        ref = str(_resolve(ref, base))
+    try:
+        return load_game(ref, **extra)
+    except GameError as exc:
+        raise SpecError(where, str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{where}_params", str(exc)) from None
+
+
+def cell_game(cell: Cell, base: Path | None = None):
+    from coop_tui.games import load_game
+
+    ref = cell.game
+    if base is not None and ref.endswith((".toml", ".yaml", ".yml")):
+        ref = str(_resolve(ref, base))
+    return load_game(ref, **cell.game_params)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str)

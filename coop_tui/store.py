@@ -1,0 +1,529 @@
+"""SQLite storage: the single source of truth for runs, matches and decisions.
+
+The schema grows through an ordered list of small migration functions, each applied
+once and recorded in ``_migrations``. The store listens to engine events and writes
+each finished decision as one row in its own transaction, so a ``kill -9`` loses at
+most the decisions that were still in flight — which a resume then asks again.
+WAL mode lets the TUI read while a batch writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from coop_tui.decisions import Attempt, Decision
+from coop_tui.events import (
+    DecisionDone,
+    Event,
+    MatchDone,
+    MatchStarted,
+    PhaseDone,
+    RoundDone,
+    RunDone,
+    RunStarted,
+)
+
+DB_ENV = "COOP_TUI_DB"
+
+
+def default_db_path() -> Path:
+    """``$COOP_TUI_DB``, else the user data directory (XDG on Linux)."""
+    env = os.environ.get(DB_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "coop-tui" / "coop-tui.db"
+
+
+# ----------------------------------------------------------------- migrations
+Migration = Callable[[sqlite_utils.Database], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {
+            "id": str,
+            "name": str,
+            "kind": str,  # sweep / interactive / play / import
+            "status": str,  # running / done / failed / stopped
+            "seed": int,
+            "sweep_hash": str,
+            "spec": str,  # JSON, secrets removed
+            "created_at": float,
+            "finished_at": float,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["matches"].create(
+        {
+            "id": str,
+            "run_id": str,
+            "match_key": str,
+            "experiment": int,
+            "game": str,
+            "game_spec": str,  # JSON: key + params + payoff tensor, so analysis never guesses
+            "mechanism": str,
+            "condition": str,  # JSON
+            "condition_key": str,
+            "similarity": float,
+            "matchup": str,
+            "sample": int,
+            "seed": int,
+            "status": str,  # running / done / failed / stopped
+            "error": str,
+            "payoffs": str,  # JSON per seat, as the mechanism scores the match
+            "welfare": float,
+            "info": str,
+            "started_at": float,
+            "finished_at": float,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["matches"].create_index(["run_id", "match_key"], unique=True)
+    db["matches"].create_index(["run_id", "status"])
+    db["seats"].create(
+        {
+            "match_id": str,
+            "seat": int,
+            "agent": str,
+            "agent_kind": str,
+            "agent_spec": str,
+            "payoff": float,
+        },
+        pk=("match_id", "seat"),
+        foreign_keys=[("match_id", "matches", "id")],
+    )
+    db["seats"].create_index(["agent"])
+    db["decisions"].create(
+        {
+            "id": int,
+            "match_id": str,
+            "round": int,
+            "phase": str,
+            "seat": int,
+            "kind": str,
+            "agent": str,
+            "prompt": str,  # JSON: the exact messages sent (the final attempt's)
+            "response": str,
+            "reasoning": str,
+            "answer": str,  # constrained second-step answer, when there was one
+            "parsed": str,  # JSON
+            "valid": int,
+            "attempts": int,
+            "error": str,
+            "normalisation": str,
+            "labels": str,  # JSON list of shown labels
+            "label_map": str,  # JSON: shown label index -> game action
+            "distribution": str,  # JSON: probability per game action
+            "action": int,
+            "coop_prob": float,
+            "cooperated": int,
+            "constrained": int,
+            "latency_ms": float,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cost_usd": float,
+            "transport_retries": int,
+            "retries": str,  # JSON list of rejected attempts
+            "reused": int,
+            "cache_key": str,
+            "content_key": str,
+            "created_at": float,
+        },
+        pk="id",
+        foreign_keys=[("match_id", "matches", "id")],
+    )
+    db["decisions"].create_index(["cache_key"], unique=True)
+    db["decisions"].create_index(["content_key"])
+    db["decisions"].create_index(["match_id", "round", "seat"])
+    db["rounds"].create(
+        {
+            "match_id": str,
+            "round": int,
+            "seat": int,
+            "action": int,
+            "payoff": float,
+            "cooperated": int,
+            "info": str,
+        },
+        pk=("match_id", "round", "seat"),
+        foreign_keys=[("match_id", "matches", "id")],
+    )
+    db["phases"].create(
+        {"match_id": str, "round": int, "phase": str, "info": str},
+        pk=("match_id", "round", "phase"),
+    )
+    db["failures"].create(
+        {"id": int, "match_id": str, "run_id": str, "error": str, "created_at": float}, pk="id"
+    )
+
+
+@migration
+def m002_analysis_indexes(db: sqlite_utils.Database) -> None:
+    # Keep the report and analysis screen in SQL at a million decisions.
+    db["decisions"].create_index(["phase", "kind", "agent"], if_not_exists=True)
+    db["seats"].create_index(["match_id", "agent"], if_not_exists=True)
+    db["matches"].create_index(["run_id", "experiment", "condition_key"], if_not_exists=True)
+
+
+def _migrate(db: sqlite_utils.Database) -> list[str]:
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
+    done = {row["name"] for row in db["_migrations"].rows}
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        with db.conn:
+            fn(db)
+            db["_migrations"].insert({"name": name, "applied_at": time.time()})
+        applied.append(name)
+    return applied
+
+
+# ----------------------------------------------------------------- the store
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+def decision_row(d: Decision) -> dict[str, Any]:
+    return {
+        "match_id": d.match_id,
+        "round": d.round,
+        "phase": d.phase,
+        "seat": d.seat,
+        "kind": d.kind,
+        "agent": d.agent,
+        "prompt": _json(d.prompt),
+        "response": d.response,
+        "reasoning": d.reasoning,
+        "answer": d.answer,
+        "parsed": _json(d.parsed),
+        "valid": int(d.valid),
+        "attempts": d.attempts,
+        "error": d.error,
+        "normalisation": d.normalisation,
+        "labels": _json(list(d.labels)),
+        "label_map": _json(list(d.label_to_action)),
+        "distribution": _json(list(d.distribution) if d.distribution is not None else None),
+        "action": d.action,
+        "coop_prob": d.coop_prob,
+        "cooperated": None if d.cooperated is None else int(d.cooperated),
+        "constrained": int(d.constrained),
+        "latency_ms": d.latency_ms,
+        "input_tokens": d.input_tokens,
+        "output_tokens": d.output_tokens,
+        "cost_usd": d.cost_usd,
+        "transport_retries": d.transport_retries,
+        "retries": _json([a.__dict__ for a in d.retries]),
+        "reused": int(d.reused),
+        "cache_key": d.cache_key,
+        "content_key": d.content_key,
+        "created_at": d.created_at or time.time(),
+    }
+
+
+def decision_from_row(row: dict[str, Any]) -> Decision:
+    def load(key: str) -> Any:
+        raw = row.get(key)
+        return None if raw is None else json.loads(raw)
+
+    dist = load("distribution")
+    return Decision(
+        match_id=row["match_id"],
+        round=row["round"],
+        phase=row["phase"],
+        seat=row["seat"],
+        kind=row["kind"],
+        agent=row["agent"],
+        prompt=load("prompt") or [],
+        response=row["response"] or "",
+        reasoning=row["reasoning"] or "",
+        parsed=load("parsed"),
+        valid=bool(row["valid"]),
+        attempts=row["attempts"],
+        error=row["error"],
+        cache_key=row["cache_key"],
+        content_key=row["content_key"],
+        labels=tuple(load("labels") or ()),
+        label_to_action=tuple(load("label_map") or ()),
+        distribution=None if dist is None else tuple(dist),
+        action=row["action"],
+        normalisation=row["normalisation"],
+        answer=row["answer"],
+        constrained=bool(row["constrained"]),
+        latency_ms=row["latency_ms"] or 0.0,
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cost_usd=row["cost_usd"],
+        transport_retries=row["transport_retries"] or 0,
+        retries=[Attempt(**a) for a in (load("retries") or [])],
+        reused=bool(row["reused"]),
+        coop_prob=row["coop_prob"],
+        cooperated=None if row["cooperated"] is None else bool(row["cooperated"]),
+        created_at=row["created_at"] or 0.0,
+    )
+
+
+class Store:
+    """One SQLite file. Writes come from events; reads serve resume, report and TUI."""
+
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise FileNotFoundError(f"no database at {self.path}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        self.db = sqlite_utils.Database(conn)
+        self.applied = _migrate(self.db)
+        self._match_seats: dict[str, int] = {}
+        self._match_runs: dict[str, str] = {}
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.db.conn:
+            yield
+
+    # ------------------------------------------------------------ runs
+    def create_run(
+        self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any]
+    ) -> None:
+        with self.db.conn:
+            self.db["runs"].insert(
+                {
+                    "id": run_id,
+                    "name": name,
+                    "kind": kind,
+                    "status": "running",
+                    "seed": seed,
+                    "sweep_hash": sweep_hash,
+                    "spec": json.dumps(spec, default=str),
+                    "created_at": time.time(),
+                    "finished_at": None,
+                    "error": None,
+                }
+            )
+
+    def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        with self.db.conn:
+            self.db["runs"].update(
+                run_id, {"status": status, "finished_at": time.time(), "error": error}
+            )
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def runs(self) -> list[dict[str, Any]]:
+        return list(self.db["runs"].rows_where(order_by="created_at desc"))
+
+    def latest_run(self, name: str | None = None, sweep_hash: str | None = None) -> dict[str, Any] | None:
+        where, args = [], []
+        if name is not None:
+            where.append("name = ?")
+            args.append(name)
+        if sweep_hash is not None:
+            where.append("sweep_hash = ?")
+            args.append(sweep_hash)
+        rows = list(
+            self.db["runs"].rows_where(
+                " and ".join(where) or None, args, order_by="created_at desc", limit=1
+            )
+        )
+        return rows[0] if rows else None
+
+    def resolve_run(self, ref: str | None) -> dict[str, Any] | None:
+        """A run by id, id prefix or name; the latest run when ``ref`` is None."""
+        if ref is None:
+            return self.latest_run()
+        run = self.run(ref)
+        if run:
+            return run
+        rows = list(self.db["runs"].rows_where("id like ?", [ref + "%"], limit=2))
+        if len(rows) == 1:
+            return rows[0]
+        return self.latest_run(name=ref)
+
+    def delete_run(self, run_id: str) -> None:
+        with self.db.conn:
+            ids = "select id from matches where run_id = ?"
+            for table in ("decisions", "rounds", "seats", "phases"):
+                self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
+            self.db.execute("delete from failures where run_id = ?", [run_id])
+            self.db.execute("delete from matches where run_id = ?", [run_id])
+            self.db.execute("delete from runs where id = ?", [run_id])
+
+    # ------------------------------------------------------------ matches
+    def match_status(self, run_id: str) -> dict[str, str]:
+        return {
+            row["match_key"]: row["status"]
+            for row in self.db.query(
+                "select match_key, status from matches where run_id = ?", [run_id]
+            )
+        }
+
+    def matches(self, run_id: str) -> list[dict[str, Any]]:
+        return list(self.db["matches"].rows_where("run_id = ?", [run_id], order_by="rowid"))
+
+    def seats(self, match_id: str) -> list[dict[str, Any]]:
+        return list(self.db["seats"].rows_where("match_id = ?", [match_id], order_by="seat"))
+
+    def decisions(self, match_id: str) -> list[Decision]:
+        return [
+            decision_from_row(r)
+            for r in self.db["decisions"].rows_where("match_id = ?", [match_id], order_by="id")
+        ]
+
+    def rounds(self, match_id: str) -> list[dict[str, Any]]:
+        return list(
+            self.db["rounds"].rows_where("match_id = ?", [match_id], order_by="round, seat")
+        )
+
+    # ------------------------------------------------------------ lookups (engine cache)
+    def find_decision(self, cache_key: str) -> Decision | None:
+        rows = list(self.db["decisions"].rows_where("cache_key = ?", [cache_key], limit=1))
+        return decision_from_row(rows[0]) if rows else None
+
+    def find_content(self, content_key: str) -> Decision | None:
+        rows = list(
+            self.db["decisions"].rows_where(
+                "content_key = ? and valid = 1", [content_key], order_by="id", limit=1
+            )
+        )
+        return decision_from_row(rows[0]) if rows else None
+
+    # ------------------------------------------------------------ event listener
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_RunStarted(self, e: RunStarted) -> None:  # noqa: N802
+        pass  # runs are created explicitly (they need the spec and kind)
+
+    def _on_MatchStarted(self, e: MatchStarted) -> None:  # noqa: N802
+        info = dict(e.info)
+        agent_specs = info.pop("agent_specs", [{}] * len(e.seats))
+        agent_kinds = info.pop("agent_kinds", [None] * len(e.seats))
+        game_spec = info.pop("game_spec", None)
+        row = {
+            "id": e.match_id,
+            "run_id": e.run_id,
+            "match_key": info.pop("match_key", e.match_id),
+            "experiment": e.experiment,
+            "game": e.game,
+            "game_spec": _json(game_spec),
+            "mechanism": e.mechanism,
+            "condition": json.dumps(e.condition, sort_keys=True),
+            "condition_key": condition_key(e.condition),
+            "similarity": e.condition.get("similarity"),
+            "matchup": info.pop("matchup", None),
+            "sample": e.sample,
+            "seed": e.seed,
+            "status": "running",
+            "error": None,
+            "payoffs": None,
+            "welfare": None,
+            "info": _json(info),
+            "started_at": time.time(),
+            "finished_at": None,
+        }
+        with self.db.conn:
+            self.db["matches"].upsert(row, pk="id")
+            for seat, agent in enumerate(e.seats):
+                self.db["seats"].upsert(
+                    {
+                        "match_id": e.match_id,
+                        "seat": seat,
+                        "agent": agent,
+                        "agent_kind": agent_kinds[seat],
+                        "agent_spec": json.dumps(agent_specs[seat], sort_keys=True),
+                        "payoff": None,
+                    },
+                    pk=("match_id", "seat"),
+                )
+
+    def _on_DecisionDone(self, e: DecisionDone) -> None:  # noqa: N802
+        row = decision_row(e.decision)
+        with self.db.conn:
+            self.db["decisions"].insert(row, ignore=True)
+
+    def _on_RoundDone(self, e: RoundDone) -> None:  # noqa: N802
+        seats = e.seats or tuple(range(len(e.actions)))
+        game_coop = e.info.get("cooperated")
+        with self.db.conn:
+            for pos, seat in enumerate(seats):
+                self.db["rounds"].upsert(
+                    {
+                        "match_id": e.match_id,
+                        "round": e.round,
+                        "seat": seat,
+                        "action": e.actions[pos],
+                        "payoff": e.payoffs[pos],
+                        "cooperated": None if game_coop is None else int(game_coop[pos]),
+                        "info": _json({k: v for k, v in e.info.items() if k != "cooperated"}),
+                    },
+                    pk=("match_id", "round", "seat"),
+                )
+
+    def _on_PhaseDone(self, e: PhaseDone) -> None:  # noqa: N802
+        with self.db.conn:
+            self.db["phases"].upsert(
+                {"match_id": e.match_id, "round": e.round, "phase": e.phase, "info": _json(e.info)},
+                pk=("match_id", "round", "phase"),
+            )
+
+    def _on_MatchDone(self, e: MatchDone) -> None:  # noqa: N802
+        with self.db.conn:
+            self.db["matches"].update(
+                e.match_id,
+                {
+                    "status": e.status,
+                    "error": e.error,
+                    "payoffs": json.dumps(list(e.payoffs)) if e.payoffs else None,
+                    "welfare": sum(e.payoffs) if e.payoffs else None,
+                    "finished_at": time.time(),
+                },
+            )
+            for seat, payoff in enumerate(e.payoffs):
+                self.db["seats"].update((e.match_id, seat), {"payoff": payoff})
+            if e.status == "failed":
+                run_id = self.db.execute(
+                    "select run_id from matches where id = ?", [e.match_id]
+                ).fetchone()[0]
+                self.db["failures"].insert(
+                    {"match_id": e.match_id, "run_id": run_id, "error": e.error, "created_at": time.time()}
+                )
+
+    def _on_RunDone(self, e: RunDone) -> None:  # noqa: N802
+        self.set_run_status(e.run_id, e.status, e.error)
+
+
+def condition_key(condition: dict[str, Any]) -> str:
+    """A short readable label of an experimental condition (stable order)."""
+    parts = [f"{k}={condition[k]}" for k in sorted(condition) if condition[k] is not None]
+    return " ".join(parts) or "-"

@@ -1,0 +1,342 @@
+"""Runs a sweep: expands matches, schedules them under limits, resumes what is missing.
+
+Resume works at decision granularity. Matches have stable keys inside a run and
+decisions have content keys, so replaying an unfinished match re-uses every stored
+decision (no request is sent) and the per-decision seeded RNG draws the same
+actions: the database after ``kill -9`` + ``--resume`` equals an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coop_tui.engine import (
+    DecisionPolicy,
+    MatchAborted,
+    MatchContext,
+    MatchStopped,
+    derived_seed,
+    stable_hash,
+)
+from coop_tui.events import (
+    DecisionDone,
+    Event,
+    EventBus,
+    MatchDone,
+    MatchStarted,
+    RunDone,
+    RunProgress,
+    RunStarted,
+)
+from coop_tui.prompts import PromptRenderer
+from coop_tui.spec import Cell, Sweep, cell_game, public_spec
+from coop_tui.store import Store
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+class Limiter:
+    """Holds a global slot and a per-provider slot for one request."""
+
+    def __init__(self, *semaphores: asyncio.Semaphore) -> None:
+        self._sems = [s for s in semaphores if s is not None]
+
+    async def __aenter__(self) -> Limiter:
+        for s in self._sems:
+            await s.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for s in reversed(self._sems):
+            s.release()
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    name: str
+    status: str
+    matches_total: int
+    matches_done: int = 0
+    matches_failed: int = 0
+    matches_skipped: int = 0
+    decisions: int = 0
+    reused: int = 0
+    invalid: int = 0
+    retries: int = 0
+    transport_retries: int = 0
+    cost_usd: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+class _Counter:
+    """Tallies decisions for progress and the final summary."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.s = summary
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, DecisionDone):
+            d = event.decision
+            self.s.decisions += 1
+            if d.reused:
+                self.s.reused += 1
+                return
+            self.s.invalid += 0 if d.valid else 1
+            self.s.retries += len(d.retries)
+            self.s.transport_retries += d.transport_retries
+            self.s.cost_usd += d.cost_usd or 0.0
+
+
+def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
+    """One agent object per roster name, sharing global and per-provider limits."""
+    from coop_tui.agents.factory import build_agent
+
+    spec = sweep.spec
+    global_sem = asyncio.Semaphore(spec.concurrency)
+    provider_sems: dict[str, asyncio.Semaphore] = {}
+    agents = {}
+    for name in sorted(names):
+        a = spec.agents[name]
+        limit = a.max_concurrency or spec.provider_limits.get(a.provider)
+        sem = None
+        if limit:
+            key = f"{a.provider}:{name}" if a.max_concurrency else a.provider
+            sem = provider_sems.setdefault(key, asyncio.Semaphore(limit))
+        limiter = Limiter(global_sem, sem) if sem else Limiter(global_sem)
+        agents[name] = build_agent(name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None)
+    return agents
+
+
+async def run_sweep(
+    sweep: Sweep,
+    store: Store,
+    *,
+    bus: EventBus | None = None,
+    resume: bool = False,
+    concurrency: int | None = None,
+    run_id: str | None = None,
+    stop: asyncio.Event | None = None,
+    agents: dict[str, Any] | None = None,
+    kind: str = "sweep",
+) -> RunSummary:
+    """Play every match of the sweep that the run does not hold yet."""
+    if concurrency is not None:
+        sweep.spec.concurrency = concurrency
+    bus = bus or EventBus()
+    previous = None
+    if resume:
+        previous = store.run(run_id) if run_id else store.latest_run(name=sweep.name)
+    if previous is not None:
+        run_id = previous["id"]
+        store.set_run_status(run_id, "running")
+    else:
+        run_id = run_id or new_run_id()
+        store.create_run(
+            run_id, sweep.name, kind=kind, seed=sweep.spec.seed, sweep_hash=sweep.hash,
+            spec=public_spec(sweep.spec),
+        )
+    summary = RunSummary(run_id=run_id, name=sweep.name, status="running", matches_total=sweep.total_matches)
+    unsubscribe = [bus.subscribe(store, critical=True), bus.subscribe(_Counter(summary))]
+    status = store.match_status(run_id)
+    todo: list[tuple[Cell, int]] = []
+    for cell, sample in sweep.matches():
+        if status.get(cell.match_key(sample)) == "done":
+            summary.matches_skipped += 1
+            summary.matches_done += 1
+        else:
+            todo.append((cell, sample))
+    names = {n for cell, _ in todo for n in cell.seats}
+    agents = agents if agents is not None else build_agents(sweep, names)
+    renderer = PromptRenderer(_templates(sweep))
+    base = sweep.source.parent if sweep.source else None
+    started = time.perf_counter()
+    bus.emit(
+        RunStarted(run_id, sweep.name, sweep.total_matches, estimate_decisions(sweep), public_spec(sweep.spec))
+    )
+    stop = stop or asyncio.Event()
+    queue: asyncio.Queue[tuple[Cell, int]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+
+    def progress() -> None:
+        bus.emit(
+            RunProgress(
+                run_id, summary.matches_done, summary.matches_total, summary.decisions,
+                summary.reused, summary.invalid, summary.retries + summary.transport_retries,
+                summary.matches_failed, summary.cost_usd,
+            )
+        )
+
+    async def worker() -> None:
+        while not stop.is_set():
+            try:
+                cell, sample = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            budget = sweep.spec.budget_usd
+            if budget is not None and summary.cost_usd >= budget:
+                summary.errors.append(f"budget of ${budget:g} reached; remaining matches not played")
+                stop.set()
+                return
+            ok = await play_cell(
+                cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus, store=store,
+                renderer=renderer, base=base,
+            )
+            summary.matches_done += 1
+            if not ok:
+                summary.matches_failed += 1
+            progress()
+
+    n_workers = max(1, min(len(todo), sweep.spec.concurrency * 2))
+    progress()
+    try:
+        await asyncio.gather(*(worker() for _ in range(n_workers)))
+        if stop.is_set() and not queue.empty():
+            summary.status = "stopped"
+        else:
+            summary.status = "failed" if summary.matches_failed else "done"
+    except BaseException as exc:
+        summary.status = "stopped" if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt) else "failed"
+        summary.errors.append(repr(exc))
+        bus.emit(RunDone(run_id, summary.status, repr(exc)))
+        raise
+    finally:
+        summary.elapsed_s = time.perf_counter() - started
+        for u in unsubscribe[1:]:
+            u()
+    error = "; ".join(summary.errors[:3]) or None
+    if summary.matches_failed:
+        error = f"{summary.matches_failed} match(es) failed" + (f"; {error}" if error else "")
+    bus.emit(RunDone(run_id, summary.status, error))
+    unsubscribe[0]()
+    return summary
+
+
+def _templates(sweep: Sweep) -> Path | None:
+    if not sweep.spec.templates:
+        return None
+    p = Path(sweep.spec.templates).expanduser()
+    if not p.is_absolute() and sweep.source is not None:
+        p = sweep.source.parent / p
+    return p
+
+
+def match_id_for(run_id: str, match_key: str) -> str:
+    return stable_hash([run_id, match_key])[:16]
+
+
+async def play_cell(
+    cell: Cell,
+    sample: int,
+    *,
+    run_id: str,
+    sweep: Sweep,
+    agents: dict[str, Any],
+    bus: EventBus,
+    store: Store | None,
+    renderer: PromptRenderer,
+    base: Path | None = None,
+    pause: asyncio.Event | None = None,
+    on_context: Callable[[MatchContext], None] | None = None,
+) -> bool:
+    """Play one match of the grid; returns False when it failed (recorded, not raised)."""
+    from coop_tui.mechanisms import mechanism_class
+
+    match_key = cell.match_key(sample)
+    match_id = match_id_for(run_id, match_key)
+    seed = derived_seed(sweep.spec.seed, match_key)
+    game = cell_game(cell, base)
+    mech_cls = mechanism_class(cell.mechanism)
+    mechanism = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
+    seat_agents = [agents[name] for name in cell.seats]
+    bus.emit(
+        MatchStarted(
+            run_id=run_id,
+            match_id=match_id,
+            experiment=cell.experiment,
+            game=game.key,
+            mechanism=cell.mechanism,
+            seats=cell.seats,
+            condition={**mechanism.condition(), **_game_condition(cell)},
+            sample=sample,
+            seed=seed,
+            info={
+                "match_key": match_key,
+                "matchup": cell.matchup,
+                "agent_specs": [a.spec for a in seat_agents],
+                "agent_kinds": [a.kind for a in seat_agents],
+                "game_spec": game_spec(game),
+            },
+        )
+    )
+    ctx = MatchContext(
+        run_id=run_id,
+        match_id=match_id,
+        game=game,
+        agents=seat_agents,
+        bus=bus,
+        seed=seed,
+        sample=sample,
+        renderer=renderer,
+        policy=DecisionPolicy(
+            max_attempts=cell.max_attempts,
+            on_invalid=cell.on_invalid,
+            randomize_labels=cell.randomize_labels,
+            reuse_across_runs=sweep.spec.reuse,
+        ),
+        lookup=store,
+        pause=pause,
+    )
+    if on_context is not None:
+        on_context(ctx)
+    try:
+        outcome = await mechanism.play(ctx)
+    except MatchStopped:
+        bus.emit(MatchDone(match_id, (), status="stopped", error="stopped by the user"))
+        return False
+    except MatchAborted as exc:
+        bus.emit(MatchDone(match_id, (), status="failed", error=str(exc)))
+        return False
+    except Exception as exc:  # provider gave up after retries, a bug, ...
+        bus.emit(MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}"))
+        return False
+    bus.emit(MatchDone(match_id, outcome.payoffs, info=outcome.info))
+    return True
+
+
+def _game_condition(cell: Cell) -> dict[str, Any]:
+    return {k: cell.game_params[k] for k in ("scale", "bonus") if k in cell.game_params}
+
+
+def game_spec(game: Any) -> dict[str, Any]:
+    return {
+        "key": game.key,
+        "title": game.title,
+        "params": game.params,
+        "action_names": [list(a) for a in game.action_names],
+        "payoffs": game.payoffs.tolist(),
+        "cooperative": [sorted(c) for c in game.cooperative],
+        "defect": list(game.defect),
+    }
+
+
+def estimate_decisions(sweep: Sweep) -> int:
+    from coop_tui.mechanisms import mechanism_class
+
+    total = 0
+    base = sweep.source.parent if sweep.source else None
+    for cell in sweep.cells:
+        mech_cls = mechanism_class(cell.mechanism)
+        mech = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
+        total += mech.estimate_decisions(cell_game(cell, base), len(cell.seats)) * cell.samples
+    return total

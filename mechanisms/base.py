@@ -1,0 +1,49 @@
+"""What a mechanism is: a parameter model plus a coroutine over ``ctx.ask``.
+
+A mechanism never sees a screen, a database or a provider. It builds requests with
+the match context, awaits answers and returns the match payoffs, so each protocol
+(propose -> vote -> play, ...) reads top to bottom in one short module.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from coop_tui.engine import MatchContext, MatchOutcome
+from coop_tui.games.base import Game
+
+
+class MechanismParams(BaseModel):
+    """Base for mechanism parameters; unknown fields are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Mechanism:
+    key: ClassVar[str]
+    title: ClassVar[str]
+    Params: ClassVar[type[MechanismParams]] = MechanismParams
+    phases: ClassVar[tuple[str, ...]] = ("play",)
+
+    def __init__(self, params: MechanismParams | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    def check_game(self, game: Game, n_seats: int) -> None:
+        """Raise ValueError when this mechanism cannot run this game with these seats."""
+        if n_seats != game.n_players:
+            raise ValueError(
+                f"{game.key} needs {game.n_players} seats, the matchup gives {n_seats}"
+            )
+
+    def estimate_decisions(self, game: Game, n_seats: int) -> int:
+        """Roughly how many decisions one match asks for (for the pre-run estimate)."""
+        return n_seats
+
+    def condition(self) -> dict[str, Any]:
+        """The parameters that define the experimental condition (stored per match)."""
+        return self.params.model_dump()
+
+    async def play(self, ctx: MatchContext) -> MatchOutcome:
+        raise NotImplementedError

@@ -1,0 +1,1 @@
+"""Textual screens of the coop-tui app, one module per screen."""
