@@ -1,0 +1,62 @@
+"""JSON schemas of valid answers, one per answer kind.
+
+They serve grammar-constrained decoding (llama.cpp turns a schema into a grammar), so
+they stay inside the subset it handles well: objects with ``properties``, ``required``
+and ``additionalProperties: false``, integers with bounds, booleans and string enums.
+A schema describes exactly what :mod:`coop_tui.parsing` accepts without any repair,
+except what a schema cannot say (a mixed strategy's percentages adding up to 100).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["answer_schema"]
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _integer(lo: int | None, hi: int | None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer"}
+    if lo is not None:
+        schema["minimum"] = lo
+    if hi is not None:
+        schema["maximum"] = hi
+    return schema
+
+
+def answer_schema(
+    kind: str, labels: Sequence[str] = (), options: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The schema of a valid answer of ``kind``; None for free text (no constraint)."""
+    opts: Mapping[str, Any] = options or {}
+    if kind == "mixed":
+        return _object({label: _integer(0, 100) for label in labels})
+    if kind == "approvals":
+        return _object({label: {"type": "boolean"} for label in labels})
+    if kind == "sign":
+        return _object({"sign": {"type": "boolean"}})
+    if kind == "score":
+        return _object({"score": _integer(int(opts.get("min", 0)), int(opts.get("max", 100)))})
+    if kind == "text":
+        return None
+    if kind == "mediator":
+        if "n_players" not in opts:
+            raise ValueError("a mediator schema needs options['n_players']")
+        action = {"type": "string", "enum": list(labels)}
+        return _object({str(k): dict(action) for k in range(1, int(opts["n_players"]) + 1)})
+    if kind == "contract":
+        bound = opts.get("max_abs")
+        limit = None if bound is None else int(bound)
+        return _object(
+            {label: _integer(None if limit is None else -limit, limit) for label in labels}
+        )
+    raise ValueError(f"unknown answer kind {kind!r}")
