@@ -1,0 +1,87 @@
+"""Fixed strategies for repeated games, found by name.
+
+Each family lives in its own module of this package and registers its classes with
+``@register``; every module here is imported on first use, so adding a strategy is one
+class in one file. ``get_strategy("tit_for_tat")`` builds one, ``strategy_names()`` lists
+them (``coop-tui list strategies`` shows each class's first docstring line).
+
+How a strategy sits in a seat (and what it answers outside the play phase) is described in
+:mod:`coop_tui.agents.strategy_agent`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from typing import Any
+
+from coop_tui.agents.strategies.base import (
+    Strategy,
+    StrategyError,
+    parameter_defaults,
+    register,
+    registry,
+)
+
+__all__ = [
+    "Strategy",
+    "StrategyError",
+    "get_strategy",
+    "register",
+    "strategy_class",
+    "strategy_names",
+]
+
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    _loaded = True
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def strategy_names() -> list[str]:
+    """Every registered strategy name, sorted."""
+    _load()
+    return sorted(registry())
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """The class registered under ``name`` (case, hyphens and spaces are forgiven)."""
+    _load()
+    key = _key(name)
+    cls = registry().get(key)
+    if cls is None:
+        names = sorted(registry())
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise StrategyError(f"unknown strategy {name!r}; {hint}known: {', '.join(names)}")
+    return cls
+
+
+def get_strategy(name: str, **params: Any) -> Strategy:
+    """Build the named strategy; unknown names raise StrategyError, bad params TypeError/ValueError."""
+    cls = strategy_class(name)
+    accepted = parameter_defaults(cls)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        takes = (
+            ", ".join(f"{k} (default {v!r})" for k, v in accepted.items())
+            if accepted
+            else "no parameters"
+        )
+        raise TypeError(
+            f"strategy {cls.name!r} has no parameter {', '.join(map(repr, unknown))}; "
+            f"it takes {takes}"
+        )
+    return cls(**params)

@@ -1,0 +1,259 @@
+"""What a strategy is, how it is registered, and the cooperate/defect vocabulary.
+
+A strategy is one small class (Axelrod-library style, our own code): a registry ``name``, a
+docstring whose first line says what it does and whose body says where it comes from, a
+``classifier`` (memory depth, stochastic or not) and one method, :meth:`Strategy.distribution`,
+that maps what the seat knows (:class:`SeatView`) to a probability per *game* action.
+
+Strategies are pure functions of the view: no hidden state, no random draws. A stochastic
+strategy returns its mixture and the engine samples it with the match's seeded RNG, so a
+resumed or replayed match makes exactly the same moves.
+
+Cooperation on any game: "cooperate" is the seat's cooperative action (the lowest index in
+``game.cooperative[seat]``, matching ``Game.all_cooperate_profile``) and "defect" is
+``game.defect[seat]``. "The opponent cooperated" in an n-player game means *every* co-player
+took a cooperative action that round; one defector among them counts as a defection.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from coop_tui.decisions import Move, SeatView
+
+INF = math.inf
+
+MECHANISM_ACTIONS = frozenset({"delegate"})
+"""Action names a mechanism appends to a game (Mediation's "delegate"). Strategies never
+choose them: they are outside the game the strategy was written for."""
+
+
+class StrategyError(ValueError):
+    """An unknown strategy, or a strategy asked to play a game it cannot play."""
+
+
+class Strategy:
+    """Base class: subclasses set ``name``, ``classifier`` and implement ``distribution``."""
+
+    name: ClassVar[str] = ""
+    classifier: ClassVar[dict[str, Any]] = {"memory_depth": INF, "stochastic": False}
+    needs_cooperation: ClassVar[bool] = True
+    """False for strategies defined on action indices alone (fixed actions, cycles, mixes),
+    which therefore also play games without a cooperative/defect action."""
+
+    def distribution(self, view: SeatView) -> list[float]:
+        """Probability of each of the seat's actions in the game the strategy knows."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ description
+    @property
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters with their resolved values (stored in the agent spec)."""
+        return {p: getattr(self, p) for p in parameter_defaults(type(self))}
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = inspect.getdoc(cls) or ""
+        return doc.splitlines()[0] if doc else ""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{self.name}({args})"
+
+    # ------------------------------------------------------------------ helpers
+    def check(self, view: SeatView) -> None:
+        """Raise a clear StrategyError when the game lacks what this strategy needs."""
+        if self.needs_cooperation:
+            require_cooperation(view, self.name)
+
+
+# ---------------------------------------------------------------------- registry
+_REGISTRY: dict[str, type[Strategy]] = {}
+S = TypeVar("S", bound=type[Strategy])
+
+
+def register(cls: S) -> S:
+    """Class decorator: make a strategy findable by its ``name``."""
+    if not cls.name or cls.name != cls.name.lower() or " " in cls.name:
+        raise TypeError(f"{cls.__qualname__}: name must be a lower_snake_case registry key")
+    if not inspect.getdoc(cls) or inspect.getdoc(cls) == inspect.getdoc(Strategy):
+        raise TypeError(f"{cls.__qualname__}: a strategy needs its own docstring")
+    if {"memory_depth", "stochastic"} - set(cls.classifier):
+        raise TypeError(f"{cls.__qualname__}: classifier needs memory_depth and stochastic")
+    known = _REGISTRY.get(cls.name)
+    if known is not None and known is not cls:
+        raise TypeError(f"strategy name {cls.name!r} is used by {known.__qualname__} already")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Strategy]]:
+    return _REGISTRY
+
+
+def parameter_defaults(cls: type[Strategy]) -> dict[str, Any]:
+    """Keyword parameters of a strategy's constructor and their defaults."""
+    if cls.__init__ is object.__init__:
+        return {}
+    sig = inspect.signature(cls.__init__)
+    return {
+        p.name: p.default
+        for p in list(sig.parameters.values())[1:]
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+# ---------------------------------------------------------------------- parameter checks
+def number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} = {value} is not a finite number")
+    return float(value)
+
+
+def probability(name: str, value: Any) -> float:
+    x = number(name, value)
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"{name} = {value:g} is outside [0, 1]; give a probability")
+    return x
+
+
+def whole(name: str, value: Any, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} = {value} must be at least {minimum}")
+    return value
+
+
+# ---------------------------------------------------------------------- game vocabulary
+def known_actions(view: SeatView, seat: int | None = None) -> int:
+    """The seat's actions in the underlying game, leaving out mechanism-added ones at the end.
+
+    Mediation says where its extra action starts (``view.extra["delegate_action"]``); a
+    trailing action named in :data:`MECHANISM_ACTIONS` is left out as well.
+    """
+    seat = view.seat if seat is None else seat
+    names = view.game.action_names[seat]
+    n = len(names)
+    marker = view.extra.get("delegate_action")
+    if isinstance(marker, int) and not isinstance(marker, bool) and 0 < marker < n:
+        n = marker
+    while n > 1 and names[n - 1].strip().lower() in MECHANISM_ACTIONS:
+        n -= 1
+    return n
+
+
+def require_cooperation(view: SeatView, who: str = "this strategy") -> None:
+    """Raise a StrategyError naming the fix when some seat has no cooperative/defect action."""
+    game = view.game
+    lacking = [
+        j + 1
+        for j in range(game.n_players)
+        if not game.cooperative[j] or (j == view.seat and game.defect[j] is None)
+    ]
+    if lacking:
+        name = who if who == "this strategy" else f"strategy {who!r}"
+        raise StrategyError(
+            f"{name} plays cooperate/defect, but game {game.key!r} names no cooperative "
+            f"and defect action for player(s) {', '.join(map(str, lacking))}; "
+            "use always_action, cycle, mirror or mixed for such games"
+        )
+
+
+def coop_action(view: SeatView) -> int:
+    if not view.game.cooperative[view.seat]:
+        require_cooperation(view)
+    return min(view.game.cooperative[view.seat])
+
+
+def defect_action(view: SeatView) -> int:
+    d = view.game.defect[view.seat]
+    if d is None:
+        require_cooperation(view)
+    assert d is not None
+    return d
+
+
+def pure(view: SeatView, action: int) -> list[float]:
+    out = [0.0] * known_actions(view)
+    out[action] = 1.0
+    return out
+
+
+def cooperate(view: SeatView) -> list[float]:
+    return pure(view, coop_action(view))
+
+
+def defect(view: SeatView) -> list[float]:
+    return pure(view, defect_action(view))
+
+
+def cooperate_with(view: SeatView, p: float) -> list[float]:
+    """Cooperate with probability p, defect otherwise."""
+    out = [0.0] * known_actions(view)
+    out[coop_action(view)] += p
+    out[defect_action(view)] += 1.0 - p
+    return out
+
+
+def co_players(view: SeatView) -> list[int]:
+    return [j for j in range(view.game.n_players) if j != view.seat]
+
+
+def others_cooperated(view: SeatView, move: Move) -> bool:
+    """True when every co-player took a cooperative action in ``move``."""
+    game = view.game
+    if not all(game.cooperative[j] for j in co_players(view)):
+        require_cooperation(view)
+    return all(a in game.cooperative[j] for j, a in zip(co_players(view), move.others, strict=False))
+
+
+def own_cooperated(view: SeatView, move: Move) -> bool:
+    if not view.game.cooperative[view.seat]:
+        require_cooperation(view)
+    return move.own in view.game.cooperative[view.seat]
+
+
+def opponent_record(view: SeatView) -> list[bool]:
+    """Per past round, whether the co-player(s) cooperated (oldest first)."""
+    return [others_cooperated(view, m) for m in view.history]
+
+
+def scripted_response(view: SeatView, script: Callable[[int], Sequence[bool]]) -> bool:
+    """Whether to cooperate now, for rules that answer a defection with a fixed script.
+
+    Walks the opponent record from round 1: while a script is running its moves are played
+    (defections meanwhile are counted but start nothing new); otherwise a defection starts
+    ``script(total opponent defections so far)`` (True = cooperate) and cooperation is
+    answered with cooperation. Recomputing from the history keeps the rule stateless.
+    """
+    queue: list[bool] = []
+    defections = 0
+    move = True
+    for cooperated in opponent_record(view):
+        defections += not cooperated
+        if not queue and not cooperated:
+            queue = list(script(defections))
+        move = queue.pop(0) if queue else True
+    return move
+
+
+def check_probs(name: str, probs: Sequence[Any]) -> list[float]:
+    if isinstance(probs, str | bytes) or not isinstance(probs, Sequence) or not probs:
+        raise TypeError(f"{name} must be a non-empty list of probabilities, got {probs!r}")
+    values = [number(f"{name}[{i}]", p) for i, p in enumerate(probs)]
+    negative = [i for i, p in enumerate(values) if p < 0]
+    if negative:
+        raise ValueError(f"{name}[{negative[0]}] = {values[negative[0]]:g} is negative")
+    total = sum(values)
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        raise ValueError(f"{name} sums to {total:g}, not 1; give one probability per action")
+    return values

@@ -1,0 +1,144 @@
+"""A fixed strategy in a seat: answers every request in the text an LLM would write.
+
+The strategy's answer goes through the same parser as any model's, so a strategy, a human
+and an LLM are interchangeable in any seat and every stored decision looks alike.
+
+Play ("mixed") requests: the strategy gives a probability per *game* action of its seat;
+it is rounded to integer percentages that sum to exactly 100 (largest remainder, ties to
+the lower action index) and written under the shown labels (``label_to_action[i]`` is the
+game action behind ``labels[i]``). Actions a mechanism adds to the game after the ones the
+strategy knows (Mediation's "delegate") get 0: a strategy never delegates.
+
+Documented defaults for the other phases (a strategy has no opinion there):
+
+- approvals: approve every proposal in ``request.labels``;
+- sign: always sign a contract;
+- mediator proposal: play the seat's cooperative action for every number of delegators
+  (games without one: the action the strategy itself would play now);
+- contract proposal: no transfers (0 for every action);
+- similarity score: 50 (clamped into ``options["min"]..options["max"]`` when given);
+- free text (plans, critiques): one sentence naming the strategy and what it does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from coop_tui.agents.strategies import Strategy
+from coop_tui.agents.strategies.base import known_actions
+from coop_tui.decisions import AgentReply, DecisionRequest, Message, SeatView
+
+
+def percentages(distribution: Sequence[float]) -> list[int]:
+    """Integer percentages summing to exactly 100 (largest-remainder rounding)."""
+    total = float(sum(distribution))
+    if total <= 0 or not all(math.isfinite(p) and p >= 0 for p in distribution):
+        raise ValueError(f"not a probability distribution: {list(distribution)}")
+    raw = [100.0 * p / total for p in distribution]
+    floors = [math.floor(x + 1e-9) for x in raw]
+    missing = 100 - sum(floors)
+    by_remainder = sorted(range(len(raw)), key=lambda i: (-(raw[i] - floors[i]), i))
+    for i in by_remainder[:missing]:
+        floors[i] += 1
+    return floors
+
+
+def game_distribution(strategy: Strategy, view: SeatView) -> list[float]:
+    """The strategy's distribution over all of the seat's actions (mechanism extras at 0)."""
+    strategy.check(view)
+    probs = [float(p) for p in strategy.distribution(view)]
+    n = view.game.action_counts[view.seat]
+    if len(probs) > n:
+        raise ValueError(
+            f"strategy {strategy.name!r} returned {len(probs)} probabilities for "
+            f"{n} actions"
+        )
+    return probs + [0.0] * (n - len(probs))
+
+
+class StrategyAgent:
+    """Fills a seat with a fixed strategy; costs nothing and answers instantly."""
+
+    kind = "strategy"
+    style = "direct"
+
+    def __init__(self, name: str, strategy: Strategy) -> None:
+        self.name = name
+        self.strategy = strategy
+        self.spec: dict[str, Any] = {"strategy": strategy.name, "params": strategy.params}
+
+    async def reply(
+        self, request: DecisionRequest, messages: list[Message], sink: Any
+    ) -> AgentReply:
+        started = time.perf_counter()
+        text = self.answer(request)
+        sink.text(text)
+        return AgentReply(
+            text=text,
+            input_tokens=0,
+            output_tokens=0,
+            cost_usd=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    # ------------------------------------------------------------------ answers
+    def answer(self, request: DecisionRequest) -> str:
+        """The answer text for any request kind (see the module docstring)."""
+        kind = request.kind
+        if kind == "mixed":
+            return self._mixed(request)
+        if kind == "approvals":
+            return json.dumps({label: True for label in request.labels})
+        if kind == "sign":
+            return json.dumps({"sign": True})
+        if kind == "score":
+            return f"SIMILARITY SCORE: {self._score(request.options)}"
+        if kind == "mediator":
+            return self._mediator(request)
+        if kind == "contract":
+            return self._contract(request)
+        return self.describe()
+
+    def describe(self) -> str:
+        summary = self.strategy.summary().rstrip(".")
+        summary = summary[:1].lower() + summary[1:]
+        params = ", ".join(f"{k} = {v}" for k, v in self.strategy.params.items() if v is not None)
+        named = f"{self.strategy.name} ({params})" if params else self.strategy.name
+        return f"I play the fixed strategy {named}: it {summary}."
+
+    def _mixed(self, request: DecisionRequest) -> str:
+        view = request.view
+        pct = percentages(game_distribution(self.strategy, view))
+        labels = request.labels or tuple(f"A{i}" for i in range(len(pct)))
+        mapping = request.label_to_action or tuple(range(len(labels)))
+        return json.dumps({label: pct[a] for label, a in zip(labels, mapping, strict=True)})
+
+    @staticmethod
+    def _score(options: dict[str, Any]) -> int:
+        lo, hi = options.get("min", 0), options.get("max", 100)
+        return int(min(max(50, lo), hi))
+
+    def _label_of(self, request: DecisionRequest, action: int) -> str:
+        for label, a in zip(request.labels, request.label_to_action, strict=False):
+            if a == action:
+                return label
+        return f"A{action}"
+
+    def _proposal_action(self, view: SeatView) -> int:
+        if view.game.cooperative[view.seat]:
+            return min(view.game.cooperative[view.seat])
+        probs = game_distribution(self.strategy, view)
+        return max(range(len(probs)), key=lambda a: (probs[a], -a))
+
+    def _mediator(self, request: DecisionRequest) -> str:
+        n = int(request.options.get("n_players", request.view.game.n_players))
+        label = self._label_of(request, self._proposal_action(request.view))
+        return json.dumps({str(k): label for k in range(1, n + 1)})
+
+    def _contract(self, request: DecisionRequest) -> str:
+        labels = request.labels or tuple(f"A{i}" for i in range(known_actions(request.view)))
+        return json.dumps({label: 0 for label in labels})
