@@ -37,6 +37,7 @@ from coop_tui.events import (
     PhaseDone,
     ReasoningDelta,
     RoundDone,
+    StreamRestarted,
     TextDelta,
 )
 from coop_tui.games.base import Game
@@ -116,6 +117,9 @@ class _Sink:
         if delta:
             self.bus.emit(ReasoningDelta(self.match_id, self.seat, delta))
 
+    def restart(self, reason: str) -> None:
+        self.bus.emit(StreamRestarted(self.match_id, self.seat, reason))
+
 
 class MatchContext:
     """What a mechanism sees of the world: the game, the seats and ``ask``."""
@@ -158,8 +162,12 @@ class MatchContext:
     def rng(self, *parts: Any) -> np.random.Generator:
         return np.random.default_rng(derived_seed(self.seed, *parts))
 
-    def labelling(self, seat: int, round_: int, phase: str = "play") -> Labelling:
-        n = self.game.action_counts[seat]
+    def labelling(
+        self, seat: int, round_: int, phase: str = "play", *, n_actions: int | None = None
+    ) -> Labelling:
+        """Labels for one decision; ``n_actions`` when the game asked about is not the base
+        game (a mechanism-modified game with an extra action, or a population seat)."""
+        n = self.game.action_counts[seat] if n_actions is None else n_actions
         if not self.policy.randomize_labels:
             return Labelling.neutral(n)
         return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
@@ -175,33 +183,27 @@ class MatchContext:
         history: Sequence[Move] | None = None,
         extra: dict[str, Any] | None = None,
         game: Game | None = None,
+        position: int | None = None,
     ) -> DecisionRequest:
-        """The standard game prompt for one seat, with a mechanism's twist inserted."""
+        """The standard game prompt for one seat, with a mechanism's twist inserted.
+
+        ``seat`` is the match seat (which agent answers); ``position`` is the player
+        position in ``game`` it plays this time (default: the same number). They differ
+        when a mechanism re-matches a population of seats into smaller games
+        (Reputation); the view's ``seat`` is the position, so strategies read the game
+        from the right side.
+        """
         game = game or self.game
-        own = self.labelling(seat, round_, phase)
-        labellings = [
-            own if game.action_counts[j] == game.action_counts[seat] else Labelling.neutral(c)
-            for j, c in enumerate(game.action_counts)
-        ]
+        pos = seat if position is None else position
+        own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos])
         labels = own.labels
-        if callable(twist):
-            twist = twist(own)
-        style = getattr(self.agents[seat], "style", "cot") or "cot"
         instructions = self.renderer.render(
-            f"answer/mixed_{style}.j2", labels=labels, example=example_answer(labels)
+            f"answer/mixed_{self._style(seat)}.j2", labels=labels, example=example_answer(labels)
         )
-        text = self.renderer.render(
-            "game.j2",
-            n_players=game.n_players,
-            labels=labels,
-            payoff_description=payoff_description(game, seat, labellings),
-            seat_number=seat + 1,
-            twist=twist,
-            instructions=instructions,
-        )
+        text = self._game_text(game, pos, own, twist, instructions)
         view = SeatView(
             game=game,
-            seat=seat,
+            seat=pos,
             round=round_,
             history=tuple(history if history is not None else self.histories[seat]),
             total_rounds=total_rounds,
@@ -219,6 +221,87 @@ class MatchContext:
             labels=labels,
             label_to_action=own.label_to_action,
             schema=answer_schema("mixed", labels, {}),
+        )
+
+    def phase_request(
+        self,
+        seat: int,
+        round_: int,
+        phase: str,
+        kind: AnswerKind,
+        *,
+        twist: str | Callable[[Labelling], str],
+        labels: Sequence[str] | None = None,
+        options: dict[str, Any] | None = None,
+        game: Game | None = None,
+        position: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> DecisionRequest:
+        """A non-play decision (propose, vote, sign, ...) framed by the game prompt.
+
+        The agent sees the same game description as when playing, the mechanism's
+        twist (which explains the task) and the answer instructions of
+        ``answer/<kind>_<style>.j2``. Without ``labels`` the answer is keyed by the
+        seat's action labels (mediator, contract) and the label mapping is kept;
+        with ``labels`` (proposal ids for approvals) those are the answer's keys.
+        """
+        game = game or self.game
+        pos = seat if position is None else position
+        own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos])
+        keyed_by_actions = labels is None
+        answer_labels = own.labels if keyed_by_actions else tuple(labels or ())
+        opts = dict(options or {})
+        instructions = self.renderer.render(
+            f"answer/{kind}_{self._style(seat)}.j2",
+            labels=answer_labels,
+            action_labels=own.labels,
+            options=opts,
+            example=example_for(kind, answer_labels, opts),
+        )
+        text = self._game_text(game, pos, own, twist, instructions)
+        from coop_tui.schemas import answer_schema
+
+        return DecisionRequest(
+            seat=seat,
+            round=round_,
+            phase=phase,
+            kind=kind,
+            messages=({"role": "user", "content": text},),
+            view=SeatView(
+                game=game, seat=pos, round=round_, history=tuple(self.histories[seat]),
+                extra=dict(extra or {}),
+            ),
+            labels=answer_labels,
+            label_to_action=own.label_to_action if keyed_by_actions else (),
+            schema=answer_schema(kind, answer_labels, opts),
+            options=opts,
+        )
+
+    def _style(self, seat: int) -> str:
+        return getattr(self.agents[seat], "style", "cot") or "cot"
+
+    def _game_text(
+        self,
+        game: Game,
+        pos: int,
+        own: Labelling,
+        twist: str | Callable[[Labelling], str],
+        instructions: str,
+    ) -> str:
+        labellings = [
+            own if game.action_counts[j] == game.action_counts[pos] else Labelling.neutral(c)
+            for j, c in enumerate(game.action_counts)
+        ]
+        if callable(twist):
+            twist = twist(own)
+        return self.renderer.render(
+            "game.j2",
+            n_players=game.n_players,
+            labels=own.labels,
+            payoff_description=payoff_description(game, pos, labellings),
+            seat_number=pos + 1,
+            twist=twist,
+            instructions=instructions,
         )
 
     # ------------------------------------------------------------ asking
@@ -404,7 +487,8 @@ class MatchContext:
 
     def _finish_mixed(self, decision: Decision, request: DecisionRequest, parsed: Any) -> None:
         game = request.view.game
-        n_actions = game.action_counts[request.seat]
+        pos = request.view.seat  # the player position in the game (== seat unless re-matched)
+        n_actions = game.action_counts[pos]
         if parsed is not None:
             probs = [0.0] * n_actions
             for i, p in enumerate(parsed.probabilities):
@@ -418,8 +502,8 @@ class MatchContext:
         decision.distribution = tuple(probs)
         rng = self.rng("sample", request.round, request.seat, request.phase)
         decision.action = int(rng.choice(n_actions, p=np.asarray(probs) / sum(probs)))
-        decision.coop_prob = game.cooperation_mass(request.seat, probs)
-        decision.cooperated = game.is_cooperative(request.seat, decision.action)
+        decision.coop_prob = game.cooperation_mass(pos, probs)
+        decision.cooperated = game.is_cooperative(pos, decision.action)
 
     # ------------------------------------------------------------ rounds
     def require(self, decision: Decision) -> Decision:
@@ -477,7 +561,23 @@ def _retry_example(request: DecisionRequest) -> str:
         return '{"sign": true}'
     if request.kind == "approvals":
         return json.dumps({label: True for label in request.labels})
+    if request.kind in ("mediator", "contract"):
+        return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
+
+
+def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> str:
+    """The example answer shown in a phase's instructions (placeholders, not advice)."""
+    if kind == "mediator":
+        n = int(options.get("n_players", 2))
+        return json.dumps({str(k): "<ACTION>" for k in range(1, n + 1)})
+    if kind == "approvals":
+        return json.dumps({label: "<true/false>" for label in labels}).replace('"<true/false>"', "<true/false>")
+    if kind == "sign":
+        return '{"sign": <true/false>}'
+    if kind in ("contract", "mixed"):
+        return example_answer(labels)
+    return ""
 
 
 def _rebind(decision: Decision, match_id: str, cache_key: str) -> Decision:

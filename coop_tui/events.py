@@ -74,6 +74,15 @@ class ReasoningDelta(Event):
 
 
 @dataclass(frozen=True)
+class StreamRestarted(Event):
+    """A provider stream broke mid-answer and is being retried: the partial text is void."""
+
+    match_id: str
+    seat: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class AnswerRejected(Event):
     """An attempt produced an unusable answer; the agent will be asked again."""
 

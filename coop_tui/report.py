@@ -178,6 +178,9 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         e["conditions"] = [
             {"condition_key": k, **v} for k, v in e["conditions"].items()
         ]
+        varying = _varying_keys([c["condition"] for c in e["conditions"]])
+        for c in e["conditions"]:
+            c["label"] = " ".join(f"{k}={_short(c['condition'].get(k))}" for k in varying) or "-"
         e["curve"] = dict(e["curve"])
         try:
             from coop_tui.analysis.tournament import tournament_metrics
@@ -199,6 +202,16 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "counts": counts,
         "experiments": out_exps,
     }
+
+
+def _short(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _varying_keys(conditions: list[dict[str, Any]]) -> list[str]:
+    """The condition fields that differ inside an experiment: the only ones worth a column."""
+    keys = sorted({k for c in conditions for k in c})
+    return [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in conditions}) > 1]
 
 
 def _condition(db: Any, run_id: str, exp: int, ckey: str) -> dict[str, Any]:
@@ -239,14 +252,18 @@ def render_text(report: dict[str, Any]) -> Any:
         if e.get("b_star") is not None:
             title += f"   b* = {e['b_star']:g}"
         table = Table(title=title, title_justify="left")
-        for col in ("condition", "agent", "n", "coop (mass)", "± SE", "Wilson 95%",
-                    "coop (sampled)", "mean payoff", "± SE"):
-            table.add_column(col, justify="right" if col not in ("condition", "agent") else "left")
+        labels = [c.get("label", c["condition_key"]) for c in e["conditions"]]
+        width = max([len(lab) for lab in labels] + [9])
+        table.add_column("condition", no_wrap=True, min_width=min(width, 40))
+        table.add_column("agent", no_wrap=True)
+        for col in ("n", "coop", "± SE", "Wilson 95%", "sampled", "payoff", "± SE"):
+            table.add_column(col, justify="right")
+        table.caption = "coop: probability mass on the cooperative action; sampled: share of sampled actions"
         for cond in e["conditions"]:
             for agent, a in sorted(cond["agents"].items()):
                 w = a["coop_wilson"]
                 table.add_row(
-                    cond["condition_key"], agent, str(a["n"]), _pct(a["coop_rate"]),
+                    cond.get("label", cond["condition_key"]), agent, str(a["n"]), _pct(a["coop_rate"]),
                     _pct(a["coop_se"]), "-" if not w else f"[{100*w[0]:.1f}, {100*w[1]:.1f}]",
                     _pct(a["sampled_coop_rate"]), _num(a["mean_payoff"]), _num(a["payoff_se"], 2),
                 )

@@ -1,0 +1,134 @@
+"""Bad sweep files: one line naming the field and the fix, exit code 2, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+GOOD_AGENTS = """
+name = "bad"
+[agents.tft]
+strategy = "tit_for_tat"
+[agents.alld]
+strategy = "always_defect"
+"""
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+CASES = {
+    "unknown game": (
+        GOOD_AGENTS + '[[experiments]]\ngame = "prisonersx"\nagents = ["tft"]\n',
+        "experiments[0].game",
+        "prisoners",
+    ),
+    "unknown mechanism": (
+        GOOD_AGENTS + '[[experiments]]\ngame = "prisoners"\nmechanism = "simlarity"\nagents = ["tft"]\n',
+        "experiments[0].mechanism",
+        "similarity",
+    ),
+    "unknown agent": (
+        GOOD_AGENTS + '[[experiments]]\ngame = "prisoners"\nagents = ["gpt"]\n',
+        "experiments[0].agents",
+        "gpt",
+    ),
+    "unknown strategy": (
+        'name = "bad"\n[agents.x]\nstrategy = "tit_for_tatt"\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["x"]\n',
+        "agents.x.strategy",
+        "tit_for_tat",
+    ),
+    "similarity above 100": (
+        GOOD_AGENTS
+        + '[[experiments]]\ngame = "prisoners"\nmechanism = "similarity"\nagents = ["tft"]\nsimilarity = [0, 150]\n',
+        "similarity",
+        "0",
+    ),
+    "continuation outside (0,1]": (
+        GOOD_AGENTS
+        + '[[experiments]]\ngame = "prisoners"\nmechanism = "repetition"\nagents = ["tft"]\ncontinuation = 1.5\n',
+        "continuation",
+        "(0, 1]",
+    ),
+    "samples of the wrong type": (
+        'name = "bad"\nsamples = "ten"\n[agents.tft]\nstrategy = "tit_for_tat"\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["tft"]\n',
+        "samples",
+        "integer",
+    ),
+    "broken toml": (
+        'name = "bad\n[agents.tft]\n',
+        "TOML",
+        "",
+    ),
+    "random p outside [0,1]": (
+        'name = "bad"\n[agents.coin]\nstrategy = "random"\nparams = { p = 1.5 }\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["coin"]\n',
+        "agents.coin",
+        "1.5",
+    ),
+    "payoff table of the wrong shape": (
+        GOOD_AGENTS + '[[experiments]]\ngame = "wrong_shape.toml"\nagents = ["tft"]\n',
+        "payoffs",
+        "",
+    ),
+    "missing api key": (
+        'name = "bad"\n[agents.gpt]\nmodel = "openai/gpt-4o-mini"\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["gpt"]\n',
+        "OPENAI_API_KEY",
+        "agents.gpt",
+    ),
+    "unknown experiment field": (
+        GOOD_AGENTS + '[[experiments]]\ngame = "prisoners"\nagents = ["tft"]\nrounds = 3\n',
+        "experiments[0].rounds",
+        "not a parameter",
+    ),
+}
+
+WRONG_SHAPE_GAME = """
+title = "Broken"
+players = 2
+actions = ["Cooperate", "Defect"]
+cooperative = ["Cooperate"]
+defect = "Defect"
+payoffs = [[[2, 2], [0, 3]], [[3, 0]]]
+"""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_sweep_exits_2_names_field_and_writes_nothing(case: str, tmp_path: Path) -> None:
+    text, field, hint = CASES[case]
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(textwrap.dedent(text))
+    (tmp_path / "wrong_shape.toml").write_text(WRONG_SHAPE_GAME)
+    db = tmp_path / "out.db"
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    result = run_cli("--batch", str(sweep), "--db", str(db), env=env)
+    assert result.returncode == 2, result.stderr + result.stdout
+    lines = [line for line in result.stderr.strip().splitlines() if line]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert field in lines[0]
+    assert hint in lines[0]
+    assert not db.exists()
+
+
+def test_missing_sweep_file(tmp_path: Path) -> None:
+    result = run_cli("--batch", str(tmp_path / "nope.toml"), "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr
+    assert not (tmp_path / "x.db").exists()
