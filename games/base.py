@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+class GameError(ValueError):
+    """A game reference or game file the user must fix: unknown key, malformed file.
+
+    The message names what is wrong and how to fix it, ready to show as it is.
+    """
+
+
 @dataclass(frozen=True, eq=False)
 class Game:
     key: str
@@ -59,17 +66,18 @@ class Game:
 
     @property
     def symmetric(self) -> bool:
-        """True when every seat has the same actions and permuting seats permutes payoffs."""
+        """True when every seat has the same actions and permuting seats permutes payoffs.
+
+        Checked on the transpositions (0 j), which generate every permutation of the
+        seats, so an n-player game costs n-1 tensor comparisons, not n! loops.
+        """
         counts = self.action_counts
         if len(set(counts)) != 1 or len(set(self.action_names)) != 1:
             return False
-        n = self.n_players
-        for profile in itertools.product(range(counts[0]), repeat=n):
-            for perm in itertools.permutations(range(n)):
-                permuted = tuple(profile[p] for p in perm)
-                for i in range(n):
-                    if not np.isclose(self.payoffs[profile][perm[i]], self.payoffs[permuted][i]):
-                        return False
+        for j in range(1, self.n_players):
+            swapped = np.swapaxes(self.payoffs, 0, j)[..., _swap_order(self.n_players, 0, j)]
+            if not np.allclose(swapped, self.payoffs):
+                return False
         return True
 
     # ----------------------------------------------------------------- payoffs
@@ -117,6 +125,12 @@ class Game:
             (profile, self.payoff(profile))
             for profile in itertools.product(*(range(c) for c in self.action_counts))
         ]
+
+
+def _swap_order(n: int, a: int, b: int) -> list[int]:
+    order = list(range(n))
+    order[a], order[b] = order[b], order[a]
+    return order
 
 
 def symmetric_two_player(

@@ -1,0 +1,78 @@
+"""Prisoner's Dilemma family: seed 000's Prisoners, seed 003's four PD variants and
+seed 004's IPD table.
+
+All share one shape: mutual cooperation pays R, mutual defection P, a lone defector
+gets T and the cooperator it exploits S, with T > R > P >= S. Only the numbers differ,
+so every key is a one-line call to :func:`dilemma`.
+"""
+
+from __future__ import annotations
+
+from coop_tui.games import register_game
+from coop_tui.games.base import Game, symmetric_two_player
+
+ACTIONS = ("Cooperate", "Defect")
+
+
+def dilemma(
+    key: str,
+    title: str,
+    reward: float,
+    sucker: float,
+    temptation: float,
+    punishment: float,
+    source: str,
+) -> Game:
+    """A symmetric 2x2 dilemma from its four payoffs (row player's view)."""
+    description = (
+        f"Two players each choose to cooperate or defect at the same time. Both cooperating "
+        f"pays {reward:g} each and both defecting {punishment:g} each; a defector facing a "
+        f"cooperator takes {temptation:g} and leaves the cooperator {sucker:g}. Defecting "
+        f"is better for each player whatever the other does, yet mutual cooperation beats "
+        f"mutual defection. Payoffs as in {source}."
+    )
+    return symmetric_two_player(
+        key,
+        title,
+        description,
+        ACTIONS,
+        [[reward, sucker], [temptation, punishment]],
+        cooperative=[0],
+        defect=1,
+    )
+
+
+@register_game("prisoners")
+def prisoners() -> Game:
+    """Prisoner's Dilemma (2,2 / 0,3 / 3,0 / 1,1), the running example of seed 000."""
+    return dilemma("prisoners", "Prisoner's Dilemma", 2, 0, 3, 1, "seeds 000 and 001")
+
+
+@register_game("pd_canonical")
+def pd_canonical() -> Game:
+    """Prisoner's Dilemma, canonical variant (3,3 / 0,5 / 5,0 / 1,1) of seed 003."""
+    return dilemma("pd_canonical", "Prisoner's Dilemma (canonical)", 3, 0, 5, 1, "seed 003")
+
+
+@register_game("pd_harsh")
+def pd_harsh() -> Game:
+    """Prisoner's Dilemma, harsh variant (3,3 / 0,7 / 7,0 / 1,1) of seed 003."""
+    return dilemma("pd_harsh", "Prisoner's Dilemma (harsh)", 3, 0, 7, 1, "seed 003")
+
+
+@register_game("pd_medium")
+def pd_medium() -> Game:
+    """Prisoner's Dilemma, medium variant (3,3 / 0,6 / 6,0 / 1,1) of seed 003."""
+    return dilemma("pd_medium", "Prisoner's Dilemma (medium)", 3, 0, 6, 1, "seed 003")
+
+
+@register_game("pd_mild")
+def pd_mild() -> Game:
+    """Prisoner's Dilemma, mild variant (3,3 / 0,4 / 4,0 / 2,2) of seed 003."""
+    return dilemma("pd_mild", "Prisoner's Dilemma (mild)", 3, 0, 4, 2, "seed 003")
+
+
+@register_game("ipd")
+def ipd() -> Game:
+    """Prisoner's Dilemma with the team-tournament table of seed 004 (3,3 / -1,5 / 5,-1 / 0,0)."""
+    return dilemma("ipd", "Prisoner's Dilemma (seed 004)", 3, -1, 5, 0, "seed 004")

@@ -1,0 +1,97 @@
+"""Traveler's Dilemma with k claim levels (seeds 000/001): a many-action dilemma whose
+iterated weak dominance unravels from the highest claim down to the lowest."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from coop_tui.games import register_game
+from coop_tui.games._checks import as_float, as_int, clean
+from coop_tui.games.base import Game
+
+MAX_LEVELS = 50
+
+
+def _claims(levels: int | Sequence[float] | None, low: float, high: float | None) -> list[float]:
+    """Claim values in descending order (action 0 = highest claim = cooperative)."""
+    if isinstance(levels, Sequence) and not isinstance(levels, str):
+        if high is not None:
+            raise ValueError("give either levels as a list of claims or high, not both")
+        values = [as_float(f"levels[{i}]", v) for i, v in enumerate(levels)]
+        if len(set(values)) != len(values):
+            raise ValueError(f"levels must be distinct claims, got {list(levels)}")
+    else:
+        lo = as_float("low", low)
+        if levels is None:
+            hi = lo + 3 if high is None else as_float("high", high)
+            if not float(hi - lo).is_integer():
+                raise ValueError(f"high - low must be a whole number of steps, got {hi:g}-{lo:g}")
+            count = int(hi - lo) + 1
+        else:
+            count = as_int("levels", levels, minimum=2, maximum=MAX_LEVELS)
+            if high is not None and as_float("high", high) != lo + count - 1:
+                raise ValueError(
+                    f"levels={count} with low={lo:g} means claims {lo:g}..{lo + count - 1:g}, "
+                    f"which contradicts high={high}; give two of levels/low/high"
+                )
+        values = [lo + i for i in range(count)]
+    if not 2 <= len(values) <= MAX_LEVELS:
+        raise ValueError(f"travelers needs 2 to {MAX_LEVELS} claim levels, got {len(values)}")
+    return sorted(values, reverse=True)
+
+
+@register_game("travelers")
+def travelers(
+    levels: int | list[float] | None = None,
+    low: float = 2,
+    high: float | None = None,
+    reward: float = 2,
+) -> Game:
+    """Traveler's Dilemma: claims low..high (default 2..5); equal claims pay the claim, else
+    the lower claimant gets low+reward and the higher low-reward.
+
+    ``levels`` is either a number of claim levels starting at ``low`` or an explicit
+    list of claims; ``high`` is the top claim when ``levels`` is not given.
+    """
+    claims = _claims(levels, low, high)
+    r = as_float("reward", reward)
+    if r < 0:
+        raise ValueError(f"reward must not be negative, got {r:g}")
+    k = len(claims)
+    payoffs = np.zeros((k, k, 2))
+    for i, mine in enumerate(claims):
+        for j, theirs in enumerate(claims):
+            if mine == theirs:
+                payoffs[i, j] = [mine, theirs]
+            elif mine < theirs:
+                payoffs[i, j] = [mine + r, mine - r]
+            else:
+                payoffs[i, j] = [theirs - r, theirs + r]
+    names = tuple(f"Claim {clean(c)}" for c in claims)
+    description = (
+        f"Two sellers each set a price among {', '.join(f'{clean(c)}' for c in claims)}. "
+        f"If they match, each sells at that price. Otherwise the market pays both the lower "
+        f"price, and the cheaper seller wins {r:g} from the dearer one: the lower claimant "
+        f"gets low+{r:g}, the higher low-{r:g}. Both would gain from the highest price, but "
+        f"undercutting by one step always tempts, and iterated reasoning leads to the lowest."
+    )
+    params: dict = {
+        "levels": k,
+        "low": clean(min(claims)),
+        "high": clean(max(claims)),
+        "reward": clean(r),
+    }
+    if isinstance(levels, Sequence) and not isinstance(levels, str):
+        params = {"levels": [clean(c) for c in sorted(claims)], "reward": clean(r)}
+    return Game(
+        key="travelers",
+        title=f"Traveler's Dilemma ({k} claims)",
+        description=description,
+        action_names=(names, names),
+        payoffs=payoffs,
+        cooperative=(frozenset({0}), frozenset({0})),
+        defect=(k - 1, k - 1),
+        params=params,
+    )

@@ -1,0 +1,30 @@
+"""Trust game in its simultaneous form (seed 001): the two seats play different roles."""
+
+from __future__ import annotations
+
+from coop_tui.games import register_game
+from coop_tui.games.base import Game, bimatrix
+
+
+@register_game("trust")
+def trust() -> Game:
+    """Simultaneous Trust game (GG 10,10 / GK 0,20 / KG 6,2 / KK 4,4) of seed 001."""
+    description = (
+        "Player 1 is an investor deciding whether to give a further stake to player 2's "
+        "business or keep it; player 2 decides, without seeing that choice, whether to give "
+        "back an equal share of the returns or keep them. If both give, each gets 10. If "
+        "the investor gives and the partner keeps, the partner takes 20 and the investor 0. "
+        "If the investor keeps and the partner gives, they get 6 and 2; if both keep, 4 "
+        "each. Keeping is dominant for player 2, and once that is known, keeping is best "
+        "for player 1 too. Payoffs as in seed 001."
+    )
+    return bimatrix(
+        "trust",
+        "Trust",
+        description,
+        ("Give", "Keep"),
+        ("Give", "Keep"),
+        [[[10, 10], [0, 20]], [[6, 2], [4, 4]]],
+        cooperative=([0], [0]),
+        defect=(1, 1),
+    )
