@@ -1,0 +1,935 @@
+"""``coop-tui import coopeval DIR``: a CoopEval run directory as a coop-tui run.
+
+A CoopEval directory holds ``config.json`` (game, mechanism, agents, evaluation),
+``records.jsonl`` (one line per match: the moves of every round, plus votes, the chosen
+mediator or contract and signatures for the proposal mechanisms), ``matchup_payoffs.json``
+(the payoffs behind their metrics), optionally ``game_log.txt`` (every prompt and
+response, keyed by trace id) and their published metrics (``replicator_dynamics_fitness
+.json``, ``deviation_ratings.json``, ``agent_average_payoff.json``).
+
+How it maps onto our schema:
+
+* one run (kind ``import``) whose id is a hash of ``config.json`` + ``records.jsonl``,
+  so importing the same tournament again **replaces** it (never duplicates it); its
+  spec keeps the config and the published metrics;
+* one experiment, played cross-play (``matchup = 'cross'``), so the report computes
+  Mean / Fitness / deviation ratings from the imported matches;
+* one match per record line; seats carry CoopEval's agent labels (``<model>(CoT)`` or
+  ``<model>(IO)``, the ``#P1`` seat suffix becomes the seat number) and the match payoff
+  as CoopEval scores it (δ-weighted over rounds for Repetition);
+* one decision per trace id — play, vote, propose (a mediator or contract design is
+  stored once, on the first match its author played), sign — with the prompt and
+  response from the game log; failed attempts CoopEval re-asked are linked back to the
+  decision through the retry prompt, which quotes the rejected answer.
+
+Everything is parsed and checked before the database is opened, then written in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coop_tui.decisions import Attempt, Decision
+from coop_tui.games.base import Game, bimatrix
+
+GAMES = {
+    # CoopEval game type -> (our key, title); all are 2 x 2 tables keyed "CC", "CD", ...
+    "PrisonersDilemma": ("prisoners", "Prisoner's Dilemma"),
+    "TrustGame": ("trust", "Trust"),
+    "StagHunt": ("stag_hunt", "Stag Hunt"),
+}
+MECHANISMS = {
+    "NoMechanism": "none",
+    "Repetition": "repetition",
+    "Mediation": "mediation",
+    "Contracting": "contracting",
+}
+AGENT_SUFFIX = {"CoTAgent": "CoT", "IOAgent": "IO"}
+_PLAYER = re.compile(r"^(?P<agent>.+)#P(?P<seat>\d+)$")
+_RETRY_QUOTE = re.compile(
+    r"\n\nYour previous response was:\n(?P<response>.*)\n\nThat response is INVALID because: "
+    r"(?P<reason>.*)\n\nPlease give the new output again!",
+    re.DOTALL,
+)
+
+
+class CoopEvalError(ValueError):
+    """The directory cannot be imported; the message says which file and what is wrong."""
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CoopEvalError(f"{path}: missing; a CoopEval run directory has {what}") from None
+    except json.JSONDecodeError as exc:
+        raise CoopEvalError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _records(path: Path) -> list[tuple[int, Any]]:
+    if not path.is_file():
+        raise CoopEvalError(
+            f"{path}: missing; a CoopEval run directory has one match per line here"
+        )
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise CoopEvalError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    if not out:
+        raise CoopEvalError(f"{path}: no matches recorded")
+    return out
+
+
+def agent_label(agent: dict[str, Any]) -> str:
+    """CoopEval's name for a configured agent: ``<model>(CoT)`` or ``<model>(IO)``."""
+    kind = agent.get("type", "")
+    return f"{agent['llm']['model']}({AGENT_SUFFIX.get(kind, kind.removesuffix('Agent'))})"
+
+
+def _split_player(player: Any, where: str) -> tuple[str, int]:
+    match = _PLAYER.match(player) if isinstance(player, str) else None
+    if match is None:
+        raise CoopEvalError(f"{where}: player {player!r} is not of the form '<agent>#P<seat>'")
+    return match.group("agent"), int(match.group("seat")) - 1
+
+
+def _member_letter(action: Any, where: str) -> str:
+    if not isinstance(action, str) or not action:
+        raise CoopEvalError(f"{where}: action {action!r} is not an action name")
+    return action.rsplit(".", 1)[-1][:1].upper()
+
+
+def _member_name(action: str) -> str:
+    return action.rsplit(".", 1)[-1].replace("_", " ").title()
+
+
+def build_game(config: dict[str, Any], action_names: Iterable[str]) -> Game:
+    """Our :class:`Game` for a CoopEval 2 x 2 payoff table.
+
+    Table keys name the two seats' actions by initial (``"GK"``: Give, Keep), in
+    CoopEval's action order, which is also the order of its prompt labels A0, A1. The
+    cooperative action is the one whose symmetric profile pays the most in total.
+    """
+    game_cfg = config.get("game") or {}
+    gtype = game_cfg.get("type")
+    if gtype not in GAMES:
+        raise CoopEvalError(
+            f"config.json: game.type {gtype!r} is not supported by the importer; "
+            f"supported: {', '.join(GAMES)}"
+        )
+    table = (game_cfg.get("kwargs") or {}).get("payoff_matrix")
+    if not isinstance(table, dict) or not all(isinstance(k, str) and len(k) == 2 for k in table):
+        raise CoopEvalError(
+            "config.json: game.kwargs.payoff_matrix must map two-letter keys to payoffs"
+        )
+    letters = list(dict.fromkeys(k[0] for k in table))
+    if len(letters) != 2 or set(letters) != {k[1] for k in table} or len(table) != 4:
+        raise CoopEvalError(
+            f"config.json: game.kwargs.payoff_matrix has keys {sorted(table)}; expected the "
+            f"four profiles of two actions"
+        )
+    cells = []
+    for a in letters:
+        row = []
+        for b in letters:
+            pay = table[a + b]
+            if not (
+                isinstance(pay, list)
+                and len(pay) == 2
+                and all(isinstance(x, int | float) for x in pay)
+            ):
+                raise CoopEvalError(f"config.json: payoff_matrix[{a + b!r}] must be two numbers")
+            row.append([float(x) for x in pay])
+        cells.append(row)
+    payoffs = np.asarray(cells)
+    welfare = [payoffs[i, i].sum() for i in range(2)]
+    coop = int(np.argmax(welfare))
+    names = {_member_letter(n, "records.jsonl"): _member_name(n) for n in action_names}
+    labels = tuple(names.get(letter, letter) for letter in letters)
+    key, title = GAMES[gtype]
+    return bimatrix(
+        key,
+        f"{title} (CoopEval)",
+        f"{title} as configured in a CoopEval run.",
+        labels,
+        labels,
+        cells,
+        cooperative=([coop], [coop]),
+        defect=(1 - coop, 1 - coop),
+        params={"source": "coopeval", "type": gtype, "payoff_matrix": table},
+    )
+
+
+@dataclass
+class _Move:
+    seat: int
+    agent: str
+    action: int
+    points: float
+    trace_id: str | None
+    response: str | None
+    mediated: bool | None
+
+
+@dataclass
+class _Match:
+    line: int
+    agents: list[str]
+    rounds: list[list[_Move]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _rounds_of(record: Any, where: str) -> tuple[list[list[dict[str, Any]]], dict[str, Any]]:
+    """The rounds of moves in one record line, and the proposal-mechanism extras."""
+    if (
+        isinstance(record, list)
+        and record
+        and all(isinstance(m, dict) and "player" in m for m in record)
+    ):
+        return [record], {}  # NoMechanism: the moves of the single round
+    if isinstance(record, list) and record and all(isinstance(r, list) for r in record):
+        return record, {}  # Repetition: one list of moves per round
+    if (
+        isinstance(record, list)
+        and len(record) == 1
+        and isinstance(record[0], dict)
+        and isinstance(record[0].get("moves"), list)
+    ):
+        extra = {k: v for k, v in record[0].items() if k != "moves"}
+        return [record[0]["moves"]], extra  # Mediation / Contracting
+    raise CoopEvalError(f"{where}: unrecognised record (expected the moves of a match)")
+
+
+def _parse_match(lineno: int, record: Any, letters: dict[str, int]) -> _Match:
+    where = f"records.jsonl:{lineno}"
+    raw_rounds, extra = _rounds_of(record, where)
+    rounds: list[list[_Move]] = []
+    agents: list[str] | None = None
+    for raw in raw_rounds:
+        moves = []
+        for m in raw:
+            if not isinstance(m, dict) or not {"player", "action", "points"} <= m.keys():
+                raise CoopEvalError(f"{where}: a move needs player, action and points")
+            agent, seat = _split_player(m["player"], where)
+            letter = _member_letter(m["action"], where)
+            if letter not in letters:
+                raise CoopEvalError(f"{where}: action {m['action']!r} is not an action of the game")
+            if not isinstance(m["points"], int | float):
+                raise CoopEvalError(f"{where}: points {m['points']!r} is not a number")
+            moves.append(
+                _Move(
+                    seat,
+                    agent,
+                    letters[letter],
+                    float(m["points"]),
+                    m.get("trace_id"),
+                    m.get("response"),
+                    m.get("mediated"),
+                )
+            )
+        moves.sort(key=lambda mv: mv.seat)
+        seating = [mv.agent for mv in moves]
+        if [mv.seat for mv in moves] != list(range(len(moves))):
+            raise CoopEvalError(
+                f"{where}: seats {[mv.seat + 1 for mv in moves]} are not P1..Pn once each"
+            )
+        if agents is not None and seating != agents:
+            raise CoopEvalError(f"{where}: the players change between rounds")
+        agents = seating
+        rounds.append(moves)
+    assert agents is not None
+    return _Match(lineno, agents, rounds, extra)
+
+
+def round_weights(n_rounds: int, discount: float) -> list[float]:
+    """CoopEval's match payoff weights: (1-d) d^(t-1) for t < T, d^(T-1) on the last round."""
+    weights = [(1 - discount) * discount**t for t in range(n_rounds - 1)]
+    weights.append(discount ** (n_rounds - 1))
+    return weights
+
+
+# ----------------------------------------------------------------------------- the game log
+
+
+@dataclass
+class _Entry:
+    id: str
+    agent: str
+    prompt: str
+    response: str
+    time: float | None
+
+
+def _log_entries(path: Path) -> dict[str, _Entry]:
+    if not path.is_file():
+        return {}
+    try:
+        from coop_tui.testing.coopeval_log import iter_log_entries
+
+        raw = list(iter_log_entries(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CoopEvalError(f"{path}: cannot be read ({exc})") from None
+    out = {}
+    for e in raw:
+        stamp = None
+        if e.time:
+            try:
+                stamp = datetime.strptime(e.time, "%Y-%m-%d %H:%M:%S").timestamp()
+            except ValueError:
+                stamp = None
+        out[e.id] = _Entry(e.id, e.agent, e.prompt, e.response or "", stamp)
+    return out
+
+
+def _failed_attempts(final: _Entry, spare: dict[str, _Entry], used: set[str]) -> list[Attempt]:
+    """The rejected attempts before ``final``, oldest first, found through the retry prompts.
+
+    CoopEval re-asks with the base prompt plus the rejected answer and the reason; each
+    attempt gets a fresh trace id that no record mentions, so the quoted answer is what
+    links an orphan log entry to the decision it belongs to.
+    """
+    chain: list[Attempt] = []
+    current = final
+    while (quote := _RETRY_QUOTE.search(current.prompt)) is not None:
+        previous = next(
+            (
+                e
+                for e in spare.values()
+                if e.id not in used
+                and e.agent == current.agent
+                and e.response.strip() == quote.group("response").strip()
+            ),
+            None,
+        )
+        if previous is None:
+            break
+        used.add(previous.id)
+        chain.append(
+            Attempt(
+                messages=[{"role": "user", "content": previous.prompt}],
+                response=previous.response,
+                reasoning="",
+                error=quote.group("reason").strip(),
+                latency_ms=0.0,
+                input_tokens=None,
+                output_tokens=None,
+                cost_usd=None,
+            )
+        )
+        current = previous
+    chain.reverse()
+    return chain
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass
+class ImportPlan:
+    """Every row to write, built and checked before the database is opened."""
+
+    run: dict[str, Any]
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    seats: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _content_hash(directory: Path) -> str:
+    digest = hashlib.sha256()
+    for name in ("config.json", "records.jsonl"):
+        digest.update(name.encode())
+        digest.update((directory / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _published(directory: Path) -> dict[str, Any]:
+    """CoopEval's own metrics, kept so the report can show them beside ours."""
+    out: dict[str, Any] = {}
+    files = {
+        "fitness": "replicator_dynamics_fitness.json",
+        "deviation_rating": "deviation_ratings.json",
+        "mean_payoff": "agent_average_payoff.json",
+    }
+    for key, name in files.items():
+        path = directory / name
+        if not path.is_file():
+            continue
+        data = _read_json(path, name)
+        if not isinstance(data, dict):
+            raise CoopEvalError(f"{path}: expected an object keyed by agent")
+        for agent, value in data.items():
+            if key == "fitness":
+                if not isinstance(value, dict) or "fitness" not in value:
+                    raise CoopEvalError(f"{path}: {agent!r} needs a 'fitness' value")
+                out.setdefault(agent, {})["fitness"] = value["fitness"]
+                out[agent]["final_share"] = value.get("final_population")
+            else:
+                out.setdefault(agent, {})[key] = value
+    return out
+
+
+def _matchup_check(directory: Path, matches: list[_Match], discount: float) -> dict[str, Any]:
+    """Do our per-match payoffs give CoopEval's ``matchup_payoffs.json`` seating means?"""
+    path = directory / "matchup_payoffs.json"
+    if not path.is_file():
+        return {"matchup_payoffs": "absent"}
+    data = _read_json(path, "matchup_payoffs.json")
+    try:
+        published: dict[tuple[str, ...], list[np.ndarray]] = {}
+        for prof in data["profile"]:
+            seating = tuple(agent_label(p) for p in prof["players"])
+            published[seating] = [np.asarray(r, dtype=float) for r in prof["payoffs"]]
+    except (KeyError, TypeError) as exc:
+        raise CoopEvalError(f"{path}: unexpected layout ({exc})") from None
+    pub_disc = float(data.get("discount", discount))
+    ours: dict[tuple[str, ...], list[np.ndarray]] = {}
+    for m in matches:
+        ours.setdefault(tuple(m.agents), []).append(
+            np.asarray([[mv.points for mv in r] for r in m.rounds], dtype=float)
+        )
+    worst = 0.0
+    for seating in set(published) | set(ours):
+        if seating not in published or seating not in ours:
+            return {
+                "matchup_payoffs": "disagree",
+                "reason": f"seating {list(seating)} only on one side",
+            }
+        a = [np.asarray(round_weights(len(x), pub_disc)) @ x for x in published[seating]]
+        b = [np.asarray(round_weights(len(x), discount)) @ x for x in ours[seating]]
+        if len(a) != len(b):
+            return {
+                "matchup_payoffs": "disagree",
+                "reason": f"seating {list(seating)}: repeat counts differ",
+            }
+        worst = max(worst, float(np.max(np.abs(np.mean(a, axis=0) - np.mean(b, axis=0)))))
+    agree = worst <= 1e-9
+    return {"matchup_payoffs": "agree" if agree else "disagree", "max_abs_difference": worst}
+
+
+def plan_import(directory: Path) -> ImportPlan:
+    """Read and check a CoopEval directory; build every row without touching a database."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CoopEvalError(f"{directory}: not a directory; pass a CoopEval run directory")
+    config = _read_json(directory / "config.json", "config.json (game, mechanism, agents)")
+    if not isinstance(config, dict):
+        raise CoopEvalError(f"{directory / 'config.json'}: expected a JSON object")
+    records = _records(directory / "records.jsonl")
+
+    mech_cfg = config.get("mechanism") or {}
+    mech_type = mech_cfg.get("type")
+    if mech_type not in MECHANISMS:
+        raise CoopEvalError(
+            f"config.json: mechanism.type {mech_type!r} is not supported by the importer; "
+            f"supported: {', '.join(MECHANISMS)} (Reputation has no matchup metagame)"
+        )
+    mechanism = MECHANISMS[mech_type]
+    mech_kwargs = mech_cfg.get("kwargs") or {}
+
+    agents_cfg = config.get("agents")
+    if not isinstance(agents_cfg, list) or not agents_cfg:
+        raise CoopEvalError("config.json: 'agents' must be a non-empty list")
+    try:
+        specs = {agent_label(a): a for a in agents_cfg}
+    except (KeyError, TypeError):
+        raise CoopEvalError("config.json: every agent needs llm.model and type") from None
+
+    action_names = [
+        mv["action"]
+        for lineno, rec in records
+        for rnd in _rounds_of(rec, f"records.jsonl:{lineno}")[0]
+        for mv in rnd
+        if isinstance(mv, dict) and isinstance(mv.get("action"), str)
+    ]
+    game = build_game(config, action_names)
+    table = config["game"]["kwargs"]["payoff_matrix"]
+    letters = {letter: i for i, letter in enumerate(dict.fromkeys(k[0] for k in table))}
+    matches = [_parse_match(lineno, rec, letters) for lineno, rec in records]
+    for m in matches:
+        for agent in m.agents:
+            if agent not in specs:
+                raise CoopEvalError(
+                    f"records.jsonl:{m.line}: agent {agent!r} is not among config.json's agents"
+                )
+        if len(m.agents) != game.n_players:
+            raise CoopEvalError(
+                f"records.jsonl:{m.line}: {len(m.agents)} players, the game has {game.n_players}"
+            )
+
+    discount = float(mech_kwargs.get("discount", 1.0))
+    mp_path = directory / "matchup_payoffs.json"
+    if mp_path.is_file():
+        mp = _read_json(mp_path, "matchup_payoffs.json")
+        if isinstance(mp, dict) and isinstance(mp.get("discount"), int | float):
+            discount = float(mp["discount"])
+    condition: dict[str, Any] = {}
+    if mechanism == "repetition":
+        condition = {
+            "rounds": int(mech_kwargs.get("num_rounds", max(len(m.rounds) for m in matches))),
+            "continuation": discount,
+            "history": int(mech_kwargs.get("lookup_depth", 5)),
+        }
+
+    content = _content_hash(directory)
+    run_id = f"coopeval-{content[:12]}"
+    log = _log_entries(directory / "game_log.txt")
+    designs = _designs(directory, mechanism)
+    check = _matchup_check(directory, matches, discount)
+    now = time.time()
+    name = str(config.get("name") or directory.name)
+    plan = ImportPlan(
+        run={
+            "id": run_id,
+            "name": name,
+            "kind": "import",
+            "status": "done",
+            "seed": 0,
+            "sweep_hash": content,
+            "spec": json.dumps(
+                {
+                    "source": "coopeval",
+                    "directory": str(directory.resolve()),
+                    "config": config,
+                    "published": _published(directory),
+                    "checks": check,
+                },
+                default=str,
+            ),
+            "created_at": now,
+            "finished_at": now,
+            "error": None,
+        }
+    )
+    from coop_tui.store import condition_key, decision_row
+    from coop_tui.sweep import game_spec
+
+    spec_json = json.dumps(game_spec(game))
+    ckey = condition_key(condition)
+    seen_seating: Counter[tuple[str, ...]] = Counter()
+    referenced: set[str] = set()
+    builder = _DecisionBuilder(plan, run_id, game, letters, log, referenced)
+    proposed: set[str] = set()
+    for number, m in enumerate(matches):
+        match_id = f"{run_id}-{number:05d}"
+        sample = seen_seating[tuple(m.agents)]
+        seen_seating[tuple(m.agents)] += 1
+        weights = round_weights(len(m.rounds), discount)
+        payoffs = [
+            float(sum(w * r[s].points for w, r in zip(weights, m.rounds, strict=True)))
+            for s in range(len(m.agents))
+        ]
+        info = {"source": "coopeval", "line": m.line, "rounds": len(m.rounds)}
+        info.update({k: v for k, v in m.extra.items() if k != "votes"})
+        plan.matches.append(
+            {
+                "id": match_id,
+                "run_id": run_id,
+                "match_key": f"coopeval:{m.line}",
+                "experiment": 0,
+                "game": game.key,
+                "game_spec": spec_json,
+                "mechanism": mechanism,
+                "condition": json.dumps(condition, sort_keys=True),
+                "condition_key": ckey,
+                "similarity": None,
+                "matchup": "cross",
+                "sample": sample,
+                "seed": 0,
+                "status": "done",
+                "error": None,
+                "payoffs": json.dumps(payoffs),
+                "welfare": sum(payoffs),
+                "info": json.dumps(info, default=str),
+                "started_at": now,
+                "finished_at": now,
+            }
+        )
+        for seat, agent in enumerate(m.agents):
+            plan.seats.append(
+                {
+                    "match_id": match_id,
+                    "seat": seat,
+                    "agent": agent,
+                    "agent_kind": "llm",
+                    "agent_spec": json.dumps(
+                        {"source": "coopeval", **specs[agent]}, sort_keys=True
+                    ),
+                    "payoff": payoffs[seat],
+                }
+            )
+        for t, moves in enumerate(m.rounds, 1):
+            for mv in moves:
+                plan.rounds.append(
+                    {
+                        "match_id": match_id,
+                        "round": t,
+                        "seat": mv.seat,
+                        "action": mv.action,
+                        "payoff": mv.points,
+                        "cooperated": int(bool(game.is_cooperative(mv.seat, mv.action))),
+                        "info": json.dumps({"delegated": mv.mediated})
+                        if mv.mediated is not None
+                        else None,
+                    }
+                )
+                builder.play(match_id, t, mv)
+        builder.proposals(match_id, m, designs, proposed)
+        builder.votes(match_id, m)
+        builder.signatures(match_id, m)
+    builder.attach_retries()
+    plan.decisions = [decision_row(d) for d in builder.decisions]
+    unlinked = sorted(set(log) - referenced - builder.used)
+    plan.summary = {
+        "run_id": run_id,
+        "name": name,
+        "matches": len(plan.matches),
+        "decisions": len(plan.decisions),
+        "decisions_with_log": sum(1 for d in plan.decisions if d["prompt"] != "[]"),
+        "failed_attempts": len(builder.used),
+        "unlinked_log_entries": len(unlinked),
+        "matchup_payoffs": check["matchup_payoffs"],
+    }
+    spec = json.loads(plan.run["spec"])
+    spec["import"] = {**plan.summary, "unlinked_trace_ids": unlinked[:100]}
+    plan.run["spec"] = json.dumps(spec, default=str)
+    return plan
+
+
+def _designs(directory: Path, mechanism: str) -> dict[str, dict[str, Any]]:
+    """Mediator / contract designs per player label (``<agent>#P<seat>``)."""
+    name = {"mediation": "mediator_design.json", "contracting": "contract_design.json"}.get(
+        mechanism
+    )
+    if name is None or not (directory / name).is_file():
+        return {}
+    data = _read_json(directory / name, name)
+    if not isinstance(data, dict):
+        raise CoopEvalError(f"{directory / name}: expected an object keyed by player")
+    return data
+
+
+class _DecisionBuilder:
+    """Turns moves, votes, designs and signatures into decision rows joined to the log."""
+
+    def __init__(
+        self,
+        plan: ImportPlan,
+        run_id: str,
+        game: Game,
+        letters: dict[str, int],
+        log: dict[str, _Entry],
+        referenced: set[str],
+    ) -> None:
+        self.plan, self.run_id, self.game, self.log = plan, run_id, game, log
+        self.letters = letters
+        self.referenced = referenced
+        self.used: set[str] = set()
+        self._seen: Counter[str] = Counter()
+        self.decisions: list[Decision] = []
+        self._labels = tuple(f"A{i}" for i in range(game.action_counts[0]))
+
+    def _row(
+        self,
+        match_id: str,
+        round_: int,
+        phase: str,
+        seat: int,
+        kind: str,
+        agent: str,
+        trace_id: str | None,
+        response: str | None,
+        **fields: Any,
+    ) -> Decision | None:
+        """One decision for one trace id, with the prompt and response from the log."""
+        if trace_id is None:
+            return None
+        self.referenced.add(trace_id)
+        # CoopEval's trace ids are 8 hex digits: a large run can repeat one, and the
+        # cache key must stay unique, so a repeat gets an occurrence suffix
+        self._seen[trace_id] += 1
+        suffix = "" if self._seen[trace_id] == 1 else f"#{self._seen[trace_id]}"
+        entry = self.log.get(trace_id)
+        decision = Decision(
+            match_id=match_id,
+            round=round_,
+            phase=phase,
+            seat=seat,
+            kind=kind,  # type: ignore[arg-type]
+            agent=agent,
+            prompt=[{"role": "user", "content": entry.prompt}] if entry else [],
+            response=entry.response if entry is not None else (response or ""),
+            reasoning="",
+            parsed=fields.pop("parsed", None),
+            valid=True,
+            attempts=1,
+            error=None,
+            cache_key=f"coopeval:{self.run_id}:{trace_id}{suffix}",
+            content_key=f"coopeval:{trace_id}",
+            created_at=entry.time if entry and entry.time else time.time(),
+            **fields,
+        )
+        self.decisions.append(decision)
+        return decision
+
+    def play(self, match_id: str, round_: int, mv: _Move) -> None:
+        """A play decision, stored as our Mediation stores it when there is a delegate.
+
+        The prompt's labels are A0, A1 (and A2 = delegate under Mediation); label i is
+        game action i, delegate being the action after the base ones. ``action`` is the
+        action chosen (delegate when CoopEval marks the move mediated); the rounds table
+        has the action played. Delegating is not counted as cooperating.
+        """
+        from coop_tui.parsing import ParseError, parse_mixed_strategy
+        from coop_tui.testing.coopeval_log import classify_prompt
+
+        entry = self.log.get(mv.trace_id or "")
+        labels = (classify_prompt(entry.prompt).labels if entry else ()) or self._labels
+        chosen = len(self._labels) if mv.mediated else mv.action
+        row = self._row(
+            match_id,
+            round_,
+            "play",
+            mv.seat,
+            "mixed",
+            mv.agent,
+            mv.trace_id,
+            mv.response,
+            action=chosen,
+            cooperated=bool(self.game.is_cooperative(mv.seat, chosen)),
+            labels=tuple(labels),
+            label_to_action=tuple(range(len(labels))),
+        )
+        if row is None or not row.response:
+            return
+        try:
+            strategy = parse_mixed_strategy(row.response, labels)
+        except ParseError as exc:
+            row.error = f"coop-tui's parser disagrees with CoopEval: {exc.reason}"
+            return
+        dist = list(strategy.probabilities)
+        row.parsed = dict(zip(labels, dist, strict=True))
+        row.normalisation = strategy.note
+        row.distribution = tuple(dist)
+        row.coop_prob = float(sum(dist[a] for a in self.game.cooperative[mv.seat] if a < len(dist)))
+
+    def proposals(
+        self, match_id: str, m: _Match, designs: dict[str, dict[str, Any]], proposed: set[str]
+    ) -> None:
+        """Store each player's design once, on the first match that player takes part in."""
+        kind = "mediator" if "selected_mediator_index" in m.extra else "contract"
+        offered = {}
+        for seat, agent in enumerate(m.agents):
+            player = f"{agent}#P{seat + 1}"
+            design = designs.get(player)
+            if design is None:
+                continue
+            body = design.get("mediator", design.get("contract"))
+            offered[str(seat)] = {"trace_id": design.get("trace_id"), "design": body}
+            if player in proposed:
+                continue
+            proposed.add(player)
+            parsed = body  # in our labels: mediator {"1": "A1", ...}, contract {"A0": 3, ...}
+            if kind == "mediator" and isinstance(body, list):
+                parsed = {str(n): f"A{self._action_index(a)}" for n, a in body}
+            elif kind == "contract" and isinstance(body, dict):
+                parsed = {f"A{self._action_index(a)}": v for a, v in body.items()}
+            self._row(
+                match_id,
+                1,
+                "propose",
+                seat,
+                kind,
+                agent,
+                design.get("trace_id"),
+                None,
+                parsed=parsed,
+            )
+        if offered:
+            self.plan.phases.append(
+                {
+                    "match_id": match_id,
+                    "round": 1,
+                    "phase": "propose",
+                    "info": json.dumps({"proposals": offered}, default=str),
+                }
+            )
+
+    def votes(self, match_id: str, m: _Match) -> None:
+        votes = m.extra.get("votes")
+        if not isinstance(votes, list):
+            return
+        prefix = "M" if "selected_mediator_index" in m.extra else "C"
+        by_seat = {}
+        for v in votes:
+            agent, seat = _split_player(v.get("voter_name"), f"records.jsonl:{m.line}")
+            approvals = {f"{prefix}{k}": bool(x) for k, x in (v.get("votes") or {}).items()}
+            by_seat[str(seat)] = approvals
+            self._row(
+                match_id,
+                1,
+                "vote",
+                seat,
+                "approvals",
+                agent,
+                v.get("trace_id"),
+                None,
+                parsed=approvals,
+                labels=tuple(sorted(approvals)),
+            )
+        selected = m.extra.get("selected_mediator_index", m.extra.get("selected_contract_index"))
+        self.plan.phases.append(
+            {
+                "match_id": match_id,
+                "round": 1,
+                "phase": "vote",
+                "info": json.dumps({"votes": by_seat, "selected": selected}),
+            }
+        )
+
+    def signatures(self, match_id: str, m: _Match) -> None:
+        sigs = m.extra.get("signatures")
+        if not isinstance(sigs, dict):
+            return
+        signed = {}
+        for player, sig in sigs.items():
+            agent, seat = _split_player(player, f"records.jsonl:{m.line}")
+            signed[str(seat)] = bool(sig.get("agree"))
+            self._row(
+                match_id,
+                1,
+                "sign",
+                seat,
+                "sign",
+                agent,
+                sig.get("trace_id"),
+                None,
+                parsed=bool(sig.get("agree")),
+            )
+        self.plan.phases.append(
+            {
+                "match_id": match_id,
+                "round": 1,
+                "phase": "sign",
+                "info": json.dumps({"signed": signed, "all_signed": m.extra.get("all_signed")}),
+            }
+        )
+
+    def attach_retries(self) -> None:
+        spare = {k: e for k, e in self.log.items() if k not in self.referenced}
+        for row in self.decisions:
+            trace_id = row.content_key.removeprefix("coopeval:")
+            entry = self.log.get(trace_id)
+            if entry is None:
+                continue
+            failed = _failed_attempts(entry, spare, self.used)
+            if failed:
+                row.retries = failed
+                row.attempts = 1 + len(failed)
+
+    def _action_index(self, action: Any) -> int:
+        letter = _member_letter(action, "a design")
+        if letter not in self.letters:
+            raise CoopEvalError(f"a design names {action!r}, which is not an action of the game")
+        return self.letters[letter]
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+_DELETE = [
+    "delete from decisions where match_id in (select id from matches where run_id = ?)",
+    "delete from rounds where match_id in (select id from matches where run_id = ?)",
+    "delete from seats where match_id in (select id from matches where run_id = ?)",
+    "delete from phases where match_id in (select id from matches where run_id = ?)",
+    "delete from failures where run_id = ?",
+    "delete from matches where run_id = ?",
+    "delete from runs where id = ?",
+]
+
+
+def _insert(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    cols = list(rows[0])
+    sql = f"insert into {table} ({', '.join(cols)}) values ({', '.join('?' for _ in cols)})"
+    conn.executemany(sql, [[r[c] for c in cols] for r in rows])
+
+
+def write_plan(store: Any, plan: ImportPlan) -> bool:
+    """Write a plan in one transaction; an earlier import of the same run is replaced.
+
+    Returns True when a previous import was replaced.
+    """
+    conn = store.db.conn
+    run_id = plan.run["id"]
+    with conn:
+        replaced = conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is not None
+        for sql in _DELETE:
+            conn.execute(sql, [run_id])
+        _insert(conn, "runs", [plan.run])
+        _insert(conn, "matches", plan.matches)
+        _insert(conn, "seats", plan.seats)
+        _insert(conn, "rounds", plan.rounds)
+        _insert(conn, "phases", plan.phases)
+        _insert(conn, "decisions", plan.decisions)
+    return replaced
+
+
+def import_coopeval(directory: Path, store: Any) -> dict[str, Any]:
+    """Import one CoopEval directory into an open store; returns the import summary."""
+    plan = plan_import(directory)
+    replaced = write_plan(store, plan)
+    return {**plan.summary, "replaced": replaced}
+
+
+def import_command(directory: Path, db_path: Path) -> int:
+    """CLI entry point: exit 0 on success, 2 (nothing written) on a bad directory."""
+    from coop_tui.cli import fail
+    from coop_tui.store import Store
+
+    try:
+        plan = plan_import(directory)
+    except CoopEvalError as exc:
+        return fail(str(exc))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a layout we did not foresee
+        return fail(f"{directory}: unexpected CoopEval layout ({type(exc).__name__}: {exc})")
+    store = Store(db_path)
+    try:
+        replaced = write_plan(store, plan)
+    finally:
+        store.close()
+    s = plan.summary
+    verb = "replaced" if replaced else "imported"
+    print(
+        f"{verb} run {s['run_id']} ({s['name']}): {s['matches']} matches, {s['decisions']} "
+        f"decisions ({s['decisions_with_log']} with prompts from the game log, "
+        f"{s['failed_attempts']} failed attempts linked), matchup payoffs vs CoopEval: "
+        f"{s['matchup_payoffs']}",
+        file=sys.stdout,
+    )
+    print(f"database: {db_path}")
+    return 0
