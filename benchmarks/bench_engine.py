@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 OURS = ["always_cooperate", "always_defect", "tit_for_tat", "suspicious_tit_for_tat",
         "grim_trigger", "win_stay_lose_shift", "alternator", "tit_for_two_tats"]
-AXELROD = ["Cooperator", "Defector", "TitForTat", "SuspiciousTitForTat", "GrimTrigger",
+AXELROD = ["Cooperator", "Defector", "TitForTat", "SuspiciousTitForTat", "Grudger",
            "WinStayLoseShift", "Alternator", "TitFor2Tats"]
 TURNS = 200
 
