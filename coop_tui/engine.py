@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -152,6 +153,8 @@ class MatchContext:
         self.pause = pause
         self.stopped = False
         self.histories: list[list[Move]] = [[] for _ in agents]
+        self._instructions: dict[tuple[str, tuple[str, ...]], str] = {}
+        """Rendered answer instructions per (style, labels): the same every round."""
         self.decisions: list[Decision] = []
 
     @property
@@ -197,9 +200,13 @@ class MatchContext:
         pos = seat if position is None else position
         own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos])
         labels = own.labels
-        instructions = self.renderer.render(
-            f"answer/mixed_{self._style(seat)}.j2", labels=labels, example=example_answer(labels)
-        )
+        key = (self._style(seat), labels)
+        instructions = self._instructions.get(key)
+        if instructions is None:
+            instructions = self.renderer.render(
+                f"answer/mixed_{key[0]}.j2", labels=labels, example=example_answer(labels)
+            )
+            self._instructions[key] = instructions
         text = self._game_text(game, pos, own, twist, instructions)
         view = SeatView(
             game=game,
@@ -298,7 +305,7 @@ class MatchContext:
             "game.j2",
             n_players=game.n_players,
             labels=own.labels,
-            payoff_description=payoff_description(game, pos, labellings),
+            payoff_description=_payoffs_text(game, pos, tuple(labellings)),
             seat_number=pos + 1,
             twist=twist,
             instructions=instructions,
@@ -550,6 +557,12 @@ class MatchContext:
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))
+
+
+@lru_cache(maxsize=512)
+def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...]) -> str:
+    """The payoff description only changes with the game, the seat and the labels."""
+    return payoff_description(game, pos, labellings)
 
 
 def _retry_example(request: DecisionRequest) -> str:
