@@ -398,7 +398,6 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
             gp["scale"] = scale
         if bonus is not None:
             gp["bonus"] = bonus
-        seat_lists = _seatings(exp, game.n_players, where)
         for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
             params = dict(fixed, **dict(zip(names, combo, strict=True)))
             try:
@@ -406,6 +405,7 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
             except ValidationError as exc:
                 raise spec_error_from(exc, where) from None
             mech = mech_cls(validated)
+            seat_lists = _seatings(exp, mech.seat_count(game), where, pooled=mech_cls.pooled)
             for seats in seat_lists:
                 try:
                     mech.check_game(game, len(seats))
@@ -419,7 +419,7 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
                         mechanism=exp.mechanism,
                         mechanism_params=validated.model_dump(mode="json"),
                         seats=tuple(seats),
-                        matchup=exp.matchup if isinstance(exp.matchup, str) else "explicit",
+                        matchup=_matchup_label(exp, mech_cls.pooled),
                         samples=samples,
                         randomize_labels=exp.randomize_labels,
                         max_attempts=exp.max_attempts or sweep.max_attempts,
@@ -429,7 +429,20 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
     return cells
 
 
-def _seatings(exp: ExperimentSpec, n_players: int, where: str) -> list[tuple[str, ...]]:
+def _matchup_label(exp: ExperimentSpec, pooled: bool) -> str:
+    """Stored per match. A cross-play population (Reputation) is labelled "population":
+    it is one mixed population, not a cross-play tournament with a metagame."""
+    if not isinstance(exp.matchup, str):
+        return "explicit"
+    return "population" if pooled and exp.matchup == "cross" else exp.matchup
+
+
+def _seatings(
+    exp: ExperimentSpec, n_players: int, where: str, *, pooled: bool = False
+) -> list[tuple[str, ...]]:
+    """Seat assignments; ``n_players`` is the mechanism's seat count (a population for
+    re-matching mechanisms, where cross-play is one population filled from the roster
+    in turn rather than every ordered assignment)."""
     if isinstance(exp.matchup, list):
         for seats in exp.matchup:
             if len(seats) != n_players:
@@ -440,6 +453,8 @@ def _seatings(exp: ExperimentSpec, n_players: int, where: str) -> list[tuple[str
         return [tuple(s) for s in exp.matchup]
     if exp.matchup == "self":
         return [tuple([a] * n_players) for a in exp.agents]
+    if pooled:
+        return [tuple(exp.agents[i % len(exp.agents)] for i in range(n_players))]
     return [tuple(p) for p in itertools.product(exp.agents, repeat=n_players)]
 
 

@@ -26,9 +26,17 @@ class Mechanism:
     title: ClassVar[str]
     Params: ClassVar[type[MechanismParams]] = MechanismParams
     phases: ClassVar[tuple[str, ...]] = ("play",)
+    pooled: ClassVar[bool] = False
+    """True when a match's seats form one population that the mechanism re-matches into
+    smaller games (Reputation): cross-play then fills the population from the roster in
+    turn instead of enumerating every ordered seat assignment."""
 
     def __init__(self, params: MechanismParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    def seat_count(self, game: Game) -> int:
+        """How many seats one match of this game has (the game's players by default)."""
+        return game.n_players
 
     def check_game(self, game: Game, n_seats: int) -> None:
         """Raise ValueError when this mechanism cannot run this game with these seats."""

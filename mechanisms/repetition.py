@@ -4,7 +4,11 @@ probability and shown the last k rounds.
 Match payoff ``discounted`` (CoopEval's published numbers): round t < T weighs
 (1 - d) * d**(t - 1) and the last round d**(T - 1), crediting the unobserved tail to
 the last round so the weights sum to one. ``mean`` is the plain per-round mean (as the
-Axelrod library reports).
+Axelrod library reports). With d = 1 (no chance the game ends) the discounted weights
+would put everything on the last round, so they fall back to the mean.
+
+Each round's info carries whether each seat's action was cooperative, so the rounds
+table (and per-round cooperation curves) need not re-derive it from the game.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ class RepetitionParams(MechanismParams):
 
 
 def round_weights(rounds: int, continuation: float, payoff: str) -> list[float]:
-    if payoff == "mean":
+    if payoff == "mean" or continuation >= 1:
         return [1.0 / rounds] * rounds
     d = continuation
     weights = [(1 - d) * d ** (t - 1) for t in range(1, rounds)]
@@ -112,7 +116,9 @@ class Repetition(Mechanism):
             decisions = await ctx.ask_all(requests)
             actions = [ctx.require(d).action for d in decisions]
             payoffs = ctx.game.payoff(actions)  # type: ignore[arg-type]
-            ctx.finish_round(t, actions, payoffs)  # type: ignore[arg-type]
+            ctx.finish_round(t, actions, payoffs, info={  # type: ignore[arg-type]
+                "cooperated": [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],
+            })
             for seat, x in enumerate(payoffs):
                 totals[seat] += weights[t - 1] * x
         return MatchOutcome(tuple(totals), {"rounds": p.rounds, "payoff": p.payoff})

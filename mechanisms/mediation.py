@@ -1,0 +1,235 @@
+"""Mediation (CoopEval): design a mediator, approve one by vote, play with "delegate".
+
+One match, all in round 1:
+
+1. ``propose`` — every seat designs a mediator: for each number k = 1..n of players
+   who delegate, the one action the mediator then plays for all of them.
+2. ``vote`` — every seat sees all designs (``M<i>`` is Player i's) and approves any
+   subset; the winner is drawn uniformly, with the match's seeded RNG, among the
+   designs with the most approvals.
+3. ``play`` — the base game with one extra action per seat, "delegate". Delegators'
+   moves are replaced by the winner's action for their number; everyone is paid the
+   base game's payoffs for the resulting profile. The prompt's payoff description is
+   the modified game's, so the consequences of delegating are spelled out, and the
+   twist names the mediator, its proposer and the label that means "delegate".
+
+Designs are stored in game action indices (labels may be shuffled per decision) in the
+``propose`` phase info; ballots, counts and the winner in the ``vote`` phase info; what
+each seat chose, who delegated and the mediator's move in the round's info. The round
+records the *effective* actions, so cooperation and payoff tables stay comparable
+with the other mechanisms; delegation is never counted as cooperation by itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from coop_tui.decisions import Decision
+from coop_tui.engine import MatchContext, MatchOutcome
+from coop_tui.games.base import Game
+from coop_tui.mechanisms import register_mechanism
+from coop_tui.mechanisms._ballot import count_approvals
+from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.prompts import Labelling, PromptRenderer
+
+DELEGATE = "Delegate"
+"""Name of the action Mediation appends to every seat (strategies never choose it)."""
+
+Plan = dict[int, int]
+"""Number of delegating players (1..n) -> the game action the mediator plays for them."""
+
+
+class MediationParams(MechanismParams):
+    """Mediation has no parameters: the protocol is fixed (propose, approve, play)."""
+
+
+def same_actions(game: Game) -> None:
+    if len(set(game.action_counts)) != 1:
+        raise ValueError(
+            f"{game.key} gives the seats different numbers of actions {game.action_counts}; "
+            "a mediator plays one action for every delegator, so every seat needs the same actions"
+        )
+
+
+def mediated_game(game: Game, plan: Mapping[int, int]) -> Game:
+    """The base game plus a last action per seat, "delegate", resolved by ``plan``."""
+    same_actions(game)
+    n = game.n_players
+    c = game.action_counts[0]
+    payoffs = np.zeros((*(c + 1 for _ in range(n)), n))
+    for profile in itertools.product(range(c + 1), repeat=n):
+        payoffs[profile] = game.payoff(resolve(profile, plan, c))
+    return Game(
+        key=game.key,
+        title=f"{game.title} with a mediator",
+        description=game.description,
+        action_names=tuple((*names, DELEGATE) for names in game.action_names),
+        payoffs=payoffs,
+        cooperative=game.cooperative,
+        defect=game.defect,
+        params={**game.params, "mediator": {str(k): int(a) for k, a in plan.items()}},
+    )
+
+
+def resolve(chosen: Sequence[int], plan: Mapping[int, int], n_base: int) -> tuple[int, ...]:
+    """Replace every "delegate" (action index ``n_base``) with the plan's action."""
+    k = sum(1 for a in chosen if a == n_base)
+    return tuple(int(plan[k]) if a == n_base else int(a) for a in chosen)
+
+
+def plan_from(decision: Decision) -> Plan | None:
+    """A proposal's plan in game actions; None when the answer is unusable."""
+    if not decision.valid or not isinstance(decision.parsed, Mapping):
+        return None
+    labels = list(decision.labels)
+    plan: Plan = {}
+    for k, label in decision.parsed.items():
+        if label not in labels:
+            return None
+        plan[int(k)] = decision.label_to_action[labels.index(label)]
+    return plan
+
+
+def plan_lines(plan: Mapping[int, int], own: Labelling) -> list[dict[str, Any]]:
+    return [{"count": k, "label": own.label_of(plan[k])} for k in sorted(plan)]
+
+
+def _names(game: Game, plan: Mapping[int, int]) -> dict[str, str]:
+    return {str(k): game.action_names[0][a] for k, a in sorted(plan.items())}
+
+
+@register_mechanism
+class Mediation(Mechanism):
+    key = "mediation"
+    title = "Mediation (propose, approve, delegate)"
+    Params = MediationParams
+    phases = ("propose", "vote", "play")
+
+    def check_game(self, game: Game, n_seats: int) -> None:
+        super().check_game(game, n_seats)
+        same_actions(game)
+
+    def estimate_decisions(self, game: Game, n_seats: int) -> int:
+        return 3 * n_seats
+
+    async def play(self, ctx: MatchContext) -> MatchOutcome:
+        game, n, r = ctx.game, ctx.n_seats, ctx.renderer
+        base_actions = game.action_counts[0]
+
+        # 1. every seat designs a mediator
+        proposals = await ctx.ask_all([
+            ctx.phase_request(
+                seat, 1, "propose", "mediator",
+                twist=r.render("twist/mediation_propose.j2", n_players=n),
+                options={"n_players": n},
+            )
+            for seat in range(n)
+        ])
+        plans: dict[str, Plan] = {}
+        proposers: dict[str, int] = {}
+        invalid: list[int] = []
+        for d in proposals:
+            plan = plan_from(ctx.require(d))
+            if plan is None:
+                invalid.append(d.seat)
+                continue
+            plans[f"M{d.seat + 1}"] = plan
+            proposers[f"M{d.seat + 1}"] = d.seat
+        ctx.phase_done(1, "propose", {
+            "proposals": {
+                pid: {"seat": proposers[pid], "plan": {str(k): a for k, a in plan.items()},
+                      "plan_names": _names(game, plan)}
+                for pid, plan in plans.items()
+            },
+            "invalid": invalid,
+        })
+        if not plans:
+            return await self._play_without_mediator(ctx)
+
+        # 2. approval vote over the designs on the table
+        ids = list(plans)
+        votes = await ctx.ask_all([
+            ctx.phase_request(
+                seat, 1, "vote", "approvals",
+                twist=_vote_twist(r, plans, proposers, n),
+                labels=ids,
+            )
+            for seat in range(n)
+        ])
+        result = count_approvals([ctx.require(v) for v in votes], ids, ctx.rng("winner"))
+        ctx.phase_done(1, "vote", result.info(proposers))
+        plan = plans[result.winner]
+
+        # 3. the game with "delegate" added
+        mgame = mediated_game(game, plan)
+        decisions = await ctx.ask_all([
+            ctx.play_request(
+                seat, 1, game=mgame,
+                twist=_play_twist(r, plan, proposers[result.winner], n, base_actions),
+                extra={"mediator": dict(plan), "delegate_action": base_actions},
+            )
+            for seat in range(n)
+        ])
+        chosen = [int(ctx.require(d).action) for d in decisions]  # type: ignore[arg-type]
+        effective = resolve(chosen, plan, base_actions)
+        payoffs = game.payoff(effective)
+        delegated = [a == base_actions for a in chosen]
+        k = sum(delegated)
+        ctx.finish_round(1, effective, payoffs, info={
+            "chosen": chosen,
+            "delegated": delegated,
+            "mediator_action": plan[k] if k else None,
+            "mediator": result.winner,
+            "cooperated": [game.is_cooperative(i, a) for i, a in enumerate(effective)],
+        })
+        return MatchOutcome(payoffs, {
+            "mediator": result.winner,
+            "plan": {str(c): a for c, a in plan.items()},
+            "delegated": delegated,
+        })
+
+    async def _play_without_mediator(self, ctx: MatchContext) -> MatchOutcome:
+        """No readable design at all (lenient policy only): the base game, said plainly."""
+        text = ctx.renderer.render("twist/mediation_none.j2")
+        decisions = await ctx.ask_all(
+            [ctx.play_request(seat, 1, twist=text) for seat in range(ctx.n_seats)]
+        )
+        actions = [int(ctx.require(d).action) for d in decisions]  # type: ignore[arg-type]
+        payoffs = ctx.game.payoff(actions)
+        ctx.finish_round(1, actions, payoffs, info={
+            "mediator": None,
+            "cooperated": [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],
+        })
+        return MatchOutcome(payoffs, {"mediator": None})
+
+
+def _vote_twist(
+    r: PromptRenderer, plans: Mapping[str, Plan], proposers: Mapping[str, int], n: int
+) -> Callable[[Labelling], str]:
+    def render(own: Labelling) -> str:
+        shown = [
+            {"id": pid, "proposer": proposers[pid] + 1, "lines": plan_lines(plan, own)}
+            for pid, plan in plans.items()
+        ]
+        return r.render("twist/mediation_vote.j2", proposals=shown, n_players=n)
+
+    return render
+
+
+def _play_twist(
+    r: PromptRenderer, plan: Plan, proposer: int, n: int, delegate_action: int
+) -> Callable[[Labelling], str]:
+    def render(own: Labelling) -> str:
+        return r.render(
+            "twist/mediation_play.j2",
+            lines=plan_lines(plan, own),
+            proposer=proposer + 1,
+            delegate_label=own.label_of(delegate_action),
+            n_players=n,
+        )
+
+    return render

@@ -1,0 +1,237 @@
+"""Reputation (CoopEval): a population re-matched at random every round, with records.
+
+How it fits our matchups: a match's seats *are* the population, so one match has
+``population`` seats (not the game's 2 or n). ``matchup = "self"`` fills the
+population with copies of one agent, ``"cross"`` fills it from the roster in turn
+(roster a, b, c with population 6 gives a b c a b c: one mixed population, not every
+ordered assignment) and an explicit matchup lists ``population`` agents. The
+population must be a multiple of the game's players so everyone plays every round.
+
+Each round ``ctx.rng("matching", t)`` shuffles the population and cuts it into groups
+of the game's size; the position in the group is the player position in the game.
+Before deciding, an agent sees the last ``history`` rounds of its own record and of
+each co-player's record (``order = "first"``); with ``order = "higher"`` every
+listed round also unfolds what the agents met there had done *before* that round,
+and so on, within the same window of rounds (the nested record of CoopEval's
+Listing 9; each level goes at least one round further back, so the depth is at most
+``history``).
+
+Every pairing is one ``finish_round`` with the seats of that group; the round's
+info carries the group index. The match payoff of a seat is its weighted per-round
+payoff, with the same weights as Repetition (``discounted``: CoopEval's numbers;
+``mean``: the plain average). Deterministic strategies receive their own history,
+as in Repetition, plus the co-players' records in ``view.extra``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from coop_tui.engine import MatchContext, MatchOutcome
+from coop_tui.games.base import Game
+from coop_tui.mechanisms import register_mechanism
+from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.mechanisms.repetition import round_weights
+from coop_tui.prompts import Labelling
+
+
+class ReputationParams(MechanismParams):
+    population: int = Field(default=4, ge=2, le=1000, description="agents in the population (seats)")
+    rounds: int = Field(default=15, ge=1, le=10_000, description="rounds played (T)")
+    continuation: float = Field(default=0.8, description="continuation probability told to agents")
+    history: int = Field(default=3, ge=0, description="past rounds of each record shown")
+    order: Literal["first", "higher"] = "first"
+    payoff: Literal["discounted", "mean"] = "discounted"
+
+    @field_validator("continuation")
+    @classmethod
+    def _in_unit(cls, v: float) -> float:
+        if not 0 < v <= 1:
+            raise ValueError(f"continuation {v:g} is outside (0, 1]; give a probability such as 0.8")
+        return v
+
+
+@dataclass(frozen=True)
+class Encounter:
+    """One group's round: who sat where, what they played, what they got."""
+
+    round: int
+    seats: tuple[int, ...]
+    actions: tuple[int, ...]
+    payoffs: tuple[float, ...]
+
+
+class Records:
+    """Every seat's encounters, for building the records agents are shown."""
+
+    def __init__(self, n_seats: int) -> None:
+        self.by_seat: list[list[Encounter]] = [[] for _ in range(n_seats)]
+
+    def add(self, e: Encounter) -> None:
+        for s in e.seats:
+            self.by_seat[s].append(e)
+
+    def window(self, seat: int, first: int, before: int) -> list[Encounter]:
+        """The seat's encounters in rounds ``first`` .. ``before - 1``, most recent first."""
+        return [e for e in reversed(self.by_seat[seat]) if first <= e.round < before]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+class RecordView:
+    """Turns encounters into the nested entries the template renders for one reader."""
+
+    def __init__(
+        self, records: Records, game: Game, reader: int, own: Labelling, first: int, higher: bool
+    ) -> None:
+        self.records, self.game, self.reader, self.own = records, game, reader, own
+        self.first, self.higher = first, higher
+        self.show_positions = not game.symmetric
+
+    def name(self, seat: int) -> str:
+        return "you" if seat == self.reader else f"Agent #{seat + 1}"
+
+    def label(self, action: int, position: int) -> str:
+        if self.game.action_counts[position] == len(self.own.labels):
+            return self.own.label_of(action)
+        return f"A{action}"
+
+    def player(self, e: Encounter, pos: int) -> dict[str, Any]:
+        return {
+            "name": self.name(e.seats[pos]),
+            "is_you": e.seats[pos] == self.reader,
+            "action": self.label(e.actions[pos], pos),
+            "payoff": _fmt(e.payoffs[pos]),
+            "position": pos + 1,
+        }
+
+    def entries(self, seat: int, before: int) -> list[dict[str, Any]]:
+        out = []
+        for e in self.records.window(seat, self.first, before):
+            pos = e.seats.index(seat)
+            others = [j for j in range(len(e.seats)) if j != pos]
+            children = []
+            if self.higher:
+                for j in others:
+                    sub = self.entries(e.seats[j], e.round)
+                    if sub:
+                        children.append({"name": self.name(e.seats[j]), "entries": sub})
+            out.append({
+                "round": e.round,
+                "subject": self.player(e, pos),
+                "others": [self.player(e, j) for j in others],
+                "children": children,
+            })
+        return out
+
+
+@register_mechanism
+class Reputation(Mechanism):
+    key = "reputation"
+    title = "Reputation (random re-matching, visible records)"
+    Params = ReputationParams
+    pooled = True
+
+    def seat_count(self, game: Game) -> int:
+        assert isinstance(self.params, ReputationParams)
+        return self.params.population
+
+    def check_game(self, game: Game, n_seats: int) -> None:
+        p = self.params
+        assert isinstance(p, ReputationParams)
+        if n_seats != p.population:
+            raise ValueError(
+                f"reputation with population = {p.population} needs {p.population} seats, "
+                f"the matchup gives {n_seats}; list {p.population} agents or change population"
+            )
+        if p.population % game.n_players:
+            raise ValueError(
+                f"population {p.population} cannot be split into groups of {game.n_players} "
+                f"({game.key} players); use a multiple of {game.n_players}"
+            )
+
+    def estimate_decisions(self, game: Game, n_seats: int) -> int:
+        assert isinstance(self.params, ReputationParams)
+        return n_seats * self.params.rounds
+
+    async def play(self, ctx: MatchContext) -> MatchOutcome:
+        p = self.params
+        assert isinstance(p, ReputationParams)
+        game = ctx.game
+        size = game.n_players
+        weights = round_weights(p.rounds, p.continuation, p.payoff)
+        records = Records(ctx.n_seats)
+        totals = [0.0] * ctx.n_seats
+        for t in range(1, p.rounds + 1):
+            order = [int(s) for s in ctx.rng("matching", t).permutation(ctx.n_seats)]
+            groups = [tuple(order[i:i + size]) for i in range(0, len(order), size)]
+            requests = []
+            for g, group in enumerate(groups):
+                for pos, seat in enumerate(group):
+                    coplayers = [s for s in group if s != seat]
+                    requests.append(ctx.play_request(
+                        seat, t, position=pos, total_rounds=p.rounds,
+                        twist=self._twist(ctx, records, seat, pos, coplayers, t),
+                        extra={
+                            "group": g,
+                            "coplayers": coplayers,
+                            "coplayer_histories": {s: tuple(ctx.histories[s]) for s in coplayers},
+                        },
+                    ))
+            decisions = {d.seat: d for d in await ctx.ask_all(requests)}
+            for g, group in enumerate(groups):
+                actions = [int(ctx.require(decisions[s]).action) for s in group]  # type: ignore[arg-type]
+                payoffs = game.payoff(actions)
+                ctx.finish_round(t, actions, payoffs, seats=group, info={
+                    "group": g,
+                    "cooperated": [game.is_cooperative(i, a) for i, a in enumerate(actions)],
+                })
+                records.add(Encounter(t, group, tuple(actions), tuple(payoffs)))
+                for seat, x in zip(group, payoffs, strict=True):
+                    totals[seat] += weights[t - 1] * x
+        return MatchOutcome(tuple(totals), {
+            "rounds": p.rounds, "payoff": p.payoff, "order": p.order, "population": p.population,
+        })
+
+    def _twist(
+        self, ctx: MatchContext, records: Records, seat: int, pos: int,
+        coplayers: list[int], round_: int,
+    ) -> Callable[[Labelling], str]:
+        p = self.params
+        assert isinstance(p, ReputationParams)
+
+        def render(own: Labelling) -> str:
+            first = max(1, round_ - p.history)
+            view = RecordView(records, ctx.game, seat, own, first, p.order == "higher")
+            shown = p.history > 0 and round_ > 1
+            blocks = []
+            if shown:
+                blocks.append({"name": "you", "entries": view.entries(seat, round_)})
+                blocks.extend(
+                    {"name": view.name(c), "entries": view.entries(c, round_)} for c in coplayers
+                )
+            return ctx.renderer.render(
+                "twist/reputation.j2",
+                population=p.population,
+                self_name=f"Agent #{seat + 1}",
+                opponents=[view.name(c) for c in coplayers],
+                n_others=len(coplayers),
+                continuation_pct=f"{100 * p.continuation:g}",
+                round=round_,
+                history=p.history,
+                window=min(p.history, round_ - 1),
+                higher=p.order == "higher",
+                show_positions=view.show_positions,
+                position=pos + 1,
+                shown=shown,
+                blocks=blocks,
+            )
+
+        return render
+
