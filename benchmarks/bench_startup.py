@@ -38,7 +38,7 @@ def main() -> None:
         ("import textual.app", textual, textual / litellm),
         ("import litellm", litellm, 1.0),
     ]
-    report("startup", "start-up time (median of %d runs)" % RUNS,
+    report("startup", f"start-up time (median of {RUNS} runs)",
            ["command", "seconds", "ratio to import litellm"], rows,
            {"help_over_litellm": help_ / litellm})
 

@@ -81,9 +81,19 @@ def _db_path(args: argparse.Namespace) -> Path:
     return Path(args.db).expanduser() if getattr(args, "db", None) else default_db_path()
 
 
+def _load_dotenv() -> None:
+    """API keys may sit in a ``.env`` file in the working directory; the environment wins."""
+    env_file = Path(".env")
+    if env_file.is_file():
+        from dotenv import load_dotenv
+
+        load_dotenv(env_file, override=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _load_dotenv()
     if args.version:
         from coop_tui import __version__
 

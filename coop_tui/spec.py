@@ -325,14 +325,14 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
                 f"{where}.model",
                 f"{agent.model!r} has no provider; write provider/model (e.g. openai/gpt-4o-mini)",
             )
-        if check_keys and not agent.api_base and agent.provider not in KEYLESS_PROVIDERS:
-            if agent.resolve_key() is None:
-                env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider, "<PROVIDER>_API_KEY")
-                raise SpecError(
-                    f"{where}.model",
-                    f"no API key for {agent.model}: set {env} in the environment or a .env file, "
-                    f"or name another variable with api_key_env",
-                )
+        needs_key = check_keys and not agent.api_base and agent.provider not in KEYLESS_PROVIDERS
+        if needs_key and agent.resolve_key() is None:
+            env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider, "<PROVIDER>_API_KEY")
+            raise SpecError(
+                f"{where}.model",
+                f"no API key for {agent.model}: set {env} in the environment or a .env file, "
+                f"or name another variable with api_key_env",
+            )
 
 
 def _axis(value: Any, list_typed: bool) -> bool:

@@ -132,3 +132,27 @@ def test_missing_sweep_file(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "does not exist" in result.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_api_key_from_a_dotenv_file_in_the_working_directory(tmp_path: Path) -> None:
+    import os
+
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        'name = "dotenv"\n[agents.gpt]\nmodel = "openai/gpt-4o-mini"\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["gpt"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    without = subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--dry-run"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )
+    assert without.returncode == 2 and "OPENAI_API_KEY" in without.stderr
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\n")
+    with_file = subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--dry-run"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )
+    assert with_file.returncode == 0, with_file.stderr
+    assert "1 matches" in with_file.stdout
+    assert "sk-from-dotenv" not in with_file.stdout + with_file.stderr
