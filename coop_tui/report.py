@@ -131,6 +131,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             "matchup": matchup,
             "matches": n,
             "b_star": _b_star(gspec),
+            "game_spec": json.loads(gspec) if gspec else None,
             "conditions": {},
             "curve": defaultdict(list),
         }
@@ -173,8 +174,10 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
              "sampled_coop_rate": None, "sampled_wilson": None,
              "mean_payoff": pt / pn, "payoff_se": _se(pn, pt, pq)},
         )
+    per_round = _per_round(db, run_id)
     out_exps = []
     for e in experiments.values():
+        e["per_round"] = per_round.get(e["experiment"], {})
         e["conditions"] = [
             {"condition_key": k, **v} for k, v in e["conditions"].items()
         ]
@@ -202,6 +205,41 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "counts": counts,
         "experiments": out_exps,
     }
+
+
+def _per_round(db: Any, run_id: str) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """Cooperation per round of repeated games: {experiment: {agent: [point per round]}}.
+
+    One GROUP BY over the run's play decisions (indexed by match, round, seat). Only
+    experiments whose matches last more than one round get an entry: a one-shot game has
+    no curve over rounds. ``coop_rate`` is the mean probability mass on the cooperative
+    action, ``sampled_coop_rate`` the share of sampled cooperative actions.
+    """
+    rows = db.execute(
+        """
+        select m.experiment, d.agent, d.round, count(*), sum(d.coop_prob),
+               sum(d.coop_prob * d.coop_prob), sum(d.cooperated), count(d.cooperated)
+        from decisions d join matches m on m.id = d.match_id
+        where m.run_id = ? and d.phase = 'play' and d.coop_prob is not null
+              and m.status = 'done'
+        group by m.experiment, d.agent, d.round
+        order by m.experiment, d.agent, d.round""",
+        [run_id],
+    ).fetchall()
+    out: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    last_round: dict[int, int] = defaultdict(int)
+    for exp, agent, rnd, n, s, sq, k, nk in rows:
+        last_round[exp] = max(last_round[exp], rnd)
+        out[exp][agent].append(
+            {
+                "round": rnd,
+                "coop_rate": s / n,
+                "se": _se(n, s, sq),
+                "sampled_coop_rate": (k / nk) if nk else None,
+                "n": n,
+            }
+        )
+    return {exp: dict(agents) for exp, agents in out.items() if last_round[exp] > 1}
 
 
 def _short(value: Any) -> str:
@@ -270,6 +308,8 @@ def render_text(report: dict[str, Any]) -> Any:
         parts.append(table)
         if e["curve"]:
             parts.append(_curve_table(e))
+        if e.get("per_round"):
+            parts.append(_per_round_table(e))
         if e.get("population"):
             parts.append(_population_table(e))
     return Group(*parts)
@@ -293,6 +333,21 @@ def _curve_table(e: dict[str, Any]) -> Any:
             table.add_row(label, *[_pct(row.get(s)) for s in sims])
     if e.get("b_star") is not None:
         table.caption = f"* similarity at or above b* = {e['b_star']:g}"
+    return table
+
+
+def _per_round_table(e: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    rounds = sorted({p["round"] for pts in e["per_round"].values() for p in pts})
+    table = Table(title="cooperation per round (probability mass on the cooperative action)",
+                  title_justify="left")
+    table.add_column("agent")
+    for r in rounds:
+        table.add_column(str(r), justify="right")
+    for agent, pts in sorted(e["per_round"].items()):
+        by_round = {p["round"]: p["coop_rate"] for p in pts}
+        table.add_row(agent, *[_pct(by_round.get(r)) for r in rounds])
     return table
 
 

@@ -404,17 +404,101 @@ class Store:
         )
 
     # ------------------------------------------------------------ lookups (engine cache)
+    def _first_decision(self, sql: str, args: list[Any]) -> Decision | None:
+        cursor = self.db.conn.execute(sql, args)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return decision_from_row(dict(zip([c[0] for c in cursor.description], row, strict=True)))
+
     def find_decision(self, cache_key: str) -> Decision | None:
-        rows = list(self.db["decisions"].rows_where("cache_key = ?", [cache_key], limit=1))
-        return decision_from_row(rows[0]) if rows else None
+        return self._first_decision("select * from decisions where cache_key = ? limit 1", [cache_key])
 
     def find_content(self, content_key: str) -> Decision | None:
-        rows = list(
-            self.db["decisions"].rows_where(
-                "content_key = ? and valid = 1", [content_key], order_by="id", limit=1
+        return self._first_decision(
+            "select * from decisions where content_key = ? and valid = 1 order by id limit 1",
+            [content_key],
+        )
+
+    # ------------------------------------------------------------ browsing (runs screen, inspector)
+    def run_summaries(self, query: str = "", *, limit: int = 1000) -> list[dict[str, Any]]:
+        """Every run, newest first, with its match / decision counts, cost and local date.
+
+        ``query`` holds whitespace-separated terms that must all match (see
+        :func:`search_clause`): plain words match any field; ``game:``, ``mech:``,
+        ``agent:``, ``date:``, ``kind:``, ``status:``, ``name:`` and ``id:`` narrow a term.
+        """
+        where, args = search_clause(query, RUN_SEARCH)
+        sql = f"""
+            select r.id, r.name, r.kind, r.status, r.created_at, r.finished_at, r.error,
+                   {RUN_DATE} as date,
+                   coalesce(mc.n, 0) as matches, coalesce(dc.n, 0) as decisions,
+                   coalesce(dc.cost, 0.0) as cost_usd
+            from runs r
+            left join (select run_id, count(*) as n from matches group by run_id) mc
+                   on mc.run_id = r.id
+            left join (select m.run_id, count(*) as n, sum(d.cost_usd) as cost
+                       from decisions d join matches m on m.id = d.match_id
+                       group by m.run_id) dc
+                   on dc.run_id = r.id
+            {"where " + where if where else ""}
+            order by r.created_at desc, r.id
+            limit ?"""
+        return list(self.db.query(sql, [*args, limit]))
+
+    def match_summaries(
+        self, run_id: str, query: str = "", *, limit: int = 5000
+    ) -> list[dict[str, Any]]:
+        """A run's matches in play order, with their seats' agents and decision counts."""
+        where, args = search_clause(query, MATCH_SEARCH)
+        sql = f"""
+            select m.id, m.experiment, m.game, m.mechanism, m.condition, m.condition_key, m.matchup,
+                   m.sample, m.status, m.error, m.payoffs, m.welfare, m.info,
+                   (select group_concat(agent, ' · ')
+                      from (select agent from seats where match_id = m.id order by seat))
+                       as agents,
+                   (select count(*) from decisions d where d.match_id = m.id) as decisions
+            from matches m
+            where m.run_id = ? {"and " + where if where else ""}
+            order by m.rowid
+            limit ?"""
+        return list(self.db.query(sql, [run_id, *args, limit]))
+
+    def match(self, match_id: str) -> dict[str, Any] | None:
+        rows = list(self.db["matches"].rows_where("id = ?", [match_id], limit=1))
+        return rows[0] if rows else None
+
+    def decision_list(self, match_id: str) -> list[dict[str, Any]]:
+        """One light row per decision of a match (no prompt or response text)."""
+        return list(
+            self.db.query(
+                """select id, round, phase, seat, agent, kind, valid, attempts, action,
+                          distribution, parsed, coop_prob, latency_ms, error, reused
+                   from decisions where match_id = ? order by id""",
+                [match_id],
             )
         )
+
+    def get_decision(self, decision_id: int) -> Decision | None:
+        rows = list(self.db["decisions"].rows_where("id = ?", [decision_id], limit=1))
         return decision_from_row(rows[0]) if rows else None
+
+    def decision_id(self, cache_key: str) -> int | None:
+        row = self.db.execute("select id from decisions where cache_key = ?", [cache_key]).fetchone()
+        return None if row is None else int(row[0])
+
+    def reasks_of(self, decision_id: int) -> list[dict[str, Any]]:
+        """Decisions re-asked from ``decision_id`` (see :mod:`coop_tui.reask`), oldest first."""
+        return list(
+            self.db.query(
+                """select d.id, d.match_id, m.run_id, d.valid, d.action, d.created_at
+                   from matches m join decisions d on d.match_id = m.id
+                   where m.matchup = 'reask'
+                     and json_extract(m.info, '$.reask_of.decision_id') = ?
+                   order by d.id""",
+                [decision_id],
+            )
+        )
 
     # ------------------------------------------------------------ event listener
     def __call__(self, event: Event) -> None:
@@ -468,27 +552,33 @@ class Store:
                 )
 
     def _on_DecisionDone(self, e: DecisionDone) -> None:  # noqa: N802
+        # Plain prepared SQL: this runs once per decision, and sqlite-utils' generic
+        # insert (table introspection, query building) cost more than the write itself.
         row = decision_row(e.decision)
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
         with self.db.conn:
-            self.db["decisions"].insert(row, ignore=True)
+            self.db.conn.execute(
+                f"insert or ignore into decisions ({columns}) values ({marks})", list(row.values())
+            )
 
     def _on_RoundDone(self, e: RoundDone) -> None:  # noqa: N802
         seats = e.seats or tuple(range(len(e.actions)))
         game_coop = e.info.get("cooperated")
+        info = _json({k: v for k, v in e.info.items() if k != "cooperated"})
+        rows = [
+            (
+                e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
+                None if game_coop is None else int(game_coop[pos]), info,
+            )
+            for pos, seat in enumerate(seats)
+        ]
         with self.db.conn:
-            for pos, seat in enumerate(seats):
-                self.db["rounds"].upsert(
-                    {
-                        "match_id": e.match_id,
-                        "round": e.round,
-                        "seat": seat,
-                        "action": e.actions[pos],
-                        "payoff": e.payoffs[pos],
-                        "cooperated": None if game_coop is None else int(game_coop[pos]),
-                        "info": _json({k: v for k, v in e.info.items() if k != "cooperated"}),
-                    },
-                    pk=("match_id", "round", "seat"),
-                )
+            self.db.conn.executemany(
+                "insert or replace into rounds (match_id, round, seat, action, payoff, cooperated, info)"
+                " values (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
 
     def _on_PhaseDone(self, e: PhaseDone) -> None:  # noqa: N802
         with self.db.conn:
@@ -527,3 +617,58 @@ def condition_key(condition: dict[str, Any]) -> str:
     """A short readable label of an experimental condition (stable order)."""
     parts = [f"{k}={condition[k]}" for k in sorted(condition) if condition[k] is not None]
     return " ".join(parts) or "-"
+
+
+# ----------------------------------------------------------------- search
+RUN_DATE = "strftime('%Y-%m-%d %H:%M', r.created_at, 'unixepoch', 'localtime')"
+_RUN_MATCH = "exists (select 1 from matches m where m.run_id = r.id and {})"
+_RUN_AGENT = (
+    "exists (select 1 from matches m join seats s on s.match_id = m.id "
+    "where m.run_id = r.id and s.agent like ? escape '\\')"
+)
+_LIKE = "{} like ? escape '\\'"
+RUN_SEARCH: dict[str, list[str]] = {
+    "id": [_LIKE.format("r.id")],
+    "name": [_LIKE.format("r.name")],
+    "kind": [_LIKE.format("r.kind")],
+    "status": [_LIKE.format("r.status")],
+    "date": [_LIKE.format(RUN_DATE)],
+    "game": [_RUN_MATCH.format(_LIKE.format("m.game"))],
+    "mechanism": [_RUN_MATCH.format(_LIKE.format("m.mechanism"))],
+    "condition": [_RUN_MATCH.format(_LIKE.format("m.condition_key"))],
+    "agent": [_RUN_AGENT],
+}
+MATCH_SEARCH: dict[str, list[str]] = {
+    "id": [_LIKE.format("m.id")],
+    "status": [_LIKE.format("m.status")],
+    "game": [_LIKE.format("m.game")],
+    "mechanism": [_LIKE.format("m.mechanism")],
+    "condition": [_LIKE.format("m.condition_key")],
+    "agent": [
+        "exists (select 1 from seats s where s.match_id = m.id and s.agent like ? escape '\\')"
+    ],
+}
+SEARCH_ALIASES = {"mech": "mechanism", "cond": "condition", "model": "agent", "strategy": "agent"}
+
+
+def search_clause(query: str, fields: dict[str, list[str]]) -> tuple[str, list[str]]:
+    """A WHERE fragment (and its arguments) for a search box: every term must match.
+
+    ``field:value`` matches one field (unknown fields are searched as plain text);
+    a plain term matches any field. Matching is a case-insensitive substring test
+    with ``%`` and ``_`` taken literally.
+    """
+    clauses: list[str] = []
+    args: list[str] = []
+    for term in query.split():
+        key, sep, value = term.partition(":")
+        name = SEARCH_ALIASES.get(key.lower(), key.lower())
+        if sep and value and name in fields:
+            chosen, text = [name], value
+        else:
+            chosen, text = list(fields), term
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        parts = [sql for field in chosen for sql in fields[field]]
+        clauses.append("(" + " or ".join(parts) + ")")
+        args.extend([pattern] * len(parts))
+    return " and ".join(clauses), args

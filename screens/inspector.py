@@ -1,0 +1,380 @@
+"""The decision inspector: everything one decision sent and got back, and a re-ask editor.
+
+Left: the exact messages (each role), the raw response, provider reasoning, the
+constrained answer, the parse result with any normalisation, every rejected attempt with
+its error, the sampled action and latency / tokens / cost. Right: the prompt in an
+editor; ctrl+r asks the same agent again (rebuilt from the seat's stored public spec,
+keys from the environment) through :mod:`coop_tui.reask` in a worker thread. The new
+answer streams into the right pane beside the original, and is stored as a decision of
+its own, so nothing is lost. The screen itself never talks to a provider or the SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Markdown, Static, TextArea
+from textual.worker import get_current_worker
+
+from coop_tui.events import (
+    AnswerRejected,
+    DecisionDone,
+    DecisionStarted,
+    Event,
+    ReasoningDelta,
+    StreamRestarted,
+    TextDelta,
+)
+from coop_tui.screens.widgets import distribution_text
+
+FRAME = 1 / 30
+
+
+def _heading(title: str) -> Text:
+    return Text(f"\n▌ {title}", style="bold cyan")
+
+
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"${x:.6f}"
+
+
+def _tokens(x: int | None) -> str:
+    return "-" if x is None else str(x)
+
+
+def message_texts(messages: list[dict[str, Any]]) -> list[Text]:
+    """Each message as a role line and its exact content (no markup is interpreted)."""
+    out: list[Text] = []
+    for i, m in enumerate(messages, start=1):
+        role = m.get("role", "?")
+        style = {"system": "bold magenta", "user": "bold green", "assistant": "bold yellow"}.get(role, "bold")
+        out.append(Text(f"── {i}. {role} ──", style=style))
+        out.append(Text(str(m.get("content", ""))))
+    return out
+
+
+def decision_summary(decision: Any, game: Any = None) -> Text:
+    """Sampled action, distribution, latency, tokens and cost on a few lines."""
+    d = decision
+    out = Text()
+    out.append_text(distribution_text(d, game))
+    out.append("\n")
+    out.append(f"latency {d.latency_ms:.0f} ms · tokens in {_tokens(d.input_tokens)} "
+               f"out {_tokens(d.output_tokens)} · cost {_money(d.cost_usd)} · "
+               f"attempts {d.attempts} · transport retries {d.transport_retries}", style="dim")
+    if d.reused:
+        out.append(" · reused from the store", style="dim cyan")
+    return out
+
+
+def decision_details(decision: Any, game: Any = None) -> Group:
+    """The whole stored record of a decision: outcome first, the long messages last."""
+    from coop_tui.reask import request_messages
+
+    d = decision
+    parts: list[Any] = [_heading("Outcome"), decision_summary(d, game)]
+    parts.append(_heading("Raw response"))
+    parts.append(Text(d.response) if d.response else Text("(empty)", style="dim"))
+    if d.reasoning:
+        parts.append(_heading("Provider reasoning"))
+        parts.append(Text(d.reasoning, style="italic dim"))
+    if d.answer is not None:
+        parts.append(_heading("Constrained answer" if d.constrained else "Separate answer"))
+        parts.append(Text(d.answer))
+    parts.append(_heading("Parse"))
+    if d.valid:
+        parts.append(Text.assemble(("✓ valid ", "bold green"), (d.kind, "dim"), "  ",
+                                   json.dumps(d.parsed, default=str)))
+    else:
+        parts.append(Text(f"✗ invalid after {d.attempts} attempt(s): {d.error}", style="bold red"))
+    if d.normalisation:
+        parts.append(Text(f"normalisation: {d.normalisation}", style="yellow"))
+    if d.labels:
+        mapping = ", ".join(
+            f"{lab}→action {a}" for lab, a in zip(d.labels, d.label_to_action, strict=False)
+        )
+        parts.append(Text(f"labels: {mapping or ', '.join(d.labels)}", style="dim"))
+    parts.append(_heading(f"Rejected attempts ({len(d.retries)})"))
+    if not d.retries:
+        parts.append(Text("none: the first answer was used", style="dim"))
+    for n, attempt in enumerate(d.retries, start=1):
+        parts.append(Text(f"attempt {n}: {attempt.error}", style="bold yellow"))
+        if attempt.reasoning:
+            parts.append(Text(attempt.reasoning, style="italic dim"))
+        parts.append(Text(attempt.response or "(empty)"))
+        parts.append(Text(f"latency {attempt.latency_ms:.0f} ms · tokens in "
+                          f"{_tokens(attempt.input_tokens)} out {_tokens(attempt.output_tokens)} · "
+                          f"cost {_money(attempt.cost_usd)}", style="dim"))
+    parts.append(_heading("Messages sent (the request)"))
+    parts.extend(message_texts(request_messages(d)))
+    if len(d.prompt) > len(request_messages(d)):
+        parts.append(_heading("Final conversation (with the retry instructions)"))
+        parts.extend(message_texts(d.prompt))
+    return Group(*parts)
+
+
+class InspectorScreen(Screen):
+    """One decision in full, with an editor to re-ask it."""
+
+    CSS_PATH = "inspector.tcss"
+    BINDINGS = [
+        Binding("ctrl+r", "reask", "Re-ask", priority=True),
+        Binding("f2", "restore", "Restore prompt"),
+        Binding("ctrl+o", "open_new", "Open re-asked"),
+        Binding("f6", "focus_editor", "Editor", show=False),
+        Binding("question_mark", "help", "Help", show=False),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, store: Any, decision_id: int) -> None:
+        super().__init__()
+        self.store = store
+        self.decision_id = int(decision_id)
+        self.target: Any = None
+        self.original_prompt = ""
+        self.result: Any = None
+        """The last :class:`~coop_tui.reask.ReaskResult` (tests read it)."""
+        self.reasking = False
+        self.error: str | None = None
+        self.queue: collections.deque[Event] = collections.deque()
+        self.new_text = ""
+        self.new_reasoning = ""
+        self._stream: Any = None
+        self._draining = False
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble((" coop-tui ", "bold reverse"), (" inspector ", "bold"),
+                                   f" decision #{self.decision_id}  ", ("loading…", "dim")),
+                     id="insp-title")
+        with Horizontal(id="insp-body"):
+            with VerticalScroll(id="insp-original") as left:
+                left.border_title = "Original decision"
+                yield Static("", id="insp-details")
+            with Vertical(id="insp-right"):
+                editor = TextArea("", id="insp-prompt", soft_wrap=True, show_line_numbers=False)
+                editor.border_title = "Prompt (last user message) · ctrl+r re-asks · f2 restores"
+                yield editor
+                yield Static(Text("edit the prompt, then ctrl+r asks the same agent again",
+                                  style="dim"), id="insp-reask-status")
+                with VerticalScroll(id="insp-new") as right:
+                    right.border_title = "Re-asked answer"
+                    reasoning = Static("", id="insp-new-reasoning")
+                    reasoning.display = False
+                    yield reasoning
+                    yield Markdown("", id="insp-new-text")
+                    yield Static("", id="insp-new-outcome")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(FRAME, self._drain)
+        self._load()
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self) -> None:
+        from coop_tui.reask import ReaskError, load_target
+
+        try:
+            target = load_target(self.store, self.decision_id)
+            reasks = self.store.reasks_of(self.decision_id)
+            run = self.store.run(target.match["run_id"]) or {}
+        except ReaskError as exc:
+            self.app.call_from_thread(self._show_error, str(exc))
+            return
+        self.app.call_from_thread(self._show, target, reasks, run)
+
+    def _show_error(self, message: str) -> None:
+        self.error = message
+        self.query_one("#insp-details", Static).update(Text(message, style="bold red"))
+        self.query_one("#insp-title", Static).update(
+            Text.assemble((" coop-tui ", "bold reverse"), (" inspector ", "bold"),
+                          f" decision #{self.decision_id}  ", ("not found", "red")))
+
+    def _show(self, target: Any, reasks: list[dict[str, Any]], run: dict[str, Any]) -> None:
+        from coop_tui.reask import editable_prompt
+
+        self.target = target
+        d = target.decision
+        seat = target.seat
+        title = Text.assemble(
+            (" coop-tui ", "bold reverse"), (" inspector ", "bold"),
+            f" decision #{self.decision_id} ",
+            ("✓ " if d.valid else "✗ ", "bold green" if d.valid else "bold red"),
+            (f"{seat['agent']} (seat {d.seat + 1}, {seat.get('agent_kind') or '?'}) · round "
+             f"{d.round} {d.phase} · {d.kind} · run {run.get('name', target.match['run_id'])} · "
+             f"match {d.match_id[:8]}", "dim"),
+        )
+        self.query_one("#insp-title", Static).update(title)
+        details = decision_details(d, target.game)
+        if reasks:
+            lines = [_heading(f"Re-asked before ({len(reasks)})")]
+            lines.extend(Text(f"#{r['id']} in run {r['run_id']}"
+                              + ("" if r["valid"] else " (invalid)"), style="dim")
+                         for r in reasks)
+            details = Group(details, *lines)
+        self.query_one("#insp-details", Static).update(details)
+        self.original_prompt = editable_prompt(d)
+        self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)
+
+    # ------------------------------------------------------------ re-ask
+    def action_reask(self) -> None:
+        if self.target is None:
+            self.notify("the decision is not loaded", severity="warning", timeout=2)
+            return
+        if self.reasking:
+            self.notify("a re-ask is already running", timeout=2)
+            return
+        prompt = self.query_one("#insp-prompt", TextArea).text
+        self.reasking = True
+        self.result = None
+        self.queue.clear()
+        self._reset_new_pane()
+        self._reask_status(Text(f"asking {self.target.seat['agent']} again…", style="yellow"))
+        self._run_reask(prompt)
+
+    def _reset_new_pane(self) -> None:
+        self.new_text = ""
+        self.new_reasoning = ""
+        self._stream = None
+        reasoning = self.query_one("#insp-new-reasoning", Static)
+        reasoning.update("")
+        reasoning.display = False
+        self.query_one("#insp-new-text", Markdown).update("")
+        self.query_one("#insp-new-outcome", Static).update("")
+
+    @work(thread=True, exclusive=True, group="reask")
+    def _run_reask(self, prompt: str) -> None:
+        """The re-ask runs in its own thread and event loop: a local model's compute or a
+        provider's slow stream never touches the UI loop; events come back via a queue."""
+        from coop_tui.reask import ReaskError, reask
+
+        worker = get_current_worker()
+        try:
+            result = asyncio.run(reask(self.store, self.decision_id, prompt, listener=self.queue.append))
+        except ReaskError as exc:
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._reask_failed, str(exc))
+            return
+        except Exception as exc:  # a provider error: shown, and stored by reask as failed
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._reask_failed, f"{type(exc).__name__}: {exc}")
+            return
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._reask_done, result)
+
+    async def _drain(self) -> None:
+        if self._draining or not self.queue:
+            return
+        self._draining = True
+        try:
+            text: list[str] = []
+            while self.queue:
+                event = self.queue.popleft()
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                    continue
+                if text:
+                    await self._write("".join(text))
+                    text = []
+                await self._apply(event)
+            if text:
+                await self._write("".join(text))
+        finally:
+            self._draining = False
+
+    async def _write(self, text: str) -> None:
+        self.new_text += text
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.query_one("#insp-new-text", Markdown))
+        await self._stream.write(text)
+
+    async def _apply(self, event: Event) -> None:
+        if isinstance(event, ReasoningDelta):
+            self.new_reasoning += event.text
+            widget = self.query_one("#insp-new-reasoning", Static)
+            widget.display = True
+            widget.update(Text(self.new_reasoning, style="italic dim"))
+        elif isinstance(event, DecisionStarted) and event.attempt > 1:
+            await self._write(f"\n\n---\n\n*attempt {event.attempt}*\n\n")
+        elif isinstance(event, AnswerRejected):
+            self._reask_status(Text(f"attempt {event.attempt} rejected: {event.reason} — asking "
+                                    "again", style="yellow"))
+        elif isinstance(event, StreamRestarted):
+            self._reask_status(Text(f"stream restarted: {event.reason}", style="yellow"))
+        elif isinstance(event, DecisionDone):
+            await self._finish_stream()
+
+    async def _finish_stream(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+
+    async def _reask_done(self, result: Any) -> None:
+        await self._drain()
+        await self._finish_stream()
+        self.reasking = False
+        self.result = result
+        d = result.decision
+        if not self.new_text and d.response:
+            await self.query_one("#insp-new-text", Markdown).update(d.response)
+            self.new_text = d.response
+        original = self.target.decision
+        outcome = Text()
+        outcome.append("re-asked  ", style="bold")
+        outcome.append_text(decision_summary(d, self.target.game))
+        outcome.append("\noriginal  ", style="bold")
+        outcome.append_text(distribution_text(original, self.target.game))
+        same = (d.parsed == original.parsed) if d.valid and original.valid else None
+        if same is not None:
+            outcome.append("\n" + ("same answer as the original" if same else "the answer changed"),
+                           style="cyan" if same else "bold magenta")
+        self.query_one("#insp-new-outcome", Static).update(outcome)
+        where = f"stored as decision #{result.decision_id} in run {result.run_id}"
+        self._reask_status(Text(f"✓ {where} · ctrl+o opens it", style="green") if d.valid
+                           else Text(f"✗ no valid answer ({d.error}); {where}", style="bold red"))
+
+    async def _reask_failed(self, message: str) -> None:
+        await self._drain()
+        await self._finish_stream()
+        self.reasking = False
+        self.error = message
+        self._reask_status(Text(f"✗ {message}", style="bold red"))
+
+    def _reask_status(self, text: Text) -> None:
+        self.query_one("#insp-reask-status", Static).update(text)
+
+    # ------------------------------------------------------------ other actions
+    def action_restore(self) -> None:
+        self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)
+
+    def action_focus_editor(self) -> None:
+        self.query_one("#insp-prompt", TextArea).focus()
+
+    def action_open_new(self) -> None:
+        if self.result is None or self.result.decision_id is None:
+            self.notify("no re-asked decision yet (ctrl+r)", timeout=2)
+            return
+        self.app.push_screen(InspectorScreen(self.store, self.result.decision_id))
+
+    def action_help(self) -> None:
+        from coop_tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    async def wait_reasked(self) -> None:
+        """Until the running re-ask is over and its events are on screen (tests)."""
+        while self.reasking or self.queue or self._draining:
+            await asyncio.sleep(FRAME / 2)
