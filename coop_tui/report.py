@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from coop_tui.analysis.actions import actions_report
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.store import Store
 
@@ -204,6 +205,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         },
         "counts": counts,
         "experiments": out_exps,
+        "mechanisms": actions_report(store, run_id),
     }
 
 
@@ -310,9 +312,48 @@ def render_text(report: dict[str, Any]) -> Any:
             parts.append(_curve_table(e))
         if e.get("per_round"):
             parts.append(_per_round_table(e))
-        if e.get("population"):
+        tournaments = e.get("tournaments") or {}
+        if len(tournaments) > 1:
+            labels = {c["condition_key"]: c.get("label", c["condition_key"]) for c in e["conditions"]}
+            for key, t in tournaments.items():
+                if t.get("population"):
+                    parts.append(_population_table(t, labels.get(key, key)))
+        elif e.get("population"):
             parts.append(_population_table(e))
+    parts.extend(_mechanism_tables(report.get("mechanisms") or {}))
     return Group(*parts)
+
+
+def _mechanism_tables(mech: dict[str, Any]) -> list[Any]:
+    """Ballots and action frequencies, for mechanisms that have them."""
+    from rich.table import Table
+
+    out: list[Any] = []
+    votes = mech.get("votes") or []
+    if votes:
+        table = Table(title="proposals and votes", title_justify="left")
+        cols = [k for k in votes[0] if k not in ("experiment", "condition")]
+        for col in cols:
+            table.add_column(col, justify="left" if col in ("agent", "game", "mechanism") else "right")
+        for v in votes:
+            table.add_row(*[_pct(v[c]) if isinstance(v[c], float) and "rate" in c else
+                            _num(v[c]) if isinstance(v[c], float) else str(v[c]) for c in cols])
+        out.append(table)
+    # One-shot cooperation is already in the experiment tables; frequencies earn a table
+    # where play unfolds over rounds or phases.
+    freqs = [f for f in mech.get("action_frequencies") or []
+             if f.get("mechanism") not in ("none", "similarity")]
+    if freqs:
+        table = Table(title="action frequencies (play phase)", title_justify="left")
+        cols = [k for k in freqs[0] if k not in ("experiment", "condition")]
+        for col in cols:
+            table.add_column(col)
+        for f in freqs[:60]:
+            table.add_row(*[_num(f[c]) if isinstance(f[c], float) else str(f[c]) for c in cols])
+        if len(freqs) > 60:
+            table.caption = f"first 60 of {len(freqs)} rows; --json has them all"
+        out.append(table)
+    return out
 
 
 def _curve_table(e: dict[str, Any]) -> Any:
@@ -351,10 +392,11 @@ def _per_round_table(e: dict[str, Any]) -> Any:
     return table
 
 
-def _population_table(e: dict[str, Any]) -> Any:
+def _population_table(e: dict[str, Any], label: str | None = None) -> Any:
     from rich.table import Table
 
-    table = Table(title="population metrics", title_justify="left")
+    title = "population metrics" + (f" ({label})" if label else "")
+    table = Table(title=title, title_justify="left")
     for col in ("agent", "mean payoff", "fitness", "deviation rating"):
         table.add_column(col, justify="left" if col == "agent" else "right")
     for agent, m in e["population"].items():

@@ -92,12 +92,17 @@ def test_decisions_joined_to_the_game_log(
     ).fetchall()
     assert len(rows) == 2 * matches
     checked = 0
-    for parsed, action, response, played, info in rows:
+    seat_rows = db.execute(
+        """select d.seat from decisions d
+           join rounds r on r.match_id = d.match_id and r.round = d.round and r.seat = d.seat
+           where d.phase = 'play'"""
+    ).fetchall()
+    for (parsed, action, response, played, info), (seat,) in zip(rows, seat_rows, strict=True):
         probs = json.loads(parsed)
         assert response
         pure = [label for label, p in probs.items() if p == 1.0]
         if pure == ["A2"]:  # delegated: the mediator's action was played
-            assert action == 2 and json.loads(info)["delegated"] is True
+            assert action == 2 and json.loads(info)["delegated"][seat] is True
             checked += 1
         elif pure:
             assert int(pure[0][1:]) == action == played
@@ -129,7 +134,7 @@ def test_mediation_phases_and_retries(tmp_path: Path) -> None:
     )
     assert vote["selected"] in (1, 2) and set(vote["votes"]) == {"0", "1"}
     delegated = db.execute(
-        "select count(*) from rounds where info like '%\"delegated\": true%'"
+        "select count(*) from rounds where info like '%\"delegated\": [%true%'"
     ).fetchone()[0]
     assert delegated > 0
     store.close()
@@ -381,4 +386,20 @@ def test_contracting_directory_and_disagreeing_matchup_table(tmp_path: Path) -> 
         "contracting",
         "cross",
     )
+    store.close()
+
+
+def test_imported_mediation_feeds_the_ballot_analysis(tmp_path: Path) -> None:
+    from coop_tui.report import build_report
+
+    store, summary = _imported(tmp_path, TRUST)
+    report = build_report(store, summary["run_id"])
+    votes = report["mechanisms"]["votes"]
+    assert {v["agent"] for v in votes} == set(
+        report["experiments"][0]["population"]
+    )
+    # exactly one adopted mediator per match, and every seat's plays counted
+    assert sum(v["adopted"] for v in votes) == 36
+    assert all(v["delegate_rate"] is not None for v in votes)
+    assert len(report["mechanisms"]["design_stability"]) == len(votes)
     store.close()

@@ -582,6 +582,13 @@ def plan_import(directory: Path) -> ImportPlan:
                 }
             )
         for t, moves in enumerate(m.rounds, 1):
+            # Like our own Mediation: one round info shared by the seats, a flag per seat.
+            by_seat = {mv.seat: mv.mediated for mv in moves}
+            flags = [by_seat.get(seat) for seat in range(len(m.agents))]
+            round_info = (
+                json.dumps({"delegated": [bool(f) for f in flags]})
+                if any(f is not None for f in flags) else None
+            )
             for mv in moves:
                 plan.rounds.append(
                     {
@@ -591,9 +598,7 @@ def plan_import(directory: Path) -> ImportPlan:
                         "action": mv.action,
                         "payoff": mv.points,
                         "cooperated": int(bool(game.is_cooperative(mv.seat, mv.action))),
-                        "info": json.dumps({"delegated": mv.mediated})
-                        if mv.mediated is not None
-                        else None,
+                        "info": round_info,
                     }
                 )
                 builder.play(match_id, t, mv)
@@ -748,15 +753,20 @@ class _DecisionBuilder:
             if design is None:
                 continue
             body = design.get("mediator", design.get("contract"))
-            offered[str(seat)] = {"trace_id": design.get("trace_id"), "design": body}
-            if player in proposed:
-                continue
-            proposed.add(player)
+            # The phase info takes the shape our own Mediation / Contracting store, so the
+            # ballot and design-stability analyses read imported runs like native ones.
+            entry: dict[str, Any] = {"seat": seat, "trace_id": design.get("trace_id")}
             parsed = body  # in our labels: mediator {"1": "A1", ...}, contract {"A0": 3, ...}
             if kind == "mediator" and isinstance(body, list):
                 parsed = {str(n): f"A{self._action_index(a)}" for n, a in body}
+                entry["plan"] = {str(n): self._action_index(a) for n, a in body}
             elif kind == "contract" and isinstance(body, dict):
                 parsed = {f"A{self._action_index(a)}": v for a, v in body.items()}
+                entry["terms"] = {str(self._action_index(a)): v for a, v in body.items()}
+            offered[f"{'M' if kind == 'mediator' else 'C'}{seat + 1}"] = entry
+            if player in proposed:
+                continue
+            proposed.add(player)
             self._row(
                 match_id,
                 1,
@@ -806,7 +816,20 @@ class _DecisionBuilder:
                 "match_id": match_id,
                 "round": 1,
                 "phase": "vote",
-                "info": json.dumps({"votes": by_seat, "selected": selected}),
+                "info": json.dumps({
+                    "votes": by_seat,
+                    "selected": selected,
+                    # the same fields our own ballots store (mechanisms/_ballot.py)
+                    "winner": None if selected is None else f"{prefix}{selected}",
+                    "approvals": {
+                        pid: sum(bool(b.get(pid)) for b in by_seat.values())
+                        for pid in sorted({k for b in by_seat.values() for k in b})
+                    },
+                    "ballots": {
+                        str(int(seat) + 1): [pid for pid, ok in b.items() if ok]
+                        for seat, b in by_seat.items()
+                    },
+                }),
             }
         )
 
