@@ -1,0 +1,1 @@
+"""Test and benchmark helpers that ship with the package (the loopback LLM server)."""

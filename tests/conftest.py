@@ -1,0 +1,19 @@
+"""Shared fixtures. Keep this small: module-specific helpers belong in their test files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from coop_tui.testing.server import LoopbackServer
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackServer]:
+    """An OpenAI-compatible server on 127.0.0.1 (free port) with fast default answers.
+
+    Reconfigure it inside a test with ``loopback.configure(answer=..., fault_script=...)``.
+    """
+    with LoopbackServer(latency=0.05, chunks=5) as server:
+        yield server
