@@ -22,7 +22,7 @@ def report(name: str, title: str, columns: Sequence[str], rows: Sequence[Sequenc
         table.add_column(col, justify="right" if col != columns[0] else "left")
     for row in rows:
         table.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
-    Console().print(table)
+    Console(width=max(Console().width, 150)).print(table)
     RESULTS.mkdir(exist_ok=True)
     payload = {
         "benchmark": name,

@@ -117,6 +117,13 @@ def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
     return agents
 
 
+async def prepare_agents(agents: Any) -> None:
+    """Let agents load what they need (client libraries, model files) before any match."""
+    await asyncio.gather(
+        *(agent.prepare() for agent in agents if callable(getattr(agent, "prepare", None)))
+    )
+
+
 async def run_sweep(
     sweep: Sweep,
     store: Store,
@@ -128,8 +135,16 @@ async def run_sweep(
     stop: asyncio.Event | None = None,
     agents: dict[str, Any] | None = None,
     kind: str = "sweep",
+    pause: asyncio.Event | None = None,
+    on_context: Callable[[MatchContext], None] | None = None,
+    match_workers: int | None = None,
 ) -> RunSummary:
-    """Play every match of the sweep that the run does not hold yet."""
+    """Play every match of the sweep that the run does not hold yet.
+
+    ``pause`` (cleared = paused) and ``on_context`` reach every match's context (the TUI
+    pauses and stops live matches through them); ``match_workers`` caps how many matches
+    run at once (the TUI follows one match at a time).
+    """
     if concurrency is not None:
         sweep.spec.concurrency = concurrency
     bus = bus or EventBus()
@@ -157,6 +172,7 @@ async def run_sweep(
             todo.append((cell, sample))
     names = {n for cell, _ in todo for n in cell.seats}
     agents = agents if agents is not None else build_agents(sweep, names)
+    await prepare_agents(agents.values())
     renderer = PromptRenderer(_templates(sweep))
     base = sweep.source.parent if sweep.source else None
     started = time.perf_counter()
@@ -190,14 +206,14 @@ async def run_sweep(
                 return
             ok = await play_cell(
                 cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus, store=store,
-                renderer=renderer, base=base,
+                renderer=renderer, base=base, pause=pause, on_context=on_context,
             )
             summary.matches_done += 1
             if not ok:
                 summary.matches_failed += 1
             progress()
 
-    n_workers = max(1, min(len(todo), sweep.spec.concurrency * 2))
+    n_workers = max(1, min(len(todo), match_workers or sweep.spec.concurrency * 2))
     progress()
     try:
         await asyncio.gather(*(worker() for _ in range(n_workers)))

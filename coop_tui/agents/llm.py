@@ -23,6 +23,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import email.utils
+import functools
+import importlib.util
 import json
 import logging
 import os
@@ -31,6 +33,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from coop_tui.decisions import AgentReply, DecisionRequest
@@ -124,6 +127,11 @@ async def _litellm_async() -> Any:
     return await asyncio.wrap_future(_start_litellm_import())
 
 
+def _import_openai_sdk() -> None:
+    import httpx  # noqa: F401
+    import openai  # noqa: F401
+
+
 def _import_litellm() -> Any:
     """Import litellm quietly and offline (local cost map, no telemetry, no banners)."""
     global _litellm
@@ -146,24 +154,43 @@ def _import_litellm() -> Any:
     return litellm
 
 
+PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
+
+
+@functools.cache
+def _price_map() -> dict[str, Any]:
+    """litellm's offline price map, read straight from its package data.
+
+    It is the same file litellm loads with ``LITELLM_LOCAL_MODEL_COST_MAP=True``; reading
+    the JSON costs milliseconds, where importing litellm costs seconds of CPU that would
+    otherwise compete with a sweep's event loop on the openai transport.
+    """
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / PRICE_MAP_FILE
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+    return {}
+
+
 def cost_for(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """USD cost of one call from litellm's offline price map; None when the model is unknown."""
     if not model:
         return None
-    litellm = _import_litellm()
-    candidates = [model]
-    if "/" in model:
-        candidates.append(model.split("/", 1)[1])
+    prices = _price_map()
+    parts = model.split("/")
+    # "openrouter/openai/gpt-4o" -> that, "openai/gpt-4o", "gpt-4o": the map keys vary
+    candidates = ["/".join(parts[i:]) for i in range(len(parts))]
     for name in candidates:
-        try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=name, prompt_tokens=input_tokens, completion_tokens=output_tokens
-            )
-        except Exception:  # noqa: BLE001 - litellm raises many kinds for unknown models
+        entry = prices.get(name)
+        if not isinstance(entry, dict):
             continue
-        if prompt_cost is None or completion_cost is None:
+        per_in, per_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        if per_in is None or per_out is None:
             continue
-        return float(prompt_cost) + float(completion_cost)
+        return float(per_in) * input_tokens + float(per_out) * output_tokens
     return None
 
 
@@ -350,12 +377,10 @@ class LLMAgent:
         """
         retries = 0
         busy = 0.0
-        # Pricing needs litellm's cost map: start its (slow) first import now, in a thread,
-        # so it overlaps the request. The litellm transport needs it before the request,
-        # and that wait is not part of the latency.
-        importing = _start_litellm_import()
+        # The litellm transport needs litellm before the request; its first (slow) import
+        # runs in a thread and that wait is not part of the latency.
         if self.transport == "litellm":
-            await asyncio.wrap_future(importing)
+            await _litellm_async()
         while True:
             attempt = _AttemptState()
             started = 0.0
@@ -395,7 +420,6 @@ class LLMAgent:
             busy += delay
         cost = None
         if attempt.input_tokens is not None and attempt.output_tokens is not None:
-            await _litellm_async()
             cost = cost_for(self.model, attempt.input_tokens, attempt.output_tokens)
         return AgentReply(
             text="".join(attempt.text),
@@ -451,6 +475,17 @@ class LLMAgent:
             await self._stream_litellm(messages, sink, state)
         if state.finish_reason is None:
             raise _StreamBroken("the stream ended without a finish reason (dropped connection?)")
+
+    async def prepare(self) -> None:
+        """Import the client library off the event loop, before the first request needs it.
+
+        The openai SDK takes about a second to import and litellm several; imported inside
+        the first reply they would stall every stream already running.
+        """
+        if self.transport == "openai":
+            await asyncio.to_thread(_import_openai_sdk)
+        else:
+            await _litellm_async()
 
     def _openai_client(self) -> Any:
         loop = asyncio.get_running_loop()
