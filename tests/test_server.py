@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -130,6 +131,11 @@ def test_records_headers_and_bodies(loopback: LoopbackServer) -> None:
     record = loopback.requests[0]
     assert record["headers"]["authorization"] == "Bearer sk-test-123"
     assert record["body"]["messages"][1]["content"] == "hello"
+    # the server stamps ``done`` after its last write drains, which may be just after the
+    # client has read the body: wait for it rather than race it
+    deadline = time.monotonic() + 5
+    while record.done is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert record.fault is None and record.done is not None
 
 

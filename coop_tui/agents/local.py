@@ -19,6 +19,7 @@ Generation runs in a worker thread; token deltas travel to the event loop throug
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import contextlib
 import functools
@@ -349,6 +350,18 @@ def _chat_formatter(llama: Llama) -> Jinja2ChatFormatter | None:
 
 _MODELS: dict[Path, LocalModel] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free loaded models while the interpreter is whole: left to ``Llama.__del__`` at
+    shutdown, llama-cpp-python's cleanup finds its ctypes functions gone and prints a
+    traceback after the program's real output."""
+    with _MODELS_LOCK:
+        for model in _MODELS.values():
+            with contextlib.suppress(Exception):
+                model.llama.close()
+        _MODELS.clear()
 
 
 def get_model(path: Path, threads: int | None = None) -> LocalModel:
