@@ -29,30 +29,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
-from coop_tui.mechanisms.base import Mechanism, MechanismParams
-from coop_tui.mechanisms.repetition import round_weights
+from coop_tui.mechanisms.base import Mechanism
+from coop_tui.mechanisms.repetition import RepetitionParams, round_weights
 from coop_tui.prompts import Labelling
 
 
-class ReputationParams(MechanismParams):
-    population: int = Field(default=4, ge=2, le=1000, description="agents in the population (seats)")
-    rounds: int = Field(default=15, ge=1, le=10_000, description="rounds played (T)")
-    continuation: float = Field(default=0.8, description="continuation probability told to agents")
-    history: int = Field(default=3, ge=0, description="past rounds of each record shown")
-    order: Literal["first", "higher"] = "first"
-    payoff: Literal["discounted", "mean"] = "discounted"
+class ReputationParams(RepetitionParams):
+    """Repetition's rounds, continuation, history and payoff, plus the population."""
 
-    @field_validator("continuation")
-    @classmethod
-    def _in_unit(cls, v: float) -> float:
-        if not 0 < v <= 1:
-            raise ValueError(f"continuation {v:g} is outside (0, 1]; give a probability such as 0.8")
-        return v
+    population: int = Field(default=4, ge=2, le=1000, description="agents in the population (seats)")
+    order: Literal["first", "higher"] = "first"
 
 
 @dataclass(frozen=True)
