@@ -27,9 +27,11 @@ from coop_tui.events import (
     MatchDone,
     MatchStarted,
     PhaseDone,
+    ReasoningDelta,
     RoundDone,
     RunDone,
     RunStarted,
+    TextDelta,
 )
 
 DB_ENV = "COOP_TUI_DB"
@@ -502,9 +504,24 @@ class Store:
 
     # ------------------------------------------------------------ event listener
     def __call__(self, event: Event) -> None:
+        # Streamed text arrives dozens of times per decision and is stored once, with the
+        # finished decision: skip it before any lookup.
+        if isinstance(event, TextDelta | ReasoningDelta):
+            return
         handler = getattr(self, f"_on_{type(event).__name__}", None)
         if handler is not None:
             handler(event)
+
+    def _upsert(self, table: str, row: dict[str, Any], pk: tuple[str, ...]) -> None:
+        """Insert a row or overwrite every given column of the existing one (plain SQL)."""
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in pk)
+        self.db.conn.execute(
+            f"insert into {table} ({cols}) values ({marks}) "
+            f"on conflict({', '.join(pk)}) do update set {updates}",
+            list(row.values()),
+        )
 
     def _on_RunStarted(self, e: RunStarted) -> None:  # noqa: N802
         pass  # runs are created explicitly (they need the spec and kind)
@@ -537,9 +554,10 @@ class Store:
             "finished_at": None,
         }
         with self.db.conn:
-            self.db["matches"].upsert(row, pk="id")
+            self._upsert("matches", row, ("id",))
             for seat, agent in enumerate(e.seats):
-                self.db["seats"].upsert(
+                self._upsert(
+                    "seats",
                     {
                         "match_id": e.match_id,
                         "seat": seat,
@@ -548,7 +566,7 @@ class Store:
                         "agent_spec": json.dumps(agent_specs[seat], sort_keys=True),
                         "payoff": None,
                     },
-                    pk=("match_id", "seat"),
+                    ("match_id", "seat"),
                 )
 
     def _on_DecisionDone(self, e: DecisionDone) -> None:  # noqa: N802
@@ -589,18 +607,22 @@ class Store:
 
     def _on_MatchDone(self, e: MatchDone) -> None:  # noqa: N802
         with self.db.conn:
-            self.db["matches"].update(
-                e.match_id,
-                {
-                    "status": e.status,
-                    "error": e.error,
-                    "payoffs": json.dumps(list(e.payoffs)) if e.payoffs else None,
-                    "welfare": sum(e.payoffs) if e.payoffs else None,
-                    "finished_at": time.time(),
-                },
+            self.db.conn.execute(
+                "update matches set status = ?, error = ?, payoffs = ?, welfare = ?,"
+                " finished_at = ? where id = ?",
+                [
+                    e.status,
+                    e.error,
+                    json.dumps(list(e.payoffs)) if e.payoffs else None,
+                    sum(e.payoffs) if e.payoffs else None,
+                    time.time(),
+                    e.match_id,
+                ],
             )
-            for seat, payoff in enumerate(e.payoffs):
-                self.db["seats"].update((e.match_id, seat), {"payoff": payoff})
+            self.db.conn.executemany(
+                "update seats set payoff = ? where match_id = ? and seat = ?",
+                [(payoff, e.match_id, seat) for seat, payoff in enumerate(e.payoffs)],
+            )
             if e.status == "failed":
                 run_id = self.db.execute(
                     "select run_id from matches where id = ?", [e.match_id]
