@@ -604,8 +604,10 @@ def _generate(
                     {"role": "assistant", "content": text.strip()},
                     {"role": "user", "content": FINAL_ANSWER_PROMPT},
                 ]
-                if text and not text.endswith("\n"):
-                    emit("\n")
+                if text:
+                    # a paragraph break: live panes render Markdown, where one newline
+                    # would glue the constrained answer onto the last sentence
+                    emit("\n\n" if not text.endswith("\n") else "\n")
             else:
                 messages = plan.messages
             step = model.stream(
