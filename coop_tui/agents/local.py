@@ -71,18 +71,18 @@ class LocalModelError(RuntimeError):
 
 
 def default_threads() -> int:
-    """One core less than the process may use, at least one and at most four.
+    """Every core the process may use, at most four.
 
-    llama.cpp's worker threads spin at barriers: when one of them loses its core (to the
-    event loop, the TUI, another process), every token waits for it. On a busy 2-core
-    machine two threads measured about ten times slower than one, so a core is left free;
-    a 135M model gains little beyond four threads anyway.
+    Measured on two idle cores (benchmarks/bench_local.py): two threads 30 tokens/s, one
+    thread 19. llama.cpp's threads spin at barriers, so on a machine already loaded by
+    other work one thread can be much faster: set ``threads = 1`` in the agent then. A
+    135M model gains little beyond four threads.
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores - 1, 4))
+    return max(1, min(cores, 4))
 
 
 def smollm2_path() -> Path:
