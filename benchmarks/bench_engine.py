@@ -8,16 +8,16 @@ other; the table gives decisions per second and the ratio between the two tools.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-from _table import report
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 OURS = ["always_cooperate", "always_defect", "tit_for_tat", "suspicious_tit_for_tat",
         "grim_trigger", "win_stay_lose_shift", "alternator", "tit_for_two_tats"]
@@ -31,6 +31,7 @@ def pairings() -> list[list[str]]:
 
 
 async def ours(db: Path) -> tuple[float, int]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from coop_tui.spec import build_sweep
     from coop_tui.store import Store
     from coop_tui.sweep import run_sweep
@@ -65,17 +66,39 @@ def axelrod_tournament() -> tuple[float, int] | None:
     return wall, len(pairings()) * TURNS * 2
 
 
+def axelrod_elsewhere(python: str) -> tuple[float, int] | None:
+    """Time the Axelrod side in another interpreter (axelrod needs PyTorch, which the
+    project's environment does not carry)."""
+    out = subprocess.run([python, __file__, "--axelrod-only"], capture_output=True, text=True,
+                         check=True)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return data["wall"], data["decisions"]
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--axelrod-python", default=os.environ.get("AXELROD_PYTHON"),
+                        help="an interpreter with axelrod installed, if this one lacks it")
+    parser.add_argument("--axelrod-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.axelrod_only:
+        wall, n = axelrod_tournament() or (0.0, 0)
+        print(json.dumps({"wall": wall, "decisions": n}))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         wall, n = asyncio.run(ours(Path(tmp) / "e.db"))
     rows = [("coop-tui (engine + prompts + SQLite)", n, wall, n / wall, 1.0)]
     ax = axelrod_tournament()
+    if ax is None and args.axelrod_python:
+        ax = axelrod_elsewhere(args.axelrod_python)
     if ax is None:
         rows.append(("Axelrod library", "not installed", "-", "-", "-"))
     else:
         ax_wall, ax_n = ax
         rows.append(("Axelrod library (in memory)", ax_n, ax_wall, ax_n / ax_wall,
                      (ax_n / ax_wall) / (n / wall)))
+    from _table import report
+
     report("engine", f"strategy tournament: 8 strategies, {len(pairings())} pairings, {TURNS} rounds",
            ["tool", "decisions", "wall s", "decisions/s", "speed relative to coop-tui"], rows)
 
