@@ -217,7 +217,7 @@ async def run_sweep(
     progress()
     try:
         await asyncio.gather(*(worker() for _ in range(n_workers)))
-        if stop.is_set() and not queue.empty():
+        if stop.is_set():  # the user, or the budget, ended the run early
             summary.status = "stopped"
         else:
             summary.status = "failed" if summary.matches_failed else "done"

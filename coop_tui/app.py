@@ -1,0 +1,153 @@
+"""The Textual app: the only core module that imports Textual.
+
+It owns the store and the screen stack. Screens never run the engine: the app wraps a
+setup in a :class:`~coop_tui.session.MatchSession` (or a stored match in a
+:class:`~coop_tui.session.ReplaySession`) and hands it to the live screen, which
+listens to the session's event bus. litellm is never imported here; the setup screen
+reads its model list in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+from coop_tui.session import MatchSession, MatchSetup, ReplaySession, build_setup_sweep, play_setup
+
+if TYPE_CHECKING:
+    from coop_tui.spec import Sweep
+    from coop_tui.store import Store
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+class CoopApp(App[int]):
+    """coop-tui: setup -> live match (or play mode) -> runs / inspector / analysis."""
+
+    TITLE = "coop-tui"
+    BINDINGS = [
+        Binding("f1", "help", "Help", show=False),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        db: Path | str,
+        *,
+        setup: MatchSetup | None = None,
+        play: MatchSetup | Sweep | None = None,
+        replay_speed: float = 1.0,
+        sweep_dir: Path | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.db = Path(db)
+        self.setup = setup
+        self.play = play
+        self.replay_speed = replay_speed
+        self.sweep_dir = sweep_dir
+        self.fixed_run_id = run_id
+        """Tests and snapshots pin the run id so the screen is reproducible."""
+        self._store: Store | None = None
+        self._store_lock = threading.Lock()
+        self.session: Any = None
+
+    @property
+    def store(self) -> Store:
+        """The database, opened on first use (importing sqlite-utils costs ~1 s)."""
+        with self._store_lock:
+            if self._store is None:
+                from coop_tui.store import Store
+
+                self._store = Store(self.db)
+            return self._store
+
+    @work(thread=True, exit_on_error=False, group="warm-up")
+    def warm_up(self) -> None:
+        """After the first paint: open the store and load the engine's modules."""
+        _ = self.store
+        import coop_tui.parsing  # noqa: F401
+        import coop_tui.sweep  # noqa: F401
+
+    def on_mount(self) -> None:
+        if self.play is not None:
+            session = MatchSession(self.store, self.play, run_kind="play", run_id=self.fixed_run_id)
+            self._push_live(session, root=True)
+        else:
+            from coop_tui.screens.setup import SetupScreen
+
+            self.push_screen(SetupScreen(self.setup))
+
+    def _push_live(self, session: Any, *, root: bool = False) -> Any:
+        from coop_tui.screens.live import LiveScreen
+
+        self.session = session
+        screen = LiveScreen(session, root=root)
+        self.push_screen(screen)
+        return screen
+
+    def start_match(self, setup: MatchSetup | Sweep) -> Any:
+        """Play a setup (or an already validated sweep) live; returns the live screen."""
+        session = MatchSession(self.store, setup, run_id=self.fixed_run_id)
+        return self._push_live(session)
+
+    def open_replay(self, match_id: str, speed: float | None = None) -> Any:
+        """Watch a stored match again, streamed as it was (the runs screen calls this)."""
+        session = ReplaySession(self.store, match_id, self.replay_speed if speed is None else speed)
+        return self._push_live(session)
+
+    def action_help(self) -> None:
+        from coop_tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def on_unmount(self) -> None:
+        with self._store_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+def run_app(db: Path) -> int:
+    """``coop-tui``: the setup screen on the ready preset."""
+    app = CoopApp(db)
+    app.run()
+    return app.return_code or 0
+
+
+def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None) -> int:
+    """``coop-tui play``: you in seat 1 against ``opponent``; bad input exits 2 before the UI."""
+    from coop_tui.spec import SpecError
+
+    if rounds < 1:
+        raise SpecError("--rounds", f"must be at least 1 (got {rounds})")
+    setup = play_setup(game, opponent, rounds, mechanism)
+    try:
+        sweep = build_setup_sweep(setup)
+    except SpecError as exc:
+        where, message = exc.field, exc.message
+        if where.startswith("seat") and where != "seat 1 agent":
+            where = "--opponent"
+        elif where.startswith("game"):
+            where = "--game"
+        elif where == "rounds":
+            where = "--rounds"
+        elif where == "mechanism":
+            where = "--mechanism"
+        else:
+            # a mechanism parameter: play mode sets only rounds for repetition
+            where = "--mechanism"
+            field = "" if exc.field == "experiment" else f"{exc.field} "
+            message = (f"{setup.mechanism}: {field}{message}; play mode sets no other "
+                       f"mechanism parameters: open coop-tui and put human in a seat instead")
+        raise SpecError(where, message) from None
+    app = CoopApp(db, play=sweep)
+    app.run()
+    return app.return_code or 0
