@@ -436,9 +436,10 @@ def parse_mixed_strategy(text: str, actions: Sequence[str]) -> MixedStrategy:
 # --------------------------------------------------------------------------- other kinds
 
 
-def _parse_approvals(text: str, labels: Sequence[str]) -> tuple[dict[str, bool], str | None]:
-    if not labels:
-        raise ValueError("approvals need the proposal ids as labels")
+def _keyed_answer(
+    text: str, labels: Sequence[str], missing_reason: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The last JSON object keyed by ``labels``, with every label present."""
     wanted = {_norm(label) for label in labels}
     found, notes = _pick(
         text, lambda obj: any(_norm(k) in wanted for k in obj), f"the keys {', '.join(labels)}"
@@ -446,7 +447,14 @@ def _parse_approvals(text: str, labels: Sequence[str]) -> tuple[dict[str, bool],
     given = _match_keys(found.obj, labels, notes)
     missing = [label for label in labels if label not in given]
     if missing:
-        raise ParseError(f"every proposal needs true or false; missing: {', '.join(missing)}")
+        raise ParseError(f"{missing_reason}; missing: {', '.join(missing)}")
+    return given, notes
+
+
+def _parse_approvals(text: str, labels: Sequence[str]) -> tuple[dict[str, bool], str | None]:
+    if not labels:
+        raise ValueError("approvals need the proposal ids as labels")
+    given, notes = _keyed_answer(text, labels, "every proposal needs true or false")
     return {label: _boolean(label, given[label], notes) for label in labels}, _note(notes)
 
 
@@ -550,14 +558,7 @@ def _parse_contract(
 ) -> tuple[dict[str, int], str | None]:
     if not labels:
         raise ValueError("contract answers need the action labels")
-    wanted = {_norm(label) for label in labels}
-    found, notes = _pick(
-        text, lambda obj: any(_norm(k) in wanted for k in obj), f"the keys {', '.join(labels)}"
-    )
-    given = _match_keys(found.obj, labels, notes)
-    missing = [label for label in labels if label not in given]
-    if missing:
-        raise ParseError(f"every action needs a payment; missing: {', '.join(missing)}")
+    given, notes = _keyed_answer(text, labels, "every action needs a payment")
     bound = options.get("max_abs")
     payments: dict[str, int] = {}
     for label in labels:

@@ -20,11 +20,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual_plotext import PlotextPlot
 
-from coop_tui.screens.widgets import PayoffTable
+from coop_tui.screens.widgets import NavScreen, PayoffTable
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
 """Plot line colours, one per agent / framing series (cycled)."""
@@ -86,7 +85,7 @@ def tournament_views(e: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return []
 
 
-class AnalysisScreen(Screen):
+class AnalysisScreen(NavScreen):
     """One run's analysis: curves, payoff and matchup matrices, population metrics, export."""
 
     CSS_PATH = "analysis.tcss"
@@ -415,13 +414,3 @@ class AnalysisScreen(Screen):
     def _export_status(self, text: Text) -> None:
         self.query_one("#an-export-status", Static).update(text)
 
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
-
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
-        else:
-            self.app.exit(0)

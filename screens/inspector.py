@@ -22,7 +22,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, TextArea
 from textual.worker import get_current_worker
 
@@ -35,7 +34,7 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
-from coop_tui.screens.widgets import distribution_text
+from coop_tui.screens.widgets import NavScreen, distribution_text
 
 FRAME = 1 / 30
 
@@ -123,7 +122,7 @@ def decision_details(decision: Any, game: Any = None) -> Group:
     return Group(*parts)
 
 
-class InspectorScreen(Screen):
+class InspectorScreen(NavScreen):
     """One decision in full, with an editor to re-ask it."""
 
     CSS_PATH = "inspector.tcss"
@@ -365,14 +364,6 @@ class InspectorScreen(Screen):
             self.notify("no re-asked decision yet (ctrl+r)", timeout=2)
             return
         self.app.push_screen(InspectorScreen(self.store, self.result.decision_id))
-
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
     async def wait_reasked(self) -> None:
         """Until the running re-ask is over and its events are on screen (tests)."""

@@ -19,7 +19,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -37,7 +36,13 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
-from coop_tui.screens.widgets import SeatPane, Timeline, distribution_text, optional_screen
+from coop_tui.screens.widgets import (
+    NavScreen,
+    SeatPane,
+    Timeline,
+    distribution_text,
+    optional_screen,
+)
 from coop_tui.session import HumanTurn, Session, human_answer, prompt_text
 
 FRAME = 1 / 30
@@ -51,7 +56,7 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-class LiveScreen(Screen):
+class LiveScreen(NavScreen):
     """Watch (or play) one match as it happens."""
 
     CSS_PATH = "live.tcss"
@@ -467,11 +472,6 @@ class LiveScreen(Screen):
             self.notify("no run yet", timeout=2)
             return
         self.app.push_screen(screen(self.session.store, self.session.run_id))
-
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
 
     async def action_back(self) -> None:
         if not self.session.finished:

@@ -19,9 +19,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
+
+from coop_tui.screens.widgets import NavScreen
 
 STATUS_STYLE = {
     "done": "green",
@@ -124,7 +126,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(value)
 
 
-class RunsScreen(Screen):
+class RunsScreen(NavScreen):
     """Browse stored runs and matches; replay, inspect, analyse or delete them."""
 
     CSS_PATH = "runs.tcss"
@@ -369,19 +371,9 @@ class RunsScreen(Screen):
             self.shown_run = None
         self.action_reload()
 
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
-
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
-        else:
-            self.app.exit(0)
 
 
-class DecisionsScreen(Screen):
+class DecisionsScreen(NavScreen):
     """Every decision of one match; Enter opens the decision inspector."""
 
     CSS_PATH = "runs.tcss"
@@ -457,14 +449,6 @@ class DecisionsScreen(Screen):
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.action_inspect()
-
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
 
 def _short_answer(row: dict[str, Any], limit: int = 36) -> Text:

@@ -22,11 +22,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
-from coop_tui.screens.widgets import PayoffTable, optional_screen
+from coop_tui.screens.widgets import NavScreen, PayoffTable, optional_screen
 from coop_tui.session import (
     HUMAN,
     PRESET_AGENT,
@@ -143,7 +142,7 @@ class Row(Horizontal):
     """
 
 
-class SetupScreen(Screen):
+class SetupScreen(NavScreen):
     """Pick who plays what under which mechanism, see the prompt, then start."""
 
     CSS_PATH = "setup.tcss"
@@ -545,11 +544,6 @@ class SetupScreen(Screen):
             self.notify("the runs screen is not installed", severity="warning")
             return
         self.app.push_screen(screen(self.app.store))  # type: ignore[attr-defined]
-
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
 
 
 def _int_field(text: str, name: str, *, default: int | None = None, low: int | None = None) -> int | None:

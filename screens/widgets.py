@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
 MAX_BLOCKS = 40
@@ -51,6 +52,21 @@ def payoff_table(game: Any, *, labels: bool = True) -> Table:
     if len(rows) > len(shown):
         table.add_row(*(["…"] * game.n_players), f"{len(rows) - len(shown)} more profiles")
     return table
+
+
+class NavScreen(Screen):
+    """Help and back behave the same on every screen: back pops, or quits at the root."""
+
+    def action_help(self) -> None:
+        from coop_tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+        else:
+            self.app.exit(0)
 
 
 class PayoffTable(Static):
