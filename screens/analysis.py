@@ -141,6 +141,9 @@ class AnalysisScreen(NavScreen):
             conditions = DataTable(id="an-conditions", cursor_type="row", zebra_stripes=True)
             conditions.border_title = "Cooperation and payoff per condition"
             yield conditions
+            ballots = DataTable(id="an-ballots", cursor_type="row", show_cursor=False)
+            ballots.border_title = "Proposals and votes (Mediation / Contracting)"
+            yield ballots
         with Horizontal(id="an-export"):
             yield Static("Export to", id="an-export-label")
             yield Input(str(self.export_dir), id="an-export-dir")
@@ -154,7 +157,10 @@ class AnalysisScreen(NavScreen):
             "agent", "mean payoff", "fitness", "final share", "deviation rating")
         self.query_one("#an-conditions", DataTable).add_columns(
             "condition", "agent", "n", "coop", "± SE", "Wilson 95%", "sampled", "payoff", "± SE")
-        for widget in ("#an-plots", "#an-matchup-box", "#an-population"):
+        self.query_one("#an-ballots", DataTable).add_columns(
+            "agent", "condition", "proposals", "adopted", "approval share", "approves",
+            "own approved", "stable designs", "signed / delegated")
+        for widget in ("#an-plots", "#an-matchup-box", "#an-population", "#an-ballots"):
             self.query_one(widget).display = False
         self._fit(self.app.size.width)
         self.action_reload()
@@ -233,6 +239,7 @@ class AnalysisScreen(NavScreen):
         self._show_payoffs(e)
         self._show_tournament(e)
         self._show_conditions(e)
+        self._show_ballots(e)
 
     # ------------------------------------------------------------ plots
     def _plot_curves(self, e: dict[str, Any]) -> None:
@@ -360,6 +367,29 @@ class AnalysisScreen(NavScreen):
                     Text(_num(a["mean_payoff"]), justify="right"),
                     Text(_num(a["payoff_se"]), justify="right"),
                 )
+
+    def _show_ballots(self, e: dict[str, Any]) -> None:
+        """Vote and adoption rates, and how often an agent's designs sustain cooperation."""
+        assert self.report is not None
+        mech = self.report.get("mechanisms") or {}
+        votes = [v for v in mech.get("votes", []) if v["experiment"] == e["experiment"]]
+        stable = {
+            (d["agent"], d["condition"]): d["stable_rate"]
+            for d in mech.get("design_stability", []) if d["experiment"] == e["experiment"]
+        }
+        table = self.query_one("#an-ballots", DataTable)
+        table.clear()
+        table.display = bool(votes)
+        for v in votes:
+            last = v.get("sign_rate", v.get("delegate_rate"))
+            table.add_row(
+                Text(v["agent"]), Text(str(v["condition"])),
+                *(Text(x, justify="right") for x in (
+                    str(v["proposals"]), str(v["adopted"]), _pct(v["approval_share"]),
+                    _pct(v["approve_rate"]), _pct(v["own_approved_rate"]),
+                    _pct(stable.get((v["agent"], v["condition"]))), _pct(last),
+                )),
+            )
 
     # ------------------------------------------------------------ actions
     def action_experiment(self, step: int) -> None:

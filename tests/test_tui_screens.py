@@ -547,3 +547,25 @@ async def test_inspector_reask_with_the_embedded_model(tmp_path: Path) -> None:
     spec = json.loads(store.seats(stored.match_id)[0]["agent_spec"])
     assert spec["model"] == "local/smollm2" and spec["max_tokens"] == 8
     store.close()
+
+
+async def test_analysis_shows_ballots_of_an_imported_mediation_tournament(tmp_path: Path) -> None:
+    from coop_tui.importers.coopeval import import_command
+
+    sample = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+    db = tmp_path / "ce.db"
+    assert import_command(sample / "mediation_trust_game", db) == 0
+    store = Store(db)
+    run_id = store.latest_run()["id"]
+    votes = build_report(store, run_id)["mechanisms"]["votes"]
+    store.close()
+    app = ScreenApp(db, lambda s: AnalysisScreen(s, run_id, export_dir=tmp_path / "out"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen.loaded >= 1)
+        ballots = screen.query_one("#an-ballots", DataTable)
+        assert ballots.display and ballots.row_count == len(votes) == 6
+        shown = {cell(ballots, r, 0): (cell(ballots, r, 3), cell(ballots, r, 8))
+                 for r in range(ballots.row_count)}
+        for v in votes:
+            assert shown[v["agent"]] == (str(v["adopted"]), f"{100 * v['delegate_rate']:.1f}%")
