@@ -71,18 +71,19 @@ class LocalModelError(RuntimeError):
 
 
 def default_threads() -> int:
-    """Every core the process may use, at most four.
+    """One core less than the process may use, at least one and at most four.
 
-    Measured on two idle cores (benchmarks/bench_local.py): two threads 30 tokens/s, one
-    thread 19. llama.cpp's threads spin at barriers, so on a machine already loaded by
-    other work one thread can be much faster: set ``threads = 1`` in the agent then. A
-    135M model gains little beyond four threads.
+    llama.cpp's threads spin at barriers: when one of them loses its core (to the event
+    loop, the TUI, another process), every token waits for it. Measured on two cores
+    (benchmarks/bench_local.py): idle, two threads gave 30 tokens/s and one 19; loaded by
+    other work, two threads fell to under 2 tokens/s while one kept 16. So a core is left
+    for the rest of the program; ``threads`` in the agent spec overrides it.
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 4))
+    return max(1, min(cores - 1, 4))
 
 
 def smollm2_path() -> Path:
