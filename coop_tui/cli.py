@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
+    if args.concurrency is not None and args.concurrency < 1:
+        return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
     try:
         if args.batch:
             from coop_tui.runner import run_batch

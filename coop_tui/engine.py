@@ -47,6 +47,10 @@ from coop_tui.prompts import Labelling, PromptRenderer, example_answer, payoff_d
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
 
 
+NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "api_key_env", "threads"})
+"""Agent settings that cannot change an answer: changing them must not re-ask anything."""
+
+
 class Agent(Protocol):
     """Anything that can fill a seat."""
 
@@ -316,7 +320,7 @@ class MatchContext:
         agent = self.agents[request.seat]
         content = stable_hash(
             {
-                "agent": agent.spec,
+                "agent": {k: v for k, v in agent.spec.items() if k not in NOT_IN_CONTENT_KEY},
                 "messages": list(request.messages),
                 "kind": request.kind,
                 "phase": request.phase,
@@ -330,8 +334,16 @@ class MatchContext:
         return stable_hash([self.run_id, self.match_id, content]), content
 
     async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[Decision]:
-        """Ask several seats at once (simultaneous moves)."""
-        return list(await asyncio.gather(*(self.ask(r) for r in requests)))
+        """Ask several seats at once (simultaneous moves).
+
+        When one seat fails, the others still finish (and are stored): their answers are
+        paid for, and a resume will reuse them instead of asking again.
+        """
+        results = await asyncio.gather(*(self.ask(r) for r in requests), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return list(results)  # type: ignore[arg-type]
 
     async def ask(self, request: DecisionRequest) -> Decision:
         if self.stopped:
@@ -509,7 +521,9 @@ class MatchContext:
         decision.distribution = tuple(probs)
         rng = self.rng("sample", request.round, request.seat, request.phase)
         decision.action = int(rng.choice(n_actions, p=np.asarray(probs) / sum(probs)))
-        decision.coop_prob = game.cooperation_mass(pos, probs)
+        # A fallback is no stated intention: it has no cooperation mass, only the action
+        # that was really played.
+        decision.coop_prob = game.cooperation_mass(pos, probs) if parsed is not None else None
         decision.cooperated = game.is_cooperative(pos, decision.action)
 
     # ------------------------------------------------------------ rounds
@@ -597,7 +611,11 @@ def _rebind(decision: Decision, match_id: str, cache_key: str) -> Decision:
     """A decision from an earlier run, re-owned by this match (no new request is sent)."""
     from dataclasses import replace
 
-    return replace(decision, match_id=match_id, cache_key=cache_key, retries=list(decision.retries))
+    # The earlier run paid for it: this run records no cost and no transport retries.
+    return replace(
+        decision, match_id=match_id, cache_key=cache_key, retries=list(decision.retries),
+        cost_usd=0.0 if decision.cost_usd is not None else None, transport_retries=0,
+    )
 
 
 PlayFn = Callable[[MatchContext], Any]

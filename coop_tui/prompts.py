@@ -125,9 +125,24 @@ class Benchmark:
 
 @cache
 def _load_catalogue(path: str) -> dict[str, Benchmark]:
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh)
-    return {key: Benchmark(key=key, **fields) for key, fields in raw.items()}
+    """Raises ValueError naming the problem, so a sweep reports it as a field error."""
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except OSError as exc:
+        raise ValueError(f"cannot read the benchmark catalogue {path} ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"benchmark catalogue {path} is not valid TOML: {exc}") from None
+    fields_needed = {"full_name", "description", "format", "sample", "random_baseline"}
+    out = {}
+    for key, fields in raw.items():
+        if not isinstance(fields, dict) or set(fields) != fields_needed:
+            raise ValueError(
+                f"benchmark {key!r} in {path} must have exactly the fields "
+                f"{', '.join(sorted(fields_needed))}"
+            )
+        out[key] = Benchmark(key=key, **fields)
+    return out
 
 
 def benchmark_catalogue(path: Path | str | None = None) -> dict[str, Benchmark]:

@@ -165,7 +165,7 @@ def build_agent_for(target: ReaskTarget, overrides: dict[str, Any] | None = None
             f"seat {target.decision.seat + 1}'s stored agent spec cannot be rebuilt: "
             f"{exc.errors()[0]['msg']}"
         ) from None
-    if sum([bool(spec.model), bool(spec.strategy), spec.human, bool(spec.replay)]) != 1:
+    if sum([bool(spec.model), bool(spec.strategy), spec.human]) != 1:
         raise ReaskError(
             f"seat {target.decision.seat + 1} ({target.seat['agent']}) has no model or strategy "
             "stored; it cannot be asked again"

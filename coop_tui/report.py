@@ -119,22 +119,32 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     ).fetchall()
     payoffs = {(e, c, a): (n, t, q) for e, c, a, n, t, q in pay_rows}
     exp_rows = db.execute(
-        """select experiment, game, mechanism, min(game_spec), min(matchup), count(*)
+        """select experiment, group_concat(distinct game), mechanism, min(game_spec),
+                  min(matchup), count(*)
            from matches where run_id = ? group by experiment order by experiment""",
         [run_id],
     ).fetchall()
+    # b* depends on the exact game (scale, bonus, size): one per condition
+    cond_specs = {
+        (exp, ckey): gspec
+        for exp, ckey, gspec in db.execute(
+            """select experiment, condition_key, min(game_spec) from matches
+               where run_id = ? group by experiment, condition_key""",
+            [run_id],
+        ).fetchall()
+    }
     experiments: dict[int, dict[str, Any]] = {}
-    for exp, game, mech, gspec, matchup, n in exp_rows:
+    for exp, games, mech, gspec, matchup, n in exp_rows:
         experiments[exp] = {
             "experiment": exp,
-            "game": game,
+            "game": ", ".join(sorted(set((games or "").split(",")))),
             "mechanism": mech,
             "matchup": matchup,
             "matches": n,
-            "b_star": _b_star(gspec),
+            "b_star": None,
             "game_spec": json.loads(gspec) if gspec else None,
             "conditions": {},
-            "curve": defaultdict(list),
+            "curve": {},
         }
     for exp, _game, _mech, ckey, cjson, agent, n, s, sq, k, nk in coop_rows:
         e = experiments[exp]
@@ -151,18 +161,6 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             "payoff_se": _se(pn, pt, pq),
         }
         cond["agents"][agent] = entry
-        condition = cond["condition"]
-        if condition.get("similarity") is not None:
-            e["curve"][agent].append(
-                {
-                    "similarity": condition["similarity"],
-                    "framing": condition.get("framing"),
-                    "prompt": condition.get("prompt"),
-                    "coop_rate": entry["coop_rate"],
-                    "se": entry["coop_se"],
-                    "n": n,
-                }
-            )
     # agents that only have payoffs (games without a cooperative action)
     for (exp, ckey, agent), (pn, pt, pq) in payoffs.items():
         e = experiments.get(exp)
@@ -178,14 +176,26 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     per_round = _per_round(db, run_id)
     out_exps = []
     for e in experiments.values():
-        e["per_round"] = per_round.get(e["experiment"], {})
+        exp = e["experiment"]
         e["conditions"] = [
             {"condition_key": k, **v} for k, v in e["conditions"].items()
         ]
         varying = _varying_keys([c["condition"] for c in e["conditions"]])
+        series_keys = [k for k in varying if k != "similarity"]
+        labels = {}
         for c in e["conditions"]:
             c["label"] = " ".join(f"{k}={_short(c['condition'].get(k))}" for k in varying) or "-"
-        e["curve"] = dict(e["curve"])
+            c["b_star"] = _b_star(cond_specs.get((exp, c["condition_key"])))
+            labels[c["condition_key"]] = " ".join(
+                f"{k}={_short(c['condition'].get(k))}" for k in series_keys
+            )
+        stars = {c["b_star"] for c in e["conditions"]}
+        e["b_star"] = stars.pop() if len(stars) == 1 else None
+        e["curve"] = _curve(e["conditions"], labels)
+        e["per_round"] = {
+            _series(agent, labels.get(ckey, "")): points
+            for (ckey, agent), points in per_round.get(exp, {}).items()
+        }
         try:
             from coop_tui.analysis.tournament import tournament_metrics
 
@@ -209,8 +219,8 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
-def _per_round(db: Any, run_id: str) -> dict[int, dict[str, list[dict[str, Any]]]]:
-    """Cooperation per round of repeated games: {experiment: {agent: [point per round]}}.
+def _per_round(db: Any, run_id: str) -> dict[int, dict[tuple[str, str], list[dict[str, Any]]]]:
+    """Cooperation per round of repeated games: {experiment: {(condition, agent): points}}.
 
     One GROUP BY over the run's play decisions (indexed by match, round, seat). Only
     experiments whose matches last more than one round get an entry: a one-shot game has
@@ -219,20 +229,22 @@ def _per_round(db: Any, run_id: str) -> dict[int, dict[str, list[dict[str, Any]]
     """
     rows = db.execute(
         """
-        select m.experiment, d.agent, d.round, count(*), sum(d.coop_prob),
+        select m.experiment, m.condition_key, d.agent, d.round, count(*), sum(d.coop_prob),
                sum(d.coop_prob * d.coop_prob), sum(d.cooperated), count(d.cooperated)
         from decisions d join matches m on m.id = d.match_id
         where m.run_id = ? and d.phase = 'play' and d.coop_prob is not null
               and m.status = 'done'
-        group by m.experiment, d.agent, d.round
-        order by m.experiment, d.agent, d.round""",
+        group by m.experiment, m.condition_key, d.agent, d.round
+        order by m.experiment, m.condition_key, d.agent, d.round""",
         [run_id],
     ).fetchall()
-    out: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    out: dict[int, dict[tuple[str, str], list[dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     last_round: dict[int, int] = defaultdict(int)
-    for exp, agent, rnd, n, s, sq, k, nk in rows:
+    for exp, ckey, agent, rnd, n, s, sq, k, nk in rows:
         last_round[exp] = max(last_round[exp], rnd)
-        out[exp][agent].append(
+        out[exp][(ckey, agent)].append(
             {
                 "round": rnd,
                 "coop_rate": s / n,
@@ -242,6 +254,29 @@ def _per_round(db: Any, run_id: str) -> dict[int, dict[str, list[dict[str, Any]]
             }
         )
     return {exp: dict(agents) for exp, agents in out.items() if last_round[exp] > 1}
+
+
+def _series(agent: str, label: str) -> str:
+    """A curve's name: the agent, plus the condition fields (other than similarity) that vary."""
+    return f"{agent} / {label}" if label else agent
+
+
+def _curve(conditions: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """Cooperation over similarity, one series per agent and per other varying condition."""
+    curve: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in conditions:
+        sim = c["condition"].get("similarity")
+        if sim is None:
+            continue
+        for agent, a in c["agents"].items():
+            if a["coop_rate"] is None:
+                continue
+            curve[_series(agent, labels[c["condition_key"]])].append({
+                "similarity": sim, "framing": c["condition"].get("framing"),
+                "prompt": c["condition"].get("prompt"), "coop_rate": a["coop_rate"],
+                "se": a["coop_se"], "n": a["n"], "b_star": c["b_star"],
+            })
+    return {k: sorted(v, key=lambda p: p["similarity"]) for k, v in sorted(curve.items())}
 
 
 def _short(value: Any) -> str:
@@ -291,6 +326,9 @@ def render_text(report: dict[str, Any]) -> Any:
         title = f"experiment {e['experiment']}: {e['game']} / {e['mechanism']} ({e['matches']} matches)"
         if e.get("b_star") is not None:
             title += f"   b* = {e['b_star']:g}"
+        per_condition = e.get("b_star") is None and any(
+            c.get("b_star") is not None for c in e["conditions"]
+        )
         table = Table(title=title, title_justify="left")
         labels = [c.get("label", c["condition_key"]) for c in e["conditions"]]
         width = max([len(lab) for lab in labels] + [9])
@@ -298,6 +336,8 @@ def render_text(report: dict[str, Any]) -> Any:
         table.add_column("agent", no_wrap=True)
         for col in ("n", "coop", "± SE", "Wilson 95%", "sampled", "payoff", "± SE"):
             table.add_column(col, justify="right")
+        if per_condition:
+            table.add_column("b*", justify="right")
         table.caption = "coop: probability mass on the cooperative action; sampled: share of sampled actions"
         for cond in e["conditions"]:
             for agent, a in sorted(cond["agents"].items()):
@@ -306,6 +346,7 @@ def render_text(report: dict[str, Any]) -> Any:
                     cond.get("label", cond["condition_key"]), agent, str(a["n"]), _pct(a["coop_rate"]),
                     _pct(a["coop_se"]), "-" if not w else f"[{100*w[0]:.1f}, {100*w[1]:.1f}]",
                     _pct(a["sampled_coop_rate"]), _num(a["mean_payoff"]), _num(a["payoff_se"], 2),
+                    *([_num(cond.get("b_star"))] if per_condition else []),
                 )
         parts.append(table)
         if e["curve"]:
@@ -362,16 +403,13 @@ def _curve_table(e: dict[str, Any]) -> Any:
     sims = sorted({p["similarity"] for pts in e["curve"].values() for p in pts})
     table = Table(title="cooperation over similarity (probability mass on the cooperative action)",
                   title_justify="left")
-    table.add_column("agent / framing")
+    table.add_column("agent")
     for s in sims:
         marker = "*" if e.get("b_star") is not None and s / 100 >= e["b_star"] else ""
         table.add_column(f"{s:g}{marker}", justify="right")
-    for agent, pts in sorted(e["curve"].items()):
-        by_frame: dict[str, dict[float, float]] = defaultdict(dict)
-        for p in pts:
-            by_frame[f"{agent} / {p.get('framing') or '-'}"][p["similarity"]] = p["coop_rate"]
-        for label, row in by_frame.items():
-            table.add_row(label, *[_pct(row.get(s)) for s in sims])
+    for series, pts in e["curve"].items():
+        row = {p["similarity"]: p["coop_rate"] for p in pts}
+        table.add_row(series, *[_pct(row.get(s)) for s in sims])
     if e.get("b_star") is not None:
         table.caption = f"* similarity at or above b* = {e['b_star']:g}"
     return table

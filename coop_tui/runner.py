@@ -141,7 +141,6 @@ def run_batch(
     dry_run: bool = False,
     console: Console | None = None,
 ) -> int:
-    from coop_tui.store import Store
     from coop_tui.sweep import run_sweep
 
     console = console or Console(stderr=False)
@@ -165,7 +164,7 @@ def run_batch(
         answer = console.input("Start? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             return 1
-    store = Store(db_path)
+    store = open_store(db_path)
     console.print(f"database: {db_path}")
     bus = EventBus()
     view = ProgressView(sweep, console)
@@ -175,6 +174,9 @@ def run_batch(
         if prev is None:
             console.print(f"[yellow]no earlier run named {sweep.name!r}: starting a new one")
         else:
+            from coop_tui.sweep import check_resumable
+
+            check_resumable(prev, sweep)
             done = store.match_status(prev["id"])
             skipped = sum(
                 1 for cell, s in sweep.matches() if done.get(cell.match_key(s)) == "done"
@@ -186,6 +188,20 @@ def run_batch(
     print_summary(summary, console)
     store.close()
     return 0 if summary.status == "done" else 1
+
+
+def open_store(db_path: Path) -> Any:
+    """The database, or one clear error naming ``--db`` (a folder, no permission, ...)."""
+    import sqlite3
+
+    from coop_tui.spec import SpecError
+    from coop_tui.store import Store
+
+    try:
+        return Store(db_path)
+    except (sqlite3.Error, OSError) as exc:
+        raise SpecError("--db", f"cannot open {db_path} as a SQLite database ({exc}); "
+                                "give a writable file path") from None
 
 
 def print_summary(summary: Any, console: Console) -> None:

@@ -457,7 +457,7 @@ class MatchSession(Session):
             return a.strategy
         if a.human:
             return HUMAN
-        return a.model or a.replay or name
+        return a.model or name
 
     def _on_done(self, event: Event) -> None:
         if isinstance(event, MatchDone):

@@ -13,14 +13,14 @@ import itertools
 import json
 import os
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from coop_tui.engine import stable_hash
+from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
 
 # Environment variables litellm reads for each provider prefix; used only to give a
 # clear "missing API key" error before anything runs.
@@ -53,7 +53,6 @@ class AgentSpec(BaseModel):
     model: str | None = Field(default=None, description="provider/model, or local/smollm2")
     strategy: str | None = None
     human: bool = False
-    replay: str | None = Field(default=None, description="run id whose answers to replay")
     params: dict[str, Any] = Field(default_factory=dict, description="strategy parameters")
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -73,8 +72,6 @@ class AgentSpec(BaseModel):
             return "human"
         if self.strategy:
             return "strategy"
-        if self.replay:
-            return "replay"
         if self.model and (self.model.startswith("local/") or self.model.startswith("local:")):
             return "local"
         return "llm"
@@ -122,7 +119,7 @@ class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, lt=2**63)
     concurrency: int = Field(default=8, ge=1, le=1024)
     samples: int = Field(default=1, ge=1)
     max_attempts: int = Field(default=3, ge=1, le=20)
@@ -138,10 +135,10 @@ class SweepSpec(BaseModel):
     @classmethod
     def _one_kind(cls, agents: dict[str, AgentSpec]) -> dict[str, AgentSpec]:
         for name, a in agents.items():
-            kinds = [bool(a.model), bool(a.strategy), a.human, bool(a.replay)]
+            kinds = [bool(a.model), bool(a.strategy), a.human]
             if sum(kinds) != 1:
                 raise ValueError(
-                    f"agent {name!r} must set exactly one of model, strategy, human or replay"
+                    f"agent {name!r} must set exactly one of model, strategy or human"
                 )
         return agents
 
@@ -189,7 +186,14 @@ class Sweep:
 
     @property
     def hash(self) -> str:
-        return stable_hash(public_spec(self.spec))[:16]
+        """What the results depend on: not concurrency, limits, budget or timeouts."""
+        data = public_spec(self.spec)
+        for key in ("concurrency", "provider_limits", "budget_usd"):
+            data.pop(key, None)
+        for agent in data.get("agents", {}).values():
+            for key in NOT_IN_CONTENT_KEY:
+                agent.pop(key, None)
+        return stable_hash(data)[:16]
 
     def matches(self) -> Iterator[tuple[Cell, int]]:
         for cell in self.cells:
@@ -247,7 +251,12 @@ def spec_error_from(exc: ValidationError, prefix: str = "") -> SpecError:
 def read_sweep_file(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise SpecError("", f"sweep file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    if not path.is_file():
+        raise SpecError("", f"{path} is not a file; give the path of a .toml or .yaml sweep file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as exc:
+        raise SpecError(str(path), f"cannot be read as UTF-8 text ({exc})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
@@ -388,6 +397,10 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
     games = exp.game if isinstance(exp.game, list) else [exp.game]
     scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
+    for name_, values in (("game", games), ("scale", scales), ("bonus", bonuses),
+                          ("matchup", exp.matchup if isinstance(exp.matchup, list) else [1])):
+        if not values:
+            raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
     samples = exp.samples or sweep.samples
     cells: list[Cell] = []
     names = list(axes)
@@ -411,6 +424,7 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
                     mech.check_game(game, len(seats))
                 except ValueError as exc:
                     raise SpecError(f"{where}.matchup", str(exc)) from None
+                _check_strategies_fit(sweep, seats, game)
                 cells.append(
                     Cell(
                         experiment=i,
@@ -426,7 +440,37 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
                         on_invalid=exp.on_invalid or sweep.on_invalid,
                     )
                 )
+    seen: set[str] = set()
+    for cell in cells:
+        key = cell.match_key(0)
+        if key in seen:
+            raise SpecError(
+                where,
+                "two grid points are identical (a value or a seating is listed twice); "
+                "list each once and use samples for repeats",
+            )
+        seen.add(key)
     return cells
+
+
+def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:
+    """A strategy that cannot play this game fails here, not in every match of the run."""
+    from coop_tui.decisions import SeatView
+
+    for seat, name in enumerate(seats):
+        agent = sweep.agents[name]
+        if not agent.strategy or seat >= game.n_players:
+            continue
+        from coop_tui.agents.strategies import get_strategy
+
+        try:
+            get_strategy(agent.strategy, **agent.params).distribution(
+                SeatView(game=game, seat=seat, round=1)
+            )
+        except Exception as exc:  # noqa: BLE001 - any failure means it cannot play
+            raise SpecError(
+                f"agents.{name}", f"strategy {agent.strategy} cannot play {game.key}: {exc}"
+            ) from None
 
 
 def _matchup_label(exp: ExperimentSpec, pooled: bool) -> str:

@@ -358,6 +358,15 @@ class Store:
         )
         return rows[0] if rows else None
 
+    def run_cost(self, run_id: str) -> float:
+        """What a run has spent so far (decisions asked in it; reused ones cost nothing)."""
+        row = self.db.execute(
+            "select coalesce(sum(d.cost_usd), 0) from decisions d join matches m"
+            " on m.id = d.match_id where m.run_id = ? and d.reused = 0",
+            [run_id],
+        ).fetchone()
+        return float(row[0])
+
     def resolve_run(self, ref: str | None) -> dict[str, Any] | None:
         """A run by id, id prefix or name; the latest run when ``ref`` is None."""
         if ref is None:
@@ -623,6 +632,8 @@ class Store:
                 "update seats set payoff = ? where match_id = ? and seat = ?",
                 [(payoff, e.match_id, seat) for seat, payoff in enumerate(e.payoffs)],
             )
+            # one failure row per match at most, and none once it has succeeded
+            self.db.conn.execute("delete from failures where match_id = ?", [e.match_id])
             if e.status == "failed":
                 run_id = self.db.execute(
                     "select run_id from matches where id = ?", [e.match_id]

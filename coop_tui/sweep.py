@@ -112,9 +112,25 @@ def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
         if limit:
             key = f"{a.provider}:{name}" if a.max_concurrency else a.provider
             sem = provider_sems.setdefault(key, asyncio.Semaphore(limit))
-        limiter = Limiter(global_sem, sem) if sem else Limiter(global_sem)
+        # The provider slot first: a request queued behind a slow provider must not hold
+        # a global slot that another provider's request could use.
+        limiter = Limiter(sem, global_sem) if sem else Limiter(global_sem)
         agents[name] = build_agent(name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None)
     return agents
+
+
+def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
+    """Refuse to continue a run with a sweep that has changed since: its stored results
+    would silently mix two different experiments."""
+    from coop_tui.spec import SpecError
+
+    if previous.get("sweep_hash") and previous["sweep_hash"] != sweep.hash:
+        raise SpecError(
+            "--resume",
+            f"the sweep {sweep.name!r} has changed since run {previous['id']} was started; "
+            "run it without --resume (a new run reuses identical finished decisions), "
+            "or give it another name",
+        )
 
 
 async def prepare_agents(agents: Any) -> None:
@@ -152,6 +168,7 @@ async def run_sweep(
     if resume:
         previous = store.run(run_id) if run_id else store.latest_run(name=sweep.name)
     if previous is not None:
+        check_resumable(previous, sweep)
         run_id = previous["id"]
         store.set_run_status(run_id, "running")
     else:
@@ -161,6 +178,8 @@ async def run_sweep(
             spec=public_spec(sweep.spec),
         )
     summary = RunSummary(run_id=run_id, name=sweep.name, status="running", matches_total=sweep.total_matches)
+    if previous is not None:  # the budget covers the whole run, not each resume
+        summary.cost_usd = store.run_cost(run_id)
     unsubscribe = [bus.subscribe(store, critical=True), bus.subscribe(_Counter(summary))]
     status = store.match_status(run_id)
     todo: list[tuple[Cell, int]] = []
@@ -326,12 +345,17 @@ async def play_cell(
     except Exception as exc:  # provider gave up after retries, a bug, ...
         bus.emit(MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}"))
         return False
+    except asyncio.CancelledError:  # Ctrl-C or the app closing: say so, then let it unwind
+        bus.emit(MatchDone(match_id, (), status="stopped", error="interrupted"))
+        raise
     bus.emit(MatchDone(match_id, outcome.payoffs, info=outcome.info))
     return True
 
 
 def _game_condition(cell: Cell) -> dict[str, Any]:
-    return {k: cell.game_params[k] for k in ("scale", "bonus") if k in cell.game_params}
+    """The game is part of the condition: an experiment may list several games, scales,
+    bonuses or sizes, and their results must never be pooled."""
+    return {"game": cell.game, **cell.game_params}
 
 
 def game_spec(game: Any) -> dict[str, Any]:

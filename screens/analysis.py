@@ -38,17 +38,13 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 
 def curve_series(e: dict[str, Any]) -> list[tuple[str, list[float], list[float], list[float]]]:
-    """(label, similarity, cooperation, SE) per agent and framing, sorted by similarity."""
+    """(label, similarity, cooperation, SE) per series of the report's curve (an agent, plus
+    the condition fields other than similarity that vary), sorted by similarity."""
     out = []
-    curve = e.get("curve", {})
-    several = len({p.get("framing") or "" for pts in curve.values() for p in pts}) > 1
-    for agent, points in sorted(curve.items()):
-        for framing in sorted({p.get("framing") or "" for p in points}):
-            pts = sorted((p for p in points if (p.get("framing") or "") == framing),
-                         key=lambda p: p["similarity"])
-            label = f"{agent} / {framing}" if several else agent
-            out.append((label, [float(p["similarity"]) for p in pts],
-                        [float(p["coop_rate"]) for p in pts], [float(p["se"] or 0.0) for p in pts]))
+    for label, points in e.get("curve", {}).items():
+        pts = sorted(points, key=lambda p: p["similarity"])
+        out.append((label, [float(p["similarity"]) for p in pts],
+                    [float(p["coop_rate"]) for p in pts], [float(p["se"] or 0.0) for p in pts]))
     return out
 
 

@@ -90,6 +90,30 @@ CASES = {
         "OPENAI_API_KEY",
         "agents.gpt",
     ),
+    "a grid value listed twice": (
+        GOOD_AGENTS
+        + '[[experiments]]\ngame = "prisoners"\nmechanism = "similarity"\nagents = ["tft"]\nsimilarity = [50, 50]\n',
+        "experiments[0]",
+        "listed twice",
+    ),
+    "an empty game list": (
+        GOOD_AGENTS + '[[experiments]]\ngame = []\nagents = ["tft"]\n',
+        "experiments[0].game",
+        "empty",
+    ),
+    "a strategy that cannot play the game": (
+        'name = "bad"\n[agents.m]\nstrategy = "mixed"\nparams = { probs = [0.2, 0.3, 0.5] }\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["m"]\n',
+        "agents.m",
+        "cannot play prisoners",
+    ),
+    "a missing benchmark catalogue": (
+        GOOD_AGENTS
+        + '[[experiments]]\ngame = "prisoners"\nmechanism = "similarity"\nagents = ["tft"]\n'
+        'similarity = 50\nprompt = "benchmark"\nbenchmarks_file = "/nonexistent/catalogue.toml"\n',
+        "experiments[0]",
+        "benchmark catalogue",
+    ),
     "unknown experiment field": (
         GOOD_AGENTS + '[[experiments]]\ngame = "prisoners"\nagents = ["tft"]\nrounds = 3\n',
         "experiments[0].rounds",

@@ -23,10 +23,6 @@ def build_agent(name: str, spec: AgentSpec, *, limiter: Any = None, base: Path |
         from coop_tui.agents.human import HumanAgent
 
         return HumanAgent(name)
-    if kind == "replay":
-        from coop_tui.agents.replay import ReplayAgent
-
-        return ReplayAgent(name, spec.replay or "")
     if kind == "local":
         from coop_tui.agents.local import LocalAgent
 
