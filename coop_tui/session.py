@@ -146,9 +146,17 @@ def setup_to_sweep(setup: MatchSetup) -> dict[str, Any]:
             agents[name] = entry
         names.append(by_text[norm])
     experiment: dict[str, Any] = {"game": setup.game, "mechanism": setup.mechanism}
+    from coop_tui.mechanisms import mechanism_class
+
+    pooled = getattr(mechanism_class(setup.mechanism), "pooled", False)
     if len(set(names)) == 1:
         experiment["matchup"] = "self"
         experiment["agents"] = [names[0]]
+    elif pooled:
+        # a population mechanism (Reputation) fills its population from the seats' agents
+        # in turn, however many seats the form shows
+        experiment["matchup"] = "cross"
+        experiment["agents"] = list(dict.fromkeys(names))
     else:
         experiment["matchup"] = [names]
         experiment["agents"] = list(dict.fromkeys(names))
@@ -287,13 +295,19 @@ def prompt_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" for m in messages)
 
 
-def human_answer(text: str, labels: Sequence[str]) -> str:
+def human_answer(text: str, labels: Sequence[str], kind: str = "mixed") -> str:
     """A human's typed move as the JSON answer the parser expects.
 
     ``0`` / ``1`` / ``A1`` pick a pure action; ``A0=70 A1=30`` (or ``A0:70, A1:30``) and
-    JSON give a mixed strategy. Raises ValueError with a message to show.
+    JSON give a mixed strategy. Raises ValueError with a message to show. Other answer
+    kinds (a mediator design, votes, a signature, a contract) are passed on as typed: the
+    same parser as for models checks them, and a bad one is asked again with the reason.
     """
     raw = text.strip()
+    if kind != "mixed":
+        if not raw:
+            raise ValueError("type your answer in the format the prompt shows")
+        return raw
     if not raw:
         raise ValueError("type an action number or percentages such as A0=70 A1=30")
     upper = [lab.upper() for lab in labels]
@@ -430,7 +444,8 @@ class MatchSession(Session):
         self.sweep = setup if isinstance(setup, Sweep) else build_setup_sweep(setup)
         self.run_kind = run_kind
         self.stop_grace = stop_grace
-        cell = self.sweep.cells[0]
+        # the widest grid point sets the panes: a population axis may grow later matches
+        cell = max(self.sweep.cells, key=lambda c: len(c.seats))
         self.cell = cell
         self.game = cell_game(cell, self.sweep.source.parent if self.sweep.source else None)
         self.seat_names = [self._display(n) for n in cell.seats]
@@ -582,7 +597,7 @@ class ReplaySession(Session):
             self.phases = tuple(mechanism_class(self.mechanism).phases)
         except Exception:
             self.phases = ("play",)
-        self.title = f"replay · {getattr(self.game, 'title', self.match['game'])} · {self.mechanism}"
+        self.title = f"{getattr(self.game, 'title', self.match['game'])} · {self.mechanism}"
 
     async def _wait(self, seconds: float) -> None:
         from coop_tui.engine import MatchStopped

@@ -355,10 +355,18 @@ class LiveScreen(NavScreen):
         prompt = Text()
         prompt.append(f"Your move as Player {turn.seat + 1}", style="bold")
         prompt.append(f" (round {turn.request.round}, {turn.request.phase}). ", style="dim")
-        prompt.append(f"Keys: {labels}; or type percentages like ", style="")
-        prompt.append(" ".join(f"{lab}={100 // max(1, len(turn.request.labels))}" for lab in turn.request.labels),
-                      style="bold")
-        prompt.append(", then Enter.")
+        if turn.request.kind != "mixed":
+            from coop_tui.engine import example_for
+
+            prompt.append("Type your answer as the prompt asks, e.g. ")
+            prompt.append(example_for(turn.request.kind, turn.request.labels,
+                                      dict(turn.request.options)), style="bold")
+            prompt.append(", then Enter.")
+        else:
+            prompt.append(f"Keys: {labels}; or type percentages like ", style="")
+            prompt.append(" ".join(f"{lab}={100 // max(1, len(turn.request.labels))}"
+                                   for lab in turn.request.labels), style="bold")
+            prompt.append(", then Enter.")
         self.query_one("#human-prompt", Static).update(prompt)
         box = self.query_one("#human-input", Input)
         box.disabled = False
@@ -399,7 +407,7 @@ class LiveScreen(NavScreen):
             return
         turn = self.turns[0]
         try:
-            answer = human_answer(event.value, turn.request.labels)
+            answer = human_answer(event.value, turn.request.labels, turn.request.kind)
         except ValueError as exc:
             self.query_one("#human-prompt", Static).update(Text(f"✗ {exc}", style="bold red"))
             return

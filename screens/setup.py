@@ -151,6 +151,7 @@ class SetupScreen(NavScreen):
         Binding("ctrl+b", "headless", "Run headless"),
         Binding("ctrl+r", "runs", "Runs"),
         Binding("f1", "help", "Help"),
+        Binding("escape", "back", "Quit"),
         Binding("ctrl+g", "start", "Start", show=False),
     ]
 
@@ -398,11 +399,14 @@ class SetupScreen(NavScreen):
             self.show_message(f"preview failed: {type(exc).__name__}: {exc}", error=True)
             return
         self.preview = prompts
+        first = next(iter(sweep.cells), None)
+        seat_agents = dict(enumerate(first.seats)) if first else {}
         out = Text()
         for seat, messages in prompts.items():
             if out:
                 out.append("\n\n")
-            out.append(f"── Seat {seat + 1} · {setup.seats[seat]} ", style="bold reverse")
+            agent = setup.seats[seat] if seat < len(setup.seats) else seat_agents.get(seat, "?")
+            out.append(f"── Seat {seat + 1} · {agent} ", style="bold reverse")
             out.append("\n")
             out.append(prompt_text(messages))
         if not prompts:

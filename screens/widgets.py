@@ -343,14 +343,20 @@ class Timeline(Static):
             out.append("  ".join(f"P{s + 1} {_fmt(round(p, 3))}" for s, p in enumerate(self.final)), style="bold green")
         if self.rounds:
             out.append("\n")
-            shown = self.rounds[-12:]
+            # the newest rounds, on one line even at 100 columns
+            shown = self.rounds[-6:]
             if len(self.rounds) > len(shown):
                 out.append("… ", style="dim")
-            for r, actions, payoffs, _ in shown:
+            n_seats = len(self.totals)
+            for r, actions, payoffs, seats in shown:
+                seats = list(seats) if seats else list(range(len(actions)))
+                order = sorted(range(len(actions)), key=lambda k: seats[k])
                 out.append(f"R{r} ", style="dim")
-                out.append("/".join(f"A{a}" for a in actions))
+                if len(seats) < n_seats:  # one pairing of a population (Reputation)
+                    out.append("-".join(f"P{seats[k] + 1}" for k in order) + " ", style="dim")
+                out.append("/".join(f"A{actions[k]}" for k in order))
                 out.append(" ")
-                out.append("(" + ",".join(_fmt(p) for p in payoffs) + ")", style="dim")
+                out.append("(" + ",".join(_fmt(payoffs[k]) for k in order) + ")", style="dim")
                 out.append("  ")
         return out
 

@@ -181,6 +181,23 @@ async def test_public_good_shows_one_pane_per_seat(tmp_path: Path) -> None:
     assert len(app.store.decisions(match_id)) == 3
 
 
+async def test_reputation_from_the_setup_fills_its_population_from_the_seats(tmp_path: Path) -> None:
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready_setup(pilot)
+        screen.query_one("#mechanism", Select).value = "reputation"
+        await until(pilot, lambda: screen._built_mechanism == "reputation", "reputation fields")
+        set_seats(screen, "tit_for_tat", "always_defect")
+        await screen.wait_ready()
+        assert screen.error is None
+        screen.action_start()
+        live = await finished_live(pilot)
+        assert len(live.query(SeatPane)) == 4  # population 4: tft, alld, tft, alld
+        match_id = live.session.match_id
+    seats = [s["agent"] for s in app.store.seats(match_id)]
+    assert seats == ["tit_for_tat", "always_defect"] * 2
+
+
 async def test_live_keys_open_inspector_runs_and_analysis(tmp_path: Path) -> None:
     app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -533,3 +550,14 @@ async def test_agent_suggestions_complete_strategies_and_litellm_models() -> Non
     assert "openai/gpt-4o-mini" in models
     suggester.extend(models)
     assert (await suggester.get_suggestion("openai/gpt-4o-mi")).startswith("openai/gpt-4o-mini")
+
+
+def test_a_human_answers_other_phases_in_the_prompts_own_format() -> None:
+    from coop_tui.session import human_answer
+
+    proposal = '{"1": "A0", "2": "A1"}'
+    assert human_answer(proposal, ["A0", "A1"], "mediator") == proposal
+    assert human_answer(' {"M1": true} ', ["M1"], "approvals") == '{"M1": true}'
+    assert human_answer("0", ["A0", "A1"], "mixed") == '{"A0": 100, "A1": 0}'
+    with pytest.raises(ValueError):
+        human_answer("  ", ["M1"], "approvals")
