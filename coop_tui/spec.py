@@ -336,7 +336,14 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
             )
         needs_key = check_keys and not agent.api_base and agent.provider not in KEYLESS_PROVIDERS
         if needs_key and agent.resolve_key() is None:
-            env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider, "<PROVIDER>_API_KEY")
+            env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider)
+            if env is None:
+                raise SpecError(
+                    f"{where}.model",
+                    f"coop-tui does not know which variable holds the key for provider "
+                    f"{agent.provider!r}: name it with api_key_env (or give api_base for an "
+                    f"OpenAI-compatible server)",
+                )
             raise SpecError(
                 f"{where}.model",
                 f"no API key for {agent.model}: set {env} in the environment or a .env file, "
