@@ -57,6 +57,8 @@ class CoopApp(App[int]):
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         self.session: Any = None
+        self.sessions: list[Any] = []
+        """Every session opened, so no screen deletes a run one of them still writes."""
 
     @property
     def store(self) -> Store:
@@ -88,6 +90,7 @@ class CoopApp(App[int]):
         from coop_tui.screens.live import LiveScreen
 
         self.session = session
+        self.sessions.append(session)
         screen = LiveScreen(session, root=root)
         self.push_screen(screen)
         return screen

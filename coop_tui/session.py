@@ -392,6 +392,8 @@ class Session:
         elif isinstance(event, MatchStarted):
             self.match_id = event.match_id
             self.run_id = event.run_id or self.run_id
+            # each grid point has its own condition (the game is in the title already)
+            self.condition = {k: v for k, v in event.condition.items() if k != "game"}
         elif isinstance(event, RunDone):
             self.run_id = event.run_id
 

@@ -246,6 +246,7 @@ class LiveScreen(NavScreen):
         timeline = self.query_one(Timeline)
         if isinstance(event, MatchStarted):
             self.match_index += 1
+            self.query_one("#live-title", Static).update(self._title_text())
             if self.match_index > 1:
                 for pane in self.panes:
                     await pane.reset()

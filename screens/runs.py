@@ -343,8 +343,9 @@ class RunsScreen(NavScreen):
         run_id = self.selected_run()
         if run_id is None:
             return
-        session = getattr(self.app, "session", None)
-        if session is not None and getattr(session, "run_id", None) == run_id and not session.finished:
+        live = [s for s in getattr(self.app, "sessions", [])
+                if getattr(s, "run_id", None) == run_id and not s.finished]
+        if live:
             self.notify("this run is still playing; stop it before deleting", severity="warning")
             return
         run = self.run_rows.get(run_id, {})
