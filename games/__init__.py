@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 import inspect
 import os
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from coop_tui.games.base import Game, GameError
 from coop_tui.games.transforms import TRANSFORM_PARAMS, apply_transforms
+from coop_tui.plugins import import_plugins
 
 USER_SUFFIXES = (".toml", ".yaml", ".yml")
 _NOT_FAMILIES = {"base", "user", "transforms"}
@@ -42,7 +41,6 @@ class GameFamily:
 
 
 _REGISTRY: dict[str, GameFamily] = {}
-_loaded = False
 
 
 def register_game(key: str) -> Callable[[Callable[..., Game]], Callable[..., Game]]:
@@ -67,13 +65,7 @@ def register_game(key: str) -> Callable[[Callable[..., Game]], Callable[..., Gam
 
 
 def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for info in pkgutil.iter_modules(__path__):
-        if info.name not in _NOT_FAMILIES and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+    import_plugins(__name__, __path__, _NOT_FAMILIES)
 
 
 def game_keys() -> list[str]:

@@ -7,13 +7,11 @@ Drop a module in this folder that defines a ``Mechanism`` subclass decorated wit
 from __future__ import annotations
 
 import difflib
-import importlib
-import pkgutil
 
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.plugins import import_plugins
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
-_loaded = False
 
 
 class MechanismError(ValueError):
@@ -26,13 +24,7 @@ def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
 
 
 def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for info in pkgutil.iter_modules(__path__):
-        if info.name not in ("base",):
-            importlib.import_module(f"{__name__}.{info.name}")
+    import_plugins(__name__, __path__, ("base",))
 
 
 def mechanism_keys() -> list[str]:

@@ -12,8 +12,6 @@ How a strategy sits in a seat (and what it answers outside the play phase) is de
 from __future__ import annotations
 
 import difflib
-import importlib
-import pkgutil
 from typing import Any
 
 from coop_tui.agents.strategies.base import (
@@ -23,6 +21,7 @@ from coop_tui.agents.strategies.base import (
     register,
     registry,
 )
+from coop_tui.plugins import import_plugins
 
 __all__ = [
     "Strategy",
@@ -33,17 +32,10 @@ __all__ = [
     "strategy_names",
 ]
 
-_loaded = False
 
 
 def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for info in pkgutil.iter_modules(__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
-    _loaded = True
+    import_plugins(__name__, __path__, ("base",))
 
 
 def _key(name: str) -> str:
