@@ -558,12 +558,7 @@ class MatchSession(Session):
         except Exception as exc:
             self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
             raise
-        if self._stopping:
-            # run_sweep counts a stopped last match as failed; the user stopped this run.
-            self.status = "stopped"
-            self.store.set_run_status(summary.run_id, "stopped", "stopped by the user")
-        else:
-            self.status = summary.status
+        self.status = "stopped" if self._stopping else summary.status
         self.error = self.error or ("; ".join(summary.errors) or None)
 
 

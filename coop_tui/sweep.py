@@ -223,12 +223,12 @@ async def run_sweep(
                 summary.errors.append(f"budget of ${budget:g} reached; remaining matches not played")
                 stop.set()
                 return
-            ok = await play_cell(
+            status = await play_cell(
                 cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus, store=store,
                 renderer=renderer, base=base, pause=pause, on_context=on_context,
             )
             summary.matches_done += 1
-            if not ok:
+            if status == "failed":
                 summary.matches_failed += 1
             progress()
 
@@ -249,7 +249,9 @@ async def run_sweep(
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:
             u()
-    error = "; ".join(summary.errors[:3]) or None
+    error = "; ".join(summary.errors[:3]) or (
+        "stopped by the user" if summary.status == "stopped" else None
+    )
     if summary.matches_failed:
         error = f"{summary.matches_failed} match(es) failed" + (f"; {error}" if error else "")
     bus.emit(RunDone(run_id, summary.status, error))
@@ -283,8 +285,9 @@ async def play_cell(
     base: Path | None = None,
     pause: asyncio.Event | None = None,
     on_context: Callable[[MatchContext], None] | None = None,
-) -> bool:
-    """Play one match of the grid; returns False when it failed (recorded, not raised)."""
+) -> str:
+    """Play one match of the grid; returns its status: done, failed or stopped (a failure
+    is recorded, not raised)."""
     from coop_tui.mechanisms import mechanism_class
 
     match_key = cell.match_key(sample)
@@ -338,18 +341,18 @@ async def play_cell(
         outcome = await mechanism.play(ctx)
     except MatchStopped:
         bus.emit(MatchDone(match_id, (), status="stopped", error="stopped by the user"))
-        return False
+        return "stopped"
     except MatchAborted as exc:
         bus.emit(MatchDone(match_id, (), status="failed", error=str(exc)))
-        return False
+        return "failed"
     except Exception as exc:  # provider gave up after retries, a bug, ...
         bus.emit(MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}"))
-        return False
+        return "failed"
     except asyncio.CancelledError:  # Ctrl-C or the app closing: say so, then let it unwind
         bus.emit(MatchDone(match_id, (), status="stopped", error="interrupted"))
         raise
     bus.emit(MatchDone(match_id, outcome.payoffs, info=outcome.info))
-    return True
+    return "done"
 
 
 def _game_condition(cell: Cell) -> dict[str, Any]:
