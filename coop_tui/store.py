@@ -186,6 +186,15 @@ def m002_analysis_indexes(db: sqlite_utils.Database) -> None:
     db["matches"].create_index(["run_id", "experiment", "condition_key"], if_not_exists=True)
 
 
+@migration
+def m003_replicates(db: sqlite_utils.Database) -> None:
+    # A replicate is an independent copy of a whole tournament (CoopEval runs three);
+    # population metrics are computed per replicate, then averaged.
+    if "replicate" not in db["matches"].columns_dict:
+        db["matches"].add_column("replicate", int, not_null_default=0)
+    db["matches"].create_index(["run_id", "experiment", "replicate"], if_not_exists=True)
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -553,6 +562,7 @@ class Store:
             "similarity": e.condition.get("similarity"),
             "matchup": info.pop("matchup", None),
             "sample": e.sample,
+            "replicate": int(info.pop("replicate", 0) or 0),
             "seed": e.seed,
             "status": "running",
             "error": None,
