@@ -46,17 +46,26 @@ from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
 
 GAMES = {
-    # CoopEval game type -> (our key, title); all are 2 x 2 tables keyed "CC", "CD", ...
+    # CoopEval game type -> (our key, title); the 2 x 2 ones are tables keyed "CC", "CD", ...
     "PrisonersDilemma": ("prisoners", "Prisoner's Dilemma"),
     "TrustGame": ("trust", "Trust"),
     "StagHunt": ("stag_hunt", "Stag Hunt"),
+    "MatchingPennies": ("matching_pennies", "Matching Pennies"),
+    # described by parameters, built with our own game families
+    "PublicGoods": ("public_good", "Public Goods"),
+    "TravellersDilemma": ("travelers", "Traveler's Dilemma"),
 }
 MECHANISMS = {
     "NoMechanism": "none",
     "Repetition": "repetition",
     "Mediation": "mediation",
     "Contracting": "contracting",
+    "Reputation": "reputation",
+    "ReputationFirstOrder": "reputation",
 }
+REPUTATION_ORDER = {"Reputation": "higher", "ReputationFirstOrder": "first"}
+"""CoopEval's two Reputation variants: agents see first-order reputations only
+(``max_recursion_depth`` 1) or also their co-players' reputations' reputations."""
 AGENT_SUFFIX = {"CoTAgent": "CoT", "IOAgent": "IO"}
 _PLAYER = re.compile(r"^(?P<agent>.+)#P(?P<seat>\d+)$")
 _RETRY_QUOTE = re.compile(
@@ -138,6 +147,8 @@ def build_game(config: dict[str, Any], action_names: Iterable[str]) -> Game:
             f"config.json: game.type {gtype!r} is not supported by the importer; "
             f"supported: {', '.join(GAMES)}"
         )
+    if gtype in ("PublicGoods", "TravellersDilemma"):
+        return _parameterised_game(gtype, game_cfg.get("kwargs") or {})
     table = (game_cfg.get("kwargs") or {}).get("payoff_matrix")
     if not isinstance(table, dict) or not all(isinstance(k, str) and len(k) == 2 for k in table):
         raise CoopEvalError(
@@ -178,6 +189,45 @@ def build_game(config: dict[str, Any], action_names: Iterable[str]) -> Game:
         cooperative=([coop], [coop]),
         defect=(1 - coop, 1 - coop),
         params={"source": "coopeval", "type": gtype, "payoff_matrix": table},
+    )
+
+
+def _parameterised_game(gtype: str, kwargs: dict[str, Any]) -> Game:
+    """Public Goods and Traveler's Dilemma: CoopEval gives parameters, not a table."""
+    try:
+        if gtype == "PublicGoods":
+            from coop_tui.games.public_good import public_good
+
+            game = public_good(
+                players=int(kwargs.get("num_players", 3)), alpha=float(kwargs.get("multiplier", 1.5))
+            )
+        else:
+            from coop_tui.games.travelers import travelers
+
+            if float(kwargs.get("claim_spacing", 1)) != 1:
+                raise CoopEvalError(
+                    "config.json: game.kwargs.claim_spacing must be 1 (claims one unit apart)"
+                )
+            game = travelers(
+                levels=int(kwargs.get("num_actions", 4)),
+                low=float(kwargs.get("min_claim", 2)),
+                reward=float(kwargs.get("bonus", 2)),
+            )
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, CoopEvalError):
+            raise
+        raise CoopEvalError(f"config.json: game.kwargs {kwargs} are not valid: {exc}") from None
+    key, title = GAMES[gtype]
+    params = {**game.params, "source": "coopeval", "type": gtype, "kwargs": kwargs}
+    return Game(
+        key=game.key,
+        title=f"{title} (CoopEval)",
+        description=game.description,
+        action_names=game.action_names,
+        payoffs=game.payoffs,
+        cooperative=game.cooperative,
+        defect=game.defect,
+        params=params,
     )
 
 
@@ -430,23 +480,35 @@ def _matchup_check(directory: Path, matches: list[_Match], discount: float) -> d
     return {"matchup_payoffs": "agree" if agree else "disagree", "max_abs_difference": worst}
 
 
-def plan_import(directory: Path) -> ImportPlan:
-    """Read and check a CoopEval directory; build every row without touching a database."""
+def plan_import(
+    directory: Path, *, run_id: str | None = None, experiment: int = 0, replicate: int = 0
+) -> ImportPlan:
+    """Read and check a CoopEval directory; build every row without touching a database.
+
+    ``run_id`` / ``experiment`` / ``replicate`` place the tournament inside a study
+    import (:func:`plan_path`); alone, a tournament is its own run.
+    """
     directory = Path(directory)
     if not directory.is_dir():
         raise CoopEvalError(f"{directory}: not a directory; pass a CoopEval run directory")
     config = _read_json(directory / "config.json", "config.json (game, mechanism, agents)")
     if not isinstance(config, dict):
         raise CoopEvalError(f"{directory / 'config.json'}: expected a JSON object")
-    records = _records(directory / "records.jsonl")
-
     mech_cfg = config.get("mechanism") or {}
     mech_type = mech_cfg.get("type")
     if mech_type not in MECHANISMS:
         raise CoopEvalError(
             f"config.json: mechanism.type {mech_type!r} is not supported by the importer; "
-            f"supported: {', '.join(MECHANISMS)} (Reputation has no matchup metagame)"
+            f"supported: {', '.join(MECHANISMS)}"
         )
+    payoffs_only = not (directory / "records.jsonl").is_file() or mech_type in REPUTATION_ORDER
+    if payoffs_only:
+        from coop_tui.importers.coopeval_payoffs import plan_from_payoffs
+
+        return plan_from_payoffs(
+            directory, config, run_id=run_id, experiment=experiment, replicate=replicate
+        )
+    records = _records(directory / "records.jsonl")
     mechanism = MECHANISMS[mech_type]
     mech_kwargs = mech_cfg.get("kwargs") or {}
 
@@ -495,7 +557,8 @@ def plan_import(directory: Path) -> ImportPlan:
         }
 
     content = _content_hash(directory)
-    run_id = f"coopeval-{content[:12]}"
+    single = run_id is None
+    run_id = run_id or f"coopeval-{content[:12]}"
     log = _log_entries(directory / "game_log.txt")
     designs = _designs(directory, mechanism)
     check = _matchup_check(directory, matches, discount)
@@ -531,10 +594,13 @@ def plan_import(directory: Path) -> ImportPlan:
     ckey = condition_key(condition)
     seen_seating: Counter[tuple[str, ...]] = Counter()
     referenced: set[str] = set()
-    builder = _DecisionBuilder(plan, run_id, game, letters, log, referenced)
+    tag = run_id if single else f"{run_id}:{experiment}:{replicate}"
+    builder = _DecisionBuilder(plan, tag, game, letters, log, referenced)
     proposed: set[str] = set()
     for number, m in enumerate(matches):
-        match_id = f"{run_id}-{number:05d}"
+        match_id = (
+            f"{run_id}-{number:05d}" if single else f"{run_id}-{experiment}-{replicate}-{number:05d}"
+        )
         sample = seen_seating[tuple(m.agents)]
         seen_seating[tuple(m.agents)] += 1
         weights = round_weights(len(m.rounds), discount)
@@ -548,8 +614,10 @@ def plan_import(directory: Path) -> ImportPlan:
             {
                 "id": match_id,
                 "run_id": run_id,
-                "match_key": f"coopeval:{m.line}",
-                "experiment": 0,
+                "match_key": f"coopeval:{m.line}" if single
+                else f"coopeval:{experiment}:{replicate}:{m.line}",
+                "experiment": experiment,
+                "replicate": replicate,
                 "game": game.key,
                 "game_spec": spec_json,
                 "mechanism": mechanism,
@@ -837,10 +905,10 @@ class _DecisionBuilder:
         sigs = m.extra.get("signatures")
         if not isinstance(sigs, dict):
             return
-        signed = {}
+        signed: dict[int, bool] = {}
         for player, sig in sigs.items():
             agent, seat = _split_player(player, f"records.jsonl:{m.line}")
-            signed[str(seat)] = bool(sig.get("agree"))
+            signed[seat] = bool(sig.get("agree"))
             self._row(
                 match_id,
                 1,
@@ -857,7 +925,12 @@ class _DecisionBuilder:
                 "match_id": match_id,
                 "round": 1,
                 "phase": "sign",
-                "info": json.dumps({"signed": signed, "all_signed": m.extra.get("all_signed")}),
+                # the shape our own Contracting stores: a flag per seat, in seat order
+                "info": json.dumps({
+                    "signed": [signed.get(seat) for seat in range(len(m.agents))],
+                    "active": bool(m.extra.get("all_signed", signed and all(signed.values()))),
+                    "all_signed": m.extra.get("all_signed"),
+                }),
             }
         )
 
@@ -923,10 +996,132 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
 
 
 def import_coopeval(directory: Path, store: Any) -> dict[str, Any]:
-    """Import one CoopEval directory into an open store; returns the import summary."""
-    plan = plan_import(directory)
+    """Import a CoopEval tournament, run or study into an open store; returns the summary."""
+    plan = plan_path(directory)
     replaced = write_plan(store, plan)
     return {**plan.summary, "replaced": replaced}
+
+
+# ----------------------------------------------------------------------------- runs, studies
+
+
+def _is_tournament(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def _tournaments(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and _is_tournament(p))
+
+
+def layout(path: Path) -> tuple[str, list[list[Path]]]:
+    """What ``path`` is: ``tournament``, ``run`` (of tournaments) or ``study`` (of runs).
+
+    Returns the kind and the tournament directories grouped by run, runs in name order
+    (CoopEval names them ``run1_<date>``, ``run2_<date>`` ...), so the n-th run gives
+    replicate n-1 of every tournament it holds.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise CoopEvalError(f"{path}: not a directory; pass a CoopEval tournament, run or study")
+    if _is_tournament(path):
+        return "tournament", [[path]]
+    own = _tournaments(path)
+    if own:
+        return "run", [own]
+    runs = [p for p in sorted(path.iterdir()) if p.is_dir() and _tournaments(p)]
+    if runs:
+        return "study", [_tournaments(r) for r in runs]
+    raise CoopEvalError(
+        f"{path}: no CoopEval tournament here (a tournament directory holds config.json; "
+        f"a run holds tournament directories; a study holds runs)"
+    )
+
+
+def _study_hash(groups: list[list[Path]]) -> str:
+    digest = hashlib.sha256()
+    for run in groups:
+        for t in run:
+            digest.update(f"{t.parent.name}/{t.name}".encode())
+            for name in ("config.json", "matchup_payoffs.json", "matchup_payoffs.json.gz"):
+                if (t / name).is_file():
+                    digest.update((t / name).read_bytes())
+            if (t / "records.jsonl").is_file():
+                digest.update(str((t / "records.jsonl").stat().st_size).encode())
+    return digest.hexdigest()
+
+
+def plan_path(path: Path) -> ImportPlan:
+    """A plan for a tournament, or one run holding every tournament of a run or study.
+
+    The same tournament name in different runs is one experiment with one replicate per
+    run (``matches.replicate``), so the report averages its metrics over the runs.
+    """
+    kind, groups = layout(Path(path))
+    if kind == "tournament":
+        return plan_import(groups[0][0])
+    content = _study_hash(groups)
+    run_id = f"coopeval-{kind}-{content[:12]}"
+    names = sorted({t.name for run in groups for t in run})
+    experiments = {name: i for i, name in enumerate(names)}
+    now = time.time()
+    merged = ImportPlan(run={})
+    tournaments = []
+    for replicate, run in enumerate(groups):
+        for t in run:
+            try:
+                plan = plan_import(
+                    t, run_id=run_id, experiment=experiments[t.name], replicate=replicate
+                )
+            except CoopEvalError as exc:
+                raise CoopEvalError(f"{t}: {exc}") from None
+            for rows in ("matches", "seats", "rounds", "phases", "decisions"):
+                getattr(merged, rows).extend(getattr(plan, rows))
+            spec = json.loads(plan.run["spec"])
+            tournaments.append({
+                "name": t.name,
+                "run": t.parent.name if kind == "study" else Path(path).name,
+                "directory": str(t.resolve()),
+                "experiment": experiments[t.name],
+                "replicate": replicate,
+                "mechanism": (spec.get("config", {}).get("mechanism") or {}).get("type"),
+                "game": (spec.get("config", {}).get("game") or {}).get("type"),
+                "published": spec.get("published"),
+                "checks": spec.get("checks"),
+                "summary": plan.summary,
+            })
+    root = Path(path)
+    merged.run = {
+        "id": run_id,
+        "name": root.resolve().name,
+        "kind": "import",
+        "status": "done",
+        "seed": 0,
+        "sweep_hash": content,
+        "spec": json.dumps(
+            {"source": "coopeval", "layout": kind, "directory": str(root.resolve()),
+             "runs": len(groups), "tournaments": tournaments},
+            default=str,
+        ),
+        "created_at": now,
+        "finished_at": now,
+        "error": None,
+    }
+    merged.summary = {
+        "run_id": run_id,
+        "name": merged.run["name"],
+        "layout": kind,
+        "runs": len(groups),
+        "tournaments": len(tournaments),
+        "experiments": len(experiments),
+        "matches": len(merged.matches),
+        "decisions": len(merged.decisions),
+        "decisions_with_log": sum(1 for d in merged.decisions if d["prompt"] != "[]"),
+        "failed_attempts": sum(t["summary"].get("failed_attempts", 0) for t in tournaments),
+        "matchup_payoffs": "; ".join(
+            sorted({str(t["summary"].get("matchup_payoffs")) for t in tournaments})
+        ),
+    }
+    return merged
 
 
 def import_command(directory: Path, db_path: Path) -> int:
@@ -935,7 +1130,7 @@ def import_command(directory: Path, db_path: Path) -> int:
     from coop_tui.store import Store
 
     try:
-        plan = plan_import(directory)
+        plan = plan_path(directory)
     except CoopEvalError as exc:
         return fail(str(exc))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a layout we did not foresee
@@ -947,6 +1142,14 @@ def import_command(directory: Path, db_path: Path) -> int:
         store.close()
     s = plan.summary
     verb = "replaced" if replaced else "imported"
+    if "layout" in s:
+        print(
+            f"{verb} run {s['run_id']} ({s['name']}): a CoopEval {s['layout']} of {s['runs']} "
+            f"run(s), {s['tournaments']} tournaments as {s['experiments']} experiments, "
+            f"{s['matches']} matches, {s['decisions']} decisions"
+        )
+        print(f"database: {db_path}")
+        return 0
     print(
         f"{verb} run {s['run_id']} ({s['name']}): {s['matches']} matches, {s['decisions']} "
         f"decisions ({s['decisions_with_log']} with prompts from the game log, "
