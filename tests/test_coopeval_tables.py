@@ -63,12 +63,32 @@ def _cell(report: dict, table: str, mechanism: str, order, metric: str, agent: s
     return found[0]
 
 
+def _devrank_agreement(db: str, *, freeze: str) -> int:
+    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.store import Store
+
+    store = Store(Path(db))
+    try:
+        run_id = store.db.execute("select id from runs").fetchone()[0]
+        cells = paper_tables(store, run_id, freeze=freeze)["tables"]
+    finally:
+        store.close()
+    agree = 0
+    for c in cells:
+        if c["table"] == "all" or c["metric"] != "deviation_rank":
+            continue
+        digits = 1 if c["agent"] != "average" else 3
+        printed = PAPER_TABLES[c["table"]][(c["mechanism"], c["order"], c["metric"])][c["agent"]]
+        agree += (f"{c['value']:.{digits}f}", f"{c['se']:.{digits}f}") == printed
+    return agree
+
+
 def test_the_study_imports_as_one_run_with_three_replicates(study_report):
     tournaments = {c["table"] + "/" + c["mechanism"] + "/" + str(c["order"])
                    for c in study_report["tables"] if c["table"] != "all"}
     assert tournaments == {
         "trust/none/None", "trust/reputation/first", "trust/reputation/higher",
-        "prisoners/reputation/first",
+        "prisoners/reputation/first", "stag_hunt/none/None",
     }
     assert {c["n"] for c in study_report["tables"] if c["table"] != "all"} == {3}
 
@@ -94,11 +114,13 @@ def test_every_reachable_mean_and_fitness_cell_matches_the_paper(study_report, c
             agree += 1
         else:
             differ.add((c["table"], c["mechanism"], c["order"], c["metric"], c["agent"]))
+    vertex_agree = _devrank_agreement(study_report["_db"], freeze="vertex")
     with capsys.disabled():
         print(f"\nCoopEval tables: {agree}/{compared} Mean/Fitness cells reproduced exactly "
-              f"({', '.join(sorted(tables))}); "
-              f"DevRank agreement {dr_agree}/{dr_compared} cells")
-    assert compared == 35
+              f"({', '.join(sorted(tables))}); DevRank agreement {dr_agree}/{dr_compared} cells "
+              f"(our solver-independent ratings), {vertex_agree}/{dr_compared} with "
+              f"freeze='vertex' (HiGHS's vertex; the paper used Gurobi's)")
+    assert compared == 49
     assert differ == KNOWN_DIFFERENCES
     assert agree == compared - len(KNOWN_DIFFERENCES)
 
@@ -159,7 +181,7 @@ def test_evolution_trajectories_are_reported(study_report):
             assert sum(s[i] for s in e["shares"].values()) == pytest.approx(1.0)
         assert all(s[0] == pytest.approx(1 / 6) for s in e["shares"].values())
         final = next(r for r in study_report["per_replicate"]
-                     if r["mechanism"] == "none" and r["replicate"] == e["replicate"])
+                     if (r["table"], r["mechanism"], r["replicate"]) == ("trust", "none", e["replicate"]))
         for agent, shares in e["shares"].items():
             assert shares[-1] == pytest.approx(final["share"][agent])
 
@@ -190,7 +212,7 @@ def test_a_run_directory_imports_with_one_replicate(tmp_path, capsys):
     run = STUDY / "run2_20260124_025842"
     db = tmp_path / "run.db"
     code, out, _ = _run(["import", "coopeval", str(run), "--db", str(db)], capsys)
-    assert code == 0 and "4 tournaments as 4 experiments" in out
+    assert code == 0 and "5 tournaments as 5 experiments" in out
     code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
     cells = json.loads(out)["tables"]
     assert {c["n"] for c in cells if c["table"] != "all"} == {1}

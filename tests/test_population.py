@@ -363,3 +363,31 @@ def test_tournament_metrics_single_condition_and_missing_matchups(tmp_path: Path
     assert out["population"] is None
     assert out["tournaments"]["-"]["missing"] == [["y", "y"]]
     store.close()
+
+
+# ----------------------------------------------------------------------------- DevRank, trajectory
+
+
+def test_deviation_ranks_share_tied_places() -> None:
+    from coop_tui.analysis.population import deviation_ranks
+
+    assert deviation_ranks([0.0, -1.0, 0.0, -2.0]) == [1.5, 3.0, 1.5, 4.0]
+    assert deviation_ranks([-0.5] * 6) == [3.5] * 6
+    # ratings from LPs that differ only in the last bits are one tie
+    assert deviation_ranks([-1.0, -1.0 + 1e-12, -3.0]) == [1.5, 1.5, 3.0]
+    assert deviation_ranks([-1.0, -1.001]) == [1.0, 2.0]
+
+
+def test_replicator_trajectory_records_every_step() -> None:
+    from coop_tui.analysis.population import replicator_dynamics
+
+    # Prisoner's Dilemma metagame: the defector takes over step by step
+    payoffs = np.array([[2.0, 0.0], [3.0, 1.0]])
+    plain = replicator_dynamics(payoffs, steps=50)
+    recorded = replicator_dynamics(payoffs, steps=50, record=True)
+    assert plain.trajectory is None
+    assert recorded.trajectory.shape == (recorded.steps + 1, 2)
+    assert np.allclose(recorded.trajectory[0], [0.5, 0.5])
+    assert np.allclose(recorded.trajectory[-1], plain.population)
+    assert np.allclose(recorded.trajectory.sum(axis=1), 1.0)
+    assert np.all(np.diff(recorded.trajectory[:, 1]) > 0)  # the defector's share only grows

@@ -141,11 +141,15 @@ def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -
 # ----------------------------------------------------------------------------- per replicate
 
 
-def replicate_metrics(tensor) -> dict[str, Any]:
-    """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory."""
+def replicate_metrics(tensor, *, freeze: str = "every_optimum") -> dict[str, Any]:
+    """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory.
+
+    ``freeze="vertex"`` rates agents as CoopEval does (whatever is tight at the LP vertex
+    the solver returns); the default is our solver-independent rating.
+    """
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
-    ratings = deviation_ratings(tensor.payoffs)
+    ratings = deviation_ratings(tensor.payoffs, freeze=freeze)  # type: ignore[arg-type]
     ranks = deviation_ranks(ratings)
     agents = list(tensor.agents)
     return {
@@ -178,8 +182,11 @@ def _subsample(trajectory: np.ndarray, points: int = EVOLUTION_POINTS) -> tuple[
 # ----------------------------------------------------------------------------- tables
 
 
-def paper_tables(store: Any, run_id: str) -> dict[str, Any]:
-    """``{"tables": [cell rows], "evolution": [trajectories], "per_replicate": [...]}``."""
+def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> dict[str, Any]:
+    """``{"tables": [cell rows], "evolution": [trajectories], "per_replicate": [...]}``.
+
+    ``freeze`` chooses how deviation ratings settle ties (see :func:`replicate_metrics`).
+    """
     db = store.db
     cells: list[dict[str, Any]] = []
     evolution: list[dict[str, Any]] = []
@@ -198,7 +205,7 @@ def paper_tables(store: Any, run_id: str) -> dict[str, Any]:
             tensor = _tensor(db, run_id, g, r)
             if not tensor.complete:
                 continue  # a replicate with unplayed matchups has no population metrics
-            rep = replicate_metrics(tensor)
+            rep = replicate_metrics(tensor, freeze=freeze)
             steps, shares = _subsample(rep.pop("trajectory"))
             evolution.append({
                 **key, "experiment": g["experiment"], "replicate": r, "steps": steps,
