@@ -205,7 +205,10 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
             tensor = _tensor(db, run_id, g, r)
             if not tensor.complete:
                 continue  # a replicate with unplayed matchups has no population metrics
-            rep = replicate_metrics(tensor, freeze=freeze)
+            try:
+                rep = replicate_metrics(tensor, freeze=freeze)
+            except (ValueError, RuntimeError):
+                continue  # an LP that fails must not take the whole report down
             steps, shares = _subsample(rep.pop("trajectory"))
             evolution.append({
                 **key, "experiment": g["experiment"], "replicate": r, "steps": steps,
