@@ -377,7 +377,11 @@ def render_text(report: dict[str, Any]) -> Any:
                 if t.get("population"):
                     parts.append(_population_table(t, labels.get(key, key)))
         elif e.get("population"):
-            parts.append(_population_table(e))
+            reps = {r["replicate"] for r in report.get("per_replicate") or []
+                    if r.get("experiment") == e["experiment"]}
+            note = (f"pooled over {len(reps)} replicates; the per-replicate mean ± SE is in "
+                    f"the tables below") if len(reps) > 1 else None
+            parts.append(_population_table(e, note))
     parts.extend(_mechanism_tables(report.get("mechanisms") or {}))
     if report.get("tables"):
         from coop_tui.analysis.coopeval_tables import render_rich

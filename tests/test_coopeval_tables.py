@@ -234,3 +234,10 @@ def test_a_directory_without_tournaments_is_refused(tmp_path, capsys):
     code, _, err = _run(["import", "coopeval", str(tmp_path / "empty"), "--db", str(db)], capsys)
     assert code == 2 and "no CoopEval tournament here" in err
     assert not db.exists()
+
+
+def test_the_pooled_population_table_says_it_is_pooled(study_report, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = _run(["report", "--db", study_report["_db"]], capsys)
+    assert code == 0
+    assert "pooled over 3 replicates" in out

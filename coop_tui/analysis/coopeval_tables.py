@@ -19,7 +19,9 @@ change Fitness by up to 1.3 on CoopEval's own data.
   DevRank is averaged without normalising.
 
 One row per cell: ``{"table", "mechanism", "order", "metric", "agent", "value", "se",
-"n"}``; ``agent`` is ``"average"`` for the LLM-average column.
+"n"}``; ``agent`` is ``"average"`` for the LLM-average column. Each cell also names its
+``experiment`` and ``condition`` (a sweep can hold several tournaments of one game and
+mechanism); aggregate cells list the ``games`` they average.
 """
 
 from __future__ import annotations
@@ -193,7 +195,8 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
     per_replicate: list[dict[str, Any]] = []
     game_specs: dict[str, Any] = {}
     for g in _groups(db, run_id):
-        key = {"table": g["game"], "mechanism": g["mechanism"], "order": g["order"]}
+        key = {"table": g["game"], "mechanism": g["mechanism"], "order": g["order"],
+               "experiment": g["experiment"], "condition": g["condition_key"]}
         game_specs.setdefault(g["game"], g["game_spec"])
         reps: list[dict[str, Any]] = []
         for r in g["replicates"]:
@@ -211,15 +214,12 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
                 continue  # an LP that fails must not take the whole report down
             steps, shares = _subsample(rep.pop("trajectory"))
             evolution.append({
-                **key, "experiment": g["experiment"], "replicate": r, "steps": steps,
+                **key, "replicate": r, "steps": steps,
                 "shares": {a: [float(x) for x in shares[:, i]] for i, a in enumerate(rep["agents"])},
             })
             reps.append({"replicate": r, **rep})
         for rep in reps:
-            per_replicate.append({
-                **key, "experiment": g["experiment"],
-                **{k: v for k, v in rep.items() if k != "agents"},
-            })
+            per_replicate.append({**key, **{k: v for k, v in rep.items() if k != "agents"}})
         if not reps:
             continue
         metrics = ("mean",) if g["matchup"] == "reputation" else METRICS
@@ -261,9 +261,10 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
     by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
         if c["table"] in scales and scales[c["table"]] is not None:
-            by_key[(c["mechanism"], c["order"], c["metric"], c["agent"])].append(c)
+            key = (c["mechanism"], c["order"], c["condition"], c["metric"], c["agent"])
+            by_key[key].append(c)
     out = []
-    for (mech, order, metric, agent), group in by_key.items():
+    for (mech, order, condition, metric, agent), group in by_key.items():
         if metric == "deviation_rank":
             values = [c["value"] for c in group]
             value, se = mean_se(values) if len(group) > 1 else (group[0]["value"], group[0]["se"])
@@ -277,7 +278,9 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
             else:
                 value, se = mean_se([v for v, _ in normed])
         out.append({"table": "all", "mechanism": mech, "order": order, "metric": metric,
-                    "agent": agent, "value": value, "se": se, "n": len(group)})
+                    "agent": agent, "value": value, "se": se, "n": len(group),
+                    "experiment": None, "condition": condition,
+                    "games": sorted(c["table"] for c in group)})
     return out
 
 
@@ -286,7 +289,8 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
 
 def _sort_key(c: dict[str, Any]) -> tuple[Any, ...]:
     mech = MECHANISM_ORDER.index(c["mechanism"]) if c["mechanism"] in MECHANISM_ORDER else 99
-    return (mech, {"first": 0, "higher": 1}.get(c["order"], -1), METRICS.index(c["metric"]))
+    return (mech, {"first": 0, "higher": 1}.get(c["order"], -1), str(c.get("condition")),
+            METRICS.index(c["metric"]))
 
 
 def table_layout(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -299,11 +303,17 @@ def table_layout(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for t in order:
         agents = sorted({c["agent"] for c in tables[t] if c["agent"] != "average"})
+        conditions: dict[tuple[Any, ...], set[Any]] = defaultdict(set)
+        for c in tables[t]:
+            conditions[(c["mechanism"], c["order"])].add((c.get("experiment"), c.get("condition")))
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         for c in sorted(tables[t], key=_sort_key):
-            rk = (c["mechanism"], c["order"], c["metric"])
-            rows.setdefault(rk, {"mechanism": mechanism_label(c["mechanism"], c["order"]),
-                                 "metric": c["metric"], "cells": {}})["cells"][c["agent"]] = c
+            label = mechanism_label(c["mechanism"], c["order"])
+            if len(conditions[(c["mechanism"], c["order"])]) > 1:  # a sweep's conditions
+                label += f" [{c.get('condition')}]"
+            rk = (c["mechanism"], c["order"], c.get("experiment"), c.get("condition"), c["metric"])
+            rows.setdefault(rk, {"mechanism": label, "metric": c["metric"], "cells": {}})[
+                "cells"][c["agent"]] = c
         out.append({"table": t, "columns": ["average", *agents], "rows": list(rows.values())})
     return out
 
@@ -343,7 +353,7 @@ def render_csv(cells: list[dict[str, Any]]) -> str:
     import io
 
     buf = io.StringIO()
-    fields = ["table", "mechanism", "order", "metric", "agent", "value", "se", "n"]
+    fields = ["table", "mechanism", "order", "metric", "agent", "value", "se", "n", "condition"]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for c in cells:
