@@ -241,3 +241,16 @@ def test_the_pooled_population_table_says_it_is_pooled(study_report, capsys, mon
     code, out, _ = _run(["report", "--db", study_report["_db"]], capsys)
     assert code == 0
     assert "pooled over 3 replicates" in out
+
+
+def test_one_broken_tournament_refuses_the_whole_study(tmp_path, capsys):
+    study = tmp_path / "study"
+    shutil.copytree(STUDY, study)
+    broken = study / "run2_20260124_025842" / "reputation_trust_game" / "matchup_payoffs.json"
+    broken.write_text('{"discount": 0.8, "profile": [{"player": {"llm": {"model": "m"}}}]}')
+    db = tmp_path / "broken.db"
+    code, _, err = _run(["import", "coopeval", str(study), "--db", str(db)], capsys)
+    assert code == 2
+    assert "run2_20260124_025842/reputation_trust_game" in err and "'points'" in err
+    assert err.count("\n") == 1
+    assert not db.exists()
