@@ -254,3 +254,31 @@ def test_one_broken_tournament_refuses_the_whole_study(tmp_path, capsys):
     assert "run2_20260124_025842/reputation_trust_game" in err and "'points'" in err
     assert err.count("\n") == 1
     assert not db.exists()
+
+
+def test_a_run_of_full_tournaments_keeps_every_decision(tmp_path, capsys):
+    """Tournaments with records and game logs, imported as a run, written one at a time."""
+    samples = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+    run = tmp_path / "run1"
+    run.mkdir()
+    for name in ("no_mechanism_prisoners_dilemma", "mediation_trust_game"):
+        shutil.copytree(samples / name, run / name)
+    single = tmp_path / "single.db"
+    assert main(["import", "coopeval", str(samples / "mediation_trust_game"), "--db", str(single)]) == 0
+    db = tmp_path / "run.db"
+    code, out, _ = _run(["import", "coopeval", str(run), "--db", str(db)], capsys)
+    assert code == 0 and "2 tournaments as 2 experiments" in out
+    from coop_tui.store import Store
+
+    alone, together = Store(single), Store(db)
+    try:
+        count = "select count(*) from decisions d join matches m on m.id = d.match_id where m.game = ?"
+        assert together.db.execute(count, ["trust"]).fetchone() == alone.db.execute(
+            count, ["trust"]).fetchone()
+        assert together.db.execute(count, ["prisoners"]).fetchone()[0] > 0
+    finally:
+        alone.close()
+        together.close()
+    code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
+    tables = {(c["table"], c["mechanism"]) for c in json.loads(out)["tables"]}
+    assert {("prisoners", "none"), ("trust", "mediation")} <= tables

@@ -1050,22 +1050,13 @@ def _study_hash(groups: list[list[Path]]) -> str:
     return digest.hexdigest()
 
 
-def plan_path(path: Path) -> ImportPlan:
-    """A plan for a tournament, or one run holding every tournament of a run or study.
+_ROWS = ("matches", "seats", "rounds", "phases", "decisions")
 
-    The same tournament name in different runs is one experiment with one replicate per
-    run (``matches.replicate``), so the report averages its metrics over the runs.
-    """
-    kind, groups = layout(Path(path))
-    if kind == "tournament":
-        return plan_import(groups[0][0])
-    content = _study_hash(groups)
-    run_id = f"coopeval-{kind}-{content[:12]}"
+
+def _study_plans(groups: list[list[Path]], run_id: str) -> Iterable[tuple[Path, int, int, ImportPlan]]:
+    """Each tournament's plan in turn: (directory, experiment, replicate, plan)."""
     names = sorted({t.name for run in groups for t in run})
     experiments = {name: i for i, name in enumerate(names)}
-    now = time.time()
-    merged = ImportPlan(run={})
-    tournaments = []
     for replicate, run in enumerate(groups):
         for t in run:
             try:
@@ -1074,21 +1065,47 @@ def plan_path(path: Path) -> ImportPlan:
                 )
             except CoopEvalError as exc:
                 raise CoopEvalError(f"{t}: {exc}") from None
-            for rows in ("matches", "seats", "rounds", "phases", "decisions"):
+            yield t, experiments[t.name], replicate, plan
+
+
+def plan_path(path: Path, *, keep_rows: bool = True) -> ImportPlan:
+    """A plan for a tournament, or one run holding every tournament of a run or study.
+
+    The same tournament name in different runs is one experiment with one replicate per
+    run (``matches.replicate``), so the report averages its metrics over the runs.
+    ``keep_rows=False`` checks every tournament and counts its rows without keeping
+    them (a whole study with its game logs does not fit in memory at once):
+    :func:`write_path` then writes tournament after tournament.
+    """
+    kind, groups = layout(Path(path))
+    if kind == "tournament":
+        return plan_import(groups[0][0])
+    content = _study_hash(groups)
+    run_id = f"coopeval-{kind}-{content[:12]}"
+    experiments = {t.name for run in groups for t in run}
+    now = time.time()
+    merged = ImportPlan(run={})
+    tournaments = []
+    counts = Counter()
+    for t, experiment, replicate, plan in _study_plans(groups, run_id):
+        counts.update({rows: len(getattr(plan, rows)) for rows in _ROWS})
+        counts["decisions_with_log"] += sum(1 for d in plan.decisions if d["prompt"] != "[]")
+        if keep_rows:
+            for rows in _ROWS:
                 getattr(merged, rows).extend(getattr(plan, rows))
-            spec = json.loads(plan.run["spec"])
-            tournaments.append({
-                "name": t.name,
-                "run": t.parent.name if kind == "study" else Path(path).name,
-                "directory": str(t.resolve()),
-                "experiment": experiments[t.name],
-                "replicate": replicate,
-                "mechanism": (spec.get("config", {}).get("mechanism") or {}).get("type"),
-                "game": (spec.get("config", {}).get("game") or {}).get("type"),
-                "published": spec.get("published"),
-                "checks": spec.get("checks"),
-                "summary": plan.summary,
-            })
+        spec = json.loads(plan.run["spec"])
+        tournaments.append({
+            "name": t.name,
+            "run": t.parent.name if kind == "study" else Path(path).name,
+            "directory": str(t.resolve()),
+            "experiment": experiment,
+            "replicate": replicate,
+            "mechanism": (spec.get("config", {}).get("mechanism") or {}).get("type"),
+            "game": (spec.get("config", {}).get("game") or {}).get("type"),
+            "published": spec.get("published"),
+            "checks": spec.get("checks"),
+            "summary": plan.summary,
+        })
     root = Path(path)
     merged.run = {
         "id": run_id,
@@ -1113,9 +1130,9 @@ def plan_path(path: Path) -> ImportPlan:
         "runs": len(groups),
         "tournaments": len(tournaments),
         "experiments": len(experiments),
-        "matches": len(merged.matches),
-        "decisions": len(merged.decisions),
-        "decisions_with_log": sum(1 for d in merged.decisions if d["prompt"] != "[]"),
+        "matches": counts["matches"],
+        "decisions": counts["decisions"],
+        "decisions_with_log": counts["decisions_with_log"],
         "failed_attempts": sum(t["summary"].get("failed_attempts", 0) for t in tournaments),
         "matchup_payoffs": "; ".join(
             sorted({str(t["summary"].get("matchup_payoffs")) for t in tournaments})
@@ -1124,20 +1141,38 @@ def plan_path(path: Path) -> ImportPlan:
     return merged
 
 
+def write_path(store: Any, path: Path, header: ImportPlan) -> bool:
+    """Write a checked run or study (``plan_path(..., keep_rows=False)``) in one transaction,
+    one tournament's rows at a time; an earlier import of the same run is replaced."""
+    conn = store.db.conn
+    run_id = header.run["id"]
+    _, groups = layout(Path(path))
+    with conn:
+        replaced = conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is not None
+        for sql in _DELETE:
+            conn.execute(sql, [run_id])
+        _insert(conn, "runs", [header.run])
+        for _t, _experiment, _replicate, plan in _study_plans(groups, run_id):
+            for rows in _ROWS:
+                _insert(conn, rows, getattr(plan, rows))
+    return replaced
+
+
 def import_command(directory: Path, db_path: Path) -> int:
     """CLI entry point: exit 0 on success, 2 (nothing written) on a bad directory."""
     from coop_tui.cli import fail
     from coop_tui.store import Store
 
     try:
-        plan = plan_path(directory)
+        plan = plan_path(directory, keep_rows=False)
     except CoopEvalError as exc:
         return fail(str(exc))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a layout we did not foresee
         return fail(f"{directory}: unexpected CoopEval layout ({type(exc).__name__}: {exc})")
     store = Store(db_path)
     try:
-        replaced = write_plan(store, plan)
+        study = "layout" in plan.summary
+        replaced = write_path(store, directory, plan) if study else write_plan(store, plan)
     finally:
         store.close()
     s = plan.summary
