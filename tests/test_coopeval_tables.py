@@ -88,7 +88,7 @@ def test_the_study_imports_as_one_run_with_three_replicates(study_report):
                    for c in study_report["tables"] if c["table"] != "all"}
     assert tournaments == {
         "trust/none/None", "trust/reputation/first", "trust/reputation/higher",
-        "prisoners/reputation/first", "stag_hunt/none/None",
+        "prisoners/reputation/first", "stag_hunt/none/None", "public_good/reputation/higher",
     }
     assert {c["n"] for c in study_report["tables"] if c["table"] != "all"} == {3}
 
@@ -120,7 +120,7 @@ def test_every_reachable_mean_and_fitness_cell_matches_the_paper(study_report, c
               f"({', '.join(sorted(tables))}); DevRank agreement {dr_agree}/{dr_compared} cells "
               f"(our solver-independent ratings), {vertex_agree}/{dr_compared} with "
               f"freeze='vertex' (HiGHS's vertex; the paper used Gurobi's)")
-    assert compared == 49
+    assert compared == 56
     assert differ == KNOWN_DIFFERENCES
     assert agree == compared - len(KNOWN_DIFFERENCES)
 
@@ -212,7 +212,7 @@ def test_a_run_directory_imports_with_one_replicate(tmp_path, capsys):
     run = STUDY / "run2_20260124_025842"
     db = tmp_path / "run.db"
     code, out, _ = _run(["import", "coopeval", str(run), "--db", str(db)], capsys)
-    assert code == 0 and "5 tournaments as 5 experiments" in out
+    assert code == 0 and "6 tournaments as 6 experiments" in out
     code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
     cells = json.loads(out)["tables"]
     assert {c["n"] for c in cells if c["table"] != "all"} == {1}
