@@ -165,3 +165,35 @@ def test_contracting_records_report_without_crashing(tmp_path, capsys):
     # binding when both sign: alpha-alpha (both seats) and beta-beta; alpha plays 4 seats
     assert votes["x/alpha(CoT)"]["active_rate"] == pytest.approx(0.5)
     assert main(["report", "--db", str(db)]) == 0  # the text report too
+
+
+def test_reputation_records_read_like_the_payoff_file(tmp_path, capsys):
+    config = {
+        "game": {"type": "PrisonersDilemma", "kwargs": {"payoff_matrix": {
+            "CC": [2, 2], "CD": [0, 3], "DC": [3, 0], "DD": [1, 1]}}},
+        "mechanism": {"type": "ReputationFirstOrder", "kwargs": {"num_rounds": 3, "discount": 0.5}},
+        "agents": AGENTS}
+    points = {(0, 0): [2, 2, 2], (0, 1): [0, 2, 2], (1, 0): [3, 1, 1], (1, 1): [1, 1, 1]}
+    with_file = tmp_path / "a" / "reputation_first_order_prisoners_dilemma"
+    with_file.mkdir(parents=True)
+    (with_file / "config.json").write_text(json.dumps(config))
+    (with_file / "matchup_payoffs.json").write_text(json.dumps({"discount": 0.5, "profile": [
+        {"player": _player(a, s), "points": p} for (a, s), p in points.items()]}))
+    with_records = tmp_path / "b" / "reputation_first_order_prisoners_dilemma"
+    with_records.mkdir(parents=True)
+    (with_records / "config.json").write_text(json.dumps(config))
+
+    def move(a: int, s: int, t: int) -> dict:
+        return {"player": f"{LABELS[a]}#P{s + 1}", "action": "Action.COOPERATE",
+                "points": points[(a, s)][t]}
+
+    games = [[[move(0, 0, t), move(1, 1, t)], [move(1, 0, t), move(0, 1, t)]] for t in range(3)]
+    (with_records / "records.jsonl").write_text(json.dumps(games) + "\n")
+    means = []
+    for d in (with_file, with_records):
+        db = d.parent / "r.db"
+        assert main(["import", "coopeval", str(d), "--db", str(db)]) == 0
+        capsys.readouterr()
+        means.append({a: c["value"] for a, c in _cells(_report(db, capsys), "prisoners", "mean").items()})
+    assert means[0] == pytest.approx(means[1])
+    assert set(means[0]) == {"average", *LABELS}

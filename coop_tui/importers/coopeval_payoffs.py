@@ -9,7 +9,9 @@ is the only form in which Reputation tournaments are read:
   seating of agents with the per-round payoffs of each repeat: one match per repeat,
   its payoff the δ-weighted sum over rounds, exactly as CoopEval scores a match;
 * Reputation lists, for every agent *in every seat* (CoopEval's population of 12 or
-  18 players), the points it earned in each round against whoever it was drawn with.
+  18 players), the points it earned in each round against whoever it was drawn with
+  (read from ``records.jsonl`` when the payoff file is absent: the same points, in
+  play order).
   There is no matchup to rebuild, so each such player becomes one ``matchup =
   'reputation'`` match with a single seat whose payoff is its δ-weighted average; the
   report's Mean for Reputation is the mean over an agent's seats, as in the paper.
@@ -61,6 +63,53 @@ def read_payoffs(path: Path) -> dict[str, Any]:
     return data
 
 
+def reputation_from_records(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """A Reputation ``records.jsonl`` as the per-player points CoopEval's payoffs keep.
+
+    The records list every game of the tournament in play order (nested by round); each
+    move names its player ``<agent>#P<seat>``. Collecting every player's points in that
+    order gives exactly the per-round points ``matchup_payoffs.json`` would hold.
+    """
+    from coop_tui.importers.coopeval import _split_player
+
+    specs = {agent_label(a): a for a in config.get("agents") or []}
+    discount = float(((config.get("mechanism") or {}).get("kwargs") or {}).get("discount", 1.0))
+    points: dict[str, list[float]] = {}
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, where)
+        elif isinstance(node, dict) and "player" in node:
+            if not isinstance(node.get("points"), int | float):
+                raise CoopEvalError(f"{where}: a move needs numeric points")
+            _split_player(node["player"], where)  # checks the '<agent>#P<seat>' form
+            points.setdefault(node["player"], []).append(float(node["points"]))
+        else:
+            raise CoopEvalError(f"{where}: expected games of moves")
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CoopEvalError(f"{path}: cannot be read ({exc})") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            walk(json.loads(line), f"{path}:{lineno}")
+        except json.JSONDecodeError as exc:
+            raise CoopEvalError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    if not points:
+        raise CoopEvalError(f"{path}: no moves recorded")
+    profile = []
+    for player, pts in points.items():
+        agent, seat = _split_player(player, str(path))
+        if agent not in specs:
+            raise CoopEvalError(f"{path}: agent {agent!r} is not among config.json's agents")
+        profile.append({"player": {**specs[agent], "player_id": seat + 1}, "points": pts})
+    return {"discount": discount, "profile": profile}
+
+
 def _label(spec: Any, where: str) -> str:
     try:
         return agent_label(spec)
@@ -77,15 +126,19 @@ def plan_from_payoffs(
     replicate: int = 0,
 ) -> ImportPlan:
     """Every match row of a payoffs-only tournament, checked before anything is written."""
-    path = payoffs_file(directory)
-    if path is None:
-        raise CoopEvalError(
-            f"{directory}: no records.jsonl and no {PAYOFFS}; a CoopEval tournament needs "
-            f"one of them (Reputation tournaments need {PAYOFFS})"
-        )
-    data = read_payoffs(path)
     mech_cfg = config.get("mechanism") or {}
     mech_type = mech_cfg.get("type")
+    path = payoffs_file(directory)
+    if path is None and mech_type in REPUTATION_ORDER and (directory / "records.jsonl").is_file():
+        path = directory / "records.jsonl"
+        data = reputation_from_records(path, config)
+    elif path is None:
+        raise CoopEvalError(
+            f"{directory}: no records.jsonl and no {PAYOFFS}; a CoopEval tournament needs "
+            f"one of them"
+        )
+    else:
+        data = read_payoffs(path)
     mechanism = MECHANISMS[mech_type]
     kwargs = mech_cfg.get("kwargs") or {}
     game = build_game(config, [])
