@@ -1,4 +1,12 @@
-"""``coop-tui import coopeval DIR``: a CoopEval run directory as a coop-tui run.
+"""``coop-tui import coopeval PATH``: CoopEval results as a coop-tui run.
+
+PATH is one tournament directory, a run directory of tournaments or a study directory
+of runs (CoopEval's ``data/main_study``: ``run*/<mechanism>_<game>/``). A run or study
+becomes one coop-tui run: one experiment per tournament name, the n-th run giving
+replicate n-1 (``matches.replicate``), so the report averages metrics over runs as the
+paper does. All six games and every mechanism (both Reputation orders) are read; a
+tournament known only by ``config.json`` + ``matchup_payoffs.json`` (and every
+Reputation tournament) goes through :mod:`coop_tui.importers.coopeval_payoffs`.
 
 A CoopEval directory holds ``config.json`` (game, mechanism, agents, evaluation),
 ``records.jsonl`` (one line per match: the moves of every round, plus votes, the chosen
