@@ -197,3 +197,77 @@ def test_reputation_records_read_like_the_payoff_file(tmp_path, capsys):
         means.append({a: c["value"] for a, c in _cells(_report(db, capsys), "prisoners", "mean").items()})
     assert means[0] == pytest.approx(means[1])
     assert set(means[0]) == {"average", *LABELS}
+
+
+def test_travelers_and_public_goods_records_map_actions_by_meaning(tmp_path, capsys):
+    """CoopEval's CLAIM_k is the claim min + k and its label Ak; CONTRIBUTE is Contribute."""
+    from coop_tui.store import Store
+
+    td = tmp_path / "no_mechanism_travellers_dilemma"
+    td.mkdir()
+    (td / "config.json").write_text(json.dumps({
+        "game": {"type": "TravellersDilemma",
+                 "kwargs": {"min_claim": 2, "num_actions": 4, "claim_spacing": 1, "bonus": 2.0}},
+        "mechanism": {"type": "NoMechanism", "kwargs": {}}, "agents": AGENTS}))
+    claim = {0: 3, 1: 0}  # alpha claims 5 (CLAIM_3), beta claims 2 (CLAIM_0)
+    answer = {0: '{"A0": 0, "A1": 0, "A2": 0, "A3": 100}', 1: '{"A0": 100, "A1": 0, "A2": 0, "A3": 0}'}
+    lines = []
+    for a, b in itertools.product([0, 1], repeat=2):
+        x, y = 2 + claim[a], 2 + claim[b]
+        pay = [x, y] if x == y else ([x + 2, x - 2] if x < y else [y - 2, y + 2])
+        lines.append([
+            {"player": f"{LABELS[a]}#P1", "action": f"TravellersDilemmaAction.CLAIM_{claim[a]}",
+             "points": pay[0], "response": answer[a], "trace_id": f"t{a}{b}1"},
+            {"player": f"{LABELS[b]}#P2", "action": f"TravellersDilemmaAction.CLAIM_{claim[b]}",
+             "points": pay[1], "response": answer[b], "trace_id": f"t{a}{b}2"},
+        ])
+    (td / "records.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    db = tmp_path / "td.db"
+    assert main(["import", "coopeval", str(td), "--db", str(db)]) == 0
+    capsys.readouterr()
+    store = Store(db)
+    try:
+        spec = json.loads(store.db.execute("select game_spec from matches limit 1").fetchone()[0])
+        names = spec["action_names"][0]
+        played = store.db.execute(
+            "select s.agent, r.action, r.payoff from rounds r join seats s "
+            "on s.match_id = r.match_id and s.seat = r.seat").fetchall()
+        assert {(agent, names[action]) for agent, action, _ in played} == {
+            ("x/alpha(CoT)", "Claim 5"), ("x/beta(IO)", "Claim 2")}
+        rows = store.db.execute(
+            "select agent, distribution, coop_prob, label_map from decisions").fetchall()
+    finally:
+        store.close()
+    assert len(rows) == 8
+    for agent, dist, coop, mapping in rows:
+        dist = json.loads(dist)
+        want = "Claim 5" if agent == "x/alpha(CoT)" else "Claim 2"
+        assert dist[names.index(want)] == pytest.approx(1.0)  # per game action, not per label
+        assert coop == pytest.approx(1.0 if want == "Claim 5" else 0.0)
+        assert [names[i] for i in json.loads(mapping)] == ["Claim 2", "Claim 3", "Claim 4", "Claim 5"]
+
+    pg = tmp_path / "no_mechanism_public_goods"
+    pg.mkdir()
+    (pg / "config.json").write_text(json.dumps({
+        "game": {"type": "PublicGoods", "kwargs": {"num_players": 3, "multiplier": 1.5}},
+        "mechanism": {"type": "NoMechanism", "kwargs": {}}, "agents": AGENTS}))
+    lines = []
+    for seating in itertools.product([0, 1], repeat=3):
+        k = seating.count(0)
+        lines.append([{"player": f"{LABELS[a]}#P{s + 1}",
+                       "action": "PublicGoodsAction.CONTRIBUTE" if a == 0 else "PublicGoodsAction.FREE_RIDE",
+                       "points": 1.5 * k / 3 + (0.0 if a == 0 else 1.0)} for s, a in enumerate(seating)])
+    (pg / "records.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    db = tmp_path / "pg.db"
+    assert main(["import", "coopeval", str(pg), "--db", str(db)]) == 0
+    capsys.readouterr()
+    store = Store(db)
+    try:
+        coop = dict(store.db.execute(
+            "select s.agent, avg(r.cooperated) from rounds r join seats s "
+            "on s.match_id = r.match_id and s.seat = r.seat group by s.agent").fetchall())
+    finally:
+        store.close()
+    assert coop == {"x/alpha(CoT)": 1.0, "x/beta(IO)": 0.0}
+    mean = _cells(_report(db, capsys), "public_good", "mean")
+    assert mean["x/alpha(CoT)"]["value"] == pytest.approx(1.0)

@@ -132,9 +132,36 @@ def _split_player(player: Any, where: str) -> tuple[str, int]:
 
 
 def _member_letter(action: Any, where: str) -> str:
+    """The key of a CoopEval action: its initial (``StagHuntAction.STAG`` -> ``S``), or
+    the whole member for Traveler's claims (``CLAIM_3``), whose initials all coincide."""
     if not isinstance(action, str) or not action:
         raise CoopEvalError(f"{where}: action {action!r} is not an action name")
-    return action.rsplit(".", 1)[-1][:1].upper()
+    member = action.rsplit(".", 1)[-1].upper()
+    return member if member.startswith("CLAIM_") else member[:1]
+
+
+def action_keys(config: dict[str, Any], game: Game) -> dict[str, int]:
+    """CoopEval action key (see :func:`_member_letter`) -> our game's action index.
+
+    2 x 2 tables list their actions in the payoff table's key order; Public Goods'
+    CONTRIBUTE / FREE_RIDE are our Contribute / Keep; Traveler's CLAIM_k is the claim
+    ``min_claim + k``, found by value whatever order our game lists claims in.
+    """
+    gtype = (config.get("game") or {}).get("type")
+    kwargs = (config.get("game") or {}).get("kwargs") or {}
+    names = list(game.action_names[0])
+    if gtype == "PublicGoods":
+        return {"C": names.index("Contribute"), "F": names.index("Keep")}
+    if gtype == "TravellersDilemma":
+        from coop_tui.games._checks import clean
+
+        low = float(kwargs.get("min_claim", 2))
+        return {
+            f"CLAIM_{k}": names.index(f"Claim {clean(low + k)}")
+            for k in range(int(kwargs.get("num_actions", len(names))))
+        }
+    table = kwargs["payoff_matrix"]
+    return {letter: i for i, letter in enumerate(dict.fromkeys(k[0] for k in table))}
 
 
 def _member_name(action: str) -> str:
@@ -536,8 +563,7 @@ def plan_import(
         if isinstance(mv, dict) and isinstance(mv.get("action"), str)
     ]
     game = build_game(config, action_names)
-    table = config["game"]["kwargs"]["payoff_matrix"]
-    letters = {letter: i for i, letter in enumerate(dict.fromkeys(k[0] for k in table))}
+    letters = action_keys(config, game)
     matches = [_parse_match(lineno, rec, letters) for lineno, rec in records]
     for m in matches:
         for agent in m.agents:
@@ -732,6 +758,13 @@ class _DecisionBuilder:
         self._seen: Counter[str] = Counter()
         self.decisions: list[Decision] = []
         self._labels = tuple(f"A{i}" for i in range(game.action_counts[0]))
+        claims = [k for k in letters if k.startswith("CLAIM_")]
+        # CoopEval's label Ak is its k-th action: for claims, the claim min + k
+        self._label_to_action = (
+            tuple(letters[f"CLAIM_{k}"] for k in range(len(claims)))
+            if len(claims) == len(self._labels)
+            else tuple(range(len(self._labels)))
+        )
 
     def _row(
         self,
@@ -802,7 +835,7 @@ class _DecisionBuilder:
             action=chosen,
             cooperated=bool(self.game.is_cooperative(mv.seat, chosen)),
             labels=tuple(labels),
-            label_to_action=tuple(range(len(labels))),
+            label_to_action=self._mapping(len(labels)),
         )
         if row is None or not row.response:
             return
@@ -814,8 +847,19 @@ class _DecisionBuilder:
         dist = list(strategy.probabilities)
         row.parsed = dict(zip(labels, dist, strict=True))
         row.normalisation = strategy.note
-        row.distribution = tuple(dist)
-        row.coop_prob = float(sum(dist[a] for a in self.game.cooperative[mv.seat] if a < len(dist)))
+        by_action = [0.0] * len(dist)  # the distribution is stored per game action
+        for label_index, action in enumerate(row.label_to_action):
+            by_action[action] = dist[label_index]
+        row.distribution = tuple(by_action)
+        row.coop_prob = float(
+            sum(by_action[a] for a in self.game.cooperative[mv.seat] if a < len(by_action))
+        )
+
+    def _mapping(self, n_labels: int) -> tuple[int, ...]:
+        """Game action behind each prompt label (extra labels, e.g. delegate, map to
+        themselves)."""
+        base = self._label_to_action if n_labels >= len(self._label_to_action) else ()
+        return tuple(base) + tuple(range(len(base), n_labels))
 
     def proposals(
         self, match_id: str, m: _Match, designs: dict[str, dict[str, Any]], proposed: set[str]
