@@ -119,6 +119,8 @@ class ProgressView:
                 self._bump(key, "calls")
                 self._bump(key, "retries", len(d.retries) + d.transport_retries)
                 self._bump(key, "cost", d.cost_usd or 0.0)
+        elif type(event).__name__ == "EndpointNotice":
+            self.console.print(f"[yellow]{event.message}")  # type: ignore[attr-defined]
         elif isinstance(event, MatchDone):
             exp = self.match_exp.get(event.match_id)
             if event.status != "done":
@@ -218,6 +220,8 @@ def print_summary(summary: Any, console: Console) -> None:
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
+    for note in getattr(summary, "notices", [])[:10]:
+        console.print(f"[yellow]adapted: {note}")
     for err in summary.errors[:5]:
         console.print(f"[red]{err}")
     console.print(f"report: coop-tui report {summary.run_id}")

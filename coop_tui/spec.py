@@ -58,13 +58,33 @@ class AgentSpec(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
     style: Literal["cot", "direct"] = "cot"
-    api_base: str | None = None
+    api_base: str | list[str] | None = Field(
+        default=None,
+        description="an OpenAI-compatible server URL, or a list of servers for one model",
+    )
     api_key_env: str | None = None
     api_key: SecretStr | None = None
-    max_concurrency: int | None = Field(default=None, gt=0)
+    max_concurrency: int | None = Field(
+        default=None, gt=0, description="requests at once, per endpoint when api_base is a list"
+    )
+    constrained: Literal["grammar", "json_schema"] | None = Field(
+        default=None, description="constrain answers with the server's grammar or JSON schema"
+    )
     timeout: float = Field(default=120.0, gt=0)
     threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
     seed: int | None = None
+
+    @field_validator("api_base")
+    @classmethod
+    def _endpoints(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("api_base lists no server; give one URL or a list of URLs")
+            if len(set(value)) != len(value):
+                raise ValueError("api_base lists the same server twice")
+            if len(value) == 1:
+                return value[0]
+        return value
 
     @property
     def kind(self) -> str:

@@ -195,6 +195,16 @@ def m003_replicates(db: sqlite_utils.Database) -> None:
     db["matches"].create_index(["run_id", "experiment", "replicate"], if_not_exists=True)
 
 
+@migration
+def m020_transport_queue(db: sqlite_utils.Database) -> None:
+    # latency_ms is the provider's time; waiting for a concurrency slot is kept apart.
+    # A match that failed because a decision gave up keeps that decision's retries.
+    if "queue_ms" not in db["decisions"].columns_dict:
+        db["decisions"].add_column("queue_ms", float)
+    if "transport_retries" not in db["failures"].columns_dict:
+        db["failures"].add_column("transport_retries", int)
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -244,6 +254,7 @@ def decision_row(d: Decision) -> dict[str, Any]:
         "output_tokens": d.output_tokens,
         "cost_usd": d.cost_usd,
         "transport_retries": d.transport_retries,
+        "queue_ms": d.queue_ms,
         "retries": _json([a.__dict__ for a in d.retries]),
         "reused": int(d.reused),
         "cache_key": d.cache_key,
@@ -286,6 +297,7 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         output_tokens=row["output_tokens"],
         cost_usd=row["cost_usd"],
         transport_retries=row["transport_retries"] or 0,
+        queue_ms=row.get("queue_ms"),
         retries=[Attempt(**a) for a in (load("retries") or [])],
         reused=bool(row["reused"]),
         coop_prob=row["coop_prob"],
@@ -649,7 +661,8 @@ class Store:
                     "select run_id from matches where id = ?", [e.match_id]
                 ).fetchone()[0]
                 self.db["failures"].insert(
-                    {"match_id": e.match_id, "run_id": run_id, "error": e.error, "created_at": time.time()}
+                    {"match_id": e.match_id, "run_id": run_id, "error": e.error, "created_at": time.time(),
+                     "transport_retries": int(e.info.get("transport_retries", 0) or 0)}
                 )
 
     def _on_RunDone(self, e: RunDone) -> None:  # noqa: N802

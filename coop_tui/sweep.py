@@ -76,6 +76,8 @@ class RunSummary:
     cost_usd: float = 0.0
     errors: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    notices: list[str] = field(default_factory=list)
+    """What the transport adapted (an endpoint's concurrency lowered, one down ...)."""
 
 
 class _Counter:
@@ -95,6 +97,9 @@ class _Counter:
             self.s.retries += len(d.retries)
             self.s.transport_retries += d.transport_retries
             self.s.cost_usd += d.cost_usd or 0.0
+        elif isinstance(event, MatchDone):
+            # retries of a decision that gave up: it is not stored, its retries still count
+            self.s.transport_retries += int(event.info.get("transport_retries", 0) or 0)
 
 
 def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
@@ -107,16 +112,33 @@ def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
     agents = {}
     for name in sorted(names):
         a = spec.agents[name]
-        limit = a.max_concurrency or spec.provider_limits.get(a.provider)
+        # An LLM agent's max_concurrency is enforced per endpoint by its endpoint pool.
+        own = None if a.kind == "llm" else a.max_concurrency
+        limit = own or spec.provider_limits.get(a.provider)
         sem = None
         if limit:
-            key = f"{a.provider}:{name}" if a.max_concurrency else a.provider
+            key = f"{a.provider}:{name}" if own else a.provider
             sem = provider_sems.setdefault(key, asyncio.Semaphore(limit))
         # The provider slot first: a request queued behind a slow provider must not hold
         # a global slot that another provider's request could use.
         limiter = Limiter(sem, global_sem) if sem else Limiter(global_sem)
-        agents[name] = build_agent(name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None)
+        agents[name] = build_agent(
+            name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None,
+            concurrency=spec.concurrency,
+        )
     return agents
+
+
+def _listen_for_notices(agents: dict[str, Any], bus: EventBus, summary: RunSummary) -> None:
+    """Route what agents' endpoint pools notice to the bus (progress) and the summary."""
+
+    def heard(notice: Any) -> None:
+        summary.notices.append(notice.message)
+        bus.emit(notice)
+
+    for agent in agents.values():
+        if hasattr(agent, "on_notice"):
+            agent.on_notice = heard
 
 
 def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
@@ -191,6 +213,7 @@ async def run_sweep(
             todo.append((cell, sample))
     names = {n for cell, _ in todo for n in cell.seats}
     agents = agents if agents is not None else build_agents(sweep, names)
+    _listen_for_notices(agents, bus, summary)
     await prepare_agents(agents.values())
     renderer = PromptRenderer(_templates(sweep))
     base = sweep.source.parent if sweep.source else None
@@ -346,7 +369,11 @@ async def play_cell(
         bus.emit(MatchDone(match_id, (), status="failed", error=str(exc)))
         return "failed"
     except Exception as exc:  # provider gave up after retries, a bug, ...
-        bus.emit(MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}"))
+        retries = getattr(exc, "retries", 0)
+        info = {"transport_retries": retries} if isinstance(retries, int) and retries else {}
+        bus.emit(
+            MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}", info=info)
+        )
         return "failed"
     except asyncio.CancelledError:  # Ctrl-C or the app closing: say so, then let it unwind
         bus.emit(MatchDone(match_id, (), status="stopped", error="interrupted"))
