@@ -931,7 +931,7 @@ def import_coopeval(directory: Path, store: Any) -> dict[str, Any]:
 
 def import_command(directory: Path, db_path: Path) -> int:
     """CLI entry point: exit 0 on success, 2 (nothing written) on a bad directory."""
-    from coop_tui.cli import fail
+    from coop_tui.errors import fail
     from coop_tui.store import Store
 
     try:
