@@ -19,6 +19,7 @@ except connecting, which is bounded here.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import ssl
@@ -26,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 MAX_HEAD = 64 * 1024
 """Bytes: the longest response head accepted."""
@@ -154,6 +155,13 @@ class Response:
             conn.close()
 
 
+def _basic_auth(user: str | None, password: str | None) -> str | None:
+    if not user:
+        return None
+    raw = f"{unquote(user)}:{unquote(password or '')}".encode()
+    return "Basic " + base64.b64encode(raw).decode("ascii")
+
+
 class ConnectionPool:
     """Kept-alive connections to one server (``scheme://host:port``)."""
 
@@ -172,6 +180,8 @@ class ConnectionPool:
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path = parts.path.rstrip("/")
+        self.basic_auth = _basic_auth(parts.username, parts.password)
+        """``http://user:pass@host`` connects with HTTP Basic auth, as httpx does."""
         default_port = self.port == (443 if parts.scheme == "https" else 80)
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.authority = host if default_port else f"{host}:{self.port}"
@@ -221,7 +231,11 @@ class ConnectionPool:
         head = (
             f"POST {self.base_path}{path} HTTP/1.1\r\nHost: {self.authority}\r\n"
             f"Content-Length: {len(body)}\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            + "".join(
+                f"{k}: {v}\r\n" for k, v in headers.items()
+                if not (self.basic_auth and k.lower() == "authorization")
+            )
+            + (f"Authorization: {self.basic_auth}\r\n" if self.basic_auth else "")
             + "\r\n"
         ).encode("latin-1")
         conn = self._take_idle()
