@@ -694,42 +694,54 @@ class LLMAgent:
         key = self._key.get()
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        loop = asyncio.get_running_loop()
-        limit = self.timeout
         try:
-            async with asyncio.timeout(limit) as deadline:
+            async with asyncio.timeout(self.timeout) as deadline:
                 response = await pool.post("/chat/completions", body, headers)
                 try:
                     if response.status >= 300:
                         raise HTTPStatusError(
                             response.status, response.headers, await response.read_text()
                         )
-                    pushed = loop.time()
-                    data: list[str] = []
-                    async for line in response.lines():
-                        now = loop.time()
-                        if now - pushed > limit / 4 and not state.done:
-                            deadline.reschedule(now + limit)
-                            pushed = now
-                        if state.done:
-                            continue  # read to the end so the connection can be reused
-                        if line:
-                            if line.startswith("data:"):
-                                value = line[5:]
-                                data.append(value[1:] if value.startswith(" ") else value)
-                            continue  # event:, id:, retry: and ":" comments: nothing we use
-                        if data and _sse_event("\n".join(data), sink, state):
-                            state.done = True
-                            # a server that keeps the body open after [DONE] gets a second
-                            deadline.reschedule(loop.time() + 1.0)
-                        data = []
-                    if data and not state.done:
-                        _sse_event("\n".join(data), sink, state)
+                    await self._read_sse(response, deadline, sink, state)
                 finally:
                     response.release()
         except TimeoutError:
             if not state.done:
                 raise
+
+    async def _read_sse(
+        self, response: Any, deadline: Any, sink: Any, state: _AttemptState
+    ) -> None:
+        """Decode SSE lines into the attempt; after ``[DONE]`` read on only to reuse the
+        connection (a server that then drops it, as llama.cpp's does when it interrupts a
+        stream, has still ended the stream)."""
+        loop = asyncio.get_running_loop()
+        limit = self.timeout
+        pushed = loop.time()
+        data: list[str] = []
+        try:
+            async for line in response.lines():
+                now = loop.time()
+                if now - pushed > limit / 4 and not state.done:
+                    deadline.reschedule(now + limit)
+                    pushed = now
+                if state.done:
+                    continue  # read to the end so the connection can be reused
+                if line:
+                    if line.startswith("data:"):
+                        value = line[5:]
+                        data.append(value[1:] if value.startswith(" ") else value)
+                    continue  # event:, id:, retry: and ":" comments carry nothing we use
+                if data and _sse_event("\n".join(data), sink, state):
+                    # a server that keeps the body open after [DONE] gets one more second
+                    deadline.reschedule(loop.time() + 1.0)
+                data = []
+        except ConnectionError:
+            if not state.done:
+                raise
+            return
+        if data and not state.done:
+            _sse_event("\n".join(data), sink, state)
 
     def _openai_client(self, url: str) -> Any:
         loop = asyncio.get_running_loop()
