@@ -21,6 +21,7 @@ import pytest
 from coop_tui.agents.endpoints import EndpointPool
 from coop_tui.agents.llm import LLMAgent, ProviderError
 from coop_tui.decisions import NullSink
+from coop_tui.report import build_report
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -153,10 +154,13 @@ def test_tokens_a_server_did_not_send_are_stored_as_null(tmp_path: Path) -> None
     with LoopbackServer(latency=0.01, answer=answer_for, send_usage=False) as srv:
         store = Store(tmp_path / "t.db")
         summary = asyncio.run(run_sweep(sweep(srv.url, concurrency=2, samples=1), store))
+        counts = build_report(store, summary.run_id)["counts"]
         store.close()
     assert summary.status == "done"
     tokens = rows(tmp_path / "t.db", "select input_tokens, output_tokens from decisions")
     assert tokens and all(t == (None, None) for t in tokens)
+    assert counts["input_tokens"] is None and counts["output_tokens"] is None
+    assert counts["tokens_unknown"] == len(tokens)
 
 
 def test_retries_of_a_decision_that_gives_up_are_counted(tmp_path: Path) -> None:
@@ -165,8 +169,10 @@ def test_retries_of_a_decision_that_gives_up_are_counted(tmp_path: Path) -> None
         store = Store(tmp_path / "g.db")
         spec = sweep(srv.url, concurrency=1, samples=1)
         summary = asyncio.run(run_sweep(spec, store))
+        counts = build_report(store, summary.run_id)["counts"]
         store.close()
     assert summary.matches_failed == 2
+    assert counts["transport_retries"] == 12
     # 2 matches, each gave up on its first decision after max_retries (6) retries
     assert summary.transport_retries == 12
     stored = rows(tmp_path / "g.db", "select transport_retries from failures")
