@@ -7,6 +7,7 @@ sees the exceptions the real clients raise.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -411,3 +412,17 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced(
     reply, _ = await _ask(agent, "second")
     assert reply.transport_retries == 0  # a stale keep-alive is not a fault
     assert pool.opened == 2
+
+
+async def test_a_server_that_ignores_stream_is_read_whole(loopback: LoopbackServer) -> None:
+    # the loopback server answers without SSE when the request says stream = false;
+    # pointing the agent's body at that path is what such a server does to every request
+    loopback.configure(answer="all at once", reasoning="quietly")
+    agent = _agent(loopback, "openai")
+    agent._body = lambda messages, extra: json.dumps(  # type: ignore[method-assign]
+        {"model": "loopback", "messages": messages, "stream": False}
+    ).encode()
+    reply, sink = await _ask(agent)
+    assert reply.text == "all at once" and sink.deltas == ["all at once"]
+    assert reply.reasoning == "quietly"
+    assert reply.input_tokens == loopback.chat_requests[0].usage["prompt_tokens"]

@@ -702,7 +702,11 @@ class LLMAgent:
                         raise HTTPStatusError(
                             response.status, response.headers, await response.read_text()
                         )
-                    await self._read_sse(response, deadline, sink, state)
+                    kind = response.headers.get("content-type", "")
+                    if "json" in kind and "event-stream" not in kind:
+                        _whole_answer(await response.read_text(), sink, state)
+                    else:
+                        await self._read_sse(response, deadline, sink, state)
                 finally:
                     response.release()
         except TimeoutError:
@@ -913,6 +917,20 @@ def _sse_event(payload: str, sink: Any, state: _AttemptState) -> bool:
         raise _StreamBroken(f"the provider reported an error mid-stream: {message}")
     state.consume(chunk, sink)
     return False
+
+
+def _whole_answer(text: str, sink: Any, state: _AttemptState) -> None:
+    """A server that ignored ``stream`` and sent the whole completion as one JSON body."""
+    payload = json.loads(text)
+    if not isinstance(payload, dict):
+        raise _StreamBroken(f"unexpected answer: {text[:80]!r}")
+    choices = []
+    for choice in payload.get("choices") or []:
+        if isinstance(choice, dict):
+            message = choice.get("message") or {}
+            choices.append({"delta": message, "finish_reason": choice.get("finish_reason")})
+    state.consume({**payload, "choices": choices}, sink)
+    state.done = True
 
 
 def _check_litellm_stream(stream: Any, state: _AttemptState) -> None:
