@@ -213,3 +213,23 @@ def test_four_endpoints_one_killed_mid_sweep_nothing_lost(tmp_path: Path) -> Non
     ideal = (80 / 16) * 0.05
     print(f"\n4 endpoints, one killed: {wall:.2f} s for 80 decisions, "
           f"efficiency {ideal / wall:.2f}, answered per endpoint {served}")
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [([], "lists no server"), (["http://a/v1", "http://a/v1"], "twice"), ([3], "api_base")],
+)
+def test_bad_endpoint_lists_are_refused_naming_the_field(value: Any, words: str) -> None:
+    from coop_tui.spec import SpecError
+
+    with pytest.raises(SpecError) as info:
+        sweep(value, concurrency=1, samples=1)
+    assert "api_base" in str(info.value) and words in str(info.value)
+
+
+def test_constrained_must_be_a_known_kind() -> None:
+    from coop_tui.spec import SpecError
+
+    with pytest.raises(SpecError) as info:
+        sweep("http://127.0.0.1:1/v1", concurrency=1, samples=1, constrained="regex")
+    assert "constrained" in str(info.value)
