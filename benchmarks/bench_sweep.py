@@ -125,24 +125,29 @@ def main() -> None:
         conc = 16
         decisions = 256
         ideal = math.ceil(decisions / (conc * args.endpoints)) * args.latency
-        servers = [start_server(args.latency, args.chunks) for _ in range(args.endpoints)]
-        try:
-            spec = sweep_dict([u for _, u in servers], decisions, conc * args.endpoints,
-                              max_concurrency=conc)
-            with tempfile.TemporaryDirectory() as tmp:
-                wall, stored, cpu, retried = asyncio.run(
-                    run_once(spec, Path(tmp) / "e.db", kill=servers[1][0],
-                             kill_after=ideal / 3)
-                )
-        finally:
-            for proc, _ in servers:
-                proc.kill()
-                proc.wait()
-        rows.append((f"sweep over {args.endpoints} endpoints, 1 killed", conc * args.endpoints,
-                     decisions, stored, ideal, wall, ideal / wall, 1000 * cpu / decisions,
-                     float("nan"), float("nan")))
-        print(f"{args.endpoints} endpoints, one killed after {ideal / 3:.2f} s: "
-              f"{stored}/{decisions} decisions stored, {retried} transport retries")
+        for kill in (False, True):  # healthy first, then one server killed a third of the way
+            servers = [start_server(args.latency, args.chunks) for _ in range(args.endpoints)]
+            try:
+                spec = sweep_dict([u for _, u in servers], decisions, conc * args.endpoints,
+                                  max_concurrency=conc)
+                with tempfile.TemporaryDirectory() as tmp:
+                    wall, stored, cpu, retried = asyncio.run(
+                        run_once(spec, Path(tmp) / "e.db", kill=servers[1][0] if kill else None,
+                                 kill_after=ideal / 3)
+                    )
+            finally:
+                for proc, _ in servers:
+                    proc.kill()
+                    proc.wait()
+            label = f"sweep over {args.endpoints} endpoints" + (", 1 killed" if kill else "")
+            rows.append((label, conc * args.endpoints, decisions, stored, ideal, wall,
+                         ideal / wall, 1000 * cpu / decisions, float("nan"), float("nan")))
+            if kill:
+                healthy = rows[-2][5]
+                ratios["failover"] = {"throughput_vs_healthy": round(healthy / wall, 3)}
+                print(f"{args.endpoints} endpoints, one killed after {ideal / 3:.2f} s: "
+                      f"{stored}/{decisions} decisions stored, {retried} transport retries, "
+                      f"throughput {healthy / wall:.2f} of the healthy run")
     report(
         "sweep", f"sweep vs bare openai loop, keep-alive loopback server ({args.latency:g} s answers)",
         ["pipeline", "concurrency", "decisions", "stored", "ideal s", "wall s", "efficiency",
@@ -150,8 +155,9 @@ def main() -> None:
         rows, {"ratios": ratios},
     )
     for conc, r in ratios.items():
-        print(f"C={conc}: sweep/openai-loop throughput {r['throughput_ratio']:.2f}, "
-              f"client CPU {r['cpu_ratio']:.2f}")
+        if "throughput_ratio" in r:
+            print(f"C={conc}: sweep/openai-loop throughput {r['throughput_ratio']:.2f}, "
+                  f"client CPU {r['cpu_ratio']:.2f}")
 
 
 if __name__ == "__main__":
