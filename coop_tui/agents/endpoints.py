@@ -122,6 +122,7 @@ class EndpointPool:
         self.limit = max(1, int(self.limit))
         self.endpoints = [Endpoint(u, self.limit, self.limit) for u in self.urls]
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._seen: set[str] = set()
 
     # -- acquiring -------------------------------------------------------------------------
 
@@ -236,28 +237,18 @@ class EndpointPool:
                 )
         self._wake()
 
-    def mark_down(self, lease: Lease) -> None:
-        self.release(lease, "down")
-
     # -- reporting -------------------------------------------------------------------------
 
     def _notice(self, ep: Endpoint, message: str, once_per: str | None = None) -> None:
         text = f"agent {self.agent!r}: {message}" if self.agent else message
         if once_per is not None:
             key = f"{once_per}:{ep.url}"
-            if key in self._seen():
+            if key in self._seen:
                 return
-            self._seen().add(key)
+            self._seen.add(key)
         self.notices.append(text)
         if self.notify is not None:
             self.notify(EndpointNotice(self.agent, public_url(ep.url), text))
-
-    def _seen(self) -> set[str]:
-        seen = getattr(self, "_seen_keys", None)
-        if seen is None:
-            seen = set()
-            self._seen_keys = seen
-        return seen
 
     def stats(self) -> list[dict[str, Any]]:
         """Per endpoint: sent, completed, failed, current and configured limits."""
