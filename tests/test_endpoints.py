@@ -106,10 +106,13 @@ async def test_concurrent_cuts_halve_the_limit_down_to_one() -> None:
 
 
 # ------------------------------------------------------------------- the agent
-async def test_interrupting_server_is_adapted_to_and_every_answer_completes() -> None:
+@pytest.mark.parametrize("transport", ["openai", "litellm"])
+async def test_interrupting_server_is_adapted_to_and_every_answer_completes(
+    transport: str,
+) -> None:
     with LoopbackServer(latency=0.1, chunks=5, answer="done and dusted", interrupt=True) as srv:
         agent = LLMAgent("m", "openai/loopback", api_base=srv.url, backoff_base=0.01,
-                         max_retries=2, max_concurrency=4)
+                         max_retries=2, max_concurrency=4, transport=transport)  # type: ignore[arg-type]
         heard: list[Any] = []
         agent.on_notice = heard.append
         replies = await asyncio.gather(

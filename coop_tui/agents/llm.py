@@ -831,6 +831,10 @@ class LLMAgent:
             kwargs["api_base"] = url
         if self._key.get():
             kwargs["api_key"] = self._key.get()
+        elif url and split_provider(self.model)[0] in OPENAI_COMPATIBLE_PREFIXES:
+            # a keyless local server: litellm's OpenAI provider refuses to send without a
+            # key, and must not fall back to OPENAI_API_KEY for a server that is not OpenAI
+            kwargs["api_key"] = "no-key"
         stream = await litellm.acompletion(
             model=self.model,
             messages=messages,
