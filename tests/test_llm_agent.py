@@ -426,3 +426,20 @@ async def test_a_server_that_ignores_stream_is_read_whole(loopback: LoopbackServ
     assert reply.text == "all at once" and sink.deltas == ["all at once"]
     assert reply.reasoning == "quietly"
     assert reply.input_tokens == loopback.chat_requests[0].usage["prompt_tokens"]
+
+
+async def test_the_sdk_path_used_behind_a_proxy_streams_and_constrains(
+    loopback: LoopbackServer,
+) -> None:
+    def answer(body: dict[str, Any]) -> str:
+        return '{"A0": 70, "A1": 30}' if "grammar" in body else "Thinking it over."
+
+    loopback.configure(answer=answer, fault_script=["500"])
+    agent = _agent(loopback, "openai", constrained="grammar", max_tokens=12)
+    agent._lean = lambda: False  # type: ignore[method-assign]  # as when a proxy applies
+    reply, _ = await _ask(agent)
+    assert reply.text == "Thinking it over." and reply.answer == '{"A0": 70, "A1": 30}'
+    assert reply.transport_retries == 1
+    free, final = loopback.chat_requests[1:]
+    assert free.body["max_tokens"] == 12 and final.body["max_tokens"] > 12
+    assert "grammar" in final.body and "grammar" not in free.body

@@ -464,9 +464,13 @@ class LLMAgent:
                 ]
                 if text:
                     sink.text("\n\n")
-            if self.max_tokens is None or self.max_tokens > budget:
-                params = {**params, "max_tokens": budget}
-            final = await self._call(follow, sink, params)
+            # the agent's max_tokens bounds the reasoning; the answer gets what its schema needs
+            params = {**params, "max_tokens": budget}
+            try:
+                final = await self._call(follow, sink, params)
+            except ProviderError as exc:
+                exc.retries += sum(c.retries for c in calls)  # the first step's count too
+                raise
             calls.append(final)
             answer = "".join(final.state.text).strip()
         first, last = calls[0].state, calls[-1].state
@@ -788,7 +792,7 @@ class LLMAgent:
         ours, because building a pydantic object per chunk costs most of the client's CPU.
         """
         client = self._openai_client(url or "")
-        params = dict(extra)
+        params = {**self._params(), **extra}
         body = {k: params.pop(k) for k in ("grammar",) if k in params}
         async with client.chat.completions.with_streaming_response.create(
             model=self._model_name(),
@@ -796,7 +800,6 @@ class LLMAgent:
             stream=True,
             stream_options={"include_usage": True},
             extra_body=body or None,
-            **self._params(),
             **params,
         ) as response:
             lines = response.iter_lines().__aiter__()
