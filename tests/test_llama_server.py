@@ -28,6 +28,7 @@ from coop_tui.spec import build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
