@@ -236,3 +236,19 @@ def test_constrained_must_be_a_known_kind() -> None:
     with pytest.raises(SpecError) as info:
         sweep("http://127.0.0.1:1/v1", concurrency=1, samples=1, constrained="regex")
     assert "constrained" in str(info.value)
+
+
+def test_migration_adds_the_queue_column_to_an_older_database(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("alter table decisions drop column queue_ms")
+    conn.execute("alter table failures drop column transport_retries")
+    conn.execute("delete from _migrations where name = 'm020_transport_queue'")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    assert "m020_transport_queue" in store.applied
+    assert "queue_ms" in store.db["decisions"].columns_dict
+    assert "transport_retries" in store.db["failures"].columns_dict
+    store.close()
