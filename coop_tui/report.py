@@ -86,15 +86,22 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         select count(*), coalesce(sum(d.valid = 0), 0),
                coalesce(sum(case when d.reused = 0 and d.attempts > 1 then d.attempts - 1 end), 0),
                coalesce(sum(d.transport_retries), 0), coalesce(sum(d.reused), 0),
-               coalesce(sum(d.cost_usd), 0), coalesce(sum(d.input_tokens), 0),
-               coalesce(sum(d.output_tokens), 0)
+               coalesce(sum(d.cost_usd), 0), sum(d.input_tokens),
+               sum(d.output_tokens), coalesce(sum(d.input_tokens is null or d.output_tokens is null), 0)
         from decisions d join matches m on m.id = d.match_id where m.run_id = ?""",
         [run_id],
     ).fetchone()
+    # a match that failed because a decision gave up keeps that decision's retries
+    frow = db.execute(
+        "select count(*), coalesce(sum(transport_retries), 0) from failures where run_id = ?",
+        [run_id],
+    ).fetchone()
     counts.update(
-        decisions=drow[0], invalid=drow[1], retries=max(drow[2], 0), transport_retries=drow[3],
+        decisions=drow[0], invalid=drow[1], retries=max(drow[2], 0),
+        transport_retries=drow[3] + frow[1],
         reused=drow[4], cost_usd=round(drow[5], 6), input_tokens=drow[6], output_tokens=drow[7],
-        failures=db.execute("select count(*) from failures where run_id = ?", [run_id]).fetchone()[0],
+        tokens_unknown=drow[8],  # decisions whose server sent no token counts (None = unknown)
+        failures=frow[0],
     )
     # cooperation per experiment x condition x agent (play decisions with a distribution)
     coop_rows = db.execute(

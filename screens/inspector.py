@@ -68,7 +68,8 @@ def decision_summary(decision: Any, game: Any = None) -> Text:
     out = Text()
     out.append_text(distribution_text(d, game))
     out.append("\n")
-    out.append(f"latency {d.latency_ms:.0f} ms · tokens in {_tokens(d.input_tokens)} "
+    queued = "" if d.queue_ms is None else f" (queued {d.queue_ms:.0f} ms before)"
+    out.append(f"latency {d.latency_ms:.0f} ms{queued} · tokens in {_tokens(d.input_tokens)} "
                f"out {_tokens(d.output_tokens)} · cost {_money(d.cost_usd)} · "
                f"attempts {d.attempts} · transport retries {d.transport_retries}", style="dim")
     if d.reused:
