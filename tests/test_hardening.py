@@ -561,3 +561,55 @@ rounds = 3
 """)
     line = one_clear_line(cli("--batch", str(unused), "--db", str(tmp_path / "u.db")))
     assert "experiments[0].rounds" in line and "any of the mechanisms" in line
+
+
+# ====================================================================== TUI and a damaged database
+async def test_tui_runs_screen_reports_a_damaged_database(tmp_path: Path) -> None:
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.runs import RunsScreen
+    from coop_tui.screens.setup import SetupScreen
+    from coop_tui.store import Store
+
+    db = tmp_path / "d.db"
+    assert cli("--batch", str(strategy_sweep(tmp_path, samples=20)), "--db", str(db)).returncode == 0
+    query(db, "pragma wal_checkpoint(truncate)")
+    healthy = db.read_bytes()
+    db.write_bytes(healthy[: len(healthy) // 2])
+
+    def messages(app: Any) -> str:
+        return " ".join(str(n.message) for n in app._notifications)
+
+    app = CoopApp(db)  # the setup screen, then ctrl+r: the store cannot even be opened
+    async with app.run_test(size=(140, 40)) as pilot:
+        for _ in range(100):
+            if isinstance(app.screen, SetupScreen):
+                break
+            await pilot.pause(0.05)
+        for _ in range(10):  # the form may still be settling: press until it answers
+            await pilot.press("ctrl+r")
+            await pilot.pause(0.3)
+            if "damaged" in messages(app):
+                break
+        assert isinstance(app.screen, SetupScreen)  # still running, still there
+        assert "damaged" in messages(app)
+
+    db.write_bytes(healthy)  # opens fine, then the file is damaged under the open store
+    store = Store(db)
+    db.write_bytes(b"\0" * len(healthy))
+
+    class RunsApp(CoopApp):
+        def on_mount(self, event: Any) -> None:
+            event.prevent_default()
+            self.push_screen(RunsScreen(store))
+
+    app = RunsApp(db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        for _ in range(100):
+            if screen.loaded:
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, RunsScreen)
+        status = str(screen.query_one("#runs-status").render())
+        assert str(db) in status and ("damaged" in status or "failed" in status), status
+    store.close()
