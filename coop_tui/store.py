@@ -211,6 +211,27 @@ def m030_run_lease_failure_reason(db: sqlite_utils.Database) -> None:
     db["failures"].create_index(["run_id", "reason"], if_not_exists=True)
 
 
+@migration
+def m031_hardening_scrub_credentials(db: sqlite_utils.Database) -> None:
+    # Databases written before redaction may hold "user:pass@" in api_base URLs (run and
+    # seat specs) and echoed credentials in error texts: clean them once, in place. Only
+    # rows containing "@" or an auth word are rewritten (a LIKE filter, then Python).
+    db.conn.create_function("coop_scrub", 1, scrub, deterministic=True)
+    before = db.conn.execute("pragma secure_delete").fetchone()[0]
+    db.conn.execute("pragma secure_delete = on")  # overwrite the old text, do not just free it
+    targets = [("runs", "spec"), ("runs", "error"), ("seats", "agent_spec"),
+               ("matches", "error"), ("failures", "error"), ("decisions", "error")]
+    for table, column in targets:
+        if table not in db.table_names() or column not in db[table].columns_dict:
+            continue
+        db.conn.execute(
+            f"update {table} set {column} = coop_scrub({column}) where ({column} like '%@%'"
+            f" or {column} like '%bearer%' or {column} like '%basic%'"
+            f" or {column} like '%authorization%') and {column} != coop_scrub({column})"
+        )
+    db.conn.execute(f"pragma secure_delete = {int(before)}")
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process with this id runs on this machine (zombies count as dead)."""
     if pid <= 0:

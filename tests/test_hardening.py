@@ -305,6 +305,8 @@ def test_full_database_stops_the_run_with_a_resume_hint(tmp_path: Path, monkeypa
     out = (tmp_path / "out.txt").read_text()
     assert code == 1
     assert "full" in out and "--resume" in out and "Traceback" not in out
+    status, error = query(db, "select status, error from runs")[0]
+    assert status == "failed" and "full" in error  # recorded while SQLite could still write
     monkeypatch.undo()
     resumed = cli("--batch", str(sweep), "--db", str(db), "--resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
