@@ -265,7 +265,8 @@ class Sweep:
     def hash(self) -> str:
         """What the results depend on: not concurrency, limits, budget or timeouts."""
         data = public_spec(self.spec)
-        for key in ("concurrency", "provider_limits", "budget_usd"):
+        for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
+                    "max_prompt_tokens"):
             data.pop(key, None)
         for agent in data.get("agents", {}).values():
             for key in NOT_IN_CONTENT_KEY:

@@ -378,18 +378,20 @@ def decisions_in(db: Path) -> int:
         return 0
 
 
-def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGTERM, 143, "terminated"),
+                                                      (signal.SIGINT, 130, "interrupted")])
+def test_sigterm_stops_the_run_like_ctrl_c(signum: int, code: int, word: str, tmp_path: Path) -> None:
     with LoopbackServer(latency=0.3, chunks=3, answer='{"A0": 50, "A1": 50}') as srv:
         sweep = slow_llm_sweep(tmp_path, srv.url)
         db = tmp_path / "t.db"
         proc = subprocess.Popen([sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(db)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: decisions_in(db) >= 2)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 143, out + err
+        assert proc.returncode == code, out + err
         assert "Traceback" not in out + err
-        assert "terminated" in out and "--resume" in out
+        assert word in out and "--resume" in out
         assert query(db, "select status from runs") == [("stopped",)]
         assert query(db, "select count(*) from matches where status = 'running'")[0][0] == 0
         assert query(db, "select count(*) from run_leases")[0][0] == 0  # the lease is released
@@ -615,3 +617,14 @@ async def test_tui_runs_screen_reports_a_damaged_database(tmp_path: Path) -> Non
         status = str(screen.query_one("#runs-status").render())
         assert str(db) in status and ("damaged" in status or "failed" in status), status
     store.close()
+
+
+def test_limits_do_not_change_the_sweep_hash() -> None:
+    """Raising a limit must not make a run unresumable: limits do not change results."""
+    from coop_tui.spec import build_sweep
+
+    base = {"name": "h", "agents": {"tft": {"strategy": "tit_for_tat"}},
+            "experiments": [{"game": "prisoners", "agents": ["tft"]}]}
+    raised = {**base, "max_decisions": 10**9, "max_prompt_tokens": 100_000}
+    assert build_sweep(base).hash == build_sweep(raised).hash
+    assert build_sweep(base).hash != build_sweep({**base, "seed": 9}).hash
