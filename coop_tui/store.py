@@ -410,31 +410,33 @@ class Store:
         """
         import socket
 
-        conn = self.db.conn
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
-        if conn.in_transaction:
-            conn.commit()
-        conn.execute("begin immediate")
+        # Its own short connection: BEGIN IMMEDIATE on the shared one could commit another
+        # thread's half-done transaction (the TUI reads and writes from workers).
+        conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         try:
+            conn.execute("begin immediate")
             row = conn.execute(
                 "select pid, host, heartbeat, token from run_leases where run_id = ?", [run_id]
             ).fetchone()
             if row is not None and row[3] != token:
-                holder = {"pid": row[0], "host": row[1], "heartbeat": row[2]}
                 fresh = now - float(row[2] or 0) <= stale_after
                 alive = row[1] != host or process_alive(int(row[0]))
                 if fresh and alive:
-                    conn.rollback()
-                    return holder
+                    conn.execute("rollback")
+                    return {"pid": row[0], "host": row[1], "heartbeat": row[2]}
             conn.execute(
                 "insert or replace into run_leases (run_id, pid, host, token, heartbeat, taken_at)"
                 " values (?, ?, ?, ?, ?, ?)",
                 [run_id, pid, host, token, now, now],
             )
-            conn.commit()
+            conn.execute("commit")
         except BaseException:
-            conn.rollback()
+            if conn.in_transaction:
+                conn.execute("rollback")
             raise
+        finally:
+            conn.close()
         return None
 
     def renew_lease(self, run_id: str, token: str) -> None:
