@@ -628,3 +628,23 @@ def test_limits_do_not_change_the_sweep_hash() -> None:
     raised = {**base, "max_decisions": 10**9, "max_prompt_tokens": 100_000}
     assert build_sweep(base).hash == build_sweep(raised).hash
     assert build_sweep(base).hash != build_sweep({**base, "seed": 9}).hash
+
+
+def test_failure_reasons() -> None:
+    from coop_tui.errors import failure_reason, failure_summary
+
+    cases = {
+        "ProviderError: openai/x at h:1: HTTP 401: Incorrect API key": "HTTP 401",
+        "ProviderError: openai/x at h:1: gave up after 6 retries; last error: HTTP 503: busy":
+            "HTTP 503 after retries",
+        "seat 1 (m) gave no valid answer in 3 attempts: no JSON object": "invalid answers",
+        "ProviderError: x: gave up after 6 retries; last error: ReadTimeout: timed out":
+            "timeout after retries",
+        "ProviderError: x: APIConnectionError: Connection refused": "connection error",
+        "KeyError: 'seat'": "KeyError",
+        "": "unknown error",
+    }
+    for error, reason in cases.items():
+        assert failure_reason(error) == reason, error
+    groups = {"HTTP 401": {"count": 2}, "invalid answers": {"count": 5}}
+    assert failure_summary(groups) == "invalid answers: 5, HTTP 401: 2"
