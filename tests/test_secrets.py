@@ -95,6 +95,10 @@ async def tui_text(db: Path) -> str:
             await pilot.pause(0.5)
             texts.append(svg_text(app))
             store.close()
+            app.pop_screen()
+            app.open_replay(match_id, speed=0)  # the match streamed again, as it was
+            await pilot.pause(1.0)
+            texts.append(svg_text(app))
     return "\n".join(texts)
 
 
@@ -118,7 +122,7 @@ def check_everywhere(tmp: Path, db: Path, secret: str, outputs: list[str]) -> No
     import asyncio
 
     screen = asyncio.run(tui_text(db))
-    assert "secret" in screen  # the run's name: the screen really shows the run
+    assert "secret" in screen and "Seat 1" in screen  # the runs list and the replay really show
     assert not leaks(screen, secret)
 
 
