@@ -92,6 +92,10 @@ BOUNDS = {
         'name = "b"\n[agents.m]\nmodel = "openai/loopback"\napi_base = "http://127.0.0.1:9/v1"\n'
         '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["m"]\n',
         "max_prompt_tokens"),
+    "a prompt beyond the embedded model's context": (
+        'name = "b"\nmax_prompt_tokens = 100000000\n[agents.m]\nmodel = "local/smollm2"\n'
+        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["m"]\n',
+        "agents.m.model"),
     "a prompt beyond the model's context": (
         'name = "b"\nmax_prompt_tokens = 100000000\n[agents.m]\nmodel = "openai/gpt-3.5-turbo"\n'
         '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["m"]\n',
