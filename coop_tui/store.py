@@ -221,6 +221,27 @@ def m030_run_lease_failure_reason(db: sqlite_utils.Database) -> None:
     db["failures"].create_index(["run_id", "reason"], if_not_exists=True)
 
 
+@migration
+def m031_hardening_scrub_credentials(db: sqlite_utils.Database) -> None:
+    # Databases written before redaction may hold "user:pass@" in api_base URLs (run and
+    # seat specs) and echoed credentials in error texts: clean them once, in place. Only
+    # rows containing "@" or an auth word are rewritten (a LIKE filter, then Python).
+    db.conn.create_function("coop_scrub", 1, scrub, deterministic=True)
+    before = db.conn.execute("pragma secure_delete").fetchone()[0]
+    db.conn.execute("pragma secure_delete = on")  # overwrite the old text, do not just free it
+    targets = [("runs", "spec"), ("runs", "error"), ("seats", "agent_spec"),
+               ("matches", "error"), ("failures", "error"), ("decisions", "error")]
+    for table, column in targets:
+        if table not in db.table_names() or column not in db[table].columns_dict:
+            continue
+        db.conn.execute(
+            f"update {table} set {column} = coop_scrub({column}) where ({column} like '%@%'"
+            f" or {column} like '%bearer%' or {column} like '%basic%'"
+            f" or {column} like '%authorization%') and {column} != coop_scrub({column})"
+        )
+    db.conn.execute(f"pragma secure_delete = {int(before)}")
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process with this id runs on this machine (zombies count as dead)."""
     if pid <= 0:
@@ -401,31 +422,33 @@ class Store:
         """
         import socket
 
-        conn = self.db.conn
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
-        if conn.in_transaction:
-            conn.commit()
-        conn.execute("begin immediate")
+        # Its own short connection: BEGIN IMMEDIATE on the shared one could commit another
+        # thread's half-done transaction (the TUI reads and writes from workers).
+        conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         try:
+            conn.execute("begin immediate")
             row = conn.execute(
                 "select pid, host, heartbeat, token from run_leases where run_id = ?", [run_id]
             ).fetchone()
             if row is not None and row[3] != token:
-                holder = {"pid": row[0], "host": row[1], "heartbeat": row[2]}
                 fresh = now - float(row[2] or 0) <= stale_after
                 alive = row[1] != host or process_alive(int(row[0]))
                 if fresh and alive:
-                    conn.rollback()
-                    return holder
+                    conn.execute("rollback")
+                    return {"pid": row[0], "host": row[1], "heartbeat": row[2]}
             conn.execute(
                 "insert or replace into run_leases (run_id, pid, host, token, heartbeat, taken_at)"
                 " values (?, ?, ?, ?, ?, ?)",
                 [run_id, pid, host, token, now, now],
             )
-            conn.commit()
+            conn.execute("commit")
         except BaseException:
-            conn.rollback()
+            if conn.in_transaction:
+                conn.execute("rollback")
             raise
+        finally:
+            conn.close()
         return None
 
     def renew_lease(self, run_id: str, token: str) -> None:
