@@ -222,8 +222,15 @@ def own_cooperated(view: SeatView, move: Move) -> bool:
     return move.own in view.game.cooperative[view.seat]
 
 
-def opponent_record(view: SeatView) -> list[bool]:
-    """Per past round, whether the co-player(s) cooperated (oldest first)."""
+def opponent_record(view: SeatView) -> Sequence[bool]:
+    """Per past round, whether the co-player(s) cooperated (oldest first).
+
+    The engine keeps this record as rounds are played and hands it over in the view, so a
+    strategy's move costs no Python loop over the history; without it (a view built by
+    hand, a re-matched population seat) it is derived from the history.
+    """
+    if view.cooperation_record is not None:
+        return view.cooperation_record
     return [others_cooperated(view, m) for m in view.history]
 
 
