@@ -170,6 +170,7 @@ class MatchContext:
         self._counts = game.action_counts
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
         self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]
+        self._samples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.announce_strategies = True
         """Emit DecisionStarted / TextDelta for strategy answers too (live panes show them);
         a headless sweep turns it off: nobody watches, and they cost more than the answer."""
@@ -449,6 +450,65 @@ class MatchContext:
             decision.parsed = parsed
         return decision
 
+    def plays_directly(self) -> bool:
+        """True when every seat is a strategy that answers plain play requests of this
+        match's game without a prompt and nobody watches answers stream: a mechanism may
+        then play its rounds with :meth:`direct_round`."""
+        return (
+            all(self._direct)
+            and not self.announce_strategies
+            and self._records is not None
+            and all(hasattr(a, "mixed_for") for a in self.agents)
+        )
+
+    async def direct_round(self, round_: int, *, total_rounds: int | None = None) -> list[int]:
+        """Every seat's play decision of one plain simultaneous round, for strategies.
+
+        The decisions, their events and the sampled actions are exactly what asking each
+        seat :meth:`play_request` through :meth:`ask_all` gives (without a twist: a
+        strategy reads none); only the request objects and coroutine hops are skipped,
+        which at 200 rounds of eight strategies were most of the engine's time.
+        Returns the actions; the caller scores them and calls :meth:`finish_round`.
+        """
+        if self.stopped:
+            raise MatchStopped()
+        if self.pause is not None:
+            await self.pause.wait()
+        game, records, actions = self.game, self._records, []
+        assert records is not None
+        now = time.time()
+        for seat, agent in enumerate(self.agents):
+            own = self.labelling(seat, round_, "play")
+            view = SeatView(game, seat, round_, tuple(self.histories[seat]), total_rounds, {},
+                            tuple(records[seat]))
+            started = time.perf_counter()
+            text, parsed = agent.mixed_for(view, own.labels, own.label_to_action)
+            decision = Decision(
+                match_id=self.match_id, round=round_, phase="play", seat=seat, kind="mixed",
+                agent=agent.name, prompt=[], response=text, reasoning="", parsed=None,
+                valid=True, attempts=1, error=None, cache_key=None,  # type: ignore[arg-type]
+                content_key=None, labels=own.labels,  # type: ignore[arg-type]
+                label_to_action=own.label_to_action,
+                latency_ms=(time.perf_counter() - started) * 1000.0, input_tokens=0,
+                output_tokens=0, cost_usd=0.0, created_at=now,
+            )
+            key = (parsed, seat, own.label_to_action)
+            known = self._samples.get(key)
+            if known is None:
+                self._sample(decision, game, seat, own.labels, own.label_to_action, parsed)
+                if decision.distribution is not None and sum(
+                    p > 0 for p in decision.distribution
+                ) == 1:  # a pure answer: the same sample every time
+                    self._samples[key] = (decision.parsed, decision.distribution, decision.action,
+                                          decision.coop_prob, decision.cooperated)
+            else:
+                decision.parsed = dict(known[0])
+                (decision.distribution, decision.action, decision.coop_prob,
+                 decision.cooperated) = known[1:]
+            self._record(decision)
+            actions.append(decision.action)
+        return actions
+
     def _emit_reused(self, decision: Decision) -> None:
         # Replay the stored text so live panes show reused answers too.
         self.bus.emit(
@@ -586,14 +646,21 @@ class MatchContext:
         return decision
 
     def _finish_mixed(self, decision: Decision, request: DecisionRequest, parsed: Any) -> None:
-        game = request.view.game
-        pos = request.view.seat  # the player position in the game (== seat unless re-matched)
+        # the view's seat is the player position in the game (== seat unless re-matched)
+        self._sample(decision, request.view.game, request.view.seat, request.labels,
+                     request.label_to_action, parsed)
+
+    def _sample(
+        self, decision: Decision, game: Game, pos: int, labels: Sequence[str],
+        label_to_action: Sequence[int], parsed: Any,
+    ) -> None:
+        """Map a parsed mixed answer to game actions, draw the action, note cooperation."""
         n_actions = game.action_counts[pos]
         if parsed is not None:
             probs = [0.0] * n_actions
             for i, p in enumerate(parsed.probabilities):
-                probs[request.label_to_action[i]] = float(p)
-            decision.parsed = dict(zip(request.labels, parsed.probabilities, strict=True))
+                probs[label_to_action[i]] = float(p)
+            decision.parsed = dict(zip(labels, parsed.probabilities, strict=True))
         elif self.policy.on_invalid == "uniform":
             probs = [1.0 / n_actions] * n_actions
             decision.normalisation = "fallback: no valid answer, played uniformly at random"
@@ -604,7 +671,7 @@ class MatchContext:
         if len(support) == 1:  # what the seeded draw below returns, without its cost
             decision.action = support[0]
         else:
-            rng = self.rng("sample", request.round, request.seat, request.phase)
+            rng = self.rng("sample", decision.round, decision.seat, decision.phase)
             decision.action = int(rng.choice(n_actions, p=np.asarray(probs) / sum(probs)))
         # A fallback is no stated intention: it has no cooperation mass, only the action
         # that was really played.
@@ -646,22 +713,13 @@ class MatchContext:
                 for pos in seats:
                     # all co-players cooperated: all cooperated, or only this seat did not
                     self._records[pos].append(everyone or (not coop[pos] and coop.count(False) == 1))
+        acts = tuple(int(a) for a in actions)
+        pays = tuple(float(p) for p in payoffs)
         for pos, seat in enumerate(seats):
-            others = tuple(a for k, a in enumerate(actions) if k != pos)
-            others_pay = tuple(p for k, p in enumerate(payoffs) if k != pos)
             self.histories[seat].append(
-                Move(round_, int(actions[pos]), others, float(payoffs[pos]), others_pay)
+                Move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
-        self.bus.emit(
-            RoundDone(
-                self.match_id,
-                round_,
-                tuple(int(a) for a in actions),
-                tuple(float(p) for p in payoffs),
-                tuple(seats),
-                dict(info or {}),
-            )
-        )
+        self.bus.emit(RoundDone(self.match_id, round_, acts, pays, tuple(seats), dict(info or {})))
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))

@@ -626,6 +626,18 @@ class Store:
         row = self.db.execute("select id from decisions where cache_key = ?", [cache_key]).fetchone()
         return None if row is None else int(row[0])
 
+    def decision_id_of(self, decision: Decision) -> int | None:
+        """The row id of a stored decision: by cache key, or for a strategy decision
+        (which has none) by its match, round, phase and seat."""
+        if decision.cache_key is not None:
+            return self.decision_id(decision.cache_key)
+        row = self.db.execute(
+            "select id from decisions where match_id = ? and round = ? and phase = ?"
+            " and seat = ? and cache_key is null order by id desc limit 1",
+            [decision.match_id, decision.round, decision.phase, decision.seat],
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def reasks_of(self, decision_id: int) -> list[dict[str, Any]]:
         """Decisions re-asked from ``decision_id`` (see :mod:`coop_tui.reask`), oldest first."""
         return list(

@@ -121,23 +121,27 @@ class StrategyAgent:
 
     def mixed_answer(self, request: DecisionRequest) -> tuple[str, Any]:
         """The play answer as text and as the parser would read it back (same numbers)."""
+        return self.mixed_for(request.view, request.labels, request.label_to_action)
+
+    def mixed_for(
+        self, view: SeatView, labels: tuple[str, ...], mapping: tuple[int, ...]
+    ) -> tuple[str, Any]:
+        """:meth:`mixed_answer` from the view and the shown labels alone (the engine's
+        direct rounds build no request)."""
         from coop_tui.parsing import MixedStrategy
 
-        view = request.view
         if self._checked != (view.game, view.seat):
             self.strategy.check(view)
             self._checked = (view.game, view.seat)
-        probs = [float(p) for p in self.strategy.distribution(view)]
-        n = view.game.action_counts[view.seat]
-        if len(probs) > n:
-            game_distribution(self.strategy, view)  # raises the clear error
-        key = (request.labels, request.label_to_action, tuple(probs))
+        probs = tuple(self.strategy.distribution(view))
+        key = (labels, mapping, probs)
         found = self._answers.get(key)
         if found is not None:
             return found
-        pct = percentages(probs + [0.0] * (n - len(probs)))
-        labels = request.labels or tuple(f"A{i}" for i in range(len(pct)))
-        mapping = request.label_to_action or tuple(range(len(labels)))
+        full = game_distribution(self.strategy, view)  # checks the size, pads mechanism extras
+        pct = percentages(full)
+        labels = labels or tuple(f"A{i}" for i in range(len(pct)))
+        mapping = mapping or tuple(range(len(labels)))
         shown = [pct[a] for a in mapping]
         text = json.dumps(dict(zip(labels, shown, strict=True)))
         total = float(sum(shown))

@@ -141,6 +141,10 @@ def known_actions(view: SeatView, seat: int | None = None) -> int:
     trailing action named in :data:`MECHANISM_ACTIONS` is left out as well.
     """
     seat = view.seat if seat is None else seat
+    if not view.extra:  # the common case, asked every move: remember it per game and seat
+        known = _KNOWN.get((id(view.game), seat))
+        if known is not None and known[0] is view.game:
+            return known[1]
     names = view.game.action_names[seat]
     n = len(names)
     marker = view.extra.get("delegate_action")
@@ -148,7 +152,14 @@ def known_actions(view: SeatView, seat: int | None = None) -> int:
         n = marker
     while n > 1 and names[n - 1].strip().lower() in MECHANISM_ACTIONS:
         n -= 1
+    if not view.extra:
+        if len(_KNOWN) > 256:
+            _KNOWN.clear()
+        _KNOWN[(id(view.game), seat)] = (view.game, n)
     return n
+
+
+_KNOWN: dict[tuple[int, int], tuple[Any, int]] = {}
 
 
 def require_cooperation(view: SeatView, who: str = "this strategy") -> None:
