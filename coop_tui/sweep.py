@@ -399,6 +399,7 @@ async def play_cell(
         lookup=store,
         pause=pause,
     )
+    ctx.announce_strategies = on_context is not None  # headless: nobody watches answers stream
     if on_context is not None:
         on_context(ctx)
     try:

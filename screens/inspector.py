@@ -116,6 +116,9 @@ def decision_details(decision: Any, game: Any = None) -> Group:
                           f"{_tokens(attempt.input_tokens)} out {_tokens(attempt.output_tokens)} · "
                           f"cost {_money(attempt.cost_usd)}", style="dim"))
     parts.append(_heading("Messages sent (the request)"))
+    if not d.prompt and not d.retries:
+        parts.append(Text("none: a fixed strategy answers from the game state, so no prompt "
+                          "was rendered or stored for it", style="dim"))
     parts.extend(message_texts(request_messages(d)))
     if len(d.prompt) > len(request_messages(d)):
         parts.append(_heading("Final conversation (with the retry instructions)"))
