@@ -256,7 +256,9 @@ def test_an_old_schema_database_migrates_and_reads(tmp_path: Path) -> None:
     for seat in (0, 1):
         db["seats"].insert({"match_id": "m1", "seat": seat, "agent": "m", "agent_kind": "llm",
                             "agent_spec": "{}", "payoff": 3.0})
-        db["decisions"].insert(decision_row(_llm_decision("m1", seat, f"old prompt {seat}", f"k{seat}")))
+        row = decision_row(_llm_decision("m1", seat, f"old prompt {seat}", f"k{seat}"))
+        row.pop("queue_ms")  # a column added after this schema (m020)
+        db["decisions"].insert(row)
         db["rounds"].insert({"match_id": "m1", "round": 1, "seat": seat, "action": 0, "payoff": 3.0,
                              "cooperated": 1, "info": "{}"})
     db.conn.close()
