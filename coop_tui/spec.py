@@ -52,7 +52,7 @@ DEFAULT_MAX_PROMPT_TOKENS = 32_000
 """Default of the sweep field ``max_prompt_tokens`` (estimated from the rendered prompt)."""
 MAX_NESTING = 32
 """Deepest nesting of tables and lists a sweep or game file may have."""
-MAX_INT_DIGITS = 18
+MAX_INT_DIGITS = 19
 """Integers in a sweep file beyond this many digits are refused (no field needs them)."""
 SECRET_FIELDS = frozenset({"api_key", "api_key_env", "api_base"})
 """Fields whose value a validation error must never echo."""
