@@ -47,6 +47,7 @@ from typing import Any, Literal
 from coop_tui.agents.endpoints import EndpointPool, host_of, public_url
 from coop_tui.agents.http_stream import ConnectionPool, HTTPStatusError
 from coop_tui.decisions import AgentReply, DecisionRequest
+from coop_tui.redact import scrub
 
 Transport = Literal["auto", "openai", "litellm"]
 Constrained = Literal["grammar", "json_schema"]
@@ -544,7 +545,8 @@ class LLMAgent:
                     self.endpoints.release(lease, outcome)  # type: ignore[union-attr]
             if outcome == "ok":
                 return _Call(attempt, busy, queued, retries)
-            message = self._key.scrub(failure.message)
+            # the live pane shows this too: no key, no user:pass@, no echoed auth header
+            message = scrub(self._key.scrub(failure.message))
             concurrent_cut = outcome == "cut" and lease is not None and lease.concurrent
             if concurrent_cut and free < MAX_FREE_CUTS:
                 free += 1
