@@ -282,3 +282,19 @@ def test_a_run_of_full_tournaments_keeps_every_decision(tmp_path, capsys):
     code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
     tables = {(c["table"], c["mechanism"]) for c in json.loads(out)["tables"]}
     assert {("prisoners", "none"), ("trust", "mediation")} <= tables
+
+
+def test_published_metric_files_are_shown_beside_ours_never_as_ours(tmp_path, capsys):
+    study = tmp_path / "study"
+    shutil.copytree(STUDY, study)
+    tournament = study / "run1_20260319_153052" / "no_mechanism_trust_game"
+    claude = "anthropic/claude-sonnet-4.5(CoT)"
+    (tournament / "agent_average_payoff.json").write_text(json.dumps({claude: 99.0}))
+    db = tmp_path / "pub.db"
+    assert _run(["import", "coopeval", str(study), "--db", str(db)], capsys)[0] == 0
+    code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
+    report = json.loads(out)
+    rep = next(r for r in report["per_replicate"]
+               if (r["table"], r["mechanism"], r["replicate"]) == ("trust", "none", 0))
+    assert rep["published"][claude]["mean_payoff"] == 99.0
+    assert rep["mean"][claude] == pytest.approx(13 / 3)  # computed from the payoffs: 52 / 12

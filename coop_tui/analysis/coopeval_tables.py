@@ -194,6 +194,7 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
     evolution: list[dict[str, Any]] = []
     per_replicate: list[dict[str, Any]] = []
     game_specs: dict[str, Any] = {}
+    published = _published(store, run_id)
     for g in _groups(db, run_id):
         key = {"table": g["game"], "mechanism": g["mechanism"], "order": g["order"],
                "experiment": g["experiment"], "condition": g["condition_key"]}
@@ -219,7 +220,11 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
             })
             reps.append({"replicate": r, **rep})
         for rep in reps:
-            per_replicate.append({**key, **{k: v for k, v in rep.items() if k != "agents"}})
+            row = {**key, **{k: v for k, v in rep.items() if k != "agents"}}
+            shown = published.get((g["experiment"], rep["replicate"]))
+            if shown:
+                row["published"] = shown  # the source's own numbers, beside ours, never ours
+            per_replicate.append(row)
         if not reps:
             continue
         metrics = ("mean",) if g["matchup"] == "reputation" else METRICS
@@ -236,6 +241,20 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
                               "se": se, "n": len(values)})
     cells.extend(aggregate_cells(cells, game_specs))
     return {"tables": cells, "evolution": evolution, "per_replicate": per_replicate}
+
+
+def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
+    """An imported study's published metric files, per (experiment, replicate)."""
+    run = store.run(run_id) or {}
+    try:
+        spec = json.loads(run.get("spec") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return {
+        (t["experiment"], t["replicate"]): t["published"]
+        for t in spec.get("tournaments") or []
+        if isinstance(t, dict) and t.get("published")
+    }
 
 
 def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
