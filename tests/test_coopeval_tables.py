@@ -25,8 +25,8 @@ STUDY = Path(__file__).parent / "data" / "coopeval_main_study"
 KNOWN_DIFFERENCES = {
     # Reputation- on the Prisoner's Dilemma: the published payoffs give Claude 1.546 ± 0.043
     # and GPT-4o 1.576 ± 0.126 where the paper prints 1.535 ± 0.049 and 1.578 ± 0.128 (every
-    # other agent of that row agrees to the last digit). The published run1 directory is
-    # dated after the paper's runs 2 and 3; the table was evidently made from other data.
+    # other agent of that row agrees to the last digit, as does every other reachable
+    # cell): the printed row was made from payoffs other than the published ones.
     ("prisoners", "reputation", "first", "mean", "anthropic/claude-sonnet-4.5(CoT)"),
     ("prisoners", "reputation", "first", "mean", "openai/gpt-4o-2024-05-13(CoT)"),
     ("prisoners", "reputation", "first", "mean", "average"),
