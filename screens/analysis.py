@@ -89,6 +89,7 @@ class AnalysisScreen(NavScreen):
         Binding("left_square_bracket", "experiment(-1)", "Prev experiment"),
         Binding("right_square_bracket", "experiment(1)", "Next experiment"),
         Binding("t", "tournament", "Next tournament", show=False),
+        Binding("e", "evolution", "Next replicate", show=False),
         Binding("c", "export('csv')", "Export CSV"),
         Binding("p", "export('parquet')", "Export Parquet"),
         Binding("f5", "reload", "Reload", show=False),
@@ -104,6 +105,8 @@ class AnalysisScreen(NavScreen):
         self.report: dict[str, Any] | None = None
         self.index = 0
         self.tournament_index = 0
+        self.evolution_index = 0
+        """Which replicate's trajectory the evolution plot shows."""
         self.b_star_line: float | None = None
         """Where b* is drawn on the similarity axis (0..100), None when not drawn."""
         self.exported: list[Path] = []
@@ -229,7 +232,7 @@ class AnalysisScreen(NavScreen):
         plot.display = bool(series)
         if not series:
             return
-        first = series[0]
+        first = series[self.evolution_index % len(series)]
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
@@ -239,8 +242,16 @@ class AnalysisScreen(NavScreen):
         plt.xlabel("step")
         plt.ylabel("share")
         plot.border_title = (f"Evolution: population share per agent, replicate "
-                             f"{first['replicate'] + 1} of {len(series)}")
+                             f"{first['replicate'] + 1} of {len(series)} (e: next)")
         plot.refresh()
+
+    def action_evolution(self) -> None:
+        """Show the next replicate's trajectory."""
+        e = self.experiment
+        if e is None:
+            return
+        self.evolution_index += 1
+        self._plot_evolution(e)
 
     @property
     def experiment(self) -> dict[str, Any] | None:

@@ -35,6 +35,8 @@ async def test_analysis_shows_paper_tables_and_evolution(tmp_path: Path) -> None
         series = screen.evolution_series(e)
         assert [s["replicate"] for s in series] == [0, 1, 2]
         assert "replicate 1 of 3" in str(evolution.border_title)
+        await pilot.press("e")
+        await until(pilot, lambda: "replicate 2 of 3" in str(evolution.border_title))
         # a Reputation experiment has no metagame, so no evolution
         await pilot.press("right_square_bracket", "right_square_bracket")
         await until(pilot, lambda: screen.index == 2)

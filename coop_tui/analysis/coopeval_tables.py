@@ -46,6 +46,18 @@ DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
 """The games of the aggregate table (Stag Hunt and Matching Pennies are not dilemmas)."""
 MECHANISM_ORDER = ("none", "repetition", "reputation", "mediation", "contracting")
 METRICS = ("mean", "fitness", "deviation_rank")
+METRIC_NAMES = {"mean": "Mean", "fitness": "Fitness", "deviation_rank": "DevRank"}
+PAPER_NAMES = {
+    # the paper's column names for its six agents; display only, cells keep full labels
+    "anthropic/claude-sonnet-4.5(CoT)": "Claude",
+    "google/gemini-3-flash-preview(CoT)": "Gemini-R",
+    "google/gemini-3-flash-preview(IO)": "Gemini-B",
+    "openai/gpt-5.2(CoT)": "GPT-5.2",
+    "openai/gpt-4o-2024-05-13(CoT)": "GPT-4o",
+    "qwen/qwen3-30b-a3b-instruct-2507(CoT)": "Qwen-30b",
+}
+
+
 STEPS = 1000
 LEARNING_RATE = 0.1
 EVOLUTION_POINTS = 101
@@ -194,6 +206,7 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
     evolution: list[dict[str, Any]] = []
     per_replicate: list[dict[str, Any]] = []
     game_specs: dict[str, Any] = {}
+    published = _published(store, run_id)
     for g in _groups(db, run_id):
         key = {"table": g["game"], "mechanism": g["mechanism"], "order": g["order"],
                "experiment": g["experiment"], "condition": g["condition_key"]}
@@ -219,7 +232,11 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
             })
             reps.append({"replicate": r, **rep})
         for rep in reps:
-            per_replicate.append({**key, **{k: v for k, v in rep.items() if k != "agents"}})
+            row = {**key, **{k: v for k, v in rep.items() if k != "agents"}}
+            shown = published.get((g["experiment"], rep["replicate"]))
+            if shown:
+                row["published"] = shown  # the source's own numbers, beside ours, never ours
+            per_replicate.append(row)
         if not reps:
             continue
         metrics = ("mean",) if g["matchup"] == "reputation" else METRICS
@@ -236,6 +253,20 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
                               "se": se, "n": len(values)})
     cells.extend(aggregate_cells(cells, game_specs))
     return {"tables": cells, "evolution": evolution, "per_replicate": per_replicate}
+
+
+def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
+    """An imported study's published metric files, per (experiment, replicate)."""
+    run = store.run(run_id) or {}
+    try:
+        spec = json.loads(run.get("spec") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return {
+        (t["experiment"], t["replicate"]): t["published"]
+        for t in spec.get("tournaments") or []
+        if isinstance(t, dict) and t.get("published")
+    }
 
 
 def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
@@ -302,7 +333,9 @@ def table_layout(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     order += sorted(t for t in tables if t not in order)
     out = []
     for t in order:
-        agents = sorted({c["agent"] for c in tables[t] if c["agent"] != "average"})
+        known = list(PAPER_NAMES)  # the paper's column order first, then by label
+        agents = sorted({c["agent"] for c in tables[t] if c["agent"] != "average"},
+                        key=lambda a: (known.index(a) if a in known else len(known), a))
         conditions: dict[tuple[Any, ...], set[Any]] = defaultdict(set)
         for c in tables[t]:
             conditions[(c["mechanism"], c["order"])].add((c.get("experiment"), c.get("condition")))
@@ -318,7 +351,11 @@ def table_layout(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-METRIC_NAMES = {"mean": "Mean", "fitness": "Fitness", "deviation_rank": "DevRank"}
+def column_name(agent: str) -> str:
+    """A column header short enough for a terminal (the provider prefix dropped)."""
+    if agent == "average":
+        return "LLM average"
+    return PAPER_NAMES.get(agent, agent.split("/")[-1])
 
 
 def cell_text(c: dict[str, Any] | None) -> str:
@@ -334,7 +371,7 @@ def render_latex(cells: list[dict[str, Any]]) -> str:
         cols = t["columns"]
         parts.append(f"% table: {t['table']}")
         parts.append("\\begin{tabular}{ll" + "r" * len(cols) + "}")
-        head = ["Mechanism", "Metric", *("LLM average" if c == "average" else c for c in cols)]
+        head = ["Mechanism", "Metric", *(column_name(c) for c in cols)]
         parts.append(" & ".join(_tex(h) for h in head) + " \\\\ \\hline")
         for row in t["rows"]:
             values = [cell_text(row["cells"].get(c)).replace("±", "$\\pm$") for c in cols]
@@ -371,8 +408,8 @@ def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
         table = Table(title=title, title_justify="left")
         table.add_column("mechanism")
         table.add_column("metric")
-        for c in t["columns"]:  # the provider prefix makes columns too wide for a terminal
-            table.add_column("LLM average" if c == "average" else c.split("/")[-1], justify="right")
+        for c in t["columns"]:
+            table.add_column(column_name(c), justify="right")
         for row in t["rows"]:
             table.add_row(row["mechanism"], METRIC_NAMES[row["metric"]],
                           *(cell_text(row["cells"].get(c)) for c in t["columns"]))
