@@ -16,6 +16,7 @@ without writing; :func:`fold_pending` folds such matches for good.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -148,50 +149,61 @@ def fold_rows(
     at = {c: i for i, c in enumerate(columns)}
     i_phase, i_agent, i_round, i_kind = at["phase"], at["agent"], at["round"], at["kind"]
     i_prob, i_coop, i_dist, i_action = at["coop_prob"], at["cooperated"], at["distribution"], at["action"]
-    counted = [at[c] for c in ("valid", "attempts", "transport_retries", "reused", "cost_usd",
-                               "input_tokens", "output_tokens")]
-    sums = [0, 0, 0, 0.0, 0, 0]
-    coop: dict[tuple[Any, ...], list[Any]] = {}
-    acts: dict[tuple[Any, ...], list[Any]] = {}
-    dist_cache: dict[str, list[float]] = {}
-    invalid = reasks = unknown = 0
-    i_attempts, i_reused = at["attempts"], at["reused"]
-    i_in, i_out = at["input_tokens"], at["output_tokens"]
-    for row in decisions:
-        invalid += row[counted[0]] == 0
-        for k, i in enumerate(counted[1:]):
-            sums[k] += row[i] or 0
+    if not decisions:
+        totals = [0] * len(TOTALS)
+        coop: dict[tuple[Any, ...], list[Any]] = {}
+        acts: dict[tuple[Any, ...], list[Any]] = {}
+    else:
+        cols = list(zip(*decisions, strict=True))  # column-wise: the sums run in C
+        n = len(decisions)
         # re-asks count as in the batch summary: attempts - 1 of decisions asked in this run
-        if not row[i_reused] and (row[i_attempts] or 0) > 1:
-            reasks += row[i_attempts] - 1
-        unknown += row[i_in] is None or row[i_out] is None
-        prob = row[i_prob]
-        if prob is not None and row[i_phase] == "play":
-            key = (row[i_agent], row[i_round])
-            acc = coop.get(key)
+        reasks = sum(
+            a - 1 for a, reused in zip(cols[at["attempts"]], cols[at["reused"]], strict=True)
+            if not reused and a and a > 1
+        )
+        unknown = sum(
+            i is None or o is None
+            for i, o in zip(cols[at["input_tokens"]], cols[at["output_tokens"]], strict=True)
+        )
+        totals = [
+            n, cols[at["valid"]].count(0), reasks,
+            *(sum(filter(None, cols[at[c]])) for c in
+              ("transport_retries", "reused", "cost_usd", "input_tokens", "output_tokens")),
+            unknown,
+        ]
+        coop = {}
+        for phase, agent, rnd, prob, cooperated in zip(
+            cols[i_phase], cols[i_agent], cols[i_round], cols[i_prob], cols[i_coop], strict=True
+        ):
+            if prob is None or phase != "play":
+                continue
+            acc = coop.get((agent, rnd))
             if acc is None:
-                acc = coop[key] = [0, 0.0, 0.0, 0, 0]
+                acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
             acc[0] += 1
             acc[1] += prob
             acc[2] += prob * prob
-            if row[i_coop] is not None:
-                acc[3] += row[i_coop]
+            if cooperated is not None:
+                acc[3] += cooperated
                 acc[4] += 1
-        raw = row[i_dist]
-        if raw is not None and row[i_kind] == "mixed":
-            dist = dist_cache.get(raw)
-            if dist is None:
-                dist = dist_cache[raw] = json.loads(raw)
-            played = row[i_action]
-            for act, p in enumerate(dist):
-                key = (row[i_phase], row[i_agent], act)
-                acc = acts.get(key)
+        # identical answers are frequent (a strategy's few distributions): count them, then
+        # spread each distinct one over the actions once
+        seen = Counter(
+            (phase, agent, raw, played)
+            for phase, agent, raw, played, kind in zip(
+                cols[i_phase], cols[i_agent], cols[i_dist], cols[i_action], cols[i_kind], strict=True
+            )
+            if raw is not None and kind == "mixed"
+        )
+        acts = {}
+        for (phase, agent, raw, played), times in seen.items():
+            for act, p in enumerate(json.loads(raw)):
+                acc = acts.get((phase, agent, act))
                 if acc is None:
-                    acc = acts[key] = [0, 0.0, 0]
-                acc[0] += 1
-                acc[1] += p
-                acc[2] += played == act
-    totals = [len(decisions), invalid, reasks, *sums[1:], unknown]
+                    acc = acts[(phase, agent, act)] = [0, 0.0, 0]
+                acc[0] += times
+                acc[1] += p * times
+                acc[2] += times if played == act else 0
     conn.execute(
         f"insert into match_totals (match_id, run_id, {', '.join(TOTALS)}) values "
         f"({', '.join('?' * (len(TOTALS) + 2))})",
