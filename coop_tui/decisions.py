@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from coop_tui.games.base import Game
 
-AnswerKind = Literal["mixed", "approvals", "sign", "score", "text", "mediator", "contract"]
-"""mixed: percentages per action label; approvals: {"M1": true, ...}; sign: {"sign": bool};
+AnswerKind = Literal[
+    "mixed", "choice", "approvals", "sign", "score", "text", "mediator", "contract"
+]
+"""mixed: percentages per action label; choice: exactly one action ``{"choice": "A1"}``;
+approvals: {"M1": true, ...}; sign: {"sign": bool};
 score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
 
 Message = dict[str, str]

@@ -356,7 +356,9 @@ class LiveScreen(NavScreen):
         prompt = Text()
         prompt.append(f"Your move as Player {turn.seat + 1}", style="bold")
         prompt.append(f" (round {turn.request.round}, {turn.request.phase}). ", style="dim")
-        if turn.request.kind != "mixed":
+        if turn.request.kind == "choice":
+            prompt.append(f"Keys: {labels}; or type one action label, then Enter.")
+        elif turn.request.kind != "mixed":
             from coop_tui.engine import example_for
 
             prompt.append("Type your answer as the prompt asks, e.g. ")
