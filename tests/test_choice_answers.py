@@ -153,6 +153,7 @@ AGENTS = {
 }
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_a_repeated_match_with_choice_answers_stores_one_action_per_decision(
     tmp_path: Any,
 ) -> None:

@@ -31,6 +31,9 @@ AGENTS: dict[str, dict[str, Any]] = {
     "rnd": {"strategy": "random"},
 }
 
+# these tests read what each seat is shown, strategies included
+pytestmark = pytest.mark.usefixtures("strategies_read_prompts")
+
 
 def sweep(*experiments: dict[str, Any], agents: dict[str, Any] | None = None,
           samples: int = 1) -> dict[str, Any]:
