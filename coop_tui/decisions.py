@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from coop_tui.games.base import Game
 
-AnswerKind = Literal["mixed", "approvals", "sign", "score", "text", "mediator", "contract"]
+AnswerKind = Literal[
+    "mixed", "approvals", "sign", "score", "text", "mediator", "contract", "number", "allocation"
+]
 """mixed: percentages per action label; approvals: {"M1": true, ...}; sign: {"sign": bool};
 score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
 

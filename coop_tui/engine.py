@@ -588,7 +588,7 @@ def _retry_example(request: DecisionRequest) -> str:
         return '{"sign": true}'
     if request.kind == "approvals":
         return json.dumps({label: True for label in request.labels})
-    if request.kind in ("mediator", "contract"):
+    if request.kind in ("mediator", "contract", "number", "allocation"):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
 
@@ -604,6 +604,11 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
         return '{"sign": <true/false>}'
     if kind in ("contract", "mixed"):
         return example_answer(labels)
+    if kind == "number":
+        return json.dumps({str(options.get("name", "value")): "<NUMBER>"}).replace('"<NUMBER>"', "<number>")
+    if kind == "allocation":
+        keys = options.get("keys") or ()
+        return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
     return ""
 
 
