@@ -724,9 +724,15 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     if mech == "repetition":
         params = {"rounds": rounds, "payoff": "mean"}
     try:
-        n = load_game(game).n_players
+        loaded = load_game(game)
+        n = loaded.n_players
     except Exception:
-        n = 2
+        loaded, n = None, 2
+    from coop_tui.games.kinds import ProtocolGame
+
+    if isinstance(loaded, ProtocolGame) and mechanism is None:
+        # seed 003's move-by-move games count their own rounds under mechanism "none"
+        mech, params = "none", {"game_params": {"rounds": rounds}}
     return MatchSetup(
         seats=[HUMAN] + [opponent] * (n - 1), game=game, mechanism=mech, params=params,
         name="play", max_tokens=None,

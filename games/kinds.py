@@ -220,6 +220,7 @@ class Turn:
                           total_rounds=self.game.rounds, extra=self._extra(phase, facts)),
             labels=own.labels, label_to_action=own.label_to_action,
             schema=answer_schema("mixed", own.labels, {}),
+            options={"meanings": [opts[a] for a in own.label_to_action]},
         )
         decision = self.ctx.require(await self.ctx.ask(request))
         assert decision.action is not None

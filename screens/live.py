@@ -352,11 +352,20 @@ class LiveScreen(NavScreen):
         if not self.turns:
             return
         turn = self.turns[0]
-        labels = ", ".join(f"{i} = {lab}" for i, lab in enumerate(turn.request.labels))
+        meanings = list(turn.request.options.get("meanings") or [])  # named options (seed 003)
+        labels = ", ".join(
+            f"{i} = {lab}" + (f" ({meanings[i]})" if i < len(meanings) else "")
+            for i, lab in enumerate(turn.request.labels)
+        )
         prompt = Text()
         prompt.append(f"Your move as Player {turn.seat + 1}", style="bold")
         prompt.append(f" (round {turn.request.round}, {turn.request.phase}). ", style="dim")
-        if turn.request.kind != "mixed":
+        if turn.request.kind == "number":
+            opts = turn.request.options
+            prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
+            prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
+            prompt.append(", then Enter.")
+        elif turn.request.kind != "mixed":
             from coop_tui.engine import example_for
 
             prompt.append("Type your answer as the prompt asks, e.g. ")

@@ -26,8 +26,20 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def payoff_table(game: Any, *, labels: bool = True) -> Table:
-    """The game's payoff table: a bimatrix for two players, one row per profile otherwise."""
+def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
+    """The game's payoff table: a bimatrix for two players, one row per profile otherwise.
+
+    A game played move by move (seed 003's numeric and sequential games) has no table:
+    its rules and each seat's moves are shown instead."""
+    from coop_tui.games.kinds import ProtocolGame
+
+    if isinstance(game, ProtocolGame):
+        out = Text(game.rules + "\n")
+        for seat, (role, moves) in enumerate(zip(game.roles, game.action_names, strict=False)):
+            out.append(f"\nP{seat + 1} {role}: ", style="bold")
+            out.append(moves[0])
+        out.append(f"\n{game.rounds} round(s)", style="dim")
+        return out
     names = game.action_names
     if game.n_players == 2:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
