@@ -16,9 +16,12 @@ if TYPE_CHECKING:
     from coop_tui.games.base import Game
 
 AnswerKind = Literal[
-    "mixed", "approvals", "sign", "score", "text", "mediator", "contract", "number", "allocation"
+    "mixed", "choice", "approvals", "sign", "score", "text", "mediator", "contract", "number",
+    "allocation",
 ]
-"""mixed: percentages per action label; approvals: {"M1": true, ...}; sign: {"sign": bool};
+"""mixed: percentages per action label; choice: exactly one action ``{"choice": "A1"}``;
+approvals: {"M1": true, ...}; sign: {"sign": bool}; number/allocation: one value in a range,
+a value per key (seed 003's offers, bids, splits);
 score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
 
 Message = dict[str, str]

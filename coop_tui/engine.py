@@ -45,6 +45,9 @@ from coop_tui.games.base import Game
 from coop_tui.prompts import Labelling, PromptRenderer, example_answer, payoff_description
 
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
+PLAY_KINDS = ("mixed", "choice")
+"""Answer kinds a play decision can take; both end in a distribution and a sampled action
+(a choice is a one-hot distribution)."""
 
 
 NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "api_key_env", "threads"})
@@ -88,8 +91,17 @@ class DecisionPolicy:
     max_attempts: int = 3
     on_invalid: str = "abort"
     """abort: the match fails; uniform: play uniformly, recorded as invalid with the reason."""
-    randomize_labels: bool = False
+    randomize_labels: bool | str = False
+    """False: A0, A1, ... in action order. True or "decision": the A-labels shuffled per
+    decision. "trial" (seed 003): letters drawn once per match (a pair such as J/F for two
+    actions) and listed in an order shuffled per round; payoffs are described in action
+    order, as seed 003's code does."""
     reuse_across_runs: bool = True
+    condition_text: str = ""
+    """A named condition's sentences (seed 003's framing), shown before the game's rules."""
+    answer: str = "mixed"
+    """How play decisions are answered: "mixed" (percentages per action, sampled by the
+    engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
 
 
 @dataclass
@@ -157,8 +169,8 @@ class MatchContext:
         self.pause = pause
         self.stopped = False
         self.histories: list[list[Move]] = [[] for _ in agents]
-        self._instructions: dict[tuple[str, tuple[str, ...]], str] = {}
-        """Rendered answer instructions per (style, labels): the same every round."""
+        self._instructions: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        """Rendered answer instructions per (kind, style, labels): the same every round."""
         self.decisions: list[Decision] = []
 
     @property
@@ -177,6 +189,11 @@ class MatchContext:
         n = self.game.action_counts[seat] if n_actions is None else n_actions
         if not self.policy.randomize_labels:
             return Labelling.neutral(n)
+        if self.policy.randomize_labels == "trial":
+            from coop_tui.prompts import trial_labelling, trial_letters
+
+            letters = trial_letters(n, self.rng("trial-letters", n))
+            return trial_labelling(letters, self.rng("label-order", round_, seat, phase))
         return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
 
     def play_request(
@@ -204,11 +221,13 @@ class MatchContext:
         pos = seat if position is None else position
         own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos])
         labels = own.labels
-        key = (self._style(seat), labels)
+        kind = self.policy.answer
+        key = (kind, self._style(seat), labels)
         instructions = self._instructions.get(key)
         if instructions is None:
             instructions = self.renderer.render(
-                f"answer/mixed_{key[0]}.j2", labels=labels, example=example_answer(labels)
+                f"answer/{kind}_{self._style(seat)}.j2", labels=labels,
+                example=example_for(kind, labels, {}),
             )
             self._instructions[key] = instructions
         text = self._game_text(game, pos, own, twist, instructions)
@@ -222,16 +241,22 @@ class MatchContext:
         )
         from coop_tui.schemas import answer_schema
 
+        options: dict[str, Any] = {}
+        if kind == "choice":
+            # Agents that must pick one action from a distribution (strategies) draw with
+            # this number, so their pick follows the match seed like a sampled mixed answer.
+            options["draw"] = float(self.rng("draw", round_, seat, phase).random())
         return DecisionRequest(
             seat=seat,
             round=round_,
             phase=phase,
-            kind="mixed",
+            kind=kind,  # type: ignore[arg-type]
             messages=({"role": "user", "content": text},),
             view=view,
             labels=labels,
             label_to_action=own.label_to_action,
-            schema=answer_schema("mixed", labels, {}),
+            schema=answer_schema(kind, labels, {}),
+            options=options,
         )
 
     def phase_request(
@@ -299,8 +324,13 @@ class MatchContext:
         twist: str | Callable[[Labelling], str],
         instructions: str,
     ) -> str:
+        rules = own
+        if self.policy.randomize_labels == "trial":
+            # the option list is shuffled per round; the payoff rules keep action order
+            rules = Labelling(tuple(own.label_of(a) for a in range(len(own.labels))),
+                              tuple(range(len(own.labels))))
         labellings = [
-            own if game.action_counts[j] == game.action_counts[pos] else Labelling.neutral(c)
+            rules if game.action_counts[j] == game.action_counts[pos] else Labelling.neutral(c)
             for j, c in enumerate(game.action_counts)
         ]
         if callable(twist):
@@ -313,6 +343,8 @@ class MatchContext:
             seat_number=pos + 1,
             twist=twist,
             instructions=instructions,
+            answer_kind=self.policy.answer,
+            condition_text=self.policy.condition_text,
         )
 
     # ------------------------------------------------------------ asking
@@ -496,11 +528,11 @@ class MatchContext:
             retries=failed,
             created_at=time.time(),
         )
-        if request.kind == "mixed":
+        if request.kind in PLAY_KINDS:
             self._finish_mixed(decision, request, parsed)
         else:
             decision.parsed = parsed
-        if not valid and request.kind != "mixed":
+        if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
 
@@ -508,7 +540,11 @@ class MatchContext:
         game = request.view.game
         pos = request.view.seat  # the player position in the game (== seat unless re-matched)
         n_actions = game.action_counts[pos]
-        if parsed is not None:
+        if parsed is not None and request.kind == "choice":
+            probs = [0.0] * n_actions
+            probs[request.label_to_action[request.labels.index(parsed)]] = 1.0
+            decision.parsed = parsed
+        elif parsed is not None:
             probs = [0.0] * n_actions
             for i, p in enumerate(parsed.probabilities):
                 probs[request.label_to_action[i]] = float(p)
@@ -529,12 +565,12 @@ class MatchContext:
     # ------------------------------------------------------------ rounds
     def require(self, decision: Decision) -> Decision:
         """Stop the match when a decision has no usable outcome under the policy."""
-        if decision.kind == "mixed" and decision.action is None:
+        if decision.kind in PLAY_KINDS and decision.action is None:
             raise MatchAborted(
                 f"seat {decision.seat + 1} ({decision.agent}) gave no valid answer in "
                 f"{decision.attempts} attempts: {decision.error}"
             )
-        if decision.kind != "mixed" and not decision.valid and self.policy.on_invalid == "abort":
+        if decision.kind not in PLAY_KINDS and not decision.valid and self.policy.on_invalid == "abort":
             raise MatchAborted(
                 f"seat {decision.seat + 1} ({decision.agent}) gave no valid {decision.kind} "
                 f"answer: {decision.error}"
@@ -582,6 +618,8 @@ def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...]) -> st
 def _retry_example(request: DecisionRequest) -> str:
     if request.kind == "mixed":
         return example_answer(request.labels)
+    if request.kind == "choice":
+        return example_for("choice", request.labels, request.options)
     if request.kind == "score":
         return "SIMILARITY SCORE: <0-100>"
     if request.kind == "sign":
@@ -609,6 +647,8 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
     if kind == "allocation":
         keys = options.get("keys") or ()
         return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
+    if kind == "choice":
+        return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
     return ""
 
 

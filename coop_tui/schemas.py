@@ -40,6 +40,8 @@ def answer_schema(
     opts: Mapping[str, Any] = options or {}
     if kind == "mixed":
         return _object({label: _integer(0, 100) for label in labels})
+    if kind == "choice":
+        return _object({"choice": {"type": "string", "enum": list(labels)}})
     if kind == "approvals":
         return _object({label: {"type": "boolean"} for label in labels})
     if kind == "sign":

@@ -295,6 +295,20 @@ def prompt_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" for m in messages)
 
 
+def _human_choice(raw: str, labels: Sequence[str]) -> str:
+    """A typed action number or label as a choice answer; JSON is passed on as typed."""
+    if raw.startswith("{"):
+        return raw
+    upper = [lab.upper() for lab in labels]
+    if raw.isdigit() and int(raw) < len(labels):
+        return json.dumps({"choice": labels[int(raw)]})
+    if raw.upper() in upper:
+        return json.dumps({"choice": labels[upper.index(raw.upper())]})
+    raise ValueError(
+        f"choose one action: a number 0 to {len(labels) - 1} or one of {', '.join(labels)}"
+    )
+
+
 def human_answer(text: str, labels: Sequence[str], kind: str = "mixed") -> str:
     """A human's typed move as the JSON answer the parser expects.
 
@@ -304,6 +318,8 @@ def human_answer(text: str, labels: Sequence[str], kind: str = "mixed") -> str:
     same parser as for models checks them, and a bad one is asked again with the reason.
     """
     raw = text.strip()
+    if kind == "choice":
+        return _human_choice(raw, labels)
     if kind != "mixed":
         if not raw:
             raise ValueError("type your answer in the format the prompt shows")

@@ -96,6 +96,10 @@ class AgentSpec(BaseModel):
         return os.environ.get(env) if env else None
 
 
+AnswerMode = Literal["mixed", "choice"]
+LABEL_MODES = ("decision", "trial")
+
+
 class ExperimentSpec(BaseModel):
     """Fields every experiment has; mechanism parameters ride along as extras."""
 
@@ -103,16 +107,52 @@ class ExperimentSpec(BaseModel):
 
     game: str | list[str]
     mechanism: str = "none"
-    matchup: Literal["self", "cross"] | list[list[str]] = "self"
+    matchup: Literal["self", "cross", "pairs", "versus"] | list[list[str]] = "self"
     agents: list[str] = Field(default_factory=list)
     samples: int | None = Field(default=None, ge=1)
     scale: float | list[float] | None = None
     bonus: float | list[float] | None = None
     game_params: dict[str, Any] = Field(default_factory=dict)
-    randomize_labels: bool = False
+    randomize_labels: bool | str = False
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] | None = None
     name: str | None = None
+    answer: AnswerMode | list[AnswerMode] = Field(
+        default="mixed",
+        description='play answers: "mixed" (percentages per action) or "choice" (one action)',
+    )
+    opponents: list[str] = Field(
+        default_factory=list,
+        description='matchup "versus": every agent plays each of these in the other seats',
+    )
+    filler: str | None = Field(
+        default=None,
+        description='agent in the seats beyond the first two ("self" / "pairs" in n-player games)',
+    )
+    condition: str | list[str] = Field(
+        default="baseline", description="seed 003's named prompt conditions (a grid axis)"
+    )
+
+    @field_validator("randomize_labels", mode="before")
+    @classmethod
+    def _label_mode(cls, v: Any) -> bool | str:
+        if isinstance(v, bool) or v in LABEL_MODES:
+            return v
+        raise ValueError(
+            f'randomize_labels must be true / "decision" (A-labels shuffled per decision), '
+            f'"trial" (seed 003: letters per match, order per round) or false, not {v!r}'
+        )
+
+    @field_validator("condition", mode="before")
+    @classmethod
+    def _known_conditions(cls, v: Any) -> Any:
+        from coop_tui.conditions import get_condition
+
+        for name in v if isinstance(v, list) else [v]:
+            if not isinstance(name, str):
+                raise ValueError(f"a condition is a name such as \"baseline\", not {name!r}")
+            get_condition(name)
+        return v
 
 
 class SweepSpec(BaseModel):
@@ -159,19 +199,25 @@ class Cell:
     randomize_labels: bool
     max_attempts: int
     on_invalid: str
+    answer: str = "mixed"
+    condition: str = "baseline"
 
     def match_key(self, sample: int) -> str:
-        return stable_hash(
-            {
-                "e": self.experiment,
-                "g": self.game,
-                "gp": self.game_params,
-                "m": self.mechanism,
-                "mp": self.mechanism_params,
-                "s": self.seats,
-                "n": sample,
-            }
-        )[:20]
+        key: dict[str, Any] = {
+            "e": self.experiment,
+            "g": self.game,
+            "gp": self.game_params,
+            "m": self.mechanism,
+            "mp": self.mechanism_params,
+            "s": self.seats,
+            "n": sample,
+        }
+        # protocol fields join the key only when set, so existing runs keep their keys
+        if self.answer != "mixed":
+            key["a"] = self.answer
+        if self.condition != "baseline":
+            key["c"] = self.condition
+        return stable_hash(key)[:20]
 
 
 @dataclass
@@ -390,6 +436,15 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
                     raise SpecError(f"{where}.matchup", f"unknown agent {name!r} in an explicit matchup")
     elif not exp.agents:
         raise SpecError(f"{where}.agents", "is empty; list the agents that play")
+    for field_name, names in (("opponents", exp.opponents), ("filler", [exp.filler] if exp.filler else [])):
+        for name in names:
+            if name not in sweep.agents:
+                raise SpecError(
+                    f"{where}.{field_name}",
+                    f"unknown agent {name!r}; define it under [agents.{name}]",
+                )
+    if exp.opponents and exp.matchup != "versus":
+        raise SpecError(f"{where}.opponents", 'is used only with matchup = "versus"; remove it')
 
     axes: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
@@ -404,14 +459,20 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
     games = exp.game if isinstance(exp.game, list) else [exp.game]
     scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
+    answers = exp.answer if isinstance(exp.answer, list) else [exp.answer]
+    conditions = exp.condition if isinstance(exp.condition, list) else [exp.condition]
     for name_, values in (("game", games), ("scale", scales), ("bonus", bonuses),
+                          ("answer", answers), ("condition", conditions),
                           ("matchup", exp.matchup if isinstance(exp.matchup, list) else [1])):
         if not values:
             raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
     samples = exp.samples or sweep.samples
     cells: list[Cell] = []
     names = list(axes)
-    for game_ref, scale, bonus in itertools.product(games, scales, bonuses):
+    for game_ref, scale, bonus, answer, condition in itertools.product(
+        games, scales, bonuses, answers, conditions
+    ):
+        scale = _condition_scale(where, condition, scale)
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
         gp = dict(exp.game_params)
         if scale is not None:
@@ -445,6 +506,8 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
                         randomize_labels=exp.randomize_labels,
                         max_attempts=exp.max_attempts or sweep.max_attempts,
                         on_invalid=exp.on_invalid or sweep.on_invalid,
+                        answer=answer,
+                        condition=condition,
                     )
                 )
     seen: set[str] = set()
@@ -458,6 +521,22 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
             )
         seen.add(key)
     return cells
+
+
+def _condition_scale(where: str, condition: str, scale: Any) -> Any:
+    """A payoff-scaling condition (payoff_10x) sets the game's scale; both at once is an error."""
+    from coop_tui.conditions import get_condition
+
+    factor = get_condition(condition).scale
+    if factor is None:
+        return scale
+    if scale is not None:
+        raise SpecError(
+            f"{where}.condition",
+            f"condition {condition!r} already scales the payoffs by {factor:g}; "
+            f"remove scale or use the baseline condition",
+        )
+    return factor
 
 
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:
@@ -502,11 +581,41 @@ def _seatings(
                     f"an explicit matchup has {len(seats)} agents, the game needs {n_players}",
                 )
         return [tuple(s) for s in exp.matchup]
+    if exp.matchup in ("pairs", "versus") or (exp.matchup == "self" and exp.filler):
+        return _seed003_seatings(exp, n_players, where, pooled=pooled)
     if exp.matchup == "self":
         return [tuple([a] * n_players) for a in exp.agents]
     if pooled:
         return [tuple(exp.agents[i % len(exp.agents)] for i in range(n_players))]
     return [tuple(p) for p in itertools.product(exp.agents, repeat=n_players)]
+
+
+def _seed003_seatings(
+    exp: ExperimentSpec, n_players: int, where: str, *, pooled: bool
+) -> list[tuple[str, ...]]:
+    """Seed 003's designs. ``versus``: each agent in seat 1 against each opponent, which
+    fills every other seat (its code copies the strategy into all of them). ``pairs``:
+    every unordered pair of distinct agents once (C(n, 2)), the first listed in seat 1.
+    ``self`` with a filler: the agent in seats 1 and 2. Seats beyond the first two are
+    the ``filler`` agent's (seed 003 puts a random strategy there)."""
+    if pooled:
+        raise SpecError(f"{where}.matchup", f"matchup {exp.matchup!r} needs a mechanism with "
+                        f"fixed seats; a re-matching population takes self or cross")
+    if exp.matchup == "versus":
+        if not exp.opponents:
+            raise SpecError(f"{where}.opponents", 'matchup "versus" needs opponents: list the '
+                            "agents (usually strategies) each agent plays against")
+        return [(a,) + (o,) * (n_players - 1) for a in exp.agents for o in exp.opponents]
+    if n_players > 2 and exp.filler is None:
+        raise SpecError(f"{where}.filler", f"the game has {n_players} players and matchup "
+                        f"{exp.matchup!r} fills two seats; name the agent for the others "
+                        f"(seed 003 uses a random strategy)")
+    extra = (exp.filler,) * (n_players - 2) if n_players > 2 else ()
+    if exp.matchup == "self":
+        return [((a, a) + extra)[:n_players] for a in exp.agents]
+    if len(exp.agents) < 2:
+        raise SpecError(f"{where}.agents", 'matchup "pairs" needs at least two agents')
+    return [(a, b) + extra for a, b in itertools.combinations(exp.agents, 2)]
 
 
 def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: Any, base: Path | None):

@@ -606,7 +606,8 @@ class Store:
         rows = [
             (
                 e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
-                None if game_coop is None else int(game_coop[pos]), info,
+                None if game_coop is None or game_coop[pos] is None else int(game_coop[pos]),
+                info,
             )
             for pos, seat in enumerate(seats)
         ]

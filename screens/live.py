@@ -365,6 +365,8 @@ class LiveScreen(NavScreen):
             prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
             prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
             prompt.append(", then Enter.")
+        elif turn.request.kind == "choice":
+            prompt.append(f"Keys: {labels}; or type one action label, then Enter.")
         elif turn.request.kind != "mixed":
             from coop_tui.engine import example_for
 

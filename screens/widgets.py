@@ -107,7 +107,7 @@ def _game_summary(game: Any) -> str:
 def distribution_text(decision: Any, game: Any | None = None) -> Text:
     """One line: the parsed distribution and the sampled action (or why there is none)."""
     out = Text()
-    if decision.kind == "mixed" and decision.distribution is not None:
+    if decision.kind in ("mixed", "choice") and decision.distribution is not None:
         for a, p in enumerate(decision.distribution):
             style = "bold" if a == decision.action else ""
             out.append(f"A{a} {round(100 * p):d}%", style=style)

@@ -58,6 +58,7 @@ __all__ = [
     "LocalModelError",
     "default_threads",
     "answer_grammar",
+    "choice_gbnf",
     "get_model",
     "grammar_schema",
     "mixed_gbnf",
@@ -432,6 +433,18 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def choice_gbnf(labels: tuple[str, ...]) -> str:
+    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels."""
+    if not labels:
+        raise ValueError("a choice answer needs at least one label")
+    options = " | ".join(_gbnf_literal(json.dumps(label)) for label in labels)
+    key = _gbnf_literal(json.dumps("choice"))
+    return (
+        f'root ::= "{{" space {key} space ":" space ( {options} ) space "}}" space\n'
+        'space ::= " "?\n'
+    )
+
+
 def answer_grammar(
     kind: str, labels: tuple[str, ...], schema: dict[str, Any]
 ) -> tuple[str, str]:
@@ -441,6 +454,8 @@ def answer_grammar(
 
     if kind == "mixed" and labels and schema == answer_schema("mixed", labels, {}):
         return "gbnf", mixed_gbnf(labels)
+    if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
+        return "gbnf", choice_gbnf(labels)
     return "schema", json.dumps(grammar_schema(schema))  # key order kept: label order
 
 

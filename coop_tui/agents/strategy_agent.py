@@ -9,6 +9,11 @@ the lower action index) and written under the shown labels (``label_to_action[i]
 game action behind ``labels[i]``). Actions a mechanism adds to the game after the ones the
 strategy knows (Mediation's "delegate") get 0: a strategy never delegates.
 
+Play ("choice") requests: the strategy picks one action from the same distribution with
+the number ``request.options["draw"]`` in [0, 1) that the engine derives from the match
+seed (inverse CDF over game actions in index order), and answers ``{"choice": label}``; a
+deterministic strategy's pick is its action, a stochastic one follows the match seed.
+
 Documented defaults for the other phases (a strategy has no opinion there):
 
 - approvals: approve every proposal in ``request.labels``;
@@ -91,6 +96,8 @@ class StrategyAgent:
         kind = request.kind
         if kind == "mixed":
             return self._mixed(request)
+        if kind == "choice":
+            return self._choice(request)
         if kind == "approvals":
             return json.dumps({label: True for label in request.labels})
         if kind == "sign":
@@ -118,6 +125,19 @@ class StrategyAgent:
         labels = request.labels or tuple(f"A{i}" for i in range(len(pct)))
         mapping = request.label_to_action or tuple(range(len(labels)))
         return json.dumps({label: pct[a] for label, a in zip(labels, mapping, strict=True)})
+
+    def _choice(self, request: DecisionRequest) -> str:
+        probs = game_distribution(self.strategy, request.view)
+        total = sum(probs)
+        draw = float(request.options.get("draw", 0.0)) * total
+        action = max(a for a, p in enumerate(probs) if p > 0)  # for rounding at the top
+        acc = 0.0
+        for a, p in enumerate(probs):
+            acc += p
+            if p > 0 and draw < acc:
+                action = a
+                break
+        return json.dumps({"choice": self._label_of(request, action)})
 
     @staticmethod
     def _score(options: dict[str, Any]) -> int:

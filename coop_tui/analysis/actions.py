@@ -86,7 +86,7 @@ def action_frequencies(source: Any, run_id: str, *, phase: str = "play") -> list
         from decisions d
         join matches m on m.id = d.match_id,
              json_each(d.distribution) j
-        where m.run_id = ? and m.status = 'done' and d.kind = 'mixed' and d.phase = ?
+        where m.run_id = ? and m.status = 'done' and d.kind in ('mixed', 'choice') and d.phase = ?
               and d.distribution is not null
         group by m.experiment, m.condition_key, d.agent, act
         order by m.experiment, m.condition_key, d.agent, act""",
