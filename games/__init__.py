@@ -139,8 +139,9 @@ def load_game(ref: str | os.PathLike[str], **params: Any) -> Game:
         game = dataclasses.replace(game, key=family.key)
     if transforms and _is_protocol(game):
         raise TypeError(
-            f"{' and '.join(sorted(transforms))} apply to matrix games; {game.key} is played "
-            "move by move and takes its stakes from its own parameters"
+            f"{' and '.join(sorted(transforms))} (or a payoff-scaling condition) apply to matrix "
+            f"games; {game.key} is played move by move and takes its stakes from its own "
+            f"parameters ({', '.join(sorted(k for k in game.params if k != 'rounds')) or 'none'})"
         )
     game = apply_transforms(game, **transforms)
     return dataclasses.replace(game, params={**used, **transforms})

@@ -196,31 +196,32 @@ class Turn:
 
     async def choose(self, seat: int, phase: str, query: str, options: Sequence[str],
                      facts: dict[str, Any] | None = None) -> int:
-        """Ask for one of ``options`` (index returned).
+        """Ask for exactly one of ``options`` (its index is returned).
 
-        Answered as a mixed strategy over neutral labels and sampled with the match's
-        seeded RNG, like every other discrete move of coop-tui today.
+        Answered as a ``choice`` (``{"choice": "<label>"}``), as seed 003 asks every
+        discrete move; the labels follow the run's labelling policy and the prompt lists
+        what each label means.
         """
         opts = tuple(options)
         view_game = _options_game(self.ctx.n_seats, seat, opts)
         own = self.ctx.labelling(seat, self.round, phase, n_actions=len(opts))
-        meaning = "\n".join(
-            f"- {label}: {opts[a]}" for label, a in zip(own.labels, own.label_to_action, strict=True)
-        )
-        text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "mixed",
+        shown = sorted(range(len(opts)), key=lambda i: own.labels[i])
+        meaning = "\n".join(f"- {own.labels[i]}: {opts[own.label_to_action[i]]}" for i in shown)
+        text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "choice",
                           {"labels": own.labels})
         from coop_tui.decisions import DecisionRequest, SeatView
         from coop_tui.schemas import answer_schema
 
         request = DecisionRequest(
-            seat=seat, round=self.round, phase=phase, kind="mixed",
+            seat=seat, round=self.round, phase=phase, kind="choice",
             messages=({"role": "user", "content": text},),
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(phase, facts)),
             labels=own.labels, label_to_action=own.label_to_action,
-            schema=answer_schema("mixed", own.labels, {}),
-            options={"meanings": [opts[a] for a in own.label_to_action]},
+            schema=answer_schema("choice", own.labels, {}),
+            options={"meanings": [opts[a] for a in own.label_to_action],
+                     "draw": float(self.rng("draw", seat, phase).random())},
         )
         decision = self.ctx.require(await self.ctx.ask(request))
         assert decision.action is not None
@@ -260,6 +261,7 @@ class Turn:
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
             history=history, query=query, instructions=instructions,
+            condition_text=getattr(self.ctx.policy, "condition_text", ""),
         )
 
     def _fail(self, decision: Decision) -> None:

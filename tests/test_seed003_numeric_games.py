@@ -23,6 +23,7 @@ from coop_tui.games.blotto import blotto_payoffs
 from coop_tui.games.centipede import centipede_end, centipede_schedule
 from coop_tui.games.commons import commons_payoffs
 from coop_tui.games.contributions import contribution_payoffs
+from coop_tui.games.eleven_twenty import eleven_twenty_payoffs
 from coop_tui.games.fairness import dictator_payoffs, punishment_payoffs, ultimatum_payoffs
 from coop_tui.games.guessing import beauty_contest_payoffs
 from coop_tui.games.investment import gift_exchange_payoffs, trust_payoffs
@@ -38,7 +39,7 @@ SEED003_NUMERIC = [
     "third_party_punishment", "trust_berg", "gift_exchange", "beauty_contest_23",
     "beauty_contest_12", "centipede_6", "centipede_10", "auction_first_price",
     "auction_vickrey", "auction_all_pay", "colonel_blotto", "nash_demand",
-    "alternating_offers", "multi_issue", "signaling", "cheap_talk",
+    "alternating_offers", "multi_issue", "signaling", "cheap_talk", "eleven_twenty",
 ]
 
 
@@ -89,6 +90,8 @@ def test_payoff_rules_on_hand_picked_cases() -> None:
     assert signaling_payoffs(False, True, True) == (-2, -5)
     assert signaling_payoffs(False, False, False) == (0, 3)
     assert cheap_talk_payoffs(3, 4) == (0, -1) and cheap_talk_payoffs(2, 2) == (-1, 0)
+    # 11-20: the request, +20 for exactly one below the other
+    assert eleven_twenty_payoffs([19, 20]) == (39, 20) and eleven_twenty_payoffs([17, 17]) == (17, 17)
 
 
 def test_every_seed003_numeric_game_is_registered_as_a_protocol_game() -> None:
@@ -163,6 +166,8 @@ STRATEGY_CASES = [
      [60 + 54, 40 + 36]),
     ("colonel_blotto", {}, [strat("fixed_number"), strat("fixed_number")], [5, 5]),
     ("multi_issue", {}, [strat("fixed_number"), strat("fixed_number")], [2, 2]),
+    ("eleven_twenty", {}, [strat("fixed_number", value=18), strat("fixed_number", value=19)],
+     [38, 19]),
     ("auction_all_pay", {}, [strat("truthful_bidder", default=30),
                              strat("truthful_bidder", default=20)], [20, -20]),
 ]
@@ -217,9 +222,10 @@ async def test_auctions_draw_private_values_and_pay_by_the_rule(tmp_path: Any) -
 
 # ----------------------------------------------------------------- scripted model
 def pick(text: str, meaning: str) -> str:
-    """A mixed answer putting everything on the option whose description has ``meaning``."""
-    options = re.findall(r"^- (A\d): (.*)$", text, re.M)
-    return json.dumps({label: 100 if meaning in desc else 0 for label, desc in options})
+    """A choice of the option whose description has ``meaning``, after some reasoning."""
+    options = re.findall(r"^- (\w+): (.*)$", text.split("Your options:")[1], re.M)
+    label = next(lab for lab, desc in options if meaning in desc)
+    return f"Weighing it up, {meaning} is best.\n" + json.dumps({"choice": label})
 
 
 def scripted_model(body: dict[str, Any]) -> str:
@@ -278,6 +284,8 @@ async def test_a_model_plays_ultimatum_trust_and_blotto_from_prose_tags_and_json
     assert rounds[1]["moves"] == {"offer": 45, "accepted": True} and payoffs == [55, 45]
     offer, respond = store.decisions(match["id"])
     assert (offer.phase, offer.kind, offer.parsed) == ("offer", "number", 45)
+    assert respond.kind == "choice" and respond.parsed in respond.labels
+    assert respond.distribution is not None and sorted(respond.distribution) == [0.0, 1.0]
     assert offer.normalisation == "read from the last sentence"
     assert respond.phase == "respond" and "offers you 45 of 100 points" in respond.prompt[0]["content"]
     assert "This is round 1 of 1" in offer.prompt[0]["content"]

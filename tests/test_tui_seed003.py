@@ -70,8 +70,8 @@ async def test_a_person_proposes_in_the_ultimatum_game_against_a_threshold_respo
     store = app.store
     decisions = store.decisions(match_id)
     assert [(d.round, d.seat, d.phase, d.kind) for d in decisions] == [
-        (1, 0, "offer", "number"), (1, 1, "respond", "mixed"),
-        (2, 0, "offer", "number"), (2, 1, "respond", "mixed")]
+        (1, 0, "offer", "number"), (1, 1, "respond", "choice"),
+        (2, 0, "offer", "number"), (2, 1, "respond", "choice")]
     first = decisions[0]
     assert first.agent == "human" and first.parsed == 40 and first.attempts == 2
     assert "above the maximum 100" in first.retries[0].error
