@@ -60,6 +60,7 @@ class LiveScreen(NavScreen):
     """Watch (or play) one match as it happens."""
 
     CSS_PATH = "live.tcss"
+    _default_placeholder = "0 / 1 … for a pure action, or A0=70 A1=30; Enter confirms"
     BINDINGS = [
         Binding("p", "pause", "Pause/resume"),
         Binding("s", "stop", "Stop"),
@@ -103,8 +104,7 @@ class LiveScreen(NavScreen):
                 yield SeatPane(seat, agent, kind, id=f"seat-{seat}")
         with Vertical(id="human-bar"):
             yield Static("", id="human-prompt")
-            yield Input(placeholder="0 / 1 … for a pure action, or A0=70 A1=30; Enter confirms",
-                        id="human-input", disabled=True)
+            yield Input(placeholder=self._default_placeholder, id="human-input", disabled=True)
         yield Static("", id="live-status")
         yield Footer()
 
@@ -383,6 +383,12 @@ class LiveScreen(NavScreen):
         box = self.query_one("#human-input", Input)
         box.disabled = False
         box.value = ""
+        if turn.request.kind == "number":
+            box.placeholder = f"a number from {turn.request.options.get('min')} to {turn.request.options.get('max')}"
+        elif turn.request.kind == "allocation":
+            box.placeholder = ", ".join(f"{k}=…" for k in turn.request.options.get("keys") or ())
+        else:
+            box.placeholder = self._default_placeholder
         box.focus()
         self.pane(turn.seat).set_status(Text("your move — the prompt is in this pane", style="bold yellow"))
 

@@ -114,7 +114,8 @@ def distribution_text(decision: Any, game: Any | None = None) -> Text:
             out.append("  ")
         if decision.action is not None:
             name = ""
-            if game is not None and decision.seat < len(game.action_names):
+            if (game is not None and decision.seat < len(game.action_names)
+                    and not getattr(game, "protocol", None)):  # option moves: labels say it
                 names = game.action_names[decision.seat]
                 if decision.action < len(names):
                     name = f" ({names[decision.action]})"
