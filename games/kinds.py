@@ -187,7 +187,7 @@ class Turn:
         out = []
         for d, (_, _, _, space) in zip(decisions, asks, strict=True):
             if d.valid:
-                out.append({k: float(v) for k, v in d.parsed.items()})
+                out.append(dict(d.parsed))
                 continue
             self._fail(d)
             share = (space.total if space.total is not None else space.high) / len(space.keys)
@@ -270,11 +270,12 @@ class Turn:
 
     def _value(self, decision: Decision, grid: np.ndarray) -> float:
         if decision.valid:
-            return float(decision.parsed)
+            return decision.parsed  # int on whole-number grids, so stored moves read naturally
         self._fail(decision)
         # policy "uniform": a seeded uniform draw from the grid, recorded in the round info
         rng = self.rng("fallback", decision.seat, decision.phase)
-        return float(grid[int(rng.integers(len(grid)))])
+        value = float(grid[int(rng.integers(len(grid)))])
+        return int(value) if value.is_integer() else value
 
 
 async def play_protocol(ctx: MatchContext) -> MatchOutcome:
