@@ -278,6 +278,22 @@ class Turn:
         return int(value) if value.is_integer() else value
 
 
+def moves_text(moves: dict[str, Any]) -> str:
+    """A round's moves in one short line for screens ("offer 40, accepted yes")."""
+    def fmt(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, float):
+            return f"{v:g}"
+        if isinstance(v, list):
+            return "/".join(fmt(x) for x in v)
+        if isinstance(v, dict):
+            return " ".join(f"{k}={fmt(x)}" for k, x in v.items())
+        return str(v)
+
+    return ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in moves.items())
+
+
 async def play_protocol(ctx: MatchContext) -> MatchOutcome:
     """Play every round of a protocol game and record each as a round of the match."""
     from coop_tui.engine import MatchOutcome

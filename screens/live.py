@@ -309,7 +309,12 @@ class LiveScreen(NavScreen):
                 self._reveal()
         elif isinstance(event, RoundDone):
             self._reveal()
-            timeline.round_done(event.round, event.actions, event.payoffs, event.seats)
+            moves = event.info.get("moves") if isinstance(event.info, dict) else None
+            if moves:  # a move-by-move game (seed 003): its moves, not placeholder actions
+                from coop_tui.games.kinds import moves_text
+
+                moves = moves_text(moves)
+            timeline.round_done(event.round, event.actions, event.payoffs, event.seats, moves)
             seats = event.seats or tuple(range(len(event.payoffs)))
             for pos, seat in enumerate(seats):
                 if seat < len(self.session.seat_names):
@@ -317,8 +322,9 @@ class LiveScreen(NavScreen):
                     pane.total += event.payoffs[pos]
                     if pane.current is not None:
                         pane.current.add_note(
-                            Text(f"round {event.round}: played A{event.actions[pos]}, got "
-                                 f"{event.payoffs[pos]:g} (total {pane.total:g})", style="cyan")
+                            Text(f"round {event.round}: "
+                                 + (f"{moves}; got " if moves else f"played A{event.actions[pos]}, got ")
+                                 + f"{event.payoffs[pos]:g} (total {pane.total:g})", style="cyan")
                         )
         elif isinstance(event, PhaseDone):
             self._reveal()

@@ -299,6 +299,8 @@ class Timeline(Static):
         self.totals = [0.0] * n_seats
         self.final: tuple[float, ...] | None = None
         self.status = "running"
+        self.move_labels: dict[int, str] = {}
+        """Per round, the moves of a move-by-move game (seed 003) shown instead of actions."""
 
     def on_mount(self) -> None:
         self.refresh_view()
@@ -324,7 +326,9 @@ class Timeline(Static):
         self.refresh_view()
 
     def round_done(self, round_: int, actions: Sequence[int], payoffs: Sequence[float],
-                   seats: Sequence[int]) -> None:
+                   seats: Sequence[int], moves: str | None = None) -> None:
+        if moves:
+            self.move_labels[round_] = moves
         seats = tuple(seats) or tuple(range(len(actions)))
         self.rounds.append((round_, tuple(actions), tuple(payoffs), seats))
         for seat, p in zip(seats, payoffs, strict=False):
@@ -367,7 +371,8 @@ class Timeline(Static):
                 out.append(f"R{r} ", style="dim")
                 if len(seats) < n_seats:  # one pairing of a population (Reputation)
                     out.append("-".join(f"P{seats[k] + 1}" for k in order) + " ", style="dim")
-                out.append("/".join(f"A{actions[k]}" for k in order))
+                label = self.move_labels.get(r)
+                out.append(label if label else "/".join(f"A{actions[k]}" for k in order))
                 out.append(" ")
                 out.append("(" + ",".join(_fmt(payoffs[k]) for k in order) + ")", style="dim")
                 out.append("  ")

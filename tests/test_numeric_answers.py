@@ -90,4 +90,3 @@ def test_the_embedded_model_decodes_numbers_and_allocations_under_a_grammar() ->
     kind, payload = answer_grammar("allocation", (), answer_schema("allocation", (), BLOTTO))
     assert list(json.loads(payload)["properties"]) == ["B1", "B2", "B3"]
     _grammar(kind, payload)
-

@@ -67,6 +67,11 @@ async def test_a_person_proposes_in_the_ultimatum_game_against_a_threshold_respo
         await pilot.press(*"I offer 20", "enter")
         await asyncio.wait_for(live.wait_finished(), 300)
         match_id = live.session.match_id
+        from coop_tui.screens.widgets import Timeline
+
+        shown = live.query_one(Timeline).render_text().plain
+        assert "R1 offer 40, accepted yes (60,40)" in shown
+        assert "R2 offer 20, accepted no (0,0)" in shown
     store = app.store
     decisions = store.decisions(match_id)
     assert [(d.round, d.seat, d.phase, d.kind) for d in decisions] == [
