@@ -90,3 +90,37 @@ def test_the_embedded_model_decodes_numbers_and_allocations_under_a_grammar() ->
     kind, payload = answer_grammar("allocation", (), answer_schema("allocation", (), BLOTTO))
     assert list(json.loads(payload)["properties"]) == ["B1", "B2", "B3"]
     _grammar(kind, payload)
+
+
+def test_allocation_grammar_spells_out_exactly_the_splits_with_the_sum() -> None:
+    from coop_tui.agents.local import _grammar, allocation_gbnf, answer_grammar
+
+    small = allocation_gbnf(("B1", "B2", "B3"), 4, 0, 4)
+    assert small is not None
+    # after B1 = 3 the rest is 1: B2 may be 0 or 1, and B3 is forced to what is left
+    assert 'f1-1 ::= "\\"B2\\"" space ":" space ("0" space "," space f2-1 | "1" space "," space f2-0)' in small
+    assert 'f2-0 ::= "\\"B3\\"" space ":" space "0" space' in small
+    assert allocation_gbnf(("A", "B"), 300, 0, 100) is None  # no split can reach the sum
+    kind, payload = answer_grammar("allocation", (), answer_schema("allocation", (), BLOTTO), BLOTTO)
+    assert kind == "gbnf" and payload.count("::=") > 100
+    _grammar(kind, payload)  # llama.cpp accepts it
+
+
+async def test_the_embedded_model_plays_blotto_with_an_exact_sum(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from coop_tui.spec import build_sweep
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    data = {"name": "blotto", "seed": 2, "agents": {
+        "local": {"model": "local/smollm2", "style": "direct", "max_tokens": 40},
+        "even": {"strategy": "fixed_number"}},
+        "experiments": [{"game": "colonel_blotto", "game_params": {"rounds": 2},
+                         "matchup": [["local", "even"]], "max_attempts": 1}]}
+    store = Store(tmp_path / "b.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    assert match["status"] == "done", match["error"]
+    model = [d for d in store.decisions(match["id"]) if d.seat == 0]
+    assert len(model) == 2
+    for d in model:
+        assert d.constrained and d.attempts == 1 and sum(d.parsed.values()) == 100
