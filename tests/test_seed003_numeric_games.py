@@ -150,6 +150,7 @@ STRATEGY_CASES = [
     ("dictator", {}, [strat("fixed_number", value=25), strat("fixed_number")], [75, 25]),
     ("third_party_punishment", {}, [strat("fixed_number", value=10), strat("fixed_number"),
                                     strat("fixed_number", value=20)], [30, 10, 30]),
+    ("trust_berg", {}, [strat("trust_proportional"), strat("trust_proportional")], [12, 8]),
     ("gift_exchange", {}, [strat("fixed_number", value=30), strat("fixed_number", value=4)],
      [10, 14]),
     ("beauty_contest_23", {}, [strat("fixed_number", value=30), strat("fixed_number", value=60)],

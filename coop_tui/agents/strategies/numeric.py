@@ -13,6 +13,7 @@ option rule picks (``fixed_number``: action ``option``; the others: action 0).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from coop_tui.agents.strategies.base import INF, Strategy, number, register, whole
@@ -140,3 +141,25 @@ class TruthfulBidder(_NumericStrategy):
             return _even_split(options)
         value = view.extra.get("facts", {}).get("value", self.default)
         return _snap(float(value), options)
+
+
+@register
+class TrustProportional(_NumericStrategy):
+    """Trust games: sends half its endowment and returns half of what arrives (rounded down).
+
+    Seed 003's proportional trust opponent. As an investor it sends half of the most it
+    may send; as a trustee it returns half of the multiplied amount it received; other
+    number moves get the middle of their range.
+    """
+
+    name = "trust_proportional"
+    classifier = {"memory_depth": 0, "stochastic": False}
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        if "keys" in options:
+            return _even_split(options)
+        received = view.extra.get("facts", {}).get("received")
+        if received is not None:  # half, rounded down onto the move's grid (7.5 -> 7)
+            step = float(options.get("step", 1) or 1)
+            return _snap(math.floor(float(received) / 2 / step) * step, options)
+        return _snap((float(options["min"]) + float(options["max"])) / 2, options)
