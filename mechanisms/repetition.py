@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from coop_tui.decisions import Move
 from coop_tui.engine import MatchContext, MatchOutcome
@@ -74,10 +75,15 @@ class RepeatedGameParams(RepetitionParams):
         if self.horizon != "known":
             return self
         if "continuation" in self.model_fields_set:
-            raise ValueError(
-                'continuation is told only with horizon = "continuation"; with a known '
-                "horizon the agents hear the number of rounds instead: remove continuation"
-            )
+            # reported at the field itself, so a sweep error names "continuation"
+            raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
+                type=PydanticCustomError("horizon_conflict", (
+                    'is told only with horizon = "continuation"; with a known horizon the '
+                    "agents hear the number of rounds instead: remove continuation"
+                )),
+                loc=("continuation",),
+                input=self.continuation,
+            )])
         if "history" not in self.model_fields_set:
             object.__setattr__(self, "history", "all")
         if "payoff" not in self.model_fields_set:

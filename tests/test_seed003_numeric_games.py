@@ -386,3 +386,47 @@ def test_protocol_games_refuse_other_mechanisms_and_matrix_strategies() -> None:
         {"game": "ultimatum", "matchup": [["t", "t"]]}]}
     with pytest.raises(SpecError, match="cannot play ultimatum"):
         build_sweep(data, check_keys=False)
+
+
+# ----------------------------------------------------------------- study files
+def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
+    from collections import Counter
+    from pathlib import Path
+
+    from coop_tui.spec import load_sweep
+
+    study = Path(__file__).parent.parent / "data" / "studies" / "strategic-personalities.toml"
+    sweep = load_sweep(study, check_keys=False)
+    cells = [c for c in sweep.cells if c.mechanism == "none"]
+    assert {c.game for c in cells} == set(SEED003_NUMERIC)
+    assert Counter(c.matchup for c in cells) == Counter(
+        {"versus": 23 * (9 + 16) * 4, "self": 23 * 16, "pairs": 23 * 120})
+    for c in cells:
+        assert c.game_params == {} and c.mechanism_params == {}  # the code's rounds per game
+        if c.game == "pg_low_mpcr" and c.matchup == "pairs":
+            assert c.seats[2:] == ("fixed_half", "fixed_half")
+
+
+async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from coop_tui.spec import read_sweep_file
+
+    study = Path(__file__).parent.parent / "data" / "studies" / "strategic-personalities-offline.toml"
+    data = read_sweep_file(study)
+    data["experiments"] = [e for e in data["experiments"] if e.get("mechanism") == "none"]
+    assert len(data["experiments"]) == 2
+    for exp in data["experiments"]:  # shrunk: one round, the first game, one opponent
+        exp["game_params"] = {"rounds": 1}
+        exp["game"] = exp["game"][:1]
+        if "opponents" in exp:
+            exp["opponents"] = exp["opponents"][:1]
+    store = Store(tmp_path / "offline.db")
+    summary = await run_sweep(build_sweep(data, source=study), store)
+    matches = store.matches(summary.run_id)
+    assert [m["game"] for m in matches] == ["ultimatum", "nash_demand"]
+    assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
+    local = [d for m in matches for d in store.decisions(m["id"]) if d.agent == "smollm2"]
+    assert len(local) == 3 and all(d.valid and d.constrained for d in local)
+    assert {d.kind for d in local} == {"number"}
+    assert all("This is round 1 of 1" in d.prompt[0]["content"] for d in local)
