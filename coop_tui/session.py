@@ -677,11 +677,15 @@ class ReplaySession(Session):
                 groups[-1].append(d)
             else:
                 groups.append([d])
+        played = {d.round for d in decisions if d.phase == "play"}
         try:
-            for group in groups:
+            for i, group in enumerate(groups):
                 await asyncio.gather(*(self._replay_decision(d) for d in group))
                 rnd, phase = group[0].round, group[0].phase
-                if phase == "play" and rnd in rounds:
+                # a move-by-move game (seed 003) names its phases by move: its round is
+                # complete after the round's last move
+                last_of_round = i + 1 == len(groups) or groups[i + 1][0].round != rnd
+                if rnd in rounds and (phase == "play" or (last_of_round and rnd not in played)):
                     rows = sorted(rounds.pop(rnd), key=lambda r: r["seat"])
                     info = json.loads(rows[0]["info"] or "{}") if rows[0].get("info") else {}
                     self.bus.emit(

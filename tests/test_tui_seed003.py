@@ -128,3 +128,32 @@ async def test_a_person_and_the_embedded_model_play_ultimatum_and_beauty_contest
     assert guesses == [33, model.parsed]
     expected = beauty_contest_payoffs(guesses, 2 / 3)
     assert [s["payoff"] for s in store.seats(match_id)] == list(expected)
+
+
+async def test_a_stored_trust_match_replays_with_its_moves(tmp_path: Path) -> None:
+    from coop_tui.screens.widgets import Timeline
+    from coop_tui.session import MatchSetup, ReplaySession
+
+    app = CoopApp(tmp_path / "r.db", sweep_dir=tmp_path, replay_speed=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.start_match(MatchSetup(seats=["trust_proportional", "trust_proportional"],
+                                   game="trust_berg", mechanism="none",
+                                   params={"game_params": {"rounds": 2}}))
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen), "the live screen")
+        first = app.screen
+        await asyncio.wait_for(first.wait_finished(), 300)
+        await pilot.pause()
+        match_id = first.session.match_id
+        shown = first.query_one(Timeline).render_text().plain
+        assert "R1 sent 5, returned 7 (12,8)" in shown and "R2 sent 5, returned 7" in shown
+        await pilot.press("q")
+        await pilot.pause()
+        app.open_replay(match_id)
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen)
+                    and isinstance(app.screen.session, ReplaySession), "the replay")
+        replay = app.screen
+        await asyncio.wait_for(replay.wait_finished(), 300)
+        await pilot.pause()
+        assert replay.query_one(Timeline).render_text().plain.count("sent 5, returned 7") == 2
+        assert replay.query_one(Timeline).totals == [24, 16]
