@@ -44,8 +44,8 @@ class Mechanism:
 
         if isinstance(game, ProtocolGame) and self.key != "none":
             raise ValueError(
-                f"{game.key} is played move by move and runs under mechanism 'none' only; "
-                f"set its number of rounds with game_params rounds = N"
+                f"{game.key} is played move by move and runs under mechanism 'none' only; its "
+                f"number of rounds is a game parameter (game_params rounds = N; --rounds in play mode)"
             )
         if n_seats != game.n_players:
             raise ValueError(

@@ -380,12 +380,15 @@ def test_bad_game_params_name_the_field(params: dict[str, Any], fragment: str) -
 def test_protocol_games_refuse_other_mechanisms_and_matrix_strategies() -> None:
     data = {"name": "x", "agents": {"a": strat("fixed_number")}, "experiments": [
         {"game": "ultimatum", "mechanism": "repetition", "matchup": [["a", "a"]]}]}
-    with pytest.raises(SpecError, match="runs under mechanism 'none' only"):
+    with pytest.raises(SpecError, match="runs under mechanism 'none' only") as err:
         build_sweep(data, check_keys=False)
-    data = {"name": "x", "agents": {"t": strat("tit_for_tat")}, "experiments": [
-        {"game": "ultimatum", "matchup": [["t", "t"]]}]}
-    with pytest.raises(SpecError, match="cannot play ultimatum"):
-        build_sweep(data, check_keys=False)
+    assert err.value.field == "experiments[0].mechanism"
+    for name in ("tit_for_tat", "always_action"):
+        data = {"name": "x", "agents": {"t": strat(name)}, "experiments": [
+            {"game": "ultimatum", "matchup": [["t", "t"]]}]}
+        with pytest.raises(SpecError, match="cannot play ultimatum") as err:
+            build_sweep(data, check_keys=False)
+        assert err.value.field == "agents.t"
 
 
 # ----------------------------------------------------------------- study files
