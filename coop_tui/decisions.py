@@ -178,3 +178,6 @@ class Decision:
     coop_prob: float | None = None
     cooperated: bool | None = None
     created_at: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
+    """The request's kind-specific options the answer was checked against (a number's
+    range and step, an allocation's keys and total), so a re-ask checks the same ones."""

@@ -527,6 +527,7 @@ class MatchContext:
             transport_retries=totals["retries"],
             retries=failed,
             created_at=time.time(),
+            options=dict(request.options) if request.kind in ("number", "allocation") else {},
         )
         if request.kind in PLAY_KINDS:
             self._finish_mixed(decision, request, parsed)

@@ -187,6 +187,8 @@ def build_request(target: ReaskTarget, messages: Sequence[Message]) -> DecisionR
     game = target.game
     position = d.seat if d.seat < game.n_players else 0
     options: dict[str, Any] = {"n_players": game.n_players} if d.kind == "mediator" else {}
+    if d.options:  # a number's range, an allocation's keys and total (seed 003)
+        options = dict(d.options)
     rounds = json.loads(target.match.get("condition") or "{}").get("rounds")
     view = SeatView(
         game=game, seat=position, round=d.round, history=target.history,

@@ -195,6 +195,14 @@ def m003_replicates(db: sqlite_utils.Database) -> None:
     db["matches"].create_index(["run_id", "experiment", "replicate"], if_not_exists=True)
 
 
+@migration
+def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
+    # Number and allocation answers (seed 003) are checked against a range, a step, keys
+    # and a sum; the decision keeps them so a re-ask checks the same ones.
+    if "options" not in db["decisions"].columns_dict:
+        db["decisions"].add_column("options", str)
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -249,6 +257,7 @@ def decision_row(d: Decision) -> dict[str, Any]:
         "cache_key": d.cache_key,
         "content_key": d.content_key,
         "created_at": d.created_at or time.time(),
+        "options": _json(d.options) if d.options else None,
     }
 
 
@@ -291,6 +300,7 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         coop_prob=row["coop_prob"],
         cooperated=None if row["cooperated"] is None else bool(row["cooperated"]),
         created_at=row["created_at"] or 0.0,
+        options=load("options") or {},
     )
 
 

@@ -433,3 +433,23 @@ async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_pat
     assert len(local) == 3 and all(d.valid and d.constrained for d in local)
     assert {d.kind for d in local} == {"number"}
     assert all("This is round 1 of 1" in d.prompt[0]["content"] for d in local)
+
+
+async def test_a_stored_offer_keeps_its_range_and_a_reask_checks_it(tmp_path: Any) -> None:
+    from coop_tui.decisions import AgentReply
+    from coop_tui.reask import reask
+
+    agents = {"f": strat("fixed_number", value=40), "r": strat("threshold_responder")}
+    store, match, _, _ = await play(tmp_path, "ultimatum", ["f", "r"], agents)
+    offer = store.decisions(match["id"])[0]
+    assert offer.options == {"name": "offer", "min": 0, "max": 100, "step": 1}
+
+    class Greedy:
+        name, kind, style, spec = "greedy", "llm", "direct", {"model": "test/greedy"}
+
+        async def reply(self, request, messages, sink):  # type: ignore[no-untyped-def]
+            return AgentReply(text='{"offer": 150}')
+
+    decision_id = store.decision_id(offer.cache_key)
+    result = await reask(store, decision_id, agent=Greedy(), max_attempts=1)
+    assert not result.decision.valid and "above the maximum 100" in (result.decision.error or "")
