@@ -527,7 +527,8 @@ class MatchContext:
             transport_retries=totals["retries"],
             retries=failed,
             created_at=time.time(),
-            options=dict(request.options) if request.kind in ("number", "allocation") else {},
+            options=dict(request.options)
+            if request.kind in ("number", "allocation") or "meanings" in request.options else {},
         )
         if request.kind in PLAY_KINDS:
             self._finish_mixed(decision, request, parsed)

@@ -375,7 +375,7 @@ def _condition_text(name: str) -> str:
 
 
 def game_spec(game: Any) -> dict[str, Any]:
-    return {
+    spec = {
         "key": game.key,
         "title": game.title,
         "params": game.params,
@@ -384,6 +384,10 @@ def game_spec(game: Any) -> dict[str, Any]:
         "cooperative": [sorted(c) for c in game.cooperative],
         "defect": list(game.defect),
     }
+    if getattr(game, "protocol", None):  # played move by move (seed 003): rules, no table
+        spec["protocol"] = True
+        spec["rules"] = game.rules
+    return spec
 
 
 def estimate_decisions(sweep: Sweep) -> int:

@@ -15,12 +15,13 @@ seat's moves ("offer 0-100", "accept/reject"): listings, stored game specs and a
 code that reads tensors keep working and see a game with no cooperative action.
 
 Rounds: seed 003 repeats each game a known number of times ("round t of T", full
-history). ``rounds`` is a parameter of every protocol family; NoMechanism plays them.
+history; the history lines say what each player received, as seed 003's code does).
+``rounds`` is a parameter of every protocol family; NoMechanism plays them. Chance moves
+(private values, types, states, tie-breaks) use ``Turn.rng``, seeded by the match.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -138,7 +139,7 @@ def protocol_game(
 
 
 @lru_cache(maxsize=256)
-def _options_game(n_players: int, seat: int, options: tuple[str, ...]) -> Game:
+def options_game(n_players: int, seat: int, options: tuple[str, ...]) -> Game:
     """A zero-payoff game in which ``seat`` has ``options``: the view of a named-option
     move, so the mixed answer path maps labels and samples an option index."""
     names = tuple(options if i == seat else ("-",) for i in range(n_players))
@@ -203,7 +204,7 @@ class Turn:
         what each label means.
         """
         opts = tuple(options)
-        view_game = _options_game(self.ctx.n_seats, seat, opts)
+        view_game = options_game(self.ctx.n_seats, seat, opts)
         own = self.ctx.labelling(seat, self.round, phase, n_actions=len(opts))
         shown = sorted(range(len(opts)), key=lambda i: own.labels[i])
         meaning = "\n".join(f"- {own.labels[i]}: {opts[own.label_to_action[i]]}" for i in shown)
@@ -309,11 +310,6 @@ async def play_protocol(ctx: MatchContext) -> MatchOutcome:
         past.append(result)
         totals = [t + p for t, p in zip(totals, result.payoffs, strict=True)]
     return MatchOutcome(tuple(totals), info={"rounds": game.rounds})
-
-
-def gather(*aws: Awaitable[Any]) -> Awaitable[list[Any]]:
-    """Simultaneous moves of different kinds in one round."""
-    return asyncio.gather(*aws)
 
 
 __all__ = [

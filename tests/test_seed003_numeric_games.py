@@ -453,3 +453,24 @@ async def test_a_stored_offer_keeps_its_range_and_a_reask_checks_it(tmp_path: An
     decision_id = store.decision_id(offer.cache_key)
     result = await reask(store, decision_id, agent=Greedy(), max_attempts=1)
     assert not result.decision.valid and "above the maximum 100" in (result.decision.error or "")
+
+
+async def test_a_stored_response_is_reasked_as_the_same_choice(tmp_path: Any) -> None:
+    from coop_tui.decisions import AgentReply
+    from coop_tui.reask import reask
+
+    agents = {"f": strat("fixed_number", value=40), "r": strat("threshold_responder")}
+    store, match, _, _ = await play(tmp_path, "ultimatum", ["f", "r"], agents)
+    respond = store.decisions(match["id"])[1]
+    assert respond.options["meanings"] and respond.action == 0  # 40 >= 30: accepted
+    reject = respond.labels[respond.label_to_action.index(1)]
+
+    class Refuser:
+        name, kind, style, spec = "refuser", "llm", "direct", {"model": "test/refuser"}
+
+        async def reply(self, request, messages, sink):  # type: ignore[no-untyped-def]
+            return AgentReply(text=json.dumps({"choice": reject}))
+
+    result = await reask(store, store.decision_id(respond.cache_key), agent=Refuser())
+    assert result.decision.valid and result.decision.action == 1
+    assert result.decision.distribution == (0.0, 1.0)
