@@ -104,7 +104,12 @@ class ProtocolGame(Game):
     """The rules every player reads, in the game's own words."""
     protocol: RoundProtocol | None = None
 
-    def payoff(self, profile: Sequence[int]) -> tuple[float, ...]:  # pragma: no cover
+    @property
+    def symmetric(self) -> bool:
+        """Never: the placeholder actions say nothing about the game's symmetry."""
+        return False
+
+    def payoff(self, profile: Sequence[int]) -> tuple[float, ...]:
         raise TypeError(f"{self.key} is played move by move; its payoffs come from its protocol")
 
 

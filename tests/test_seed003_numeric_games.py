@@ -100,6 +100,9 @@ def test_every_seed003_numeric_game_is_registered_as_a_protocol_game() -> None:
     for key in SEED003_NUMERIC:
         game = load_game(key)
         assert isinstance(game, ProtocolGame) and game.rounds >= 1
+        assert not game.symmetric and not game.has_cooperation  # no matrix theory for them
+        with pytest.raises(TypeError, match="played move by move"):
+            game.payoff((0,) * game.n_players)
         assert game.params["rounds"] == game.rounds
     assert load_game("pg_low_mpcr").n_players == 4 and load_game("third_party_punishment").n_players == 3
     assert load_game("auction_vickrey").rounds == 15 and load_game("centipede_6").rounds == 5
