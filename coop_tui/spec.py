@@ -196,7 +196,7 @@ class Cell:
     seats: tuple[str, ...]
     matchup: str
     samples: int
-    randomize_labels: bool
+    randomize_labels: bool | str
     max_attempts: int
     on_invalid: str
     answer: str = "mixed"

@@ -238,3 +238,20 @@ def test_answer_is_a_grid_axis_and_keeps_mixed_keys_unchanged() -> None:
     assert [c.answer for c in both] == ["mixed", "choice"]
     assert both[0].match_key(0) == plain[0].match_key(0)
     assert both[1].match_key(0) != plain[0].match_key(0)
+
+
+@pytest.mark.parametrize("mechanism", ["none", "similarity", "mediation", "contracting",
+                                       "reputation"])
+async def test_every_mechanism_plays_with_choice_answers(tmp_path: Any, mechanism: str) -> None:
+    extra = {"similarity": 80} if mechanism == "similarity" else {}
+    data = {"name": "mech-choice", "seed": 2,
+            "agents": {"t": {"strategy": "tit_for_tat"}, "d": {"strategy": "always_defect"}},
+            "experiments": [{"game": "prisoners", "mechanism": mechanism, "matchup": "cross",
+                             "agents": ["t", "d"], "answer": "choice",
+                             "randomize_labels": "trial", **extra}]}
+    store = Store(tmp_path / "m.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    matches = store.matches(summary.run_id)
+    assert matches and all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
+    plays = [d for m in matches for d in store.decisions(m["id"]) if d.phase == "play"]
+    assert plays and all(d.kind == "choice" and d.parsed in d.labels for d in plays)

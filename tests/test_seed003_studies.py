@@ -78,9 +78,9 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
     store = Store(tmp_path / "offline.db")
     summary = await run_sweep(sweep, store)
     matches = store.matches(summary.run_id)
-    assert len(matches) == len(sweep.cells) == 7
+    assert len(matches) == len(sweep.cells) == 6
     assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
-    assert Counter(m["matchup"] for m in matches) == {"versus": 3, "self": 2, "pairs": 2}
+    assert Counter(m["matchup"] for m in matches) == {"versus": 3, "self": 2, "pairs": 1}
     local = 0
     for m in matches:
         decisions = store.decisions(m["id"])
@@ -94,4 +94,4 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
                 assert "round 1 of 1" in d.prompt[0]["content"]
         cond = json.loads(m["condition"])
         assert cond["horizon"] == "known" and cond["answer"] == "choice"
-    assert local == 3 + 2 * 2 + 2 * 2
+    assert local == 3 + 2 * 2 + 2
