@@ -690,6 +690,8 @@ class MatchContext:
             queue_ms=queue_ms,
             retries=failed,
             created_at=time.time(),
+            options=dict(request.options)
+            if request.kind in ("number", "allocation") or "meanings" in request.options else {},
         )
         if request.kind in PLAY_KINDS:
             self._finish_mixed(decision, request, parsed)
@@ -805,7 +807,7 @@ def _retry_example(request: DecisionRequest) -> str:
         return '{"sign": true}'
     if request.kind == "approvals":
         return json.dumps({label: True for label in request.labels})
-    if request.kind in ("mediator", "contract"):
+    if request.kind in ("mediator", "contract", "number", "allocation"):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
 
@@ -821,6 +823,11 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
         return '{"sign": <true/false>}'
     if kind in ("contract", "mixed"):
         return example_answer(labels)
+    if kind == "number":
+        return json.dumps({str(options.get("name", "value")): "<NUMBER>"}).replace('"<NUMBER>"', "<number>")
+    if kind == "allocation":
+        keys = options.get("keys") or ()
+        return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
     if kind == "choice":
         return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
     return ""

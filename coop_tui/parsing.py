@@ -659,4 +659,17 @@ def parse_answer(
         return _parse_mediator(text, labels, opts)
     if kind == "contract":
         return _parse_contract(text, labels, opts)
+    if kind in ("number", "allocation"):
+        return _parse_numeric(kind, text, opts)
     raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """number: one value in a range (seed 003's offers, bids, guesses); allocation: a
+    value per key with a required sum (Blotto). See :mod:`coop_tui.parsing_numeric`."""
+    from coop_tui.parsing_numeric import NumericParseError, parse_allocation, parse_number
+
+    try:
+        return parse_number(text, opts) if kind == "number" else parse_allocation(text, opts)
+    except NumericParseError as exc:
+        raise ParseError(exc.reason) from None

@@ -680,11 +680,15 @@ class ReplaySession(Session):
                 groups[-1].append(d)
             else:
                 groups.append([d])
+        played = {d.round for d in decisions if d.phase == "play"}
         try:
-            for group in groups:
+            for i, group in enumerate(groups):
                 await asyncio.gather(*(self._replay_decision(d) for d in group))
                 rnd, phase = group[0].round, group[0].phase
-                if phase == "play" and rnd in rounds:
+                # a move-by-move game (seed 003) names its phases by move: its round is
+                # complete after the round's last move
+                last_of_round = i + 1 == len(groups) or groups[i + 1][0].round != rnd
+                if rnd in rounds and (phase == "play" or (last_of_round and rnd not in played)):
                     rows = sorted(rounds.pop(rnd), key=lambda r: r["seat"])
                     info = json.loads(rows[0]["info"] or "{}") if rows[0].get("info") else {}
                     self.bus.emit(
@@ -743,9 +747,15 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     if mech == "repetition":
         params = {"rounds": rounds, "payoff": "mean"}
     try:
-        n = load_game(game).n_players
+        loaded = load_game(game)
+        n = loaded.n_players
     except Exception:
-        n = 2
+        loaded, n = None, 2
+    from coop_tui.games.kinds import ProtocolGame
+
+    if isinstance(loaded, ProtocolGame) and mechanism is None:
+        # seed 003's move-by-move games count their own rounds under mechanism "none"
+        mech, params = "none", {"game_params": {"rounds": rounds}}
     return MatchSetup(
         seats=[HUMAN] + [opponent] * (n - 1), game=game, mechanism=mech, params=params,
         name="play", max_tokens=None,

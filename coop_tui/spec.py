@@ -695,7 +695,11 @@ def _expand(
                 try:
                     mech.check_game(game, len(seats))
                 except ValueError as exc:
-                    raise SpecError(f"{where}.matchup", str(exc)) from None
+                    from coop_tui.games.kinds import ProtocolGame
+
+                    # a move-by-move game under another mechanism: the mechanism is wrong
+                    bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
+                    raise SpecError(f"{where}.{bad}", str(exc)) from None
                 _check_strategies_fit(sweep, seats, game)
                 cells.append(
                     Cell(
@@ -815,9 +819,12 @@ def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> 
         from coop_tui.agents.strategies import get_strategy
 
         try:
-            get_strategy(agent.strategy, **agent.params).distribution(
-                SeatView(game=game, seat=seat, round=1)
-            )
+            strategy = get_strategy(agent.strategy, **agent.params)
+            if getattr(game, "protocol", None) and not hasattr(strategy, "numeric_answer"):
+                raise ValueError(  # seed 003's move-by-move games ask for numbers
+                    "it answers only matrix games; use fixed_number, threshold_responder, "
+                    "truthful_bidder or trust_proportional")
+            strategy.distribution(SeatView(game=game, seat=seat, round=1))
         except Exception as exc:  # noqa: BLE001 - any failure means it cannot play
             raise SpecError(
                 f"agents.{name}", f"strategy {agent.strategy} cannot play {game.key}: {exc}"

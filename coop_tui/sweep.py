@@ -445,7 +445,7 @@ def _condition_text(name: str) -> str:
 
 
 def game_spec(game: Any) -> dict[str, Any]:
-    return {
+    spec = {
         "key": game.key,
         "title": game.title,
         "params": game.params,
@@ -454,6 +454,10 @@ def game_spec(game: Any) -> dict[str, Any]:
         "cooperative": [sorted(c) for c in game.cooperative],
         "defect": list(game.defect),
     }
+    if getattr(game, "protocol", None):  # played move by move (seed 003): rules, no table
+        spec["protocol"] = True
+        spec["rules"] = game.rules
+    return spec
 
 
 def estimate_decisions(sweep: Sweep) -> int:

@@ -114,6 +114,8 @@ class StrategyAgent:
             return self._mediator(request)
         if kind == "contract":
             return self._contract(request)
+        if kind in ("number", "allocation"):
+            return self._numeric(request)
         return self.describe()
 
     def describe(self) -> str:
@@ -194,6 +196,22 @@ class StrategyAgent:
         n = int(request.options.get("n_players", request.view.game.n_players))
         label = self._label_of(request, self._proposal_action(request.view))
         return json.dumps({str(k): label for k in range(1, n + 1)})
+
+    def _numeric(self, request: DecisionRequest) -> str:
+        """A number or allocation move of a protocol game (seed 003): strategies that play
+        them implement ``numeric_answer(view, options)``; others cannot answer."""
+        answer = getattr(self.strategy, "numeric_answer", None)
+        if answer is None:
+            from coop_tui.agents.strategies import StrategyError
+
+            raise StrategyError(
+                f"strategy {self.strategy.name!r} cannot answer a {request.kind} move; use one "
+                "of the numeric strategies (fixed_number, threshold_responder, truthful_bidder)"
+            )
+        value = answer(request.view, dict(request.options))
+        if request.kind == "number":
+            return json.dumps({str(request.options.get("name", "value")): value})
+        return json.dumps(value)
 
     def _contract(self, request: DecisionRequest) -> str:
         labels = request.labels or tuple(f"A{i}" for i in range(known_actions(request.view)))
