@@ -25,7 +25,7 @@ from rich.console import Console
 
 from coop_tui.agents.local import smollm2_path
 from coop_tui.spec import build_sweep
-from coop_tui.store import Store
+from coop_tui.store import PROMPT_SQL, Store
 from coop_tui.sweep import run_sweep
 
 
@@ -117,7 +117,7 @@ def test_concurrent_constrained_sweep_adapts_finishes_and_resumes(
     assert "adapted:" in shown and "max_concurrency" in shown
 
     stored = _rows(db, "select valid, constrained, answer, response, latency_ms, queue_ms,"
-                       " input_tokens, output_tokens, prompt from decisions")
+                       f" input_tokens, output_tokens, {PROMPT_SQL} from decisions d")
     assert len(stored) == 4
     for valid, constrained, answer, response, latency, queue, t_in, t_out, prompt in stored:
         assert valid == 1 and constrained == 1
