@@ -443,6 +443,35 @@ class ImportPlan:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
+def import_run_row(
+    run_id: str, name: str, content: str, directory: Path, config: dict[str, Any],
+    checks: Any, now: float,
+) -> dict[str, Any]:
+    """The ``runs`` row of an imported tournament: CoopEval's config and the published
+    metric files are kept in its spec, beside what the import checked."""
+    return {
+        "id": run_id,
+        "name": name,
+        "kind": "import",
+        "status": "done",
+        "seed": 0,
+        "sweep_hash": content,
+        "spec": json.dumps(
+            {
+                "source": "coopeval",
+                "directory": str(directory.resolve()),
+                "config": config,
+                "published": _published(directory),
+                "checks": checks,
+            },
+            default=str,
+        ),
+        "created_at": now,
+        "finished_at": now,
+        "error": None,
+    }
+
+
 def _content_hash(directory: Path) -> str:
     digest = hashlib.sha256()
     for name in ("config.json", "records.jsonl"):
@@ -598,29 +627,7 @@ def plan_import(
     check = _matchup_check(directory, matches, discount)
     now = time.time()
     name = str(config.get("name") or directory.name)
-    plan = ImportPlan(
-        run={
-            "id": run_id,
-            "name": name,
-            "kind": "import",
-            "status": "done",
-            "seed": 0,
-            "sweep_hash": content,
-            "spec": json.dumps(
-                {
-                    "source": "coopeval",
-                    "directory": str(directory.resolve()),
-                    "config": config,
-                    "published": _published(directory),
-                    "checks": check,
-                },
-                default=str,
-            ),
-            "created_at": now,
-            "finished_at": now,
-            "error": None,
-        }
-    )
+    plan = ImportPlan(run=import_run_row(run_id, name, content, directory, config, check, now))
     from coop_tui.store import condition_key, decision_row
     from coop_tui.sweep import game_spec
 

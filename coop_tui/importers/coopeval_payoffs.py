@@ -35,9 +35,9 @@ from coop_tui.importers.coopeval import (
     REPUTATION_ORDER,
     CoopEvalError,
     ImportPlan,
-    _published,
     agent_label,
     build_game,
+    import_run_row,
     round_weights,
 )
 
@@ -179,27 +179,9 @@ def plan_from_payoffs(
     }
     name = str(config.get("name") or directory.name)
     plan = ImportPlan(
-        run={
-            "id": run_id,
-            "name": name,
-            "kind": "import",
-            "status": "done",
-            "seed": 0,
-            "sweep_hash": content,
-            "spec": json.dumps(
-                {
-                    "source": "coopeval",
-                    "directory": str(directory.resolve()),
-                    "config": config,
-                    "published": _published(directory),
-                    "checks": {"matchup_payoffs": "only source"},
-                },
-                default=str,
-            ),
-            "created_at": now,
-            "finished_at": now,
-            "error": None,
-        }
+        run=import_run_row(
+            run_id, name, content, directory, config, {"matchup_payoffs": "only source"}, now
+        )
     )
     specs = {agent_label(a): a for a in config.get("agents") or []}
     if mech_type in REPUTATION_ORDER:
