@@ -89,7 +89,7 @@ class ProgressView:
             if cell.experiment not in self.tasks:
                 exp = sweep.spec.experiments[cell.experiment]
                 label = exp.name or f"#{cell.experiment} {cell.game} / {cell.mechanism}"
-                total = sum(c.samples for c in sweep.cells if c.experiment == cell.experiment)
+                total = sum(c.slots for c in sweep.cells if c.experiment == cell.experiment)
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
 

@@ -113,6 +113,14 @@ class ExperimentSpec(BaseModel):
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] | None = None
     name: str | None = None
+    replicates: int | None = Field(
+        default=None, ge=1, le=1000,
+        description="independent copies of the whole tournament (fresh designs and samples)",
+    )
+    answers: Literal["strict", "lenient"] | None = Field(
+        default=None,
+        description="strict: CoopEval's rule (integers summing to exactly 100, else re-ask)",
+    )
 
 
 class SweepSpec(BaseModel):
@@ -124,6 +132,8 @@ class SweepSpec(BaseModel):
     samples: int = Field(default=1, ge=1)
     max_attempts: int = Field(default=3, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] = "abort"
+    replicates: int = Field(default=1, ge=1, le=1000)
+    answers: Literal["strict", "lenient"] = "lenient"
     budget_usd: float | None = Field(default=None, gt=0)
     provider_limits: dict[str, int] = Field(default_factory=dict)
     templates: str | None = None
@@ -159,8 +169,41 @@ class Cell:
     randomize_labels: bool
     max_attempts: int
     on_invalid: str
+    replicates: int = 1
+    """Independent copies of the tournament this cell belongs to."""
+    answers: str = "lenient"
+    """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
 
-    def match_key(self, sample: int) -> str:
+    # A cell's matches are numbered by one *slot* index, replicate-major:
+    # slot = replicate * samples + sample. With one replicate the slot is the sample,
+    # so match keys (and resumable runs) stay what they were before replicates existed.
+    def replicate_of(self, slot: int) -> int:
+        return slot // self.samples
+
+    def sample_of(self, slot: int) -> int:
+        return slot % self.samples
+
+    @property
+    def slots(self) -> int:
+        return self.samples * self.replicates
+
+    def match_key(self, slot: int) -> str:
+        data = {
+            "e": self.experiment,
+            "g": self.game,
+            "gp": self.game_params,
+            "m": self.mechanism,
+            "mp": self.mechanism_params,
+            "s": self.seats,
+            "n": self.sample_of(slot),
+        }
+        if self.replicate_of(slot):
+            data["r"] = self.replicate_of(slot)
+        return stable_hash(data)[:20]
+
+    def tournament_key(self, slot: int) -> str:
+        """The tournament a match belongs to: its experiment's grid point without the
+        seating and sample, per replicate. Designs shared "per tournament" hang off it."""
         return stable_hash(
             {
                 "e": self.experiment,
@@ -168,8 +211,7 @@ class Cell:
                 "gp": self.game_params,
                 "m": self.mechanism,
                 "mp": self.mechanism_params,
-                "s": self.seats,
-                "n": sample,
+                "r": self.replicate_of(slot),
             }
         )[:20]
 
@@ -190,19 +232,25 @@ class Sweep:
         data = public_spec(self.spec)
         for key in ("concurrency", "provider_limits", "budget_usd"):
             data.pop(key, None)
+        # Fields added later hash as before while they keep their defaults, so runs
+        # started before they existed still resume.
+        for key, default in (("replicates", 1), ("answers", "lenient")):
+            if data.get(key) == default:
+                data.pop(key)
         for agent in data.get("agents", {}).values():
             for key in NOT_IN_CONTENT_KEY:
                 agent.pop(key, None)
         return stable_hash(data)[:16]
 
     def matches(self) -> Iterator[tuple[Cell, int]]:
+        """Every (cell, slot) of the grid; a slot numbers replicate x sample."""
         for cell in self.cells:
-            for sample in range(cell.samples):
-                yield cell, sample
+            for slot in range(cell.slots):
+                yield cell, slot
 
     @property
     def total_matches(self) -> int:
-        return sum(c.samples for c in self.cells)
+        return sum(c.slots for c in self.cells)
 
 
 def public_spec(spec: SweepSpec) -> dict[str, Any]:
@@ -409,6 +457,7 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
         if not values:
             raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
     samples = exp.samples or sweep.samples
+    answers = exp.answers or sweep.answers
     cells: list[Cell] = []
     names = list(axes)
     for game_ref, scale, bonus in itertools.product(games, scales, bonuses):
@@ -425,7 +474,8 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
             except ValidationError as exc:
                 raise spec_error_from(exc, where) from None
             mech = mech_cls(validated)
-            seat_lists = _seatings(exp, mech.seat_count(game), where, pooled=mech_cls.pooled)
+            roster = len(exp.agents) if exp.matchup == "cross" else None
+            seat_lists = _seatings(exp, mech.seat_count(game, roster), where, pooled=mech_cls.pooled)
             for seats in seat_lists:
                 try:
                     mech.check_game(game, len(seats))
@@ -443,8 +493,10 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
                         matchup=_matchup_label(exp, mech_cls.pooled),
                         samples=samples,
                         randomize_labels=exp.randomize_labels,
-                        max_attempts=exp.max_attempts or sweep.max_attempts,
+                        max_attempts=_max_attempts(exp, sweep, answers),
                         on_invalid=exp.on_invalid or sweep.on_invalid,
+                        replicates=exp.replicates or sweep.replicates,
+                        answers=answers,
                     )
                 )
     seen: set[str] = set()
@@ -458,6 +510,19 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
             )
         seen.add(key)
     return cells
+
+
+STRICT_ATTEMPTS = 6
+"""CoopEval asks once and re-asks up to five times (six attempts) before giving up."""
+
+
+def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
+    """An explicit max_attempts wins; strict answers default to CoopEval's six attempts."""
+    if exp.max_attempts is not None:
+        return exp.max_attempts
+    if answers == "strict" and "max_attempts" not in sweep.model_fields_set:
+        return STRICT_ATTEMPTS
+    return sweep.max_attempts
 
 
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:

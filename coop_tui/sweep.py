@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.designs import DesignBook, Tournament
 from coop_tui.engine import (
     DecisionPolicy,
     MatchAborted,
@@ -193,6 +194,7 @@ async def run_sweep(
     agents = agents if agents is not None else build_agents(sweep, names)
     await prepare_agents(agents.values())
     renderer = PromptRenderer(_templates(sweep))
+    designs = DesignBook()  # one per run: designs shared by a tournament's matches
     base = sweep.source.parent if sweep.source else None
     started = time.perf_counter()
     bus.emit(
@@ -226,6 +228,7 @@ async def run_sweep(
             status = await play_cell(
                 cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus, store=store,
                 renderer=renderer, base=base, pause=pause, on_context=on_context,
+                designs=designs,
             )
             summary.matches_done += 1
             if status == "failed":
@@ -285,12 +288,20 @@ async def play_cell(
     base: Path | None = None,
     pause: asyncio.Event | None = None,
     on_context: Callable[[MatchContext], None] | None = None,
+    designs: DesignBook | None = None,
 ) -> str:
     """Play one match of the grid; returns its status: done, failed or stopped (a failure
-    is recorded, not raised)."""
+    is recorded, not raised).
+
+    ``sample`` is the cell's slot (replicate x sample, see :class:`Cell`); ``designs``
+    is the run's book of tournament-wide designs (a fresh one when not given: stored
+    designs are still found again, only concurrent matches could not share one).
+    """
     from coop_tui.mechanisms import mechanism_class
 
-    match_key = cell.match_key(sample)
+    slot = sample
+    replicate, sample = cell.replicate_of(slot), cell.sample_of(slot)
+    match_key = cell.match_key(slot)
     match_id = match_id_for(run_id, match_key)
     seed = derived_seed(sweep.spec.seed, match_key)
     game = cell_game(cell, base)
@@ -314,9 +325,18 @@ async def play_cell(
                 "agent_specs": [a.spec for a in seat_agents],
                 "agent_kinds": [a.kind for a in seat_agents],
                 "game_spec": game_spec(game),
+                "replicate": replicate,
+                "answers": cell.answers,
             },
         )
     )
+    tournament = None
+    if getattr(mechanism.params, "design_scope", None) == "tournament":
+        tkey = cell.tournament_key(slot)
+        tournament = Tournament(
+            tkey, derived_seed(sweep.spec.seed, "tournament", tkey),
+            designs if designs is not None else DesignBook(),
+        )
     ctx = MatchContext(
         run_id=run_id,
         match_id=match_id,
@@ -331,9 +351,11 @@ async def play_cell(
             on_invalid=cell.on_invalid,
             randomize_labels=cell.randomize_labels,
             reuse_across_runs=sweep.spec.reuse,
+            strict=cell.answers == "strict",
         ),
         lookup=store,
         pause=pause,
+        tournament=tournament,
     )
     if on_context is not None:
         on_context(ctx)
@@ -381,5 +403,5 @@ def estimate_decisions(sweep: Sweep) -> int:
     for cell in sweep.cells:
         mech_cls = mechanism_class(cell.mechanism)
         mech = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
-        total += mech.estimate_decisions(cell_game(cell, base), len(cell.seats)) * cell.samples
+        total += mech.estimate_decisions(cell_game(cell, base), len(cell.seats)) * cell.slots
     return total

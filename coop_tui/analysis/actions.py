@@ -66,12 +66,15 @@ def action_name(spec: Mapping[str, Any], action: int) -> str:
     return "/".join(n[action] for n in names if action < len(n)) or f"A{action}"
 
 
-def _specs(db: Any, run_id: str) -> dict[int, dict[str, Any]]:
+def _specs(db: Any, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
+    """The game spec per (experiment, condition): an experiment may list several games,
+    and each names its actions its own way (the condition includes the game)."""
     rows = db.execute(
-        "select experiment, min(game_spec) from matches where run_id = ? group by experiment",
+        """select experiment, condition_key, min(game_spec) from matches where run_id = ?
+           group by experiment, condition_key""",
         [run_id],
     ).fetchall()
-    return {e: json.loads(s) if s else {} for e, s in rows}
+    return {(e, c): json.loads(s) if s else {} for e, c, s in rows}
 
 
 # ----------------------------------------------------------------- frequencies
@@ -96,7 +99,7 @@ def action_frequencies(source: Any, run_id: str, *, phase: str = "play") -> list
     return [
         {
             "experiment": exp, "game": game, "mechanism": mech, "condition": cond,
-            "agent": agent, "action": act, "name": action_name(specs.get(exp, {}), act),
+            "agent": agent, "action": act, "name": action_name(specs.get((exp, cond), {}), act),
             "decisions": n, "mean_prob": total / n, "sampled": sampled / n,
         }
         for exp, game, mech, cond, agent, act, n, total, sampled in rows
@@ -135,7 +138,7 @@ def conditional_frequencies(source: Any, run_id: str) -> list[dict[str, Any]]:
         totals[(exp, cond, agent, prev)] += n
     out = []
     for exp, game, mech, cond, agent, prev, act, n in rows:
-        spec = specs.get(exp, {})
+        spec = specs.get((exp, cond), {})
         out.append({
             "experiment": exp, "game": game, "mechanism": mech, "condition": cond,
             "agent": agent,

@@ -1,0 +1,62 @@
+"""What Mediation and Contracting share: the CoopEval options for designs and payoffs.
+
+- ``payoff_view``: ``"base"`` (CoopEval) shows the base game's payoffs and the
+  mediator's plan / the contract's terms beside them, and leaves the agent to combine
+  them; ``"resolved"`` shows the payoff table with the mediator or the transfers
+  already worked in (our earlier default, an easier task).
+- ``design_scope``: ``"tournament"`` (CoopEval) asks every agent x seat for its design
+  once per tournament (per replicate) and reuses it in every match the agent plays
+  from that seat; ``"match"`` asks for new designs in every match. Votes, signatures
+  and play are per match either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field
+
+from coop_tui.decisions import Decision, DecisionRequest
+from coop_tui.engine import MatchContext
+from coop_tui.mechanisms.base import MechanismParams
+
+
+class DesignParams(MechanismParams):
+    payoff_view: Literal["base", "resolved"] = Field(
+        default="base",
+        description="base: base payoffs + the plan/terms (CoopEval); resolved: combined table",
+    )
+    design_scope: Literal["tournament", "match"] = Field(
+        default="tournament",
+        description="tournament: one design per agent x seat, reused in all its matches (CoopEval)",
+    )
+
+
+async def ask_designs(
+    ctx: MatchContext, requests: Sequence[DecisionRequest], scope: str
+) -> tuple[list[Decision], list[dict[str, Any]]]:
+    """Ask every seat for its design; returns the decisions and, per seat, where the
+    decision lives (``decision``: its cache key, ``asked_in``: the match that asked,
+    ``reused``: True when this match took a design asked elsewhere or earlier)."""
+    if scope == "match":
+        decisions = await ctx.ask_all(requests)
+        return decisions, [
+            {"decision": d.cache_key, "asked_in": ctx.match_id, "reused": bool(d.reused)}
+            for d in decisions
+        ]
+    results = await asyncio.gather(*(ctx.ask_design(r) for r in requests), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    out: list[Decision] = []
+    refs: list[dict[str, Any]] = []
+    for decision, asked_here in results:  # type: ignore[misc]
+        out.append(decision)
+        refs.append({
+            "decision": decision.cache_key,
+            "asked_in": decision.match_id,
+            "reused": not asked_here or bool(decision.reused),
+        })
+    return out, refs
