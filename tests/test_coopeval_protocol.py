@@ -18,6 +18,7 @@ import pytest
 
 from coop_tui.analysis.actions import action_frequencies
 from coop_tui.parsing import ParseError, parse_answer, parse_mixed_strategy
+from coop_tui.report import build_report
 from coop_tui.spec import build_sweep, load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -380,11 +381,13 @@ async def test_strict_mode_reasks_up_to_six_times_and_is_recorded(tmp_path: Path
                            "answers": "strict"}, agents=agents)
         sweep = build_sweep(data, check_keys=False)
         assert sweep.cells[0].max_attempts == 6
-        store, _, [match] = await run(tmp_path, data)
+        store, run_id, [match] = await run(tmp_path, data)
     d = next(d for d in store.decisions(match["id"]) if d.seat == 0)
     assert d.attempts == 6 and len(d.retries) == 5 and d.normalisation is None
     assert "they must add up to exactly 100" in d.retries[0].error
     assert json.loads(match["info"])["answers"] == "strict"
+    report = build_report(store, run_id)
+    assert [e["answers"] for e in report["experiments"]] == ["strict"]
     # lenient (the default) takes the first answer and records the repair
     with LoopbackServer(latency=0.0, chunks=1, answer='{"A0": 50, "A1": 49}') as server:
         agents = {**STRATEGIES, "m": llm(server)}
