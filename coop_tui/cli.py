@@ -44,11 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="print the analysis of a run (default: the latest)")
     rep.add_argument("run", nargs="?", help="run id, id prefix or name")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    rep.add_argument(
+        "--format", dest="report_format", choices=["text", "json", "latex", "csv"], default=None,
+        help="text (default) or json for the whole report; latex or csv for the paper-style "
+        "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
+    )
     _db_arg(rep)
 
     imp = sub.add_parser("import", help="import results from another tool")
     imp.add_argument("source", choices=["coopeval"], help="format of the directory")
-    imp.add_argument("directory", help="the run directory")
+    imp.add_argument(
+        "directory",
+        help="a CoopEval tournament directory, a run directory of tournaments, or a study "
+        "directory of runs (data/main_study: run*/<mechanism>_<game>/)",
+    )
     _db_arg(imp)
 
     exp = sub.add_parser("export", help="export a run's tables as CSV or Parquet")
@@ -112,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from coop_tui.report import report_command
 
-            return report_command(_db_path(args), args.run, as_json=args.json)
+            return report_command(
+                _db_path(args), args.run, as_json=args.json, fmt=args.report_format
+            )
         if args.command == "export":
             from coop_tui.export import export_command
 

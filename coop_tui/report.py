@@ -206,7 +206,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         except ImportError:
             pass
         out_exps.append(e)
-    return {
+    out = {
         "run": {
             "id": run["id"],
             "name": run["name"],
@@ -218,6 +218,23 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
     }
+    out.update(_paper_tables(store, run_id))
+    return out
+
+
+def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
+    """CoopEval's tables (per-replicate metrics, mean ± SE) and the replicator trajectories.
+
+    Present when the run has cross-play tournaments or Reputation populations; see
+    :mod:`coop_tui.analysis.coopeval_tables`.
+    """
+    from coop_tui.analysis.coopeval_tables import paper_tables
+
+    result = paper_tables(store, run_id)
+    if not result["tables"]:
+        return {}
+    return {"tables": result["tables"], "evolution": result["evolution"],
+            "per_replicate": result["per_replicate"]}
 
 
 def _per_round(db: Any, run_id: str) -> dict[int, dict[tuple[str, str], list[dict[str, Any]]]]:
@@ -376,8 +393,16 @@ def render_text(report: dict[str, Any]) -> Any:
                 if t.get("population"):
                     parts.append(_population_table(t, labels.get(key, key)))
         elif e.get("population"):
-            parts.append(_population_table(e))
+            reps = {r["replicate"] for r in report.get("per_replicate") or []
+                    if r.get("experiment") == e["experiment"]}
+            note = (f"pooled over {len(reps)} replicates; the per-replicate mean ± SE is in "
+                    f"the tables below") if len(reps) > 1 else None
+            parts.append(_population_table(e, note))
     parts.extend(_mechanism_tables(report.get("mechanisms") or {}))
+    if report.get("tables"):
+        from coop_tui.analysis.coopeval_tables import render_rich
+
+        parts.extend(render_rich(report["tables"]))
     return Group(*parts)
 
 
@@ -459,7 +484,9 @@ def _population_table(e: dict[str, Any], label: str | None = None) -> Any:
     return table
 
 
-def report_command(db_path: Path, ref: str | None, *, as_json: bool = False) -> int:
+def report_command(
+    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None
+) -> int:
     from coop_tui.cli import fail
 
     if not db_path.exists():
@@ -469,7 +496,15 @@ def report_command(db_path: Path, ref: str | None, *, as_json: bool = False) -> 
     if run is None:
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
     report = build_report(store, run["id"])
-    if as_json:
+    if fmt in ("latex", "csv"):
+        from coop_tui.analysis.coopeval_tables import render_csv, render_latex
+
+        if not report.get("tables"):
+            return fail(f"run {run['id']} has no population tables (no cross-play tournament "
+                        f"or Reputation population); --format {fmt} prints only those")
+        print((render_latex if fmt == "latex" else render_csv)(report["tables"]), end="")
+        return 0
+    if as_json or fmt == "json":
         print(json.dumps(report, indent=2, default=str))
     else:
         from rich.console import Console

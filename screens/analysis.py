@@ -89,6 +89,7 @@ class AnalysisScreen(NavScreen):
         Binding("left_square_bracket", "experiment(-1)", "Prev experiment"),
         Binding("right_square_bracket", "experiment(1)", "Next experiment"),
         Binding("t", "tournament", "Next tournament", show=False),
+        Binding("e", "evolution", "Next replicate", show=False),
         Binding("c", "export('csv')", "Export CSV"),
         Binding("p", "export('parquet')", "Export Parquet"),
         Binding("f5", "reload", "Reload", show=False),
@@ -104,6 +105,8 @@ class AnalysisScreen(NavScreen):
         self.report: dict[str, Any] | None = None
         self.index = 0
         self.tournament_index = 0
+        self.evolution_index = 0
+        """Which replicate's trajectory the evolution plot shows."""
         self.b_star_line: float | None = None
         """Where b* is drawn on the similarity axis (0..100), None when not drawn."""
         self.exported: list[Path] = []
@@ -140,6 +143,12 @@ class AnalysisScreen(NavScreen):
             ballots = DataTable(id="an-ballots", cursor_type="row", show_cursor=False)
             ballots.border_title = "Proposals and votes (Mediation / Contracting)"
             yield ballots
+            evolution = PlotextPlot(id="an-evolution")
+            evolution.border_title = "Evolution: population share per agent (replicator dynamics)"
+            yield evolution
+            tables = Static("", id="an-paper-tables")
+            tables.border_title = "Paper tables: Mean / Fitness / DevRank, mean ± SE over replicates"
+            yield tables
         with Horizontal(id="an-export"):
             yield Static("Export to", id="an-export-label")
             yield Input(str(self.export_dir), id="an-export-dir")
@@ -156,7 +165,8 @@ class AnalysisScreen(NavScreen):
         self.query_one("#an-ballots", DataTable).add_columns(
             "agent", "condition", "proposals", "adopted", "approval share", "approves",
             "own approved", "stable designs", "signed / delegated")
-        for widget in ("#an-plots", "#an-matchup-box", "#an-population", "#an-ballots"):
+        for widget in ("#an-plots", "#an-matchup-box", "#an-population", "#an-ballots",
+                       "#an-evolution", "#an-paper-tables"):
             self.query_one(widget).display = False
         self._fit(self.app.size.width)
         self.action_reload()
@@ -195,7 +205,53 @@ class AnalysisScreen(NavScreen):
         self.index = min(self.index, max(len(report["experiments"]) - 1, 0))
         self._show_counts()
         self._show_experiment()
+        self._show_paper_tables()
         self.loaded += 1
+
+    def _show_paper_tables(self) -> None:
+        """CoopEval's tables for the whole run (every game and mechanism at once)."""
+        assert self.report is not None
+        widget = self.query_one("#an-paper-tables", Static)
+        cells = self.report.get("tables") or []
+        widget.display = bool(cells)
+        if cells:
+            from rich.console import Group
+
+            from coop_tui.analysis.coopeval_tables import render_rich
+
+            widget.update(Group(*render_rich(cells)))
+
+    def evolution_series(self, e: dict[str, Any]) -> list[dict[str, Any]]:
+        """The trajectories of the shown experiment, one per replicate."""
+        return [v for v in (self.report or {}).get("evolution") or []
+                if v["experiment"] == e["experiment"]]
+
+    def _plot_evolution(self, e: dict[str, Any]) -> None:
+        plot = self.query_one("#an-evolution", PlotextPlot)
+        series = self.evolution_series(e)
+        plot.display = bool(series)
+        if not series:
+            return
+        first = series[self.evolution_index % len(series)]
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        for i, (agent, shares) in enumerate(sorted(first["shares"].items())):
+            plt.plot(first["steps"], shares, label=agent, color=COLOURS[i % len(COLOURS)], marker="braille")
+        plt.ylim(0, 1)
+        plt.xlabel("step")
+        plt.ylabel("share")
+        plot.border_title = (f"Evolution: population share per agent, replicate "
+                             f"{first['replicate'] + 1} of {len(series)} (e: next)")
+        plot.refresh()
+
+    def action_evolution(self) -> None:
+        """Show the next replicate's trajectory."""
+        e = self.experiment
+        if e is None:
+            return
+        self.evolution_index += 1
+        self._plot_evolution(e)
 
     @property
     def experiment(self) -> dict[str, Any] | None:
@@ -236,6 +292,7 @@ class AnalysisScreen(NavScreen):
         self._show_tournament(e)
         self._show_conditions(e)
         self._show_ballots(e)
+        self._plot_evolution(e)
 
     # ------------------------------------------------------------ plots
     def _plot_curves(self, e: dict[str, Any]) -> None:

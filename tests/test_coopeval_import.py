@@ -177,10 +177,17 @@ def test_bad_directories_exit_2_and_write_nothing(tmp_path: Path, capsys) -> Non
     reputation = tmp_path / "reputation"
     shutil.copytree(PD, reputation)
     config = json.loads((reputation / "config.json").read_text())
-    config["mechanism"]["type"] = "Reputation"
+    config["mechanism"]["type"] = "Reputation"  # with a matchup file, not a Reputation one
     (reputation / "config.json").write_text(json.dumps(config))
     assert import_command(reputation, db) == 2
-    assert "mechanism.type 'Reputation'" in capsys.readouterr().err
+    assert "a Reputation entry needs 'player' and 'points'" in capsys.readouterr().err
+
+    unknown = tmp_path / "unknown"
+    shutil.copytree(PD, unknown)
+    config["mechanism"]["type"] = "Bargaining"
+    (unknown / "config.json").write_text(json.dumps(config))
+    assert import_command(unknown, db) == 2
+    assert "mechanism.type 'Bargaining'" in capsys.readouterr().err
 
     stranger = tmp_path / "stranger"
     shutil.copytree(PD, stranger)
@@ -381,11 +388,18 @@ def test_contracting_directory_and_disagreeing_matchup_table(tmp_path: Path) -> 
             "where p.phase = 'sign' and m.match_key = 'coopeval:4'"
         ).fetchone()[0]
     )
-    assert sign == {"signed": {"0": True, "1": False}, "all_signed": False}
+    # our own Contracting's shape (a flag per seat, in seat order), so the vote statistics
+    # read it; CoopEval's all_signed is kept beside it
+    assert sign == {"signed": [True, False], "active": False, "all_signed": False}
     assert store.db.execute("select mechanism, matchup from matches limit 1").fetchone() == (
         "contracting",
         "cross",
     )
+    from coop_tui.report import build_report
+
+    run_id = store.db.execute("select id from runs").fetchone()[0]
+    votes = build_report(store, run_id)["mechanisms"]["votes"]  # raised KeyError before
+    assert votes and all(v["sign_rate"] is not None for v in votes)
     store.close()
 
 

@@ -363,3 +363,68 @@ def test_tournament_metrics_single_condition_and_missing_matchups(tmp_path: Path
     assert out["population"] is None
     assert out["tournaments"]["-"]["missing"] == [["y", "y"]]
     store.close()
+
+
+# ----------------------------------------------------------------------------- DevRank, trajectory
+
+
+def test_deviation_ranks_share_tied_places() -> None:
+    from coop_tui.analysis.population import deviation_ranks
+
+    assert deviation_ranks([0.0, -1.0, 0.0, -2.0]) == [1.5, 3.0, 1.5, 4.0]
+    assert deviation_ranks([-0.5] * 6) == [3.5] * 6
+    # ratings from LPs that differ only in the last bits are one tie
+    assert deviation_ranks([-1.0, -1.0 + 1e-12, -3.0]) == [1.5, 1.5, 3.0]
+    assert deviation_ranks([-1.0, -1.001]) == [1.0, 2.0]
+
+
+def test_replicator_trajectory_records_every_step() -> None:
+    from coop_tui.analysis.population import replicator_dynamics
+
+    # Prisoner's Dilemma metagame: the defector takes over step by step
+    payoffs = np.array([[2.0, 0.0], [3.0, 1.0]])
+    plain = replicator_dynamics(payoffs, steps=50)
+    recorded = replicator_dynamics(payoffs, steps=50, record=True)
+    assert plain.trajectory is None
+    assert recorded.trajectory.shape == (recorded.steps + 1, 2)
+    assert np.allclose(recorded.trajectory[0], [0.5, 0.5])
+    assert np.allclose(recorded.trajectory[-1], plain.population)
+    assert np.allclose(recorded.trajectory.sum(axis=1), 1.0)
+    assert np.all(np.diff(recorded.trajectory[:, 1]) > 0)  # the defector's share only grows
+
+
+def test_paper_tables_average_replicates_instead_of_pooling(tmp_path: Path) -> None:
+    """A sweep's replicates give one Fitness each; the table shows their mean ± SE."""
+    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.analysis.tournament import tournament_metrics
+    from coop_tui.games import get_game
+    from coop_tui.store import Store
+    from coop_tui.sweep import game_spec
+
+    store = Store(tmp_path / "t.db")
+    store.create_run("r1", "cross", kind="sweep", seed=1, sweep_hash="h", spec={})
+    spec = game_spec(get_game("prisoners"))
+    # replicate 0 is a Prisoner's Dilemma (d takes over), replicate 1 rewards mutual c
+    # so well that c takes over: averaging the replicates and pooling them disagree
+    tables = [
+        {("c", "c"): (2, 2), ("c", "d"): (0, 3), ("d", "c"): (3, 0), ("d", "d"): (1, 1)},
+        {("c", "c"): (6, 6), ("c", "d"): (0, 3), ("d", "c"): (3, 0), ("d", "d"): (1, 1)},
+    ]
+    n = 0
+    for replicate, table in enumerate(tables):
+        for (a, b), (pa, pb) in table.items():
+            n += 1
+            _insert_match(store, "r1", f"m{n}", 0, "cross", {}, [(a, pa), (b, pb)], spec)
+            store.db.execute("update matches set replicate = ? where id = ?", [replicate, f"m{n}"])
+    store.db.conn.commit()
+    cells = {(c["table"], c["metric"], c["agent"]): c for c in paper_tables(store, "r1")["tables"]}
+    mean_c = cells[("prisoners", "mean", "c")]
+    assert (mean_c["value"], mean_c["n"]) == (pytest.approx((1.0 + 3.0) / 2), 2)
+    assert mean_c["se"] == pytest.approx(1.0)  # |1 - 3| / 2
+    fit = cells[("prisoners", "fitness", "average")]
+    assert fit["value"] == pytest.approx((1.0 + 6.0) / 2, abs=1e-3)  # all-d, then all-c
+    assert fit["se"] == pytest.approx(2.5, abs=1e-3)
+    pooled = tournament_metrics(store, "r1", 0)["population"]
+    pooled_avg = sum(v["final_share"] * v["fitness"] for v in pooled.values())
+    assert abs(pooled_avg - fit["value"]) > 0.5  # pooling would tell another story
+    store.close()

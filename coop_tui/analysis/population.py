@@ -37,6 +37,7 @@ import numpy as np
 __all__ = [
     "MatchupTensor",
     "ReplicatorResult",
+    "deviation_ranks",
     "deviation_ratings",
     "expected_payoffs",
     "mean_payoffs",
@@ -177,6 +178,9 @@ class ReplicatorResult:
     """Each agent's expected payoff against the final population."""
     steps: int
     """Updates applied (fewer than asked when the dynamics came to rest)."""
+    trajectory: np.ndarray | None = None
+    """Population shares before every update and after the last, shape ``(steps + 1, n)``;
+    None unless asked for (``record=True``)."""
 
 
 def replicator_dynamics(
@@ -187,6 +191,7 @@ def replicator_dynamics(
     lr_method: Literal["constant", "sqrt"] = "constant",
     tol: float = 1e-6,
     initial: np.ndarray | None = None,
+    record: bool = False,
 ) -> ReplicatorResult:
     """Discrete replicator dynamics with exponential weights (multiplicative weights).
 
@@ -195,6 +200,8 @@ def replicator_dynamics(
     CoopEval, the dynamics stop early once every agent's fitness is within ``tol`` of
     the population average (nothing would move any more). The update is done in log
     space so shares that shrink to 1e-200 keep their exact ratios to one another.
+    ``record=True`` keeps the whole trajectory (one row of shares per step), which is
+    what the evolution plots show; it costs n floats per step.
     """
     tensor = np.asarray(payoffs, dtype=float)
     if np.isnan(tensor).any():
@@ -206,6 +213,7 @@ def replicator_dynamics(
     pop = pop / pop.sum()
     log_pop = np.log(pop)
     done = 0
+    history = [pop] if record else None
     for t in range(1, steps + 1):
         fitness = expected_payoffs(tensor, pop)
         if np.max(np.abs(fitness - pop @ fitness)) < tol:
@@ -216,7 +224,10 @@ def replicator_dynamics(
         log_pop -= top + math.log(np.exp(log_pop - top).sum())
         pop = np.exp(log_pop)
         done = t
-    return ReplicatorResult(pop, expected_payoffs(tensor, pop), done)
+        if history is not None:
+            history.append(pop)
+    trajectory = np.vstack(history) if history is not None else None
+    return ReplicatorResult(pop, expected_payoffs(tensor, pop), done, trajectory)
 
 
 # ----------------------------------------------------------------------------- deviation ratings
@@ -348,6 +359,29 @@ def deviation_ratings(
         ratings[new] = eps
         rated |= new
     return ratings[: tensor.shape[0]] * scale + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def deviation_ranks(ratings: Sequence[float], *, tol: float = 1e-9) -> list[float]:
+    """'DevRank': rank 1 for the highest deviation rating; tied agents share the mean rank.
+
+    Ratings within ``tol`` (relative to the largest magnitude, at least absolute ``tol``)
+    count as tied: our ratings come from LPs, so equal ratings can differ in the last
+    bits. With six agents all tied, everyone gets rank 3.5.
+    """
+    values = [float(r) for r in ratings]
+    scale = max([abs(v) for v in values] + [1.0])
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and values[order[start]] - values[order[end]] <= tol * scale:
+            end += 1
+        shared = (start + 1 + end) / 2  # mean of the ranks start+1 .. end
+        for i in order[start:end]:
+            ranks[i] = shared
+        start = end
+    return ranks
 
 
 # ----------------------------------------------------------------------------- together

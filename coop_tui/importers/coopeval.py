@@ -1,4 +1,12 @@
-"""``coop-tui import coopeval DIR``: a CoopEval run directory as a coop-tui run.
+"""``coop-tui import coopeval PATH``: CoopEval results as a coop-tui run.
+
+PATH is one tournament directory, a run directory of tournaments or a study directory
+of runs (CoopEval's ``data/main_study``: ``run*/<mechanism>_<game>/``). A run or study
+becomes one coop-tui run: one experiment per tournament name, the n-th run giving
+replicate n-1 (``matches.replicate``), so the report averages metrics over runs as the
+paper does. All six games and every mechanism (both Reputation orders) are read; a
+tournament known only by ``config.json`` + ``matchup_payoffs.json`` (and every
+Reputation tournament) goes through :mod:`coop_tui.importers.coopeval_payoffs`.
 
 A CoopEval directory holds ``config.json`` (game, mechanism, agents, evaluation),
 ``records.jsonl`` (one line per match: the moves of every round, plus votes, the chosen
@@ -46,17 +54,26 @@ from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
 
 GAMES = {
-    # CoopEval game type -> (our key, title); all are 2 x 2 tables keyed "CC", "CD", ...
+    # CoopEval game type -> (our key, title); the 2 x 2 ones are tables keyed "CC", "CD", ...
     "PrisonersDilemma": ("prisoners", "Prisoner's Dilemma"),
     "TrustGame": ("trust", "Trust"),
     "StagHunt": ("stag_hunt", "Stag Hunt"),
+    "MatchingPennies": ("matching_pennies", "Matching Pennies"),
+    # described by parameters, built with our own game families
+    "PublicGoods": ("public_good", "Public Goods"),
+    "TravellersDilemma": ("travelers", "Traveler's Dilemma"),
 }
 MECHANISMS = {
     "NoMechanism": "none",
     "Repetition": "repetition",
     "Mediation": "mediation",
     "Contracting": "contracting",
+    "Reputation": "reputation",
+    "ReputationFirstOrder": "reputation",
 }
+REPUTATION_ORDER = {"Reputation": "higher", "ReputationFirstOrder": "first"}
+"""CoopEval's two Reputation variants: agents see first-order reputations only
+(``max_recursion_depth`` 1) or also their co-players' reputations' reputations."""
 AGENT_SUFFIX = {"CoTAgent": "CoT", "IOAgent": "IO"}
 _PLAYER = re.compile(r"^(?P<agent>.+)#P(?P<seat>\d+)$")
 _RETRY_QUOTE = re.compile(
@@ -115,9 +132,36 @@ def _split_player(player: Any, where: str) -> tuple[str, int]:
 
 
 def _member_letter(action: Any, where: str) -> str:
+    """The key of a CoopEval action: its initial (``StagHuntAction.STAG`` -> ``S``), or
+    the whole member for Traveler's claims (``CLAIM_3``), whose initials all coincide."""
     if not isinstance(action, str) or not action:
         raise CoopEvalError(f"{where}: action {action!r} is not an action name")
-    return action.rsplit(".", 1)[-1][:1].upper()
+    member = action.rsplit(".", 1)[-1].upper()
+    return member if member.startswith("CLAIM_") else member[:1]
+
+
+def action_keys(config: dict[str, Any], game: Game) -> dict[str, int]:
+    """CoopEval action key (see :func:`_member_letter`) -> our game's action index.
+
+    2 x 2 tables list their actions in the payoff table's key order; Public Goods'
+    CONTRIBUTE / FREE_RIDE are our Contribute / Keep; Traveler's CLAIM_k is the claim
+    ``min_claim + k``, found by value whatever order our game lists claims in.
+    """
+    gtype = (config.get("game") or {}).get("type")
+    kwargs = (config.get("game") or {}).get("kwargs") or {}
+    names = list(game.action_names[0])
+    if gtype == "PublicGoods":
+        return {"C": names.index("Contribute"), "F": names.index("Keep")}
+    if gtype == "TravellersDilemma":
+        from coop_tui.games._checks import clean
+
+        low = float(kwargs.get("min_claim", 2))
+        return {
+            f"CLAIM_{k}": names.index(f"Claim {clean(low + k)}")
+            for k in range(int(kwargs.get("num_actions", len(names))))
+        }
+    table = kwargs["payoff_matrix"]
+    return {letter: i for i, letter in enumerate(dict.fromkeys(k[0] for k in table))}
 
 
 def _member_name(action: str) -> str:
@@ -138,6 +182,8 @@ def build_game(config: dict[str, Any], action_names: Iterable[str]) -> Game:
             f"config.json: game.type {gtype!r} is not supported by the importer; "
             f"supported: {', '.join(GAMES)}"
         )
+    if gtype in ("PublicGoods", "TravellersDilemma"):
+        return _parameterised_game(gtype, game_cfg.get("kwargs") or {})
     table = (game_cfg.get("kwargs") or {}).get("payoff_matrix")
     if not isinstance(table, dict) or not all(isinstance(k, str) and len(k) == 2 for k in table):
         raise CoopEvalError(
@@ -178,6 +224,45 @@ def build_game(config: dict[str, Any], action_names: Iterable[str]) -> Game:
         cooperative=([coop], [coop]),
         defect=(1 - coop, 1 - coop),
         params={"source": "coopeval", "type": gtype, "payoff_matrix": table},
+    )
+
+
+def _parameterised_game(gtype: str, kwargs: dict[str, Any]) -> Game:
+    """Public Goods and Traveler's Dilemma: CoopEval gives parameters, not a table."""
+    try:
+        if gtype == "PublicGoods":
+            from coop_tui.games.public_good import public_good
+
+            game = public_good(
+                players=int(kwargs.get("num_players", 3)), alpha=float(kwargs.get("multiplier", 1.5))
+            )
+        else:
+            from coop_tui.games.travelers import travelers
+
+            if float(kwargs.get("claim_spacing", 1)) != 1:
+                raise CoopEvalError(
+                    "config.json: game.kwargs.claim_spacing must be 1 (claims one unit apart)"
+                )
+            game = travelers(
+                levels=int(kwargs.get("num_actions", 4)),
+                low=float(kwargs.get("min_claim", 2)),
+                reward=float(kwargs.get("bonus", 2)),
+            )
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, CoopEvalError):
+            raise
+        raise CoopEvalError(f"config.json: game.kwargs {kwargs} are not valid: {exc}") from None
+    key, title = GAMES[gtype]
+    params = {**game.params, "source": "coopeval", "type": gtype, "kwargs": kwargs}
+    return Game(
+        key=game.key,
+        title=f"{title} (CoopEval)",
+        description=game.description,
+        action_names=game.action_names,
+        payoffs=game.payoffs,
+        cooperative=game.cooperative,
+        defect=game.defect,
+        params=params,
     )
 
 
@@ -430,23 +515,35 @@ def _matchup_check(directory: Path, matches: list[_Match], discount: float) -> d
     return {"matchup_payoffs": "agree" if agree else "disagree", "max_abs_difference": worst}
 
 
-def plan_import(directory: Path) -> ImportPlan:
-    """Read and check a CoopEval directory; build every row without touching a database."""
+def plan_import(
+    directory: Path, *, run_id: str | None = None, experiment: int = 0, replicate: int = 0
+) -> ImportPlan:
+    """Read and check a CoopEval directory; build every row without touching a database.
+
+    ``run_id`` / ``experiment`` / ``replicate`` place the tournament inside a study
+    import (:func:`plan_path`); alone, a tournament is its own run.
+    """
     directory = Path(directory)
     if not directory.is_dir():
         raise CoopEvalError(f"{directory}: not a directory; pass a CoopEval run directory")
     config = _read_json(directory / "config.json", "config.json (game, mechanism, agents)")
     if not isinstance(config, dict):
         raise CoopEvalError(f"{directory / 'config.json'}: expected a JSON object")
-    records = _records(directory / "records.jsonl")
-
     mech_cfg = config.get("mechanism") or {}
     mech_type = mech_cfg.get("type")
     if mech_type not in MECHANISMS:
         raise CoopEvalError(
             f"config.json: mechanism.type {mech_type!r} is not supported by the importer; "
-            f"supported: {', '.join(MECHANISMS)} (Reputation has no matchup metagame)"
+            f"supported: {', '.join(MECHANISMS)}"
         )
+    payoffs_only = not (directory / "records.jsonl").is_file() or mech_type in REPUTATION_ORDER
+    if payoffs_only:
+        from coop_tui.importers.coopeval_payoffs import plan_from_payoffs
+
+        return plan_from_payoffs(
+            directory, config, run_id=run_id, experiment=experiment, replicate=replicate
+        )
+    records = _records(directory / "records.jsonl")
     mechanism = MECHANISMS[mech_type]
     mech_kwargs = mech_cfg.get("kwargs") or {}
 
@@ -466,8 +563,7 @@ def plan_import(directory: Path) -> ImportPlan:
         if isinstance(mv, dict) and isinstance(mv.get("action"), str)
     ]
     game = build_game(config, action_names)
-    table = config["game"]["kwargs"]["payoff_matrix"]
-    letters = {letter: i for i, letter in enumerate(dict.fromkeys(k[0] for k in table))}
+    letters = action_keys(config, game)
     matches = [_parse_match(lineno, rec, letters) for lineno, rec in records]
     for m in matches:
         for agent in m.agents:
@@ -495,7 +591,8 @@ def plan_import(directory: Path) -> ImportPlan:
         }
 
     content = _content_hash(directory)
-    run_id = f"coopeval-{content[:12]}"
+    single = run_id is None
+    run_id = run_id or f"coopeval-{content[:12]}"
     log = _log_entries(directory / "game_log.txt")
     designs = _designs(directory, mechanism)
     check = _matchup_check(directory, matches, discount)
@@ -531,10 +628,13 @@ def plan_import(directory: Path) -> ImportPlan:
     ckey = condition_key(condition)
     seen_seating: Counter[tuple[str, ...]] = Counter()
     referenced: set[str] = set()
-    builder = _DecisionBuilder(plan, run_id, game, letters, log, referenced)
+    tag = run_id if single else f"{run_id}:{experiment}:{replicate}"
+    builder = _DecisionBuilder(plan, tag, game, letters, log, referenced)
     proposed: set[str] = set()
     for number, m in enumerate(matches):
-        match_id = f"{run_id}-{number:05d}"
+        match_id = (
+            f"{run_id}-{number:05d}" if single else f"{run_id}-{experiment}-{replicate}-{number:05d}"
+        )
         sample = seen_seating[tuple(m.agents)]
         seen_seating[tuple(m.agents)] += 1
         weights = round_weights(len(m.rounds), discount)
@@ -548,8 +648,10 @@ def plan_import(directory: Path) -> ImportPlan:
             {
                 "id": match_id,
                 "run_id": run_id,
-                "match_key": f"coopeval:{m.line}",
-                "experiment": 0,
+                "match_key": f"coopeval:{m.line}" if single
+                else f"coopeval:{experiment}:{replicate}:{m.line}",
+                "experiment": experiment,
+                "replicate": replicate,
                 "game": game.key,
                 "game_spec": spec_json,
                 "mechanism": mechanism,
@@ -656,6 +758,13 @@ class _DecisionBuilder:
         self._seen: Counter[str] = Counter()
         self.decisions: list[Decision] = []
         self._labels = tuple(f"A{i}" for i in range(game.action_counts[0]))
+        claims = [k for k in letters if k.startswith("CLAIM_")]
+        # CoopEval's label Ak is its k-th action: for claims, the claim min + k
+        self._label_to_action = (
+            tuple(letters[f"CLAIM_{k}"] for k in range(len(claims)))
+            if len(claims) == len(self._labels)
+            else tuple(range(len(self._labels)))
+        )
 
     def _row(
         self,
@@ -726,7 +835,7 @@ class _DecisionBuilder:
             action=chosen,
             cooperated=bool(self.game.is_cooperative(mv.seat, chosen)),
             labels=tuple(labels),
-            label_to_action=tuple(range(len(labels))),
+            label_to_action=self._mapping(len(labels)),
         )
         if row is None or not row.response:
             return
@@ -738,8 +847,19 @@ class _DecisionBuilder:
         dist = list(strategy.probabilities)
         row.parsed = dict(zip(labels, dist, strict=True))
         row.normalisation = strategy.note
-        row.distribution = tuple(dist)
-        row.coop_prob = float(sum(dist[a] for a in self.game.cooperative[mv.seat] if a < len(dist)))
+        by_action = [0.0] * len(dist)  # the distribution is stored per game action
+        for label_index, action in enumerate(row.label_to_action):
+            by_action[action] = dist[label_index]
+        row.distribution = tuple(by_action)
+        row.coop_prob = float(
+            sum(by_action[a] for a in self.game.cooperative[mv.seat] if a < len(by_action))
+        )
+
+    def _mapping(self, n_labels: int) -> tuple[int, ...]:
+        """Game action behind each prompt label (extra labels, e.g. delegate, map to
+        themselves)."""
+        base = self._label_to_action if n_labels >= len(self._label_to_action) else ()
+        return tuple(base) + tuple(range(len(base), n_labels))
 
     def proposals(
         self, match_id: str, m: _Match, designs: dict[str, dict[str, Any]], proposed: set[str]
@@ -837,10 +957,10 @@ class _DecisionBuilder:
         sigs = m.extra.get("signatures")
         if not isinstance(sigs, dict):
             return
-        signed = {}
+        signed: dict[int, bool] = {}
         for player, sig in sigs.items():
             agent, seat = _split_player(player, f"records.jsonl:{m.line}")
-            signed[str(seat)] = bool(sig.get("agree"))
+            signed[seat] = bool(sig.get("agree"))
             self._row(
                 match_id,
                 1,
@@ -857,7 +977,12 @@ class _DecisionBuilder:
                 "match_id": match_id,
                 "round": 1,
                 "phase": "sign",
-                "info": json.dumps({"signed": signed, "all_signed": m.extra.get("all_signed")}),
+                # the shape our own Contracting stores: a flag per seat, in seat order
+                "info": json.dumps({
+                    "signed": [signed.get(seat) for seat in range(len(m.agents))],
+                    "active": bool(m.extra.get("all_signed", signed and all(signed.values()))),
+                    "all_signed": m.extra.get("all_signed"),
+                }),
             }
         )
 
@@ -923,10 +1048,166 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
 
 
 def import_coopeval(directory: Path, store: Any) -> dict[str, Any]:
-    """Import one CoopEval directory into an open store; returns the import summary."""
-    plan = plan_import(directory)
+    """Import a CoopEval tournament, run or study into an open store; returns the summary."""
+    plan = plan_path(directory)
     replaced = write_plan(store, plan)
     return {**plan.summary, "replaced": replaced}
+
+
+# ----------------------------------------------------------------------------- runs, studies
+
+
+def _is_tournament(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def _tournaments(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and _is_tournament(p))
+
+
+def layout(path: Path) -> tuple[str, list[list[Path]]]:
+    """What ``path`` is: ``tournament``, ``run`` (of tournaments) or ``study`` (of runs).
+
+    Returns the kind and the tournament directories grouped by run, runs in name order
+    (CoopEval names them ``run1_<date>``, ``run2_<date>`` ...), so the n-th run gives
+    replicate n-1 of every tournament it holds.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise CoopEvalError(f"{path}: not a directory; pass a CoopEval tournament, run or study")
+    if _is_tournament(path):
+        return "tournament", [[path]]
+    own = _tournaments(path)
+    if own:
+        return "run", [own]
+    runs = [p for p in sorted(path.iterdir()) if p.is_dir() and _tournaments(p)]
+    if runs:
+        return "study", [_tournaments(r) for r in runs]
+    raise CoopEvalError(
+        f"{path}: no CoopEval tournament here (a tournament directory holds config.json; "
+        f"a run holds tournament directories; a study holds runs)"
+    )
+
+
+def _study_hash(groups: list[list[Path]]) -> str:
+    digest = hashlib.sha256()
+    for run in groups:
+        for t in run:
+            digest.update(f"{t.parent.name}/{t.name}".encode())
+            for name in ("config.json", "matchup_payoffs.json", "matchup_payoffs.json.gz"):
+                if (t / name).is_file():
+                    digest.update((t / name).read_bytes())
+            if (t / "records.jsonl").is_file():
+                digest.update(str((t / "records.jsonl").stat().st_size).encode())
+    return digest.hexdigest()
+
+
+_ROWS = ("matches", "seats", "rounds", "phases", "decisions")
+
+
+def _study_plans(groups: list[list[Path]], run_id: str) -> Iterable[tuple[Path, int, int, ImportPlan]]:
+    """Each tournament's plan in turn: (directory, experiment, replicate, plan)."""
+    names = sorted({t.name for run in groups for t in run})
+    experiments = {name: i for i, name in enumerate(names)}
+    for replicate, run in enumerate(groups):
+        for t in run:
+            try:
+                plan = plan_import(
+                    t, run_id=run_id, experiment=experiments[t.name], replicate=replicate
+                )
+            except CoopEvalError as exc:
+                raise CoopEvalError(f"{t}: {exc}") from None
+            yield t, experiments[t.name], replicate, plan
+
+
+def plan_path(path: Path, *, keep_rows: bool = True) -> ImportPlan:
+    """A plan for a tournament, or one run holding every tournament of a run or study.
+
+    The same tournament name in different runs is one experiment with one replicate per
+    run (``matches.replicate``), so the report averages its metrics over the runs.
+    ``keep_rows=False`` checks every tournament and counts its rows without keeping
+    them (a whole study with its game logs does not fit in memory at once):
+    :func:`write_path` then writes tournament after tournament.
+    """
+    kind, groups = layout(Path(path))
+    if kind == "tournament":
+        return plan_import(groups[0][0])
+    content = _study_hash(groups)
+    run_id = f"coopeval-{kind}-{content[:12]}"
+    experiments = {t.name for run in groups for t in run}
+    now = time.time()
+    merged = ImportPlan(run={})
+    tournaments = []
+    counts = Counter()
+    for t, experiment, replicate, plan in _study_plans(groups, run_id):
+        counts.update({rows: len(getattr(plan, rows)) for rows in _ROWS})
+        counts["decisions_with_log"] += sum(1 for d in plan.decisions if d["prompt"] != "[]")
+        if keep_rows:
+            for rows in _ROWS:
+                getattr(merged, rows).extend(getattr(plan, rows))
+        spec = json.loads(plan.run["spec"])
+        tournaments.append({
+            "name": t.name,
+            "run": t.parent.name if kind == "study" else Path(path).name,
+            "directory": str(t.resolve()),
+            "experiment": experiment,
+            "replicate": replicate,
+            "mechanism": (spec.get("config", {}).get("mechanism") or {}).get("type"),
+            "game": (spec.get("config", {}).get("game") or {}).get("type"),
+            "published": spec.get("published"),
+            "checks": spec.get("checks"),
+            "summary": plan.summary,
+        })
+    root = Path(path)
+    merged.run = {
+        "id": run_id,
+        "name": root.resolve().name,
+        "kind": "import",
+        "status": "done",
+        "seed": 0,
+        "sweep_hash": content,
+        "spec": json.dumps(
+            {"source": "coopeval", "layout": kind, "directory": str(root.resolve()),
+             "runs": len(groups), "tournaments": tournaments},
+            default=str,
+        ),
+        "created_at": now,
+        "finished_at": now,
+        "error": None,
+    }
+    merged.summary = {
+        "run_id": run_id,
+        "name": merged.run["name"],
+        "layout": kind,
+        "runs": len(groups),
+        "tournaments": len(tournaments),
+        "experiments": len(experiments),
+        "matches": counts["matches"],
+        "decisions": counts["decisions"],
+        "decisions_with_log": counts["decisions_with_log"],
+        "failed_attempts": sum(t["summary"].get("failed_attempts", 0) for t in tournaments),
+        "matchup_payoffs": "; ".join(
+            sorted({str(t["summary"].get("matchup_payoffs")) for t in tournaments})
+        ),
+    }
+    return merged
+
+
+def write_path(store: Any, path: Path, header: ImportPlan) -> bool:
+    """Write a checked run or study (``plan_path(..., keep_rows=False)``) in one transaction,
+    one tournament's rows at a time; an earlier import of the same run is replaced."""
+    conn = store.db.conn
+    run_id = header.run["id"]
+    _, groups = layout(Path(path))
+    with conn:
+        replaced = conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is not None
+        for sql in _DELETE:
+            conn.execute(sql, [run_id])
+        _insert(conn, "runs", [header.run])
+        for _t, _experiment, _replicate, plan in _study_plans(groups, run_id):
+            for rows in _ROWS:
+                _insert(conn, rows, getattr(plan, rows))
+    return replaced
 
 
 def import_command(directory: Path, db_path: Path) -> int:
@@ -935,18 +1216,27 @@ def import_command(directory: Path, db_path: Path) -> int:
     from coop_tui.store import Store
 
     try:
-        plan = plan_import(directory)
+        plan = plan_path(directory, keep_rows=False)
     except CoopEvalError as exc:
         return fail(str(exc))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a layout we did not foresee
         return fail(f"{directory}: unexpected CoopEval layout ({type(exc).__name__}: {exc})")
     store = Store(db_path)
     try:
-        replaced = write_plan(store, plan)
+        study = "layout" in plan.summary
+        replaced = write_path(store, directory, plan) if study else write_plan(store, plan)
     finally:
         store.close()
     s = plan.summary
     verb = "replaced" if replaced else "imported"
+    if "layout" in s:
+        print(
+            f"{verb} run {s['run_id']} ({s['name']}): a CoopEval {s['layout']} of {s['runs']} "
+            f"run(s), {s['tournaments']} tournaments as {s['experiments']} experiments, "
+            f"{s['matches']} matches, {s['decisions']} decisions"
+        )
+        print(f"database: {db_path}")
+        return 0
     print(
         f"{verb} run {s['run_id']} ({s['name']}): {s['matches']} matches, {s['decisions']} "
         f"decisions ({s['decisions_with_log']} with prompts from the game log, "

@@ -1,0 +1,418 @@
+"""The paper's tables (CoopEval, seed 001: Tables 2-7) from a stored study.
+
+Every metric is computed per replicate (CoopEval's three runs, or a sweep's
+``replicates``) and reported as mean ± standard error over replicates, which is how the
+paper's per-game tables are made; pooling the replicates into one matchup tensor would
+change Fitness by up to 1.3 on CoopEval's own data.
+
+* **Mean** — payoff against the uniform population (for Reputation, where there is no
+  matchup to rebuild: the mean over an agent's seats of its δ-weighted payoff).
+* **Fitness** — payoff against the population after 1000 steps of replicator dynamics;
+  its "LLM average" weights agents by their final population share.
+* **DevRank** — rank by deviation rating, ties sharing the mean rank (so the average
+  is always (n + 1) / 2). Our ratings are the solver-independent ones of
+  :mod:`coop_tui.analysis.population`; the paper's come from the vertex Gurobi returned.
+* **The aggregate table** ("all") covers the four social dilemmas: each game's cell
+  value is normalised so 0 = everyone defects and 1 = everyone plays the most
+  cooperative action, then the value is the mean over the games and ± the standard
+  error across games (a single game keeps its replicate ± on the normalised scale).
+  DevRank is averaged without normalising.
+
+One row per cell: ``{"table", "mechanism", "order", "metric", "agent", "value", "se",
+"n"}``; ``agent`` is ``"average"`` for the LLM-average column. Each cell also names its
+``experiment`` and ``condition`` (a sweep can hold several tournaments of one game and
+mechanism); aggregate cells list the ``games`` they average.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from coop_tui.analysis.population import (
+    deviation_ranks,
+    deviation_ratings,
+    mean_payoffs,
+    replicator_dynamics,
+    tensor_from_sums,
+)
+
+DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
+"""The games of the aggregate table (Stag Hunt and Matching Pennies are not dilemmas)."""
+MECHANISM_ORDER = ("none", "repetition", "reputation", "mediation", "contracting")
+METRICS = ("mean", "fitness", "deviation_rank")
+METRIC_NAMES = {"mean": "Mean", "fitness": "Fitness", "deviation_rank": "DevRank"}
+PAPER_NAMES = {
+    # the paper's column names for its six agents; display only, cells keep full labels
+    "anthropic/claude-sonnet-4.5(CoT)": "Claude",
+    "google/gemini-3-flash-preview(CoT)": "Gemini-R",
+    "google/gemini-3-flash-preview(IO)": "Gemini-B",
+    "openai/gpt-5.2(CoT)": "GPT-5.2",
+    "openai/gpt-4o-2024-05-13(CoT)": "GPT-4o",
+    "qwen/qwen3-30b-a3b-instruct-2507(CoT)": "Qwen-30b",
+}
+
+
+STEPS = 1000
+LEARNING_RATE = 0.1
+EVOLUTION_POINTS = 101
+"""Trajectory points kept per replicate in the report (every 10th of 1000 steps)."""
+MECHANISM_LABELS = {
+    ("none", None): "NoMechanism",
+    ("repetition", None): "Repetition",
+    ("reputation", "first"): "Reputation-",
+    ("reputation", "higher"): "Reputation+",
+    ("reputation", None): "Reputation",
+    ("mediation", None): "Mediation",
+    ("contracting", None): "Contracting",
+}
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample standard deviation / sqrt n; 0 for one value)."""
+    n = len(values)
+    mean = float(sum(values) / n)
+    if n < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+def mechanism_label(mechanism: str, order: str | None) -> str:
+    return MECHANISM_LABELS.get((mechanism, order), mechanism)
+
+
+# ----------------------------------------------------------------------------- SQL
+
+
+def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
+    """One group per experiment x game x condition that has population metrics."""
+    rows = db.execute(
+        """select experiment, game, mechanism, condition_key, min(condition), min(matchup),
+                  min(game_spec), group_concat(distinct replicate)
+           from matches
+           where run_id = ? and status = 'done' and matchup in ('cross', 'reputation')
+           group by experiment, game, condition_key, matchup
+           order by experiment, game, condition_key""",
+        [run_id],
+    ).fetchall()
+    out = []
+    for exp, game, mech, ckey, cond, matchup, gspec, reps in rows:
+        condition = json.loads(cond) if cond else {}
+        order = condition.get("order") if mech == "reputation" else None
+        out.append({
+            "experiment": exp, "game": game, "mechanism": mech, "condition_key": ckey,
+            "order": order, "matchup": matchup, "game_spec": json.loads(gspec) if gspec else None,
+            "replicates": sorted(int(r) for r in str(reps).split(",")),
+        })
+    return out
+
+
+def _tensor(db: Any, run_id: str, g: dict[str, Any], replicate: int):
+    """Per-seating payoff sums of one replicate: one GROUP BY over the seats."""
+    where = (
+        "m.run_id = ? and m.experiment = ? and m.replicate = ? and m.matchup = 'cross' "
+        "and m.status = 'done' and m.game = ? and m.condition_key = ?"
+    )
+    args = [run_id, g["experiment"], replicate, g["game"], g["condition_key"]]
+    n_seats = db.execute(
+        f"select max(seat) + 1 from seats where match_id = "
+        f"(select m.id from matches m where {where} limit 1)",
+        args,
+    ).fetchone()[0]
+    seats = range(int(n_seats or 0))
+    joins = " ".join(f"join seats s{k} on s{k}.match_id = m.id and s{k}.seat = {k}" for k in seats)
+    agents = ", ".join(f"s{k}.agent" for k in seats)
+    totals = ", ".join(f"coalesce(sum(s{k}.payoff), 0), count(s{k}.payoff)" for k in seats)
+    rows = db.execute(
+        f"select {agents}, {totals} from matches m {joins} where {where} group by {agents}", args
+    ).fetchall()
+    n = len(seats)
+    sums = {
+        tuple(r[:n]): ([r[n + 2 * k] for k in seats], [r[n + 2 * k + 1] for k in seats])
+        for r in rows
+    }
+    return tensor_from_sums(sums)
+
+
+def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -> dict[str, float]:
+    rows = db.execute(
+        """select s.agent, avg(s.payoff) from seats s join matches m on m.id = s.match_id
+           where m.run_id = ? and m.experiment = ? and m.replicate = ? and m.game = ?
+                 and m.condition_key = ? and m.matchup = 'reputation' and m.status = 'done'
+                 and s.payoff is not null
+           group by s.agent""",
+        [run_id, g["experiment"], replicate, g["game"], g["condition_key"]],
+    ).fetchall()
+    return {agent: float(v) for agent, v in rows}
+
+
+# ----------------------------------------------------------------------------- per replicate
+
+
+def replicate_metrics(tensor, *, freeze: str = "every_optimum") -> dict[str, Any]:
+    """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory.
+
+    ``freeze="vertex"`` rates agents as CoopEval does (whatever is tight at the LP vertex
+    the solver returns); the default is our solver-independent rating.
+    """
+    mean = mean_payoffs(tensor.payoffs)
+    dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
+    ratings = deviation_ratings(tensor.payoffs, freeze=freeze)  # type: ignore[arg-type]
+    ranks = deviation_ranks(ratings)
+    agents = list(tensor.agents)
+    return {
+        "agents": agents,
+        "mean": dict(zip(agents, map(float, mean), strict=True)),
+        "fitness": dict(zip(agents, map(float, dyn.fitness), strict=True)),
+        "share": dict(zip(agents, map(float, dyn.population), strict=True)),
+        "deviation_rating": dict(zip(agents, map(float, ratings), strict=True)),
+        "deviation_rank": dict(zip(agents, ranks, strict=True)),
+        "trajectory": dyn.trajectory,
+    }
+
+
+def _average(metric: str, rep: dict[str, Any]) -> float:
+    values = rep[metric]
+    if metric == "fitness":  # weighted by the final population, as in the paper
+        return float(sum(rep["share"][a] * values[a] for a in values))
+    return float(sum(values.values()) / len(values))
+
+
+def _subsample(trajectory: np.ndarray, points: int = EVOLUTION_POINTS) -> tuple[list[int], np.ndarray]:
+    last = len(trajectory) - 1
+    stride = max(1, math.ceil(last / max(points - 1, 1)))
+    steps = list(range(0, last + 1, stride))
+    if steps[-1] != last:
+        steps.append(last)
+    return steps, trajectory[steps]
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> dict[str, Any]:
+    """``{"tables": [cell rows], "evolution": [trajectories], "per_replicate": [...]}``.
+
+    ``freeze`` chooses how deviation ratings settle ties (see :func:`replicate_metrics`).
+    """
+    db = store.db
+    cells: list[dict[str, Any]] = []
+    evolution: list[dict[str, Any]] = []
+    per_replicate: list[dict[str, Any]] = []
+    game_specs: dict[str, Any] = {}
+    published = _published(store, run_id)
+    for g in _groups(db, run_id):
+        key = {"table": g["game"], "mechanism": g["mechanism"], "order": g["order"],
+               "experiment": g["experiment"], "condition": g["condition_key"]}
+        game_specs.setdefault(g["game"], g["game_spec"])
+        reps: list[dict[str, Any]] = []
+        for r in g["replicates"]:
+            if g["matchup"] == "reputation":
+                means = _reputation_means(db, run_id, g, r)
+                if means:
+                    reps.append({"replicate": r, "agents": sorted(means), "mean": means})
+                continue
+            tensor = _tensor(db, run_id, g, r)
+            if not tensor.complete:
+                continue  # a replicate with unplayed matchups has no population metrics
+            try:
+                rep = replicate_metrics(tensor, freeze=freeze)
+            except (ValueError, RuntimeError):
+                continue  # an LP that fails must not take the whole report down
+            steps, shares = _subsample(rep.pop("trajectory"))
+            evolution.append({
+                **key, "replicate": r, "steps": steps,
+                "shares": {a: [float(x) for x in shares[:, i]] for i, a in enumerate(rep["agents"])},
+            })
+            reps.append({"replicate": r, **rep})
+        for rep in reps:
+            row = {**key, **{k: v for k, v in rep.items() if k != "agents"}}
+            shown = published.get((g["experiment"], rep["replicate"]))
+            if shown:
+                row["published"] = shown  # the source's own numbers, beside ours, never ours
+            per_replicate.append(row)
+        if not reps:
+            continue
+        metrics = ("mean",) if g["matchup"] == "reputation" else METRICS
+        agents = sorted({a for rep in reps for a in rep["agents"]})
+        for metric in metrics:
+            for agent in ["average", *agents]:
+                values = [
+                    _average(metric, rep) if agent == "average" else rep[metric][agent]
+                    for rep in reps
+                    if agent == "average" or agent in rep[metric]
+                ]
+                value, se = mean_se(values)
+                cells.append({**key, "metric": metric, "agent": agent, "value": value,
+                              "se": se, "n": len(values)})
+    cells.extend(aggregate_cells(cells, game_specs))
+    return {"tables": cells, "evolution": evolution, "per_replicate": per_replicate}
+
+
+def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
+    """An imported study's published metric files, per (experiment, replicate)."""
+    run = store.run(run_id) or {}
+    try:
+        spec = json.loads(run.get("spec") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return {
+        (t["experiment"], t["replicate"]): t["published"]
+        for t in spec.get("tournaments") or []
+        if isinstance(t, dict) and t.get("published")
+    }
+
+
+def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
+    """Per-player payoff when everyone defects and when everyone cooperates."""
+    if not spec:
+        return None
+    try:
+        from coop_tui.report import game_from_spec
+
+        game = game_from_spec(spec)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not game.has_cooperation:
+        return None
+    low = float(np.mean(game.payoff(game.all_defect_profile())))
+    high = float(np.mean(game.payoff(game.all_cooperate_profile())))
+    return None if math.isclose(low, high) else (low, high)
+
+
+def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Table 2: the four dilemmas' cells normalised and averaged across games."""
+    scales = {g: _scale(game_specs.get(g)) for g in DILEMMAS if g in game_specs}
+    by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for c in cells:
+        if c["table"] in scales and scales[c["table"]] is not None:
+            key = (c["mechanism"], c["order"], c["condition"], c["metric"], c["agent"])
+            by_key[key].append(c)
+    out = []
+    for (mech, order, condition, metric, agent), group in by_key.items():
+        if metric == "deviation_rank":
+            values = [c["value"] for c in group]
+            value, se = mean_se(values) if len(group) > 1 else (group[0]["value"], group[0]["se"])
+        else:
+            normed = []
+            for c in group:
+                low, high = scales[c["table"]]
+                normed.append(((c["value"] - low) / (high - low), c["se"] / abs(high - low)))
+            if len(normed) == 1:
+                value, se = normed[0]
+            else:
+                value, se = mean_se([v for v, _ in normed])
+        out.append({"table": "all", "mechanism": mech, "order": order, "metric": metric,
+                    "agent": agent, "value": value, "se": se, "n": len(group),
+                    "experiment": None, "condition": condition,
+                    "games": sorted(c["table"] for c in group)})
+    return out
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def _sort_key(c: dict[str, Any]) -> tuple[Any, ...]:
+    mech = MECHANISM_ORDER.index(c["mechanism"]) if c["mechanism"] in MECHANISM_ORDER else 99
+    return (mech, {"first": 0, "higher": 1}.get(c["order"], -1), str(c.get("condition")),
+            METRICS.index(c["metric"]))
+
+
+def table_layout(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cells arranged as the paper prints them: per table, rows and columns."""
+    tables: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in cells:
+        tables[c["table"]].append(c)
+    order = [t for t in ("all", *DILEMMAS, "stag_hunt") if t in tables]
+    order += sorted(t for t in tables if t not in order)
+    out = []
+    for t in order:
+        known = list(PAPER_NAMES)  # the paper's column order first, then by label
+        agents = sorted({c["agent"] for c in tables[t] if c["agent"] != "average"},
+                        key=lambda a: (known.index(a) if a in known else len(known), a))
+        conditions: dict[tuple[Any, ...], set[Any]] = defaultdict(set)
+        for c in tables[t]:
+            conditions[(c["mechanism"], c["order"])].add((c.get("experiment"), c.get("condition")))
+        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for c in sorted(tables[t], key=_sort_key):
+            label = mechanism_label(c["mechanism"], c["order"])
+            if len(conditions[(c["mechanism"], c["order"])]) > 1:  # a sweep's conditions
+                label += f" [{c.get('condition')}]"
+            rk = (c["mechanism"], c["order"], c.get("experiment"), c.get("condition"), c["metric"])
+            rows.setdefault(rk, {"mechanism": label, "metric": c["metric"], "cells": {}})[
+                "cells"][c["agent"]] = c
+        out.append({"table": t, "columns": ["average", *agents], "rows": list(rows.values())})
+    return out
+
+
+def column_name(agent: str) -> str:
+    """A column header short enough for a terminal (the provider prefix dropped)."""
+    if agent == "average":
+        return "LLM average"
+    return PAPER_NAMES.get(agent, agent.split("/")[-1])
+
+
+def cell_text(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    digits = 1 if c["metric"] == "deviation_rank" and c["agent"] != "average" else 3
+    return f"{c['value']:.{digits}f} ± {c['se']:.{digits}f}"
+
+
+def render_latex(cells: list[dict[str, Any]]) -> str:
+    parts = []
+    for t in table_layout(cells):
+        cols = t["columns"]
+        parts.append(f"% table: {t['table']}")
+        parts.append("\\begin{tabular}{ll" + "r" * len(cols) + "}")
+        head = ["Mechanism", "Metric", *(column_name(c) for c in cols)]
+        parts.append(" & ".join(_tex(h) for h in head) + " \\\\ \\hline")
+        for row in t["rows"]:
+            values = [cell_text(row["cells"].get(c)).replace("±", "$\\pm$") for c in cols]
+            parts.append(" & ".join([_tex(row["mechanism"]), METRIC_NAMES[row["metric"]], *values])
+                         + " \\\\")
+        parts.append("\\end{tabular}\n")
+    return "\n".join(parts)
+
+
+def _tex(text: str) -> str:
+    return text.replace("_", "\\_").replace("&", "\\&").replace("%", "\\%")
+
+
+def render_csv(cells: list[dict[str, Any]]) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    fields = ["table", "mechanism", "order", "metric", "agent", "value", "se", "n", "condition"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for c in cells:
+        writer.writerow({k: c.get(k) for k in fields})
+    return buf.getvalue()
+
+
+def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
+    from rich.table import Table
+
+    out = []
+    for t in table_layout(cells):
+        title = "CoopEval table: all four dilemmas (normalised)" if t["table"] == "all" else (
+            f"CoopEval table: {t['table']}")
+        table = Table(title=title, title_justify="left")
+        table.add_column("mechanism")
+        table.add_column("metric")
+        for c in t["columns"]:
+            table.add_column(column_name(c), justify="right")
+        for row in t["rows"]:
+            table.add_row(row["mechanism"], METRIC_NAMES[row["metric"]],
+                          *(cell_text(row["cells"].get(c)) for c in t["columns"]))
+        table.caption = "value ± SE over replicates (the aggregate: ± SE across games)"
+        out.append(table)
+    return out
