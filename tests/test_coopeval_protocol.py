@@ -432,6 +432,23 @@ async def test_replicates_are_stored_and_resume(tmp_path: Path) -> None:
     assert summary.matches_skipped == 8 and summary.decisions == 0
 
 
+async def test_reputation_means_are_reported_per_replicate(tmp_path: Path) -> None:
+    store, run_id, matches = await run(tmp_path, sweep_data(
+        {"game": "prisoners", "mechanism": "reputation", "matchup": "cross",
+         "agents": ["tft", "alld"], "rounds": 3}, replicates=2))
+    assert len(matches) == 2 and {m["matchup"] for m in matches} == {"population"}
+    report = build_report(store, run_id)
+    reps = [r for r in report["per_replicate"] if r["mechanism"] == "reputation"]
+    assert sorted(r["replicate"] for r in reps) == [0, 1]
+    cells = {(c["metric"], c["agent"]): c for c in report["tables"]
+             if c["mechanism"] == "reputation" and c["table"] == "prisoners"}
+    assert {m for m, _ in cells} == {"mean"}  # Reputation rows have Mean only
+    for agent in ("tft", "alld"):
+        values = [r["mean"][agent] for r in reps]
+        assert cells[("mean", agent)]["value"] == pytest.approx(sum(values) / 2)
+        assert cells[("mean", agent)]["n"] == 2
+
+
 # ----------------------------------------------------------------- mixed-game labels
 async def test_each_game_names_its_own_actions_in_a_mixed_experiment(tmp_path: Path) -> None:
     store, run_id, _ = await run(tmp_path, sweep_data(

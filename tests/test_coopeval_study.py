@@ -13,6 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from coop_tui.report import build_report
 from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -77,6 +80,23 @@ async def test_offline_study_runs_with_replicates_and_shares_designs_within_one(
         """select replicate, group_concat(seed) from matches where run_id = ? and mechanism = 'none'
            group by replicate""", [run_id]).fetchall()
     assert seeds[0][1] != seeds[1][1]
+    # population metrics per replicate, then mean ± SE over the replicates
+    report = build_report(store, run_id)
+    per_rep = [r for r in report["per_replicate"] if r["mechanism"] == "none"]
+    assert sorted(r["replicate"] for r in per_rep) == [0, 1]
+    for r in per_rep:
+        assert set(r["mean"]) == {"smollm2", "tft"} and set(r["fitness"]) == {"smollm2", "tft"}
+        assert sum(r["share"].values()) == pytest.approx(1.0)
+    checked = 0
+    for cell in report["tables"]:
+        if cell["mechanism"] != "none" or cell["agent"] == "average" or cell["table"] != "prisoners":
+            continue
+        values = [r[cell["metric"]][cell["agent"]] for r in per_rep]
+        assert cell["n"] == 2
+        assert cell["value"] == pytest.approx(sum(values) / 2)
+        assert cell["se"] == pytest.approx(abs(values[0] - values[1]) / 2)
+        checked += 1
+    assert checked == 2 * 3  # two agents x Mean, Fitness, DevRank
     # resuming the finished run asks nothing
     again = await run_sweep(build_sweep(data, source=STUDY), store, resume=True, run_id=run_id)
     assert again.matches_skipped == 16 and again.decisions == 0
