@@ -216,8 +216,10 @@ async def test_design_scope_match_asks_in_every_match(tmp_path: Path, model: Loo
 
 async def test_resume_reuses_the_stored_design(tmp_path: Path, model: LoopbackServer) -> None:
     agents = {**STRATEGIES, "m": llm(model)}
+    # shuffled labels too: a shared design's labels come from the tournament, so the
+    # resumed request is the same whichever match asks it first
     data = sweep_data({"game": "prisoners", "mechanism": "mediation", "matchup": "cross",
-                       "agents": ["m", "tft"]}, agents=agents)
+                       "agents": ["m", "tft"], "randomize_labels": True}, agents=agents)
     store, run_id, matches = await run(tmp_path, data)
     # forget two finished matches (as if the run had been killed before them)
     lost = [m["id"] for m in matches if seats_of(store, m["id"])[0] == "tft"]
