@@ -404,4 +404,6 @@ def estimate_decisions(sweep: Sweep) -> int:
         mech_cls = mechanism_class(cell.mechanism)
         mech = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
         total += mech.estimate_decisions(cell_game(cell, base), len(cell.seats)) * cell.slots
-    return total
+    from coop_tui.mechanisms._designs import shared_design_count
+
+    return total + shared_design_count(sweep.cells)

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -60,3 +60,22 @@ async def ask_designs(
             "reused": not asked_here or bool(decision.reused),
         })
     return out, refs
+
+
+def per_match_designs(params: Any, n_seats: int) -> int:
+    """Designs one match asks for itself: all of them with ``design_scope = "match"``,
+    none when the tournament's shared designs are counted once (see below)."""
+    return n_seats if getattr(params, "design_scope", "match") == "match" else 0
+
+
+def shared_design_count(cells: Iterable[Any]) -> int:
+    """How many tournament-wide designs a sweep asks for: one per agent x seat x
+    tournament x replicate, for the cells whose mechanism shares its designs."""
+    keys: set[tuple[str, str, int]] = set()
+    for cell in cells:
+        if cell.mechanism_params.get("design_scope") != "tournament":
+            continue
+        for replicate in range(cell.replicates):
+            tkey = cell.tournament_key(replicate * cell.samples)
+            keys.update((tkey, name, seat) for seat, name in enumerate(cell.seats))
+    return len(keys)

@@ -36,7 +36,7 @@ from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms._ballot import count_approvals
-from coop_tui.mechanisms._designs import DesignParams, ask_designs
+from coop_tui.mechanisms._designs import DesignParams, ask_designs, per_match_designs
 from coop_tui.mechanisms.base import Mechanism
 from coop_tui.mechanisms.mediation import same_actions
 from coop_tui.prompts import Labelling, PromptRenderer
@@ -117,7 +117,8 @@ class Contracting(Mechanism):
             raise ValueError("a contract moves points between players; the game needs two or more")
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
-        return 4 * n_seats
+        # votes, signatures and play per match; designs per match or per tournament
+        return 3 * n_seats + per_match_designs(self.params, n_seats)
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         p = self.params

@@ -40,7 +40,7 @@ from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms._ballot import count_approvals
-from coop_tui.mechanisms._designs import DesignParams, ask_designs
+from coop_tui.mechanisms._designs import DesignParams, ask_designs, per_match_designs
 from coop_tui.mechanisms.base import Mechanism
 from coop_tui.prompts import Labelling, PromptRenderer
 
@@ -122,7 +122,8 @@ class Mediation(Mechanism):
         same_actions(game)
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
-        return 3 * n_seats
+        # votes and play per match; designs per match or per tournament
+        return 2 * n_seats + per_match_designs(self.params, n_seats)
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         p = self.params

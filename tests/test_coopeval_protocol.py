@@ -21,7 +21,7 @@ from coop_tui.parsing import ParseError, parse_answer, parse_mixed_strategy
 from coop_tui.report import build_report
 from coop_tui.spec import build_sweep, load_sweep
 from coop_tui.store import Store
-from coop_tui.sweep import run_sweep
+from coop_tui.sweep import estimate_decisions, run_sweep
 from coop_tui.testing.server import LoopbackServer, last_user_message
 
 STUDIES = Path(__file__).resolve().parents[1] / "data" / "studies"
@@ -197,6 +197,14 @@ async def test_designs_are_asked_once_per_agent_and_seat_and_reused(tmp_path: Pa
         """select count(*) from decisions d join matches m on m.id = d.match_id
            where m.run_id = ? and d.phase = 'vote'""", [run_id]).fetchone()[0]
     assert votes == 18
+    # the pre-run estimate counts each shared design once: here it is exact
+    total = store.db.execute(
+        "select count(*) from decisions d join matches m on m.id = d.match_id where m.run_id = ?",
+        [run_id]).fetchone()[0]
+    sweep = build_sweep(sweep_data(
+        {"game": "prisoners", "mechanism": "mediation", "matchup": "cross", "agents": ["m", "tft", "allc"]},
+        agents=agents), check_keys=False)
+    assert estimate_decisions(sweep) == total == 6 + 18 + 18
 
 
 async def test_design_scope_match_asks_in_every_match(tmp_path: Path, model: LoopbackServer) -> None:
