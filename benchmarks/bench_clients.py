@@ -1,37 +1,40 @@
-"""Throughput of the two LLM transports against the loopback server.
+"""The LLM agent's transport against a bare ``openai`` streaming loop, at several concurrencies.
 
 Why: a sweep is a long run of streamed chat completions at a fixed concurrency, so the
-client's per-chunk overhead decides how close a sweep gets to the ideal
-``ceil(D / C) * L`` seconds. This measures, on the same server and workload:
+client's CPU per streamed answer and the pool's cost per request decide how close a sweep
+gets to the ideal ``ceil(D / C) * L`` seconds. For each concurrency C this measures, in one
+run against one keep-alive server (``python -m coop_tui.testing.server`` in its own
+process, so it does not share the interpreter lock with the clients):
 
-* the bare ``openai`` SDK (AsyncOpenAI, one client, streaming),
-* a bare ``litellm.acompletion`` streaming loop,
-* ``LLMAgent`` on each of its two transports (what sweeps actually use).
+* the bare ``openai`` SDK (one ``AsyncOpenAI``, pool sized to C, streaming, no retries),
+* ``LLMAgent`` on the ``openai`` transport (what sweeps use for OpenAI-compatible servers),
+* optionally (``--litellm``) a bare ``litellm.acompletion`` loop and the agent on litellm,
 
-The server runs in its own process (``python -m coop_tui.testing.server``) so it does not
-compete with the clients for the interpreter lock. Efficiency = ideal time / wall time.
+and prints, per C, the agent's throughput and client CPU per decision as ratios to the
+bare loop's (targets: throughput ratio >= 0.9, CPU ratio <= 1.0). Runs alternate between
+clients and the best of ``--repeats`` is kept, so a stall elsewhere on a shared machine is
+not charged to one client.
 
-    .venv/bin/python benchmarks/bench_clients.py [--decisions 128] [--concurrency 32]
+    .venv/bin/python benchmarks/bench_clients.py [--concurrency 16,128,1024] [--latency 0.2]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
-import os
-import platform
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _table import report  # noqa: E402
 
 from coop_tui.agents.llm import LLMAgent, _import_litellm  # noqa: E402
 from coop_tui.decisions import NullSink  # noqa: E402
@@ -44,19 +47,10 @@ MESSAGES = [
 OneCall = Callable[[], Awaitable[str]]
 
 
-def start_server(latency: float, chunks: int) -> tuple[subprocess.Popen[str], str]:
+def start_server(latency: float, chunks: int, *extra: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "coop_tui.testing.server",
-            "--port",
-            "0",
-            "--latency",
-            str(latency),
-            "--chunks",
-            str(chunks),
-        ],
+        [sys.executable, "-m", "coop_tui.testing.server", "--port", "0",
+         "--latency", str(latency), "--chunks", str(chunks), *extra],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -69,7 +63,7 @@ def start_server(latency: float, chunks: int) -> tuple[subprocess.Popen[str], st
     return proc, line.removeprefix("listening on ")
 
 
-def openai_raw(url: str) -> OneCall:
+def openai_raw(url: str, concurrency: int) -> OneCall:
     import httpx
     from openai import AsyncOpenAI
 
@@ -78,8 +72,9 @@ def openai_raw(url: str) -> OneCall:
         base_url=url,
         max_retries=0,
         http_client=httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=512),
-            timeout=httpx.Timeout(60.0),
+            limits=httpx.Limits(max_connections=concurrency,
+                                max_keepalive_connections=concurrency),
+            timeout=httpx.Timeout(120.0),
         ),
     )
 
@@ -99,7 +94,7 @@ def openai_raw(url: str) -> OneCall:
     return call
 
 
-def litellm_raw(url: str) -> OneCall:
+def litellm_raw(url: str, concurrency: int) -> OneCall:
     litellm = _import_litellm()
 
     async def call() -> str:
@@ -110,7 +105,7 @@ def litellm_raw(url: str) -> OneCall:
             stream_options={"include_usage": True},
             api_base=url,
             api_key="bench",
-            timeout=60.0,
+            timeout=120.0,
         )
         parts = []
         async for chunk in stream:
@@ -121,15 +116,12 @@ def litellm_raw(url: str) -> OneCall:
     return call
 
 
-def agent_call(url: str, transport: str) -> OneCall:
+def agent_call(url: str | list[str], concurrency: int, transport: str = "openai") -> OneCall:
     model = "openai/loopback" if transport == "openai" else "hosted_vllm/loopback"
     agent = LLMAgent(
-        "bench",
-        model,
-        api_base=url,
-        api_key="bench",
-        timeout=60.0,
+        "bench", model, api_base=url, api_key="bench", timeout=120.0,
         transport=transport,  # type: ignore[arg-type]
+        max_connections=concurrency,  # what a sweep of this concurrency gives it
     )
 
     async def call() -> str:
@@ -149,8 +141,7 @@ async def measure(call: OneCall, decisions: int, concurrency: int) -> tuple[floa
         nonlocal failures
         async with gate:
             try:
-                text = await call()
-                if not text:
+                if not await call():
                     failures += 1
             except Exception:  # noqa: BLE001 - counted, the table shows it
                 failures += 1
@@ -161,100 +152,68 @@ async def measure(call: OneCall, decisions: int, concurrency: int) -> tuple[floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="LLM client throughput on the loopback server")
-    parser.add_argument("--decisions", type=int, default=128)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--latency", type=float, default=1.0)
-    parser.add_argument("--chunks", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=3, help="runs per client; best is kept")
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "clients.json"
-    )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", default="16,128,1024",
+                        help="comma-separated concurrencies")
+    parser.add_argument("--per-slot", type=int, default=2,
+                        help="decisions per concurrency slot (D = per-slot x C, at least 64)")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--chunks", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=2, help="runs per client; best is kept")
+    parser.add_argument("--litellm", action="store_true", help="also measure litellm")
     args = parser.parse_args()
 
-    proc, url = start_server(args.latency, args.chunks)
-    ideal = math.ceil(args.decisions / args.concurrency) * args.latency
-    clients: list[tuple[str, Callable[[str], OneCall]]] = [
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    clients: list[tuple[str, Callable[[str, int], OneCall]]] = [
         ("openai SDK (bare loop)", openai_raw),
-        ("litellm (bare loop)", litellm_raw),
-        ("LLMAgent transport=openai", lambda u: agent_call(u, "openai")),
-        ("LLMAgent transport=litellm", lambda u: agent_call(u, "litellm")),
+        ("LLMAgent transport=openai", agent_call),
     ]
-    rows: list[dict[str, Any]] = []
+    if args.litellm:
+        clients += [
+            ("litellm (bare loop)", litellm_raw),
+            ("LLMAgent transport=litellm", lambda u, c: agent_call(u, c, "litellm")),
+        ]
+    proc, url = start_server(args.latency, args.chunks)
+    rows: list[list[Any]] = []
+    ratios: dict[str, dict[str, float]] = {}
     try:
-        for label, make in clients:
-            # Best of a few runs: the machine is shared, and a stall elsewhere is not the
-            # client's cost. Each run is a fresh client on a fresh event loop.
-            runs = [
-                asyncio.run(measure(make(url), args.decisions, args.concurrency))
-                for _ in range(args.repeats)
-            ]
-            wall = min(w for w, _, _ in runs)
-            failures = sum(f for _, f, _ in runs)
-            cpu_ms = 1000.0 * min(c for _, _, c in runs) / args.decisions
-            rows.append(
-                {
-                    "client": label,
-                    "decisions": args.decisions,
-                    "concurrency": args.concurrency,
-                    "latency_s": args.latency,
-                    "chunks": args.chunks,
-                    "wall_s": round(wall, 3),
-                    "runs_wall_s": [round(w, 3) for w, _, _ in runs],
-                    "cpu_ms_per_decision": round(cpu_ms, 2),
-                    "ideal_s": ideal,
-                    "efficiency": round(ideal / wall, 3),
-                    "failures": failures,
-                }
-            )
+        for conc in levels:
+            decisions = max(64, args.per_slot * conc)
+            ideal = math.ceil(decisions / conc) * args.latency
+            best: dict[str, tuple[float, int, float]] = {}
+            for _ in range(args.repeats):
+                for label, make in clients:  # alternate, so drift hits every client alike
+                    wall, fail, cpu = asyncio.run(measure(make(url, conc), decisions, conc))
+                    old = best.get(label)
+                    best[label] = (min(wall, old[0]) if old else wall,
+                                   fail + (old[1] if old else 0),
+                                   min(cpu, old[2]) if old else cpu)
+            base_wall, _, base_cpu = best["openai SDK (bare loop)"]
+            for label, _ in clients:
+                wall, fail, cpu = best[label]
+                rows.append([label, conc, decisions, round(wall, 3), round(ideal / wall, 3),
+                             round(1000 * cpu / decisions, 2), round(base_wall / wall, 3),
+                             round(cpu / base_cpu, 3), fail])
+            agent_wall, _, agent_cpu = best["LLMAgent transport=openai"]
+            ratios[str(conc)] = {
+                "throughput_ratio": round(base_wall / agent_wall, 3),
+                "cpu_ratio": round(agent_cpu / base_cpu, 3),
+            }
     finally:
         proc.terminate()
         proc.wait(10)
-
-    header = (
-        "client",
-        "decisions",
-        "conc.",
-        "latency",
-        "best s",
-        "ideal s",
-        "efficiency",
-        "cpu ms/dec",
-        "fail",
+    report(
+        "clients",
+        f"streamed decisions against a keep-alive loopback server ({args.latency:g} s answers, "
+        f"{args.chunks} chunks)",
+        ["client", "concurrency", "decisions", "best wall s", "efficiency", "cpu ms/decision",
+         "throughput vs bare", "cpu vs bare", "failures"],
+        rows,
+        {"ratios": ratios},
     )
-    print(
-        f"{header[0]:<28} {header[1]:>9} {header[2]:>5} {header[3]:>7} {header[4]:>7} "
-        f"{header[5]:>7} {header[6]:>10} {header[7]:>10} {header[8]:>4}"
-    )
-    for r in rows:
-        print(
-            f"{r['client']:<28} {r['decisions']:>9} {r['concurrency']:>5} {r['latency_s']:>7.2f} "
-            f"{r['wall_s']:>7.2f} {r['ideal_s']:>7.2f} {r['efficiency']:>10.2f} "
-            f"{r['cpu_ms_per_decision']:>10.2f} {r['failures']:>4}"
-        )
-
-    def version(pkg: str) -> str:
-        try:
-            return metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            return "absent"
-
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "benchmark": "clients",
-                "python": platform.python_version(),
-                "cpus": os.cpu_count(),
-                "openai": version("openai"),
-                "litellm": version("litellm"),
-                "rows": rows,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    print(f"wrote {args.out}")
+    for conc, r in ratios.items():
+        print(f"C={conc}: LLMAgent/openai-loop throughput {r['throughput_ratio']:.2f} "
+              f"(target >= 0.9), client CPU {r['cpu_ratio']:.2f} (target <= 1.0)")
 
 
 if __name__ == "__main__":

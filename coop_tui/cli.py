@@ -8,13 +8,16 @@ Bad input exits with code 2 and one line naming the field and the fix.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
 
+from coop_tui.errors import EXIT_USAGE, fail
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-EXIT_USAGE = 2
+__all__ = ["EXIT_USAGE", "build_parser", "fail", "main"]
 
 
 def _db_arg(p: argparse.ArgumentParser, top: bool = False) -> None:
@@ -79,11 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def fail(message: str) -> int:
-    print(f"coop-tui: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 def _db_path(args: argparse.Namespace) -> Path:
     from coop_tui.store import default_db_path
 
@@ -100,8 +98,48 @@ def _load_dotenv() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; every failure ends as one message on stderr, never a traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        code = _dispatch(args)
+        sys.stdout.flush()  # a closed pipe must fail here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # `coop-tui report --json | head`: the reader left; stop quietly like other tools
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        return _explain_failure(exc, args)
+
+
+def _explain_failure(exc: Exception, args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from coop_tui.spec import SpecError
+
+    if isinstance(exc, SpecError):
+        return fail(str(exc))
+    if isinstance(exc, sqlite3.Error):
+        from coop_tui.errors import database_message
+
+        return fail(database_message(exc, _db_path(args)))
+    if isinstance(exc, RecursionError):
+        return fail("the input is nested too deeply to process; flatten it")
+    if isinstance(exc, OSError):
+        return fail(f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc))
+    if os.environ.get("COOP_TUI_DEBUG"):
+        raise exc
+    fail(f"unexpected {type(exc).__name__}: {exc} (set COOP_TUI_DEBUG=1 to see the traceback)")
+    return 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     _load_dotenv()
     if args.version:
         from coop_tui import __version__
@@ -110,51 +148,58 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.concurrency is not None and args.concurrency < 1:
         return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
-    try:
-        if args.batch:
-            from coop_tui.runner import run_batch
+    if args.batch:
+        from coop_tui.runner import run_batch
 
-            return run_batch(
-                Path(args.batch), _db_path(args), resume=args.resume,
-                concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run,
-            )
-        if args.command == "report":
-            from coop_tui.report import report_command
+        return run_batch(
+            Path(args.batch), _db_path(args), resume=args.resume,
+            concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run,
+        )
+    if args.command == "report":
+        from coop_tui.report import report_command
 
-            return report_command(
-                _db_path(args), args.run, as_json=args.json, fmt=args.report_format
-            )
-        if args.command == "export":
-            from coop_tui.export import export_command
+        return report_command(
+            _db_path(args), args.run, as_json=args.json, fmt=args.report_format
+        )
+    if args.command == "export":
+        from coop_tui.export import export_command
 
-            return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
-        if args.command == "import":
-            from coop_tui.importers.coopeval import import_command
+        return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
+    if args.command == "import":
+        from coop_tui.importers.coopeval import import_command
 
-            return import_command(Path(args.directory), _db_path(args))
-        if args.command == "list":
-            from coop_tui.listing import list_command
+        return import_command(Path(args.directory), _db_path(args))
+    if args.command == "list":
+        from coop_tui.listing import list_command
 
-            return list_command(args.what, _db_path(args))
-        if args.command == "play":
-            from coop_tui.app import run_play
+        return list_command(args.what, _db_path(args))
+    if args.command == "play":
+        from coop_tui.app import run_play
 
-            return run_play(
-                db=_db_path(args), game=args.game, opponent=args.opponent,
-                rounds=args.rounds, mechanism=args.mechanism,
-            )
-        from coop_tui.app import run_app
+        problem = _check_play(args)
+        if problem:
+            return fail(problem)
+        return run_play(
+            db=_db_path(args), game=args.game, opponent=args.opponent,
+            rounds=args.rounds, mechanism=args.mechanism,
+        )
+    from coop_tui.app import run_app
 
-        return run_app(db=_db_path(args))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        from coop_tui.spec import SpecError
+    return run_app(db=_db_path(args))
 
-        if isinstance(exc, SpecError):
-            return fail(str(exc))
-        raise
+
+def _check_play(args: argparse.Namespace) -> str | None:
+    """``play`` arguments checked before the app opens (its errors would need a screen)."""
+    if args.rounds is not None and args.rounds < 1:
+        return f"--rounds: {args.rounds} is not a positive number of rounds; give 1 or more"
+    if args.mechanism is not None:
+        from coop_tui.mechanisms import MechanismError, mechanism_class
+
+        try:
+            mechanism_class(args.mechanism)
+        except MechanismError as exc:
+            return f"--mechanism: {exc}"
+    return None
 
 
 if __name__ == "__main__":

@@ -95,8 +95,11 @@ class AgentReply:
     output_tokens: int | None = None
     cost_usd: float | None = None
     latency_ms: float = 0.0
+    """The provider's time: request sent to stream done, summed over HTTP attempts."""
     transport_retries: int = 0
     """Rate-limit / 5xx / timeout / dropped-stream retries spent on this reply."""
+    queue_ms: float | None = None
+    """Time spent waiting for a concurrency slot before sending (None: no queue)."""
     model: str | None = None
 
     @property
@@ -167,6 +170,8 @@ class Decision:
     output_tokens: int | None = None
     cost_usd: float | None = None
     transport_retries: int = 0
+    queue_ms: float | None = None
+    """Waiting for a concurrency slot, kept apart from ``latency_ms`` (provider time)."""
     retries: list[Attempt] = field(default_factory=list)
     reused: bool = False
     """True when the answer came from the store (resume / cache), not a new request."""

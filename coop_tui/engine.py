@@ -457,7 +457,11 @@ class MatchContext:
         sink = _Sink(self.bus, self.match_id, request.seat)
         started = time.perf_counter()
         totals = {"in": 0, "out": 0, "cost": 0.0, "retries": 0}
-        any_tokens = {"in": False, "out": False}
+        # Token counts are known only if every attempt reported them: a partial sum would
+        # look exact. Latency is the provider's time, queueing for a slot kept apart.
+        all_tokens = {"in": True, "out": True}
+        provider_ms = 0.0
+        queue_ms: float | None = None
         cost_known = True
         last_reply: AgentReply | None = None
         parsed: Any = None
@@ -472,14 +476,25 @@ class MatchContext:
                     tuple(messages), agent.name,
                 )
             )
-            reply = await agent.reply(request, [dict(m) for m in messages], sink)
+            try:
+                reply = await agent.reply(request, [dict(m) for m in messages], sink)
+            except Exception as exc:
+                # the decision gives up: its earlier attempts' transport retries count too
+                if isinstance(getattr(exc, "retries", None), int):
+                    exc.retries += totals["retries"]  # type: ignore[attr-defined]
+                raise
             last_reply = reply
+            provider_ms += reply.latency_ms
+            if reply.queue_ms is not None:
+                queue_ms = (queue_ms or 0.0) + reply.queue_ms
             if reply.input_tokens is not None:
                 totals["in"] += reply.input_tokens
-                any_tokens["in"] = True
+            else:
+                all_tokens["in"] = False
             if reply.output_tokens is not None:
                 totals["out"] += reply.output_tokens
-                any_tokens["out"] = True
+            else:
+                all_tokens["out"] = False
             if reply.cost_usd is None:
                 cost_known = False
             else:
@@ -548,11 +563,12 @@ class MatchContext:
             normalisation=note,
             answer=last_reply.answer,
             constrained=last_reply.constrained,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            input_tokens=totals["in"] if any_tokens["in"] else None,
-            output_tokens=totals["out"] if any_tokens["out"] else None,
+            latency_ms=provider_ms if provider_ms > 0 else (time.perf_counter() - started) * 1000.0,
+            input_tokens=totals["in"] if all_tokens["in"] else None,
+            output_tokens=totals["out"] if all_tokens["out"] else None,
             cost_usd=totals["cost"] if cost_known else None,
             transport_retries=totals["retries"],
+            queue_ms=queue_ms,
             retries=failed,
             created_at=time.time(),
         )

@@ -38,7 +38,7 @@ def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[
 
 
 def export_command(db_path: Path, ref: str | None, *, fmt: str, out: Path) -> int:
-    from coop_tui.cli import fail
+    from coop_tui.errors import fail
     from coop_tui.store import Store
 
     if not db_path.exists():

@@ -83,7 +83,8 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     )
     drow = db.execute(
         """
-        select count(*), coalesce(sum(d.valid = 0), 0), coalesce(sum(d.attempts - 1), 0),
+        select count(*), coalesce(sum(d.valid = 0), 0),
+               coalesce(sum(case when d.reused = 0 and d.attempts > 1 then d.attempts - 1 end), 0),
                coalesce(sum(d.transport_retries), 0), coalesce(sum(d.reused), 0),
                coalesce(sum(d.cost_usd), 0), coalesce(sum(d.input_tokens), 0),
                coalesce(sum(d.output_tokens), 0)
@@ -119,7 +120,8 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     ).fetchall()
     payoffs = {(e, c, a): (n, t, q) for e, c, a, n, t, q in pay_rows}
     exp_rows = db.execute(
-        """select experiment, group_concat(distinct game), mechanism, min(game_spec),
+        """select experiment, group_concat(distinct game), group_concat(distinct mechanism),
+                  min(game_spec),
                   min(matchup), count(*)
            from matches where run_id = ? group by experiment order by experiment""",
         [run_id],
@@ -138,7 +140,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         experiments[exp] = {
             "experiment": exp,
             "game": ", ".join(sorted(set((games or "").split(",")))),
-            "mechanism": mech,
+            "mechanism": ", ".join(sorted(set((mech or "").split(",")))),
             "matchup": matchup,
             "matches": n,
             "b_star": None,
@@ -198,13 +200,18 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             for (ckey, agent), points in per_round.get(exp, {}).items()
         }
         try:
+            import numpy as np
+
             from coop_tui.analysis.tournament import tournament_metrics
 
-            metrics = tournament_metrics(store, run_id, e["experiment"])
+            with np.errstate(all="ignore"):
+                metrics = tournament_metrics(store, run_id, e["experiment"])
             if metrics:
                 e.update(metrics)
         except ImportError:
             pass
+        except (ValueError, ArithmeticError) as exc:  # e.g. payoffs too large for the LP
+            e["notes"] = [f"population metrics could not be computed: {exc}"]
         out_exps.append(e)
     out = {
         "run": {
@@ -215,6 +222,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             "created_at": run["created_at"],
         },
         "counts": counts,
+        "failures": store.failure_groups(run_id),
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
     }
@@ -353,6 +361,15 @@ def render_text(report: dict[str, Any]) -> Any:
             f"cost ${c['cost_usd']:.4f}"
         )
     )
+    failures = report.get("failures") or []
+    if failures:
+        ftable = Table(title="failed matches by reason", title_justify="left")
+        ftable.add_column("reason", no_wrap=True)
+        ftable.add_column("matches", justify="right")
+        ftable.add_column("example")
+        for f in failures:
+            ftable.add_row(f["reason"], str(f["count"]), f["example"] or "")
+        parts.append(ftable)
     for e in report["experiments"]:
         title = f"experiment {e['experiment']}: {e['game']} / {e['mechanism']} ({e['matches']} matches)"
         if e.get("answers", "lenient") != "lenient":
@@ -484,10 +501,32 @@ def _population_table(e: dict[str, Any], label: str | None = None) -> Any:
     return table
 
 
+def strict_json(report: dict[str, Any]) -> str:
+    """The report as standard JSON: NaN and infinities (which ``json`` would write as the
+    invalid tokens ``NaN`` / ``Infinity``) become null, and ``notes`` lists where."""
+    replaced: list[str] = []
+
+    def clean(value: Any, path: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            replaced.append(path or "$")
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{path}.{k}") for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    data = clean(report, "")
+    if replaced:
+        shown = ", ".join(replaced[:10]) + (f" and {len(replaced) - 10} more" if len(replaced) > 10 else "")
+        data.setdefault("notes", []).append(f"non-finite numbers written as null: {shown}")
+    return json.dumps(data, indent=2, default=str, allow_nan=False)
+
+
 def report_command(
     db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None
 ) -> int:
-    from coop_tui.cli import fail
+    from coop_tui.errors import fail
 
     if not db_path.exists():
         return fail(f"no database at {db_path}; run a sweep first or pass --db")
@@ -505,7 +544,7 @@ def report_command(
         print((render_latex if fmt == "latex" else render_csv)(report["tables"]), end="")
         return 0
     if as_json or fmt == "json":
-        print(json.dumps(report, indent=2, default=str))
+        print(strict_json(report))
     else:
         from rich.console import Console
 

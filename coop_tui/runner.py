@@ -8,6 +8,9 @@ writes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,43 +28,71 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from coop_tui.events import DecisionDone, Event, EventBus, MatchDone, MatchStarted
+from coop_tui.events import DecisionDone, Event, EventBus, MatchDone, MatchStarted, RunStarted
+from coop_tui.redact import scrub
 from coop_tui.spec import Sweep, load_sweep
+from coop_tui.sweep import reasks, run_sweep
+
+OUTPUT_TOKENS_GUESS = 800
+"""Output tokens per call assumed for the estimate when an agent sets no max_tokens."""
 
 
-def estimate(sweep: Sweep) -> dict[str, Any]:
-    """Matches, decisions, model calls and an upper-bound cost before anything runs."""
-    from coop_tui.sweep import estimate_decisions
+def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
+    """Matches, decisions, model calls and cost before anything runs.
 
-    per_agent: dict[str, int] = {}
-    total = estimate_decisions(sweep)
-    seats = sum(len(c.seats) * c.samples for c in sweep.cells) or 1
-    for cell in sweep.cells:
-        for name in cell.seats:
-            per_agent[name] = per_agent.get(name, 0) + cell.samples
+    Input tokens come from the real rendered first prompt of each grid point and seat
+    (``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of the
+    match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
+    """
+    from coop_tui.sweep import decisions_per_match
+
+    per_match = decisions_per_match(sweep)
+    from coop_tui.mechanisms._designs import shared_design_count
+
+    total = sum(n * c.slots for n, c in zip(per_match, sweep.cells, strict=True))
+    total += shared_design_count(sweep.cells)  # a tournament's designs, asked once
+    agents = sweep.spec.agents
     calls: dict[str, float] = {}
-    for name, n in per_agent.items():
-        kind = sweep.spec.agents[name].kind
-        if kind in ("llm", "local"):
-            calls[name] = n * total / seats
+    tokens_in: dict[str, float] = {}
+    unmeasured: dict[str, float] = {}
+    for i, (n, cell) in enumerate(zip(per_match, sweep.cells, strict=True)):
+        per_seat = n * cell.slots / max(len(cell.seats), 1)
+        for seat, name in enumerate(cell.seats):
+            if agents[name].kind not in ("llm", "local"):
+                continue
+            calls[name] = calls.get(name, 0.0) + per_seat
+            seen = sizes.by_cell.get(i, {}) if sizes is not None else {}
+            if seat in seen:
+                tokens_in[name] = tokens_in.get(name, 0.0) + per_seat * seen[seat]
+            else:
+                unmeasured[name] = unmeasured.get(name, 0.0) + per_seat
+    for name, n in unmeasured.items():  # seats no probe reached: the agent's mean prompt
+        measured = calls[name] - n
+        mean = tokens_in.get(name, 0.0) / measured if measured else 700.0
+        tokens_in[name] = tokens_in.get(name, 0.0) + n * mean
     cost, unknown = 0.0, []
-    llm = [n for n in calls if sweep.spec.agents[n].kind == "llm"]
+    llm = [n for n in calls if agents[n].kind == "llm"]
     if llm:
         from coop_tui.agents.llm import cost_for
 
         for name in llm:
-            spec = sweep.spec.agents[name]
-            per_call = cost_for(spec.model or "", 700, spec.max_tokens or 800)
-            if per_call is None:
+            spec = agents[name]
+            out = calls[name] * (spec.max_tokens or OUTPUT_TOKENS_GUESS)
+            price = cost_for(spec.model or "", int(tokens_in.get(name, 0)), int(out))
+            if price is None:
                 unknown.append(name)
             else:
-                cost += per_call * calls[name]
+                cost += price
+    n_calls = sum(calls.values())
     return {
         "matches": sweep.total_matches,
         "decisions": total,
-        "model_calls": int(round(sum(calls.values()))),
+        "model_calls": int(round(n_calls)),
         "cost_usd": cost,
         "unknown_price": unknown,
+        "input_tokens": int(round(sum(tokens_in.values()))),
+        "prompt_tokens_mean": (sum(tokens_in.values()) / n_calls) if n_calls else None,
+        "prompts_measured": bool(sizes is not None and sizes.probed),
     }
 
 
@@ -117,8 +148,10 @@ class ProgressView:
                 return
             for key in ("all", exp):
                 self._bump(key, "calls")
-                self._bump(key, "retries", len(d.retries) + d.transport_retries)
+                self._bump(key, "retries", reasks(d.attempts) + d.transport_retries)
                 self._bump(key, "cost", d.cost_usd or 0.0)
+        elif type(event).__name__ == "EndpointNotice":
+            self.console.print(f"[yellow]{event.message}")  # type: ignore[attr-defined]
         elif isinstance(event, MatchDone):
             exp = self.match_exp.get(event.match_id)
             if event.status != "done":
@@ -141,11 +174,13 @@ def run_batch(
     dry_run: bool = False,
     console: Console | None = None,
 ) -> int:
-    from coop_tui.sweep import run_sweep
+    from coop_tui.prompt_size import check_prompt_sizes, measure_sync
 
     console = console or Console(stderr=False)
     sweep = load_sweep(path)  # SpecError -> exit 2 before anything is written
-    est = estimate(sweep)
+    sizes = measure_sync(sweep)  # the real first prompts, rendered without sending them
+    check_prompt_sizes(sweep, sizes)
+    est = estimate(sweep, sizes)
     price = f"~${est['cost_usd']:.4f}" if not est["unknown_price"] else (
         f"~${est['cost_usd']:.4f} + unknown price for {', '.join(est['unknown_price'])}"
     )
@@ -153,6 +188,12 @@ def run_batch(
         f"[bold]{sweep.name}[/]: {est['matches']} matches, ~{est['decisions']} decisions, "
         f"~{est['model_calls']} model calls, estimated cost {price}"
     )
+    if est["model_calls"] and est["prompts_measured"]:
+        console.print(
+            f"[dim]cost from the rendered first prompt of each grid point: ~{est['prompt_tokens_mean']:,.0f} "
+            "input tokens per call (characters / 4; repeated games grow with history), "
+            "output at max_tokens (or 800)"
+        )
     budget = sweep.spec.budget_usd
     if budget is not None and est["cost_usd"] > budget:
         console.print(
@@ -169,6 +210,8 @@ def run_batch(
     bus = EventBus()
     view = ProgressView(sweep, console)
     bus.subscribe(view)
+    seen_run: list[str] = []
+    bus.subscribe(lambda e: seen_run.append(e.run_id) if isinstance(e, RunStarted) else None)
     if resume:
         prev = store.latest_run(name=sweep.name)
         if prev is None:
@@ -177,29 +220,95 @@ def run_batch(
             from coop_tui.sweep import check_resumable
 
             check_resumable(prev, sweep)
+            seen_run.append(prev["id"])
             done = store.match_status(prev["id"])
             skipped = sum(
                 1 for cell, s in sweep.matches() if done.get(cell.match_key(s)) == "done"
             )
             console.print(f"resuming run {prev['id']}: {skipped} of {sweep.total_matches} matches already done")
             view.skip(skipped)
-    with view.progress:
-        summary = asyncio.run(run_sweep(sweep, store, bus=bus, resume=resume, concurrency=concurrency))
+    resume_hint = f"continue with: coop-tui --batch {path} --db {db_path} --resume"
+    terminated: list[int] = []
+    try:
+        with view.progress:
+            summary = asyncio.run(_with_signals(
+                run_sweep(sweep, store, bus=bus, resume=resume, concurrency=concurrency),
+                terminated,
+            ))
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        run = f"run {seen_run[-1]} " if seen_run else "the run "
+        console.print(f"terminated (SIGTERM): {run}stopped; {resume_hint}", style="yellow",
+                      markup=False, highlight=False)
+        _close_quietly(store)
+        return 128 + terminated[0]
+    except KeyboardInterrupt:
+        run = f"run {seen_run[-1]} " if seen_run else "the run "
+        console.print(f"interrupted: {run}stopped; {resume_hint}", style="yellow",
+                      markup=False, highlight=False)
+        _close_quietly(store)
+        return 130
+    except sqlite3.Error as exc:
+        from coop_tui.errors import database_message
+
+        _close_quietly(store)
+        run = f"run {seen_run[-1]}" if seen_run else "the run"
+        console.print(
+            f"coop-tui: error: {database_message(exc, db_path)}; {run} stopped where it was "
+            f"(every finished decision is stored); {resume_hint}",
+            style="red", markup=False, highlight=False,
+        )
+        return 1
     print_summary(summary, console)
     store.close()
     return 0 if summary.status == "done" else 1
 
 
+async def _with_signals(coro: Any, terminated: list[int]) -> Any:
+    """Run ``coro`` and turn SIGTERM into the same stop as Ctrl-C: in-flight matches are
+    recorded as stopped, the run as stopped, and the process exits 143 with a message."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def on_term(signum: int = signal.SIGTERM) -> None:
+        terminated.append(signum)
+        if task is not None:
+            task.cancel()
+
+    installed = False
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_term)
+        installed = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+        pass
+    try:
+        return await coro
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _close_quietly(store: Any) -> None:
+    with contextlib.suppress(Exception):
+        store.close()
+
+
 def open_store(db_path: Path) -> Any:
     """The database, or one clear error naming ``--db`` (a folder, no permission, ...)."""
-    import sqlite3
-
+    from coop_tui.errors import database_message
     from coop_tui.spec import SpecError
     from coop_tui.store import Store
 
+    if db_path.exists() and not os.access(db_path, os.W_OK):
+        raise SpecError("--db", database_message(sqlite3.OperationalError("readonly"), db_path))
     try:
         return Store(db_path)
-    except (sqlite3.Error, OSError) as exc:
+    except sqlite3.Error as exc:
+        raise SpecError("--db", database_message(exc, db_path)) from None
+    except OSError as exc:
         raise SpecError("--db", f"cannot open {db_path} as a SQLite database ({exc}); "
                                 "give a writable file path") from None
 
@@ -218,6 +327,16 @@ def print_summary(summary: Any, console: Console) -> None:
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
+    for note in getattr(summary, "notices", [])[:10]:
+        console.print(f"[yellow]adapted: {note}")
+    if summary.failures:
+        failures = Table(title="failed matches by reason", title_justify="left")
+        failures.add_column("reason", no_wrap=True)
+        failures.add_column("matches", justify="right")
+        failures.add_column("example")
+        for reason, group in sorted(summary.failures.items(), key=lambda kv: (-kv[1]["count"], kv[0])):
+            failures.add_row(reason, str(group["count"]), scrub(group["example"]))
+        console.print(failures)
     for err in summary.errors[:5]:
-        console.print(f"[red]{err}")
+        console.print(f"[red]{scrub(err)}", highlight=False, markup=False)
     console.print(f"report: coop-tui report {summary.run_id}")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from coop_tui import redact
 from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
 
 # Environment variables litellm reads for each provider prefix; used only to give a
@@ -36,6 +39,24 @@ PROVIDER_KEY_ENV = {
     "xai": "XAI_API_KEY",
 }
 KEYLESS_PROVIDERS = {"ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile"}
+
+# Bounds checked before anything runs: a typo such as ``samples = 1000000000`` must be
+# an error naming the field, not a run that fills memory or the disk.
+MAX_SAMPLES = 100_000
+"""Repeats of one grid point."""
+MAX_GRID_POINTS = 100_000
+"""Grid points (cells) in a whole sweep, summed over experiments and seatings."""
+DEFAULT_MAX_DECISIONS = 2_000_000
+"""Default of the sweep field ``max_decisions``."""
+DEFAULT_MAX_PROMPT_TOKENS = 32_000
+"""Default of the sweep field ``max_prompt_tokens`` (estimated from the rendered prompt)."""
+MAX_NESTING = 32
+"""Deepest nesting of tables and lists a sweep or game file may have."""
+MAX_INT_DIGITS = 18
+"""Integers in a sweep file beyond this many digits are refused (no field needs them)."""
+SECRET_FIELDS = frozenset({"api_key", "api_key_env", "api_base"})
+"""Fields whose value a validation error must never echo."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class SpecError(ValueError):
@@ -58,13 +79,51 @@ class AgentSpec(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
     style: Literal["cot", "direct"] = "cot"
-    api_base: str | None = None
+    api_base: str | list[str] | None = Field(
+        default=None,
+        description="an OpenAI-compatible server URL, or a list of servers for one model",
+    )
     api_key_env: str | None = None
     api_key: SecretStr | None = None
-    max_concurrency: int | None = Field(default=None, gt=0)
+    max_concurrency: int | None = Field(
+        default=None, gt=0, description="requests at once, per endpoint when api_base is a list"
+    )
+    constrained: Literal["grammar", "json_schema"] | None = Field(
+        default=None, description="constrain answers with the server's grammar or JSON schema"
+    )
     timeout: float = Field(default=120.0, gt=0)
     threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
     seed: int | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        # The value is never echoed: people paste the key itself here by mistake.
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "is not an environment variable name (letters, digits and _); write the name "
+                "of the variable that holds the key, e.g. MY_API_KEY, never the key itself"
+            )
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _endpoints(cls, value: Any) -> Any:
+        for url in value if isinstance(value, list) else [value]:
+            if url is None:
+                continue
+            problem = url_problem(url)
+            if problem:  # the URL itself is never echoed: it may carry a password
+                raise ValueError(f"{problem}; write it like http://host:8000/v1")
+            redact.register_url(url)
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("api_base lists no server; give one URL or a list of URLs")
+            if len(set(value)) != len(value):
+                raise ValueError("api_base lists the same server twice")
+            if len(value) == 1:
+                return value[0]
+        return value
 
     @property
     def kind(self) -> str:
@@ -85,15 +144,42 @@ class AgentSpec(BaseModel):
     def public(self) -> dict[str, Any]:
         """The spec without secrets: what is stored and hashed."""
         data = self.model_dump(exclude={"api_key"}, exclude_none=True, exclude_defaults=True)
+        if "api_base" in data:  # the agent connects with the credentials; nothing else sees them
+            data["api_base"] = redact.strip_userinfo(data["api_base"])
         if self.kind in ("llm", "local"):
             data.setdefault("style", self.style)
         return data
 
     def resolve_key(self) -> str | None:
         if self.api_key is not None:
-            return self.api_key.get_secret_value()
-        env = self.api_key_env or PROVIDER_KEY_ENV.get(self.provider)
-        return os.environ.get(env) if env else None
+            key = self.api_key.get_secret_value()
+        else:
+            env = self.api_key_env or PROVIDER_KEY_ENV.get(self.provider)
+            key = os.environ.get(env) if env else None
+        redact.register_secret(key)
+        return key
+
+
+def url_problem(url: Any) -> str | None:
+    """Why ``url`` cannot be an ``api_base`` (None when it can), without quoting it."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str):
+        return "must be a URL string"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        if "port" in str(exc).lower():
+            return "is not a valid URL: its port is not a number from 1 to 65535"
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL"
+    if not parts.hostname:
+        return "has no host"
+    if port is not None and not 1 <= port <= 65535:
+        return "is not a valid URL: its port is not a number from 1 to 65535"
+    return None
 
 
 class ExperimentSpec(BaseModel):
@@ -102,10 +188,10 @@ class ExperimentSpec(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     game: str | list[str]
-    mechanism: str = "none"
+    mechanism: str | list[str] = "none"
     matchup: Literal["self", "cross"] | list[list[str]] = "self"
     agents: list[str] = Field(default_factory=list)
-    samples: int | None = Field(default=None, ge=1)
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
     scale: float | list[float] | None = None
     bonus: float | list[float] | None = None
     game_params: dict[str, Any] = Field(default_factory=dict)
@@ -129,7 +215,7 @@ class SweepSpec(BaseModel):
     name: str
     seed: int = Field(default=0, ge=0, lt=2**63)
     concurrency: int = Field(default=8, ge=1, le=1024)
-    samples: int = Field(default=1, ge=1)
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
     max_attempts: int = Field(default=3, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] = "abort"
     replicates: int = Field(default=1, ge=1, le=1000)
@@ -138,6 +224,10 @@ class SweepSpec(BaseModel):
     provider_limits: dict[str, int] = Field(default_factory=dict)
     templates: str | None = None
     reuse: bool = Field(default=True, description="reuse identical finished decisions of earlier runs")
+    max_decisions: int = Field(default=DEFAULT_MAX_DECISIONS, ge=1, le=10**12,
+                               description="refuse sweeps estimated to make more decisions")
+    max_prompt_tokens: int = Field(default=DEFAULT_MAX_PROMPT_TOKENS, ge=1, le=10**8,
+                                   description="refuse prompts estimated to be longer")
     agents: dict[str, AgentSpec]
     experiments: list[ExperimentSpec] = Field(min_length=1)
 
@@ -173,6 +263,8 @@ class Cell:
     """Independent copies of the tournament this cell belongs to."""
     answers: str = "lenient"
     """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
+    mechanism_axis: bool = False
+    """The experiment lists several mechanisms: the mechanism is part of the condition."""
 
     # A cell's matches are numbered by one *slot* index, replicate-major:
     # slot = replicate * samples + sample. With one replicate the slot is the sample,
@@ -257,6 +349,8 @@ def public_spec(spec: SweepSpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json", exclude_none=True)
     for agent in data.get("agents", {}).values():
         agent.pop("api_key", None)
+        if "api_base" in agent:
+            agent["api_base"] = redact.strip_userinfo(agent["api_base"])
     return data
 
 
@@ -271,7 +365,7 @@ def _loc(loc: tuple[Any, ...], prefix: str = "") -> str:
     return out
 
 
-def _explain(err: dict[str, Any]) -> str:
+def _explain(err: dict[str, Any], secret: bool = False) -> str:
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     typ = err.get("type", "")
@@ -284,7 +378,12 @@ def _explain(err: dict[str, Any]) -> str:
                "bool_type", "string_type", "list_type", "dict_type", "literal_error",
                "greater_than", "greater_than_equal", "less_than", "less_than_equal",
                "too_short", "int_from_float"):
-        return f"{msg[0].lower()}{msg[1:]} (got {got!r})"
+        if secret:  # never echo a key, a key variable's value or a URL with a password
+            return f"{msg[0].lower()}{msg[1:]}"
+        shown = repr(got)
+        if len(shown) > 60:
+            shown = shown[:40] + f"... ({len(shown)} characters)"
+        return f"{msg[0].lower()}{msg[1:]} (got {shown})"
     return msg
 
 
@@ -293,7 +392,8 @@ def spec_error_from(exc: ValidationError, prefix: str = "") -> SpecError:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     # pydantic puts union branch names in loc ("str", "list[str]"): drop them
     loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "float", "int", "list", "literal['self','cross']"})))
-    return SpecError(_loc(loc, prefix), _explain(err))
+    secret = any(p in SECRET_FIELDS for p in loc if isinstance(p, str))
+    return SpecError(_loc(loc, prefix), redact.scrub(_explain(err, secret)))
 
 
 def read_sweep_file(path: Path) -> dict[str, Any]:
@@ -305,21 +405,89 @@ def read_sweep_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError) as exc:
         raise SpecError(str(path), f"cannot be read as UTF-8 text ({exc})") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SpecError(str(path), f"is not valid YAML: {exc}".replace("\n", " ")) from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SpecError(str(path), f"is not valid TOML: {exc}") from None
+    data = parse_config_text(text, path)
     if not isinstance(data, dict):
         raise SpecError(str(path), "must contain a table of settings at the top level")
     return data
+
+
+def parse_config_text(text: str, path: Path) -> Any:
+    """TOML or YAML (by suffix), refusing what would crash or mislead later: duplicate
+    YAML keys (YAML silently keeps the last), nesting deeper than ``MAX_NESTING``,
+    integers of more than ``MAX_INT_DIGITS`` digits and non-finite numbers."""
+    where = str(path)
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            try:
+                data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader
+            except yaml.YAMLError as exc:
+                raise SpecError(where, f"is not valid YAML: {exc}".replace("\n", " ")) from None
+        else:
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise SpecError(where, f"is not valid TOML: {exc}") from None
+    except SpecError:
+        raise
+    except RecursionError:
+        raise SpecError(
+            where, f"is nested too deeply to read; sweep and game files need at most "
+                   f"{MAX_NESTING} levels of tables and lists"
+        ) from None
+    except (ValueError, OverflowError) as exc:  # e.g. Python's limit on integer digits
+        raise SpecError(where, f"holds a value that cannot be read ({exc})") from None
+    _check_values(data, "", 0, where)
+    return data
+
+
+def _check_values(value: Any, loc: str, depth: int, where: str) -> None:
+    if depth > MAX_NESTING:
+        shown = loc if len(loc) <= 40 else loc[:40] + "..."
+        raise SpecError(shown or where, f"is nested more than {MAX_NESTING} levels deep; flatten it")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_values(item, f"{loc}.{key}" if loc else str(key), depth + 1, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_values(item, f"{loc}[{i}]", depth + 1, where)
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if abs(value) >= 10**MAX_INT_DIGITS:
+            raise SpecError(
+                loc or where,
+                f"is an integer of {len(str(abs(value)))} digits; no field takes more than "
+                f"{MAX_INT_DIGITS}, give a smaller number",
+            )
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(loc or where, f"is {value}; give a finite number")
+
+
+def _unique_key_loader() -> Any:
+    """A YAML SafeLoader that refuses a key given twice in one mapping."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # an unhashable key: let PyYAML report it
+                    break
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found the key {key!r} twice (YAML would keep only the last); "
+                        "give each key once", key_node.start_mark,
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def load_sweep(path: Path | str, *, check_keys: bool = True) -> Sweep:
@@ -337,13 +505,30 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
+    grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
-        sweep.cells.extend(_expand(i, exp, spec, base=source.parent if source else None))
+        sweep.cells.extend(
+            _expand(i, exp, spec, base=source.parent if source else None, budget=grid_budget)
+        )
     if spec.templates:
         tdir = _resolve(spec.templates, source.parent if source else None)
         if not tdir.is_dir():
             raise SpecError("templates", f"folder {tdir} does not exist; point it at a copy of data/prompts")
+    _check_decision_bound(sweep)
     return sweep
+
+
+def _check_decision_bound(sweep: Sweep) -> None:
+    from coop_tui.sweep import estimate_decisions
+
+    total = estimate_decisions(sweep)
+    if total > sweep.spec.max_decisions:
+        raise SpecError(
+            "max_decisions",
+            f"the sweep would make about {total:,} decisions ({sweep.total_matches:,} matches), "
+            f"more than max_decisions = {sweep.spec.max_decisions:,}; shrink the grid or "
+            "samples, or raise max_decisions if you mean it",
+        )
 
 
 def _resolve(path: str, base: Path | None) -> Path:
@@ -370,6 +555,10 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
             gguf = _resolve(agent.model[len("local:"):], base)
             if not gguf.exists():
                 raise SpecError(f"{where}.model", f"GGUF file {gguf} does not exist")
+            if not gguf.is_file():
+                raise SpecError(
+                    f"{where}.model", f"{gguf} is not a file; give the path of a .gguf model file"
+                )
         elif agent.model != "local/smollm2":
             raise SpecError(
                 f"{where}.model",
@@ -392,6 +581,14 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
                     f"{agent.provider!r}: name it with api_key_env (or give api_base for an "
                     f"OpenAI-compatible server)",
                 )
+            if agent.api_key_env and not re.fullmatch(r"[A-Z_][A-Z0-9_]*", env):
+                # an unusual name may be a pasted key: say which field, not its value
+                raise SpecError(
+                    f"{where}.api_key_env",
+                    f"the variable it names is not set, so there is no API key for "
+                    f"{agent.model}; set it in the environment or a .env file (it must hold the "
+                    "key; api_key_env holds only the variable's name)",
+                )
             raise SpecError(
                 f"{where}.model",
                 f"no API key for {agent.model}: set {env} in the environment or a .env file, "
@@ -407,22 +604,37 @@ def _axis(value: Any, list_typed: bool) -> bool:
     return True
 
 
-def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) -> list[Cell]:
+def _expand(
+    i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None, budget: list[int] | None = None
+) -> list[Cell]:
+    """The experiment's grid points. ``budget`` (one int, shared across experiments) is the
+    number of grid points still allowed; the count is checked before each product is built,
+    so a huge grid fails fast instead of filling memory."""
     from coop_tui.mechanisms import MechanismError, mechanism_class
 
     where = f"experiments[{i}]"
-    try:
-        mech_cls = mechanism_class(exp.mechanism)
-    except MechanismError as exc:
-        raise SpecError(f"{where}.mechanism", str(exc)) from None
-    param_fields = mech_cls.Params.model_fields
+    budget = budget if budget is not None else [MAX_GRID_POINTS]
+    mech_names = exp.mechanism if isinstance(exp.mechanism, list) else [exp.mechanism]
+    if not mech_names:
+        raise SpecError(f"{where}.mechanism", "is an empty list; give at least one value")
+    mech_classes: dict[str, Any] = {}
+    for name in mech_names:
+        try:
+            mech_classes[name] = mechanism_class(name)
+        except MechanismError as exc:
+            raise SpecError(f"{where}.mechanism", str(exc)) from None
     extras = dict(exp.model_extra or {})
     for key in extras:
-        if key not in param_fields:
-            known = ", ".join(param_fields) or "none"
+        if not any(key in cls.Params.model_fields for cls in mech_classes.values()):
+            known = ", ".join(
+                dict.fromkeys(f for cls in mech_classes.values() for f in cls.Params.model_fields)
+            ) or "none"
+            which = f"mechanism {mech_names[0]!r}" if len(mech_names) == 1 else (
+                "any of the mechanisms " + ", ".join(repr(n) for n in mech_names))
             raise SpecError(
                 f"{where}.{key}",
-                f"is not a parameter of mechanism {exp.mechanism!r} (its parameters: {known})",
+                f"is not a parameter of {which} (their parameters: {known})"
+                if len(mech_names) > 1 else f"is not a parameter of {which} (its parameters: {known})",
             )
     # roster and seats
     for name in exp.agents:
@@ -439,16 +651,6 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
     elif not exp.agents:
         raise SpecError(f"{where}.agents", "is empty; list the agents that play")
 
-    axes: dict[str, list[Any]] = {}
-    fixed: dict[str, Any] = {}
-    for key, value in extras.items():
-        list_typed = "list" in str(param_fields[key].annotation)
-        if _axis(value, list_typed):
-            if not value:
-                raise SpecError(f"{where}.{key}", "is an empty list; give at least one value")
-            axes[key] = value
-        else:
-            fixed[key] = value
     games = exp.game if isinstance(exp.game, list) else [exp.game]
     scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
@@ -459,7 +661,6 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
     samples = exp.samples or sweep.samples
     answers = exp.answers or sweep.answers
     cells: list[Cell] = []
-    names = list(axes)
     for game_ref, scale, bonus in itertools.product(games, scales, bonuses):
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
         gp = dict(exp.game_params)
@@ -467,38 +668,60 @@ def _expand(i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None) ->
             gp["scale"] = scale
         if bonus is not None:
             gp["bonus"] = bonus
-        for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
-            params = dict(fixed, **dict(zip(names, combo, strict=True)))
-            try:
-                validated = mech_cls.Params.model_validate(params)
-            except ValidationError as exc:
-                raise spec_error_from(exc, where) from None
-            mech = mech_cls(validated)
-            roster = len(exp.agents) if exp.matchup == "cross" else None
-            seat_lists = _seatings(exp, mech.seat_count(game, roster), where, pooled=mech_cls.pooled)
-            for seats in seat_lists:
+        for mech_name, mech_cls in mech_classes.items():
+            param_fields = mech_cls.Params.model_fields
+            axes: dict[str, list[Any]] = {}
+            fixed: dict[str, Any] = {}
+            for key, value in extras.items():
+                if key not in param_fields:
+                    continue  # a parameter of another listed mechanism
+                list_typed = "list" in str(param_fields[key].annotation)
+                if _axis(value, list_typed):
+                    if not value:
+                        raise SpecError(f"{where}.{key}", "is an empty list; give at least one value")
+                    axes[key] = value
+                else:
+                    fixed[key] = value
+            names = list(axes)
+            points = math.prod(len(axes[n]) for n in names)
+            first = True
+            for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
+                params = dict(fixed, **dict(zip(names, combo, strict=True)))
                 try:
-                    mech.check_game(game, len(seats))
-                except ValueError as exc:
-                    raise SpecError(f"{where}.matchup", str(exc)) from None
-                _check_strategies_fit(sweep, seats, game)
-                cells.append(
-                    Cell(
-                        experiment=i,
-                        game=str(game_ref),
-                        game_params=gp,
-                        mechanism=exp.mechanism,
-                        mechanism_params=validated.model_dump(mode="json"),
-                        seats=tuple(seats),
-                        matchup=_matchup_label(exp, mech_cls.pooled),
-                        samples=samples,
-                        randomize_labels=exp.randomize_labels,
-                        max_attempts=_max_attempts(exp, sweep, answers),
-                        on_invalid=exp.on_invalid or sweep.on_invalid,
-                        replicates=exp.replicates or sweep.replicates,
-                        answers=answers,
+                    validated = mech_cls.Params.model_validate(params)
+                except ValidationError as exc:
+                    raise spec_error_from(exc, where) from None
+                mech = mech_cls(validated)
+                roster = len(exp.agents) if exp.matchup == "cross" else None
+                if first:  # count before building: a huge grid fails here, not in memory
+                    n_seatings = _seating_count(exp, mech.seat_count(game, roster), pooled=mech_cls.pooled)
+                    _spend_grid(budget, points * n_seatings, where)
+                    first = False
+                seat_lists = _seatings(exp, mech.seat_count(game, roster), where, pooled=mech_cls.pooled)
+                for seats in seat_lists:
+                    try:
+                        mech.check_game(game, len(seats))
+                    except ValueError as exc:
+                        raise SpecError(f"{where}.matchup", str(exc)) from None
+                    _check_strategies_fit(sweep, seats, game)
+                    cells.append(
+                        Cell(
+                            experiment=i,
+                            game=str(game_ref),
+                            game_params=gp,
+                            mechanism=mech_name,
+                            mechanism_params=validated.model_dump(mode="json"),
+                            seats=tuple(seats),
+                            matchup=_matchup_label(exp, mech_cls.pooled),
+                            samples=samples,
+                            randomize_labels=exp.randomize_labels,
+                            max_attempts=_max_attempts(exp, sweep, answers),
+                            on_invalid=exp.on_invalid or sweep.on_invalid,
+                            mechanism_axis=len(mech_names) > 1,
+                            replicates=exp.replicates or sweep.replicates,
+                            answers=answers,
+                        )
                     )
-                )
     seen: set[str] = set()
     for cell in cells:
         key = cell.match_key(0)
@@ -523,6 +746,26 @@ def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
     if answers == "strict" and "max_attempts" not in sweep.model_fields_set:
         return STRICT_ATTEMPTS
     return sweep.max_attempts
+
+
+def _seating_count(exp: ExperimentSpec, n_players: int, *, pooled: bool = False) -> int:
+    """How many seatings :func:`_seatings` would list, without listing them."""
+    if isinstance(exp.matchup, list):
+        return len(exp.matchup)
+    if exp.matchup == "self" or pooled:
+        return len(exp.agents) if exp.matchup == "self" else 1
+    return len(exp.agents) ** n_players
+
+
+def _spend_grid(budget: list[int], points: int, where: str) -> None:
+    if points > budget[0]:
+        raise SpecError(
+            where,
+            f"the grid has {points:,} more points (values x seatings) than the "
+            f"{MAX_GRID_POINTS:,} a sweep may have; split it into several sweeps or list "
+            "fewer values (use samples for repeats)",
+        )
+    budget[0] -= points
 
 
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:
@@ -585,11 +828,29 @@ def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: 
     if base is not None and (ref.endswith((".toml", ".yaml", ".yml"))):
         ref = str(_resolve(ref, base))
     try:
-        return load_game(ref, **extra)
+        game = load_game(ref, **extra)
     except GameError as exc:
         raise SpecError(where, str(exc)) from None
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise SpecError(f"{where}_params", str(exc)) from None
+    _check_payoff_range(where, game)
+    return game
+
+
+def _check_payoff_range(where: str, game: Any) -> None:
+    """Scaled or bonus payoffs must stay finite and summable (strict JSON reports)."""
+    import numpy as np
+
+    from coop_tui.games.user import MAX_PAYOFF
+
+    payoffs = np.asarray(game.payoffs, dtype=float)
+    if not np.isfinite(payoffs).all() or np.abs(payoffs).max(initial=0.0) > MAX_PAYOFF:
+        field = where.rsplit(".", 1)[0] + ".scale"
+        raise SpecError(
+            field,
+            f"makes payoffs of {game.key} non-finite or larger than ±{MAX_PAYOFF:g}; "
+            "use a smaller scale or bonus",
+        )
 
 
 def cell_game(cell: Cell, base: Path | None = None):

@@ -33,6 +33,7 @@ from coop_tui.events import (
     RunStarted,
     TextDelta,
 )
+from coop_tui.redact import scrub
 
 DB_ENV = "COOP_TUI_DB"
 
@@ -195,6 +196,50 @@ def m003_replicates(db: sqlite_utils.Database) -> None:
     db["matches"].create_index(["run_id", "experiment", "replicate"], if_not_exists=True)
 
 
+@migration
+def m020_transport_queue(db: sqlite_utils.Database) -> None:
+    # latency_ms is the provider's time; waiting for a concurrency slot is kept apart.
+    # A match that failed because a decision gave up keeps that decision's retries.
+    if "queue_ms" not in db["decisions"].columns_dict:
+        db["decisions"].add_column("queue_ms", float)
+    if "transport_retries" not in db["failures"].columns_dict:
+        db["failures"].add_column("transport_retries", int)
+
+
+@migration
+def m030_run_lease_failure_reason(db: sqlite_utils.Database) -> None:
+    # One run, one writer: the process playing a run holds its lease (pid, host,
+    # heartbeat); failures carry a short reason so they can be grouped and counted.
+    db["run_leases"].create(
+        {"run_id": str, "pid": int, "host": str, "token": str, "heartbeat": float,
+         "taken_at": float},
+        pk="run_id",
+        if_not_exists=True,
+    )
+    if "reason" not in db["failures"].columns_dict:
+        db["failures"].add_column("reason", str)
+    db["failures"].create_index(["run_id", "reason"], if_not_exists=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (zombies count as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -244,6 +289,7 @@ def decision_row(d: Decision) -> dict[str, Any]:
         "output_tokens": d.output_tokens,
         "cost_usd": d.cost_usd,
         "transport_retries": d.transport_retries,
+        "queue_ms": d.queue_ms,
         "retries": _json([a.__dict__ for a in d.retries]),
         "reused": int(d.reused),
         "cache_key": d.cache_key,
@@ -286,6 +332,7 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         output_tokens=row["output_tokens"],
         cost_usd=row["cost_usd"],
         transport_retries=row["transport_retries"] or 0,
+        queue_ms=row.get("queue_ms"),
         retries=[Attempt(**a) for a in (load("retries") or [])],
         reused=bool(row["reused"]),
         coop_prob=row["coop_prob"],
@@ -342,8 +389,74 @@ class Store:
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.db.conn:
             self.db["runs"].update(
-                run_id, {"status": status, "finished_at": time.time(), "error": error}
+                run_id, {"status": status, "finished_at": time.time(), "error": scrub(error)}
             )
+
+    # ------------------------------------------------------------ run leases (one writer)
+    def take_lease(self, run_id: str, token: str, *, stale_after: float) -> dict[str, Any] | None:
+        """Take the run's lease for this process; the live holder's row when refused.
+
+        Atomic (``BEGIN IMMEDIATE``): two processes starting together cannot both win.
+        A lease is live when its heartbeat is recent and, on this host, its pid runs.
+        """
+        import socket
+
+        conn = self.db.conn
+        host, pid, now = socket.gethostname(), os.getpid(), time.time()
+        if conn.in_transaction:
+            conn.commit()
+        conn.execute("begin immediate")
+        try:
+            row = conn.execute(
+                "select pid, host, heartbeat, token from run_leases where run_id = ?", [run_id]
+            ).fetchone()
+            if row is not None and row[3] != token:
+                holder = {"pid": row[0], "host": row[1], "heartbeat": row[2]}
+                fresh = now - float(row[2] or 0) <= stale_after
+                alive = row[1] != host or process_alive(int(row[0]))
+                if fresh and alive:
+                    conn.rollback()
+                    return holder
+            conn.execute(
+                "insert or replace into run_leases (run_id, pid, host, token, heartbeat, taken_at)"
+                " values (?, ?, ?, ?, ?, ?)",
+                [run_id, pid, host, token, now, now],
+            )
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        return None
+
+    def renew_lease(self, run_id: str, token: str) -> None:
+        with self.db.conn:
+            self.db.conn.execute(
+                "update run_leases set heartbeat = ? where run_id = ? and token = ?",
+                [time.time(), run_id, token],
+            )
+
+    def release_lease(self, run_id: str, token: str) -> None:
+        with self.db.conn:
+            self.db.conn.execute(
+                "delete from run_leases where run_id = ? and token = ?", [run_id, token]
+            )
+
+    def failure_groups(self, run_id: str, *, limit: int = 20) -> list[dict[str, Any]]:
+        """A run's failed matches by reason: ``[{reason, count, example}]``, most first."""
+        from coop_tui.errors import failure_reason
+
+        groups: dict[str, dict[str, Any]] = {}
+        rows = self.db.execute(
+            "select reason, count(*), min(error) from failures where run_id = ?"
+            " group by reason, case when reason is null then error end",
+            [run_id],
+        ).fetchall()
+        for reason, n, example in rows:
+            key = reason or failure_reason(example)
+            entry = groups.setdefault(key, {"reason": key, "count": 0, "example": scrub(example)})
+            entry["count"] += n
+        ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["reason"]))
+        return ordered[:limit]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
@@ -631,7 +744,7 @@ class Store:
                 " finished_at = ? where id = ?",
                 [
                     e.status,
-                    e.error,
+                    scrub(e.error),
                     json.dumps(list(e.payoffs)) if e.payoffs else None,
                     sum(e.payoffs) if e.payoffs else None,
                     time.time(),
@@ -645,11 +758,16 @@ class Store:
             # one failure row per match at most, and none once it has succeeded
             self.db.conn.execute("delete from failures where match_id = ?", [e.match_id])
             if e.status == "failed":
+                from coop_tui.errors import failure_reason
+
                 run_id = self.db.execute(
                     "select run_id from matches where id = ?", [e.match_id]
                 ).fetchone()[0]
-                self.db["failures"].insert(
-                    {"match_id": e.match_id, "run_id": run_id, "error": e.error, "created_at": time.time()}
+                self.db.conn.execute(
+                    "insert into failures (match_id, run_id, error, reason, transport_retries,"
+                    " created_at) values (?, ?, ?, ?, ?, ?)",
+                    [e.match_id, run_id, scrub(e.error), failure_reason(e.error),
+                     int(e.info.get("transport_retries", 0) or 0), time.time()],
                 )
 
     def _on_RunDone(self, e: RunDone) -> None:  # noqa: N802

@@ -9,6 +9,7 @@ actions: the database after ``kill -9`` + ``--resume`` equals an uninterrupted r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from coop_tui.events import (
     RunStarted,
 )
 from coop_tui.prompts import PromptRenderer
+from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, cell_game, public_spec
 from coop_tui.store import Store
 
@@ -77,6 +79,10 @@ class RunSummary:
     cost_usd: float = 0.0
     errors: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    notices: list[str] = field(default_factory=list)
+    """What the transport adapted (an endpoint's concurrency lowered, one down ...)."""
+    failures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Failed matches grouped by reason: {reason: {"count": n, "example": error}}."""
 
 
 class _Counter:
@@ -93,9 +99,30 @@ class _Counter:
                 self.s.reused += 1
                 return
             self.s.invalid += 0 if d.valid else 1
-            self.s.retries += len(d.retries)
+            self.s.retries += reasks(d.attempts)
             self.s.transport_retries += d.transport_retries
             self.s.cost_usd += d.cost_usd or 0.0
+        elif isinstance(event, MatchDone):
+            # retries of a decision that gave up: it is not stored, its retries still count
+            self.s.transport_retries += int(event.info.get("transport_retries", 0) or 0)
+            if event.status == "failed":
+                from coop_tui.errors import failure_reason
+
+                error = event.error or "unknown error"
+                entry = self.s.failures.setdefault(
+                    failure_reason(error), {"count": 0, "example": error}
+                )
+                entry["count"] += 1
+
+
+def reasks(attempts: int) -> int:
+    """Times an agent was asked again after an unusable answer: attempts - 1.
+
+    The batch summary and the report both count this, over the decisions asked in the run
+    (a reused decision sends nothing). A decision that ended invalid after N attempts was
+    re-asked N - 1 times: its last rejected answer is not followed by another request.
+    """
+    return max(int(attempts or 0) - 1, 0)
 
 
 def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
@@ -108,16 +135,33 @@ def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
     agents = {}
     for name in sorted(names):
         a = spec.agents[name]
-        limit = a.max_concurrency or spec.provider_limits.get(a.provider)
+        # An LLM agent's max_concurrency is enforced per endpoint by its endpoint pool.
+        own = None if a.kind == "llm" else a.max_concurrency
+        limit = own or spec.provider_limits.get(a.provider)
         sem = None
         if limit:
-            key = f"{a.provider}:{name}" if a.max_concurrency else a.provider
+            key = f"{a.provider}:{name}" if own else a.provider
             sem = provider_sems.setdefault(key, asyncio.Semaphore(limit))
         # The provider slot first: a request queued behind a slow provider must not hold
         # a global slot that another provider's request could use.
         limiter = Limiter(sem, global_sem) if sem else Limiter(global_sem)
-        agents[name] = build_agent(name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None)
+        agents[name] = build_agent(
+            name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None,
+            concurrency=spec.concurrency,
+        )
     return agents
+
+
+def _listen_for_notices(agents: dict[str, Any], bus: EventBus, summary: RunSummary) -> None:
+    """Route what agents' endpoint pools notice to the bus (progress) and the summary."""
+
+    def heard(notice: Any) -> None:
+        summary.notices.append(notice.message)
+        bus.emit(notice)
+
+    for agent in agents.values():
+        if hasattr(agent, "on_notice"):
+            agent.on_notice = heard
 
 
 def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
@@ -171,6 +215,8 @@ async def run_sweep(
     if previous is not None:
         check_resumable(previous, sweep)
         run_id = previous["id"]
+        lease = RunLease(store, run_id)
+        lease.acquire()  # a second live process on this run is refused (SpecError, exit 2)
         store.set_run_status(run_id, "running")
     else:
         run_id = run_id or new_run_id()
@@ -178,20 +224,49 @@ async def run_sweep(
             run_id, sweep.name, kind=kind, seed=sweep.spec.seed, sweep_hash=sweep.hash,
             spec=public_spec(sweep.spec),
         )
+        lease = RunLease(store, run_id)
+        lease.acquire()
     summary = RunSummary(run_id=run_id, name=sweep.name, status="running", matches_total=sweep.total_matches)
     if previous is not None:  # the budget covers the whole run, not each resume
         summary.cost_usd = store.run_cost(run_id)
+    try:
+        return await _run_leased(
+            sweep, store, bus=bus, run_id=run_id, summary=summary, stop=stop, agents=agents,
+            pause=pause, on_context=on_context, match_workers=match_workers, lease=lease,
+        )
+    finally:
+        lease.release()
+
+
+async def _run_leased(
+    sweep: Sweep,
+    store: Store,
+    *,
+    bus: EventBus,
+    run_id: str,
+    summary: RunSummary,
+    stop: asyncio.Event | None,
+    agents: dict[str, Any] | None,
+    pause: asyncio.Event | None,
+    on_context: Callable[[MatchContext], None] | None,
+    match_workers: int | None,
+    lease: RunLease,
+) -> RunSummary:
     unsubscribe = [bus.subscribe(store, critical=True), bus.subscribe(_Counter(summary))]
     status = store.match_status(run_id)
-    todo: list[tuple[Cell, int]] = []
-    for cell, sample in sweep.matches():
-        if status.get(cell.match_key(sample)) == "done":
-            summary.matches_skipped += 1
-            summary.matches_done += 1
-        else:
-            todo.append((cell, sample))
-    names = {n for cell, _ in todo for n in cell.seats}
+    # Matches come from a generator, never a list: a sweep of a million matches holds
+    # only the grid points and the stored statuses in memory.
+    done_keys = {key for key, st in status.items() if st == "done"}
+    summary.matches_skipped = len(done_keys)  # the run's matches all come from this sweep
+    summary.matches_done = summary.matches_skipped
+    pending = (
+        (cell, sample) for cell, sample in sweep.matches()
+        if not done_keys or cell.match_key(sample) not in done_keys
+    )
+    n_todo = summary.matches_total - summary.matches_skipped
+    names = {n for cell in sweep.cells for n in cell.seats}
     agents = agents if agents is not None else build_agents(sweep, names)
+    _listen_for_notices(agents, bus, summary)
     await prepare_agents(agents.values())
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
@@ -201,9 +276,7 @@ async def run_sweep(
         RunStarted(run_id, sweep.name, sweep.total_matches, estimate_decisions(sweep), public_spec(sweep.spec))
     )
     stop = stop or asyncio.Event()
-    queue: asyncio.Queue[tuple[Cell, int]] = asyncio.Queue()
-    for item in todo:
-        queue.put_nowait(item)
+    heartbeat = asyncio.create_task(lease.keep_alive())
 
     def progress() -> None:
         bus.emit(
@@ -217,8 +290,8 @@ async def run_sweep(
     async def worker() -> None:
         while not stop.is_set():
             try:
-                cell, sample = queue.get_nowait()
-            except asyncio.QueueEmpty:
+                cell, sample = next(pending)
+            except StopIteration:
                 return
             budget = sweep.spec.budget_usd
             if budget is not None and summary.cost_usd >= budget:
@@ -235,7 +308,7 @@ async def run_sweep(
                 summary.matches_failed += 1
             progress()
 
-    n_workers = max(1, min(len(todo), match_workers or sweep.spec.concurrency * 2))
+    n_workers = max(1, min(n_todo, match_workers or sweep.spec.concurrency * 2))
     progress()
     try:
         await asyncio.gather(*(worker() for _ in range(n_workers)))
@@ -245,10 +318,13 @@ async def run_sweep(
             summary.status = "failed" if summary.matches_failed else "done"
     except BaseException as exc:
         summary.status = "stopped" if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt) else "failed"
-        summary.errors.append(repr(exc))
-        bus.emit(RunDone(run_id, summary.status, repr(exc)))
+        reason = _interruption(exc)
+        summary.errors.append(reason)
+        with contextlib.suppress(Exception):  # a full or broken database must not mask exc
+            bus.emit(RunDone(run_id, summary.status, reason))
         raise
     finally:
+        heartbeat.cancel()
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:
             u()
@@ -256,7 +332,10 @@ async def run_sweep(
         "stopped by the user" if summary.status == "stopped" else None
     )
     if summary.matches_failed:
-        error = f"{summary.matches_failed} match(es) failed" + (f"; {error}" if error else "")
+        from coop_tui.errors import failure_summary
+
+        error = f"{summary.matches_failed} match(es) failed ({failure_summary(summary.failures)})" + (
+            f"; {error}" if error else "")
     bus.emit(RunDone(run_id, summary.status, error))
     unsubscribe[0]()
     return summary
@@ -308,6 +387,9 @@ async def play_cell(
     mech_cls = mechanism_class(cell.mechanism)
     mechanism = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
     seat_agents = [agents[name] for name in cell.seats]
+    condition = {**mechanism.condition(), **_game_condition(cell)}
+    if cell.mechanism_axis:  # several mechanisms in one experiment: never pool them
+        condition["mechanism"] = cell.mechanism
     bus.emit(
         MatchStarted(
             run_id=run_id,
@@ -316,7 +398,7 @@ async def play_cell(
             game=game.key,
             mechanism=cell.mechanism,
             seats=cell.seats,
-            condition={**mechanism.condition(), **_game_condition(cell)},
+            condition=condition,
             sample=sample,
             seed=seed,
             info={
@@ -368,7 +450,12 @@ async def play_cell(
         bus.emit(MatchDone(match_id, (), status="failed", error=str(exc)))
         return "failed"
     except Exception as exc:  # provider gave up after retries, a bug, ...
-        bus.emit(MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}"))
+        if _is_storage_error(exc):
+            raise  # the database cannot record anything more: end the run, not the match
+        error = scrub(f"{type(exc).__name__}: {exc}")  # provider bodies may echo credentials
+        retries = getattr(exc, "retries", 0)
+        info = {"transport_retries": retries} if isinstance(retries, int) and retries else {}
+        bus.emit(MatchDone(match_id, (), status="failed", error=error, info=info))
         return "failed"
     except asyncio.CancelledError:  # Ctrl-C or the app closing: say so, then let it unwind
         bus.emit(MatchDone(match_id, (), status="stopped", error="interrupted"))
@@ -396,14 +483,94 @@ def game_spec(game: Any) -> dict[str, Any]:
 
 
 def estimate_decisions(sweep: Sweep) -> int:
-    from coop_tui.mechanisms import mechanism_class
-
-    total = 0
-    base = sweep.source.parent if sweep.source else None
-    for cell in sweep.cells:
-        mech_cls = mechanism_class(cell.mechanism)
-        mech = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
-        total += mech.estimate_decisions(cell_game(cell, base), len(cell.seats)) * cell.slots
+    """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
+    tournament's shared designs counted once)."""
     from coop_tui.mechanisms._designs import shared_design_count
 
-    return total + shared_design_count(sweep.cells)
+    per_match = decisions_per_match(sweep)
+    return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
+        sweep.cells
+    )
+
+
+def decisions_per_match(sweep: Sweep) -> list[int]:
+    """Decisions in one match of each grid point, aligned with ``sweep.cells``; one game
+    load per distinct game and one mechanism per distinct parameter set."""
+    from coop_tui.mechanisms import mechanism_class
+
+    base = sweep.source.parent if sweep.source else None
+    games: dict[str, Any] = {}
+    per_match: dict[str, int] = {}
+    out: list[int] = []
+    for cell in sweep.cells:
+        gkey = stable_hash([cell.game, cell.game_params])
+        key = stable_hash([gkey, cell.mechanism, cell.mechanism_params, len(cell.seats)])
+        if key not in per_match:
+            if gkey not in games:
+                games[gkey] = cell_game(cell, base)
+            mech_cls = mechanism_class(cell.mechanism)
+            mech = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
+            per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
+        out.append(per_match[key])
+    return out
+
+
+# ----------------------------------------------------------------- one writer per run
+LEASE_HEARTBEAT_S = 5.0
+"""How often a running sweep renews its lease."""
+LEASE_STALE_S = 60.0
+"""A lease not renewed for this long belongs to a process that is gone or hung."""
+
+
+class RunLease:
+    """The right to write a run's matches, held by one process at a time.
+
+    A row in ``run_leases`` (run id, pid, host, heartbeat) is taken when a sweep starts or
+    resumes, renewed every few seconds and removed at the end. A second process finding a
+    live lease is refused; a lease whose process is dead (same host) or whose heartbeat is
+    older than ``LEASE_STALE_S`` is taken over, so a ``kill -9`` never locks a run.
+    """
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.token = secrets.token_hex(8)
+        self.held = False
+
+    def acquire(self) -> None:
+        from coop_tui.spec import SpecError
+
+        holder = self.store.take_lease(self.run_id, self.token, stale_after=LEASE_STALE_S)
+        if holder is not None:
+            age = max(0.0, time.time() - float(holder["heartbeat"]))
+            raise SpecError(
+                "--resume",
+                f"run {self.run_id} is being played by process {holder['pid']} on "
+                f"{holder['host']} (last heartbeat {age:.0f} s ago); wait for it to finish or "
+                f"stop it, then resume. One run has one writer.",
+            )
+        self.held = True
+
+    async def keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_HEARTBEAT_S)
+            with contextlib.suppress(Exception):  # a busy database skips one beat
+                self.store.renew_lease(self.run_id, self.token)
+
+    def release(self) -> None:
+        if self.held:
+            with contextlib.suppress(Exception):
+                self.store.release_lease(self.run_id, self.token)
+            self.held = False
+
+
+def _is_storage_error(exc: BaseException) -> bool:
+    import sqlite3
+
+    return isinstance(exc, sqlite3.Error)
+
+
+def _interruption(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return "interrupted"
+    return scrub(f"{type(exc).__name__}: {exc}")

@@ -32,6 +32,9 @@ from coop_tui.games.base import Game, GameError
 
 FIELDS = ("key", "title", "description", "players", "actions", "cooperative", "defect", "payoffs")
 MAX_PROFILES = 1_000_000
+MAX_PAYOFF = 1e12
+"""Largest payoff magnitude: sums and squares over a million decisions must stay finite
+(1e308 is a float, but its mean and standard error are not)."""
 
 
 class _Fail(Exception):
@@ -54,6 +57,8 @@ def read_game_file(path: Path) -> dict[str, Any]:
             import yaml
 
             data = yaml.safe_load(text)
+    except RecursionError:
+        raise GameError(f"{path}: nested too deeply to read; a game file needs a few levels") from None
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise GameError(f"{path}: not valid TOML: {exc}") from None
     except Exception as exc:  # yaml.YAMLError and friends carry the line in their text
@@ -243,9 +248,19 @@ def _outcome(field: str, value: Any, n: int) -> list[float]:
             f"must be a list of {n} numbers (one per player), got {value!r}",
             f"write [{', '.join(f'p{i + 1}' for i in range(n))}]",
         )
-    if not all(math.isfinite(v) for v in value):
-        raise _Fail(field, f"holds a non-finite number: {value!r}", "use finite numbers")
-    return [float(v) for v in value]
+    try:
+        floats = [float(v) for v in value]
+    except OverflowError:
+        floats = [math.inf]
+    if not all(math.isfinite(v) for v in floats):
+        raise _Fail(field, "holds a non-finite number (inf, nan or too large)", "use finite numbers")
+    if any(abs(v) > MAX_PAYOFF for v in floats):
+        raise _Fail(
+            field,
+            f"holds a payoff beyond ±{MAX_PAYOFF:g}, too large for sums and standard errors",
+            "rescale the payoffs (only their ratios matter for the analysis)",
+        )
+    return floats
 
 
 def _fill_nested_table(

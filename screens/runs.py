@@ -11,6 +11,7 @@ database never freezes the keyboard; the screen itself holds no SQL.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from rich.text import Text
@@ -186,7 +187,11 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="runs")
     def _load_runs(self, query: str) -> None:
-        rows = self.store.run_summaries(query)
+        try:
+            rows = self.store.run_summaries(query)
+        except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
+            self.app.call_from_thread(self._database_failed, exc)
+            return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_runs, query, rows)
 
@@ -225,7 +230,11 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="matches")
     def _load_matches(self, run_id: str, query: str) -> None:
-        rows = self.store.match_summaries(run_id, query)
+        try:
+            rows = self.store.match_summaries(run_id, query)
+        except (sqlite3.Error, OSError) as exc:
+            self.app.call_from_thread(self._database_failed, exc)
+            return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_matches, run_id, query, rows)
 
@@ -363,8 +372,22 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="delete")
     def _delete(self, run_id: str) -> None:
-        self.store.delete_run(run_id)
+        try:
+            self.store.delete_run(run_id)
+        except (sqlite3.Error, OSError) as exc:  # read-only or full database
+            self.app.call_from_thread(self._database_failed, exc)
+            return
         self.app.call_from_thread(self._deleted, run_id)
+
+    def _database_failed(self, exc: BaseException) -> None:
+        """One clear line instead of a crash: the runs list stays as it was."""
+        from coop_tui.errors import database_message
+
+        message = database_message(exc, getattr(self.store, "path", "the database"))
+        self._status(Text(message, style="bold red"))
+        self.notify(message, severity="error", timeout=8)
+        self.loaded += 1
+        self.matches_loaded += 1
 
     def _deleted(self, run_id: str) -> None:
         self.notify(f"run {run_id} deleted", timeout=3)

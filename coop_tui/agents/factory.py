@@ -12,7 +12,16 @@ from typing import Any
 from coop_tui.spec import AgentSpec
 
 
-def build_agent(name: str, spec: AgentSpec, *, limiter: Any = None, base: Path | None = None) -> Any:
+def build_agent(
+    name: str,
+    spec: AgentSpec,
+    *,
+    limiter: Any = None,
+    base: Path | None = None,
+    concurrency: int | None = None,
+) -> Any:
+    """``concurrency``: the sweep's limit, which sizes an LLM agent's connection pools
+    (per endpoint, unless the agent's own ``max_concurrency`` is smaller)."""
     kind = spec.kind
     if kind == "strategy":
         from coop_tui.agents.strategies import get_strategy
@@ -54,6 +63,9 @@ def build_agent(name: str, spec: AgentSpec, *, limiter: Any = None, base: Path |
         api_key=spec.resolve_key(),
         timeout=spec.timeout,
         limiter=limiter,
+        max_concurrency=spec.max_concurrency,
+        max_connections=concurrency,
+        constrained=spec.constrained,
     )
     agent.spec = spec.public()
     return agent

@@ -2,19 +2,26 @@
 
 Two transports, chosen per agent:
 
-* ``openai``: the ``openai`` SDK's ``AsyncOpenAI`` talking straight to an OpenAI-compatible
-  ``api_base`` (``openai/…``, ``hosted_vllm/…`` or a bare model name with ``api_base``).
-  One client per agent, reused, with a connection pool sized for sweep concurrency; the SDK
-  sends the request and raises status errors, we decode the SSE lines. This is the fast
-  path: litellm spends about three times the CPU per streamed answer and reaches markedly
-  lower throughput on the loopback benchmark (``benchmarks/bench_clients.py``).
+* ``openai``: OpenAI-compatible servers given by ``api_base`` (``openai/…``,
+  ``hosted_vllm/…`` or a bare model name). Requests go through our own lean HTTP/1.1
+  client (:mod:`coop_tui.agents.http_stream`): kept-alive connections taken from a stack in
+  O(1), SSE lines decoded without building an object per chunk. At sweep concurrency it
+  spends less client CPU per answer than a bare ``openai`` SDK loop, whose connection pool
+  checks every idle connection on each request (``benchmarks/bench_clients.py``). When the
+  environment routes the URL through a proxy, the ``openai`` SDK sends the request instead.
 * ``litellm``: ``litellm.acompletion`` for every other provider string.
 
-Both are imported lazily (litellm costs seconds to import, and must not slow ``--help``).
-Retries cover rate limits, 5xx, timeouts, connection errors, streams that end without a
-finish reason, and malformed chunks; each HTTP attempt holds the sweep's limiter, the
-backoff sleep does not. The API key lives in a wrapper whose ``repr`` hides it, and every
-error message is scrubbed of it before it leaves this module.
+``api_base`` may list several servers for one model: :mod:`coop_tui.agents.endpoints`
+spreads requests over them (per-endpoint ``max_concurrency``, least busy first), moves
+them off a server that dies, and lowers the concurrency of a server that cuts concurrent
+streams. With ``constrained`` set, answers are restricted by the server's grammar
+(llama.cpp ``grammar``) or JSON-schema support (``response_format``).
+
+Both clients are imported lazily (litellm costs seconds to import, and must not slow
+``--help``). Retries cover rate limits, 5xx, timeouts, connection errors, streams that end
+without a finish reason, and malformed chunks; each HTTP attempt holds the sweep's
+limiter, the backoff sleep does not. The API key lives in a wrapper whose ``repr`` hides
+it, and every error message is scrubbed of it before it leaves this module.
 """
 
 from __future__ import annotations
@@ -32,13 +39,23 @@ import random
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from coop_tui.agents.endpoints import EndpointPool, host_of, public_url
+from coop_tui.agents.http_stream import ConnectionPool, HTTPStatusError
 from coop_tui.decisions import AgentReply, DecisionRequest
 
 Transport = Literal["auto", "openai", "litellm"]
+Constrained = Literal["grammar", "json_schema"]
+
+DEFAULT_ENDPOINT_LIMIT = 1024
+"""Requests at once per endpoint when neither the agent nor the sweep says (the sweep cap)."""
+MAX_FREE_CUTS = 16
+"""Cut streams per answer blamed on server concurrency that do not use up ``max_retries``
+(the endpoint halves its concurrency meanwhile, so this bound is never reached in practice)."""
 
 OPENAI_COMPATIBLE_PREFIXES = frozenset(
     {"openai", "hosted_vllm", "openai-compatible", "openai_compatible", "custom_openai"}
@@ -95,7 +112,12 @@ class _Secret:
 
 
 class _StreamBroken(Exception):
-    """The stream ended without a finish reason (no ``[DONE]``): the answer may be cut."""
+    """The stream ended badly: without a finish reason (``cut``: the answer may be
+    incomplete), or with an error or an unexpected chunk in it."""
+
+    def __init__(self, message: str, *, cut: bool = False) -> None:
+        super().__init__(message)
+        self.cut = cut
 
 
 @dataclass
@@ -312,6 +334,16 @@ def classify(exc: BaseException) -> _Failure:
     return _Failure(False, f"{name}: {exc}")
 
 
+@dataclass
+class _Call:
+    """One streamed answer after its transport retries (one step of a reply)."""
+
+    state: _AttemptState
+    latency: float
+    queued: float
+    retries: int
+
+
 class LLMAgent:
     """A seat answered by a hosted or self-hosted chat model."""
 
@@ -325,7 +357,7 @@ class LLMAgent:
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         style: str = "cot",
-        api_base: str | None = None,
+        api_base: str | Sequence[str] | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
         limiter: Any = None,
@@ -334,120 +366,213 @@ class LLMAgent:
         backoff_cap: float = 30.0,
         max_retries: int = 6,
         transport: Transport = "auto",
-        max_connections: int = 512,
+        max_connections: int | None = None,
+        max_concurrency: int | None = None,
+        constrained: Constrained | None = None,
     ) -> None:
         if not model:
             raise ValueError(
                 f"agent {name!r}: an LLM agent needs a model string like openai/gpt-4o"
             )
+        if constrained not in (None, "grammar", "json_schema"):
+            raise ValueError(
+                f"agent {name!r}: constrained must be 'grammar' or 'json_schema', "
+                f"not {constrained!r}"
+            )
+        urls = [api_base] if isinstance(api_base, str) else list(api_base or [])
         self.name = name
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.reasoning_effort = reasoning_effort
         self.style = style
-        self.api_base = api_base
+        self.api_base: str | None = urls[0] if urls else None
+        self.api_bases = urls
         self._key = _Secret(api_key)
         self.timeout = timeout
         self.limiter = limiter
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.max_retries = max_retries
-        self.max_connections = max_connections
+        self.constrained = constrained
+        # Per endpoint: the agent's max_concurrency, else what the sweep allows at once
+        # (the connection pool keeps that many connections alive, no more).
+        per_endpoint = max_concurrency or max_connections or DEFAULT_ENDPOINT_LIMIT
+        self.max_connections = per_endpoint
         self.transport: Literal["openai", "litellm"] = (
-            choose_transport(model, api_base) if transport == "auto" else transport
+            choose_transport(model, self.api_base) if transport == "auto" else transport
         )
         self.spec: dict[str, Any] = {"model": model}
-        self._client: Any = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self.on_notice: Any = None
+        """Called with an :class:`~coop_tui.agents.endpoints.EndpointNotice` (the sweep
+        sets it to reach progress and summary)."""
+        self.endpoints: EndpointPool | None = (
+            EndpointPool(urls, per_endpoint, agent=name, notify=self._notify) if urls else None
+        )
+        self._sdk: dict[str, Any] = {}
+        self._sdk_loop: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random()
 
     def __repr__(self) -> str:
+        bases = [public_url(u) for u in self.api_bases]
         return (
-            f"LLMAgent(name={self.name!r}, model={self.model!r}, api_base={self.api_base!r}, "
+            f"LLMAgent(name={self.name!r}, model={self.model!r}, "
+            f"api_base={bases[0] if len(bases) == 1 else bases or None!r}, "
             f"transport={self.transport!r}, api_key={self._key!r})"
         )
+
+    def _notify(self, notice: Any) -> None:
+        if callable(self.on_notice):
+            self.on_notice(notice)
+
+    def notices(self) -> list[str]:
+        """What the endpoint pool adapted or noticed during the run, in order."""
+        return list(self.endpoints.notices) if self.endpoints is not None else []
 
     # -- public --------------------------------------------------------------------------
 
     async def reply(self, request: DecisionRequest, messages: list[dict], sink: Any) -> AgentReply:
         """Stream one answer; retry transport faults; return only the last attempt's text.
 
-        ``latency_ms`` counts the HTTP attempts and the backoff pauses between them, not the
-        time spent queueing for the limiter.
+        With ``constrained`` set and an answer kind that has a schema, style ``cot`` asks
+        twice, like the embedded model: a free answer (the reasoning), then the final
+        answer under the server's grammar or JSON-schema constraint; style ``direct`` asks
+        only the constrained question.
+
+        ``latency_ms`` is the provider's time: from sending each HTTP attempt to the end of
+        its stream, summed over attempts (backoff pauses excluded); ``queue_ms`` is the
+        time spent waiting for a concurrency slot (endpoint and sweep limits).
         """
-        retries = 0
-        busy = 0.0
         # The litellm transport needs litellm before the request; its first (slow) import
         # runs in a thread and that wait is not part of the latency.
         if self.transport == "litellm":
             await _litellm_async()
+        constraint = self._constraint(request) if self.constrained else None
+        calls: list[_Call] = []
+        answer: str | None = None
+        if constraint is None or self.style == "cot":
+            calls.append(await self._call(messages, sink, {}))
+        if constraint is not None:
+            params, budget = constraint
+            follow = list(messages)
+            if calls:
+                text = "".join(calls[0].state.text).strip()
+                follow = [
+                    *messages,
+                    {"role": "assistant", "content": text},
+                    {"role": "user", "content": _final_answer_prompt()},
+                ]
+                if text:
+                    sink.text("\n\n")
+            if self.max_tokens is None or self.max_tokens > budget:
+                params = {**params, "max_tokens": budget}
+            final = await self._call(follow, sink, params)
+            calls.append(final)
+            answer = "".join(final.state.text).strip()
+        first, last = calls[0].state, calls[-1].state
+        tokens_in = _sum_known(c.state.input_tokens for c in calls)
+        tokens_out = _sum_known(c.state.output_tokens for c in calls)
+        cost = None
+        if tokens_in is not None and tokens_out is not None:
+            cost = cost_for(self.model, tokens_in, tokens_out)
+        text = "".join(first.text) if answer is None or len(calls) > 1 else ""
+        return AgentReply(
+            text=text,
+            reasoning="".join(first.reasoning) + "".join(
+                "".join(c.state.reasoning) for c in calls[1:]
+            ),
+            answer=answer,
+            constrained=answer is not None,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd=cost,
+            latency_ms=sum(c.latency for c in calls) * 1000.0,
+            queue_ms=sum(c.queued for c in calls) * 1000.0,
+            transport_retries=sum(c.retries for c in calls),
+            model=last.model or self.model,
+        )
+
+    async def aclose(self) -> None:
+        """Close pooled connections (optional; they are also freed with the agent)."""
+        clients, self._sdk = list(self._sdk.values()), {}
+        for client in clients:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if self.endpoints is not None:
+            for ep in self.endpoints.endpoints:
+                pool, ep.client = ep.client, None
+                if pool is not None:
+                    pool.close()
+
+    # -- one step with its retries ---------------------------------------------------------
+
+    async def _call(self, messages: list[dict], sink: Any, extra: dict[str, Any]) -> _Call:
+        retries = 0
+        free = 0  # cut streams blamed on concurrency: the endpoint adapts, the budget stays
+        busy = queued = 0.0
+        body = self._body(messages, extra) if self._lean() else b""
         while True:
             attempt = _AttemptState()
-            started = 0.0
+            asked = time.perf_counter()
+            lease = await self.endpoints.acquire() if self.endpoints is not None else None
+            outcome = "error"
+            sent = 0.0
             try:
                 if self.limiter is not None:
                     async with self.limiter:
-                        started = time.perf_counter()
-                        await self._attempt(messages, sink, attempt)
+                        sent = time.perf_counter()
+                        await self._attempt(lease, messages, extra, body, sink, attempt)
                 else:
-                    started = time.perf_counter()
-                    await self._attempt(messages, sink, attempt)
-                busy += time.perf_counter() - started
-                break
+                    sent = time.perf_counter()
+                    await self._attempt(lease, messages, extra, body, sink, attempt)
+                outcome = "ok"
             except Exception as exc:  # noqa: BLE001 - classified below
-                if started:
-                    busy += time.perf_counter() - started
                 failure = classify(exc)
+                outcome = _endpoint_outcome(exc)
+            finally:
+                now = time.perf_counter()
+                if sent:
+                    busy += now - sent
+                    queued += sent - asked
+                else:
+                    queued += now - asked
+                if lease is not None:
+                    self.endpoints.release(lease, outcome)  # type: ignore[union-attr]
+            if outcome == "ok":
+                return _Call(attempt, busy, queued, retries)
             message = self._key.scrub(failure.message)
-            if not failure.retryable:
+            concurrent_cut = outcome == "cut" and lease is not None and lease.concurrent
+            if concurrent_cut and free < MAX_FREE_CUTS:
+                free += 1
+            elif not failure.retryable:
                 raise ProviderError(
-                    f"{self._where()}: {message}", status=failure.status, retries=retries
+                    f"{self._where(lease)}: {message}", status=failure.status, retries=retries
                 ) from None
-            if retries >= self.max_retries:
+            elif retries - free >= self.max_retries:
                 raise ProviderError(
-                    f"{self._where()}: gave up after {retries} retries; last error: {message}",
+                    f"{self._where(lease)}: gave up after {retries} retries; "
+                    f"last error: {message}",
                     status=failure.status,
                     retries=retries,
                     retryable=True,
                 ) from None
-            delay = self._backoff(retries, failure.retry_after)
+            failover = outcome == "down" and self.endpoints is not None and len(self.api_bases) > 1
+            delay = 0.0 if failover else self._backoff(retries - free, failure.retry_after)
+            if concurrent_cut:
+                delay = min(delay, 0.05)
             retries += 1
             if attempt.emitted:
                 restart = getattr(sink, "restart", None)
                 if callable(restart):
                     restart(f"{message}; retrying in {delay:.1f}s ({retries}/{self.max_retries})")
-            await asyncio.sleep(delay)
-            busy += delay
-        cost = None
-        if attempt.input_tokens is not None and attempt.output_tokens is not None:
-            cost = cost_for(self.model, attempt.input_tokens, attempt.output_tokens)
-        return AgentReply(
-            text="".join(attempt.text),
-            reasoning="".join(attempt.reasoning),
-            input_tokens=attempt.input_tokens,
-            output_tokens=attempt.output_tokens,
-            cost_usd=cost,
-            latency_ms=busy * 1000.0,
-            transport_retries=retries,
-            model=attempt.model or self.model,
-        )
-
-    async def aclose(self) -> None:
-        """Close the pooled HTTP client (optional; the pool is also freed with the agent)."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
+            if delay:
+                await asyncio.sleep(delay)
 
     # -- internals -----------------------------------------------------------------------
 
-    def _where(self) -> str:
-        if self.api_base:
-            from urllib.parse import urlsplit
-
-            host = urlsplit(self.api_base).netloc or self.api_base
-            return f"{self.model} at {host}"
-        return self.model
+    def _where(self, lease: Any = None) -> str:
+        url = lease.endpoint.url if lease is not None else self.api_base
+        return f"{self.model} at {host_of(url)}" if url else self.model
 
     def _backoff(self, retries: int, retry_after: float | None) -> float:
         """Full jitter: uniform in [0, min(cap, base·2^n)]; a server's Retry-After wins.
@@ -469,30 +594,150 @@ class LLMAgent:
             params["reasoning_effort"] = self.reasoning_effort
         return params
 
-    async def _attempt(self, messages: list[dict], sink: Any, state: _AttemptState) -> None:
+    def _constraint(self, request: DecisionRequest) -> tuple[dict[str, Any], int] | None:
+        """Request parameters that constrain the answer to its schema, and a token budget;
+        None for free-text kinds."""
+        from coop_tui.agents.local import _answer_budget, answer_grammar, grammar_schema
+        from coop_tui.schemas import answer_schema
+
+        schema = request.schema
+        if schema is None:
+            schema = answer_schema(request.kind, request.labels, request.options)
+        if schema is None:
+            return None
+        budget = _answer_budget(schema)
+        if self.constrained == "json_schema":
+            fmt = {"name": "answer", "schema": grammar_schema(schema), "strict": True}
+            return {"response_format": {"type": "json_schema", "json_schema": fmt}}, budget
+        kind, payload = answer_grammar(request.kind, request.labels, schema)
+        grammar = payload if kind == "gbnf" else _schema_gbnf(payload)
+        return {"grammar": grammar}, budget
+
+    def _lean(self) -> bool:
+        return self.transport == "openai" and not _proxied(self.api_base or "")
+
+    def _model_name(self) -> str:
+        prefix, name = split_provider(self.model)
+        return name if prefix in OPENAI_COMPATIBLE_PREFIXES else self.model
+
+    def _body(self, messages: list[dict], extra: dict[str, Any]) -> bytes:
+        payload = {
+            "model": self._model_name(),
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **self._params(),
+            **extra,
+        }
+        return json.dumps(payload).encode()
+
+    async def _attempt(
+        self,
+        lease: Any,
+        messages: list[dict],
+        extra: dict[str, Any],
+        body: bytes,
+        sink: Any,
+        state: _AttemptState,
+    ) -> None:
+        url = lease.endpoint.url if lease is not None else self.api_base
         if self.transport == "openai":
-            await self._stream_openai(messages, sink, state)
+            if body:
+                await self._stream_lean(lease.endpoint, body, sink, state)
+            else:
+                await self._stream_openai(url, messages, extra, sink, state)
         else:
-            await self._stream_litellm(messages, sink, state)
+            await self._stream_litellm(url, messages, extra, sink, state)
         if state.finish_reason is None:
-            raise _StreamBroken("the stream ended without a finish reason (dropped connection?)")
+            raise _StreamBroken(
+                "the stream ended without a finish reason (dropped connection, or the server "
+                "interrupted it for another request?)",
+                cut=True,
+            )
 
     async def prepare(self) -> None:
         """Import the client library off the event loop, before the first request needs it.
 
-        The openai SDK takes about a second to import and litellm several; imported inside
-        the first reply they would stall every stream already running.
+        The lean path needs nothing; the openai SDK (behind a proxy) takes about a second
+        to import and litellm several; imported inside the first reply they would stall
+        every stream already running.
         """
         if self.transport == "openai":
-            await asyncio.to_thread(_import_openai_sdk)
-            self._openai_client().chat.completions  # noqa: B018  # client, pool, resources
+            if not self._lean():
+                await asyncio.to_thread(_import_openai_sdk)
+                self._openai_client(self.api_base or "").chat.completions  # noqa: B018
         else:
             await _litellm_async()
 
-    def _openai_client(self) -> Any:
+    def _http_pool(self, endpoint: Any) -> ConnectionPool:
         loop = asyncio.get_running_loop()
-        if self._client is not None and self._client_loop is loop:
-            return self._client
+        if endpoint.client is None or endpoint.client_loop is not loop:
+            endpoint.client = ConnectionPool(
+                endpoint.url,
+                max_idle=self.max_connections,
+                connect_timeout=min(self.timeout, 30.0),
+            )
+            endpoint.client_loop = loop
+        return endpoint.client
+
+    async def _stream_lean(
+        self, endpoint: Any, body: bytes, sink: Any, state: _AttemptState
+    ) -> None:
+        """POST and decode the SSE stream with :mod:`coop_tui.agents.http_stream`.
+
+        The timeout bounds silence, not the whole answer: it is pushed back whenever bytes
+        arrive (a long generation is fine, a server that stops talking is not).
+        """
+        pool = self._http_pool(endpoint)
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                   "User-Agent": "coop-tui"}
+        key = self._key.get()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        loop = asyncio.get_running_loop()
+        limit = self.timeout
+        try:
+            async with asyncio.timeout(limit) as deadline:
+                response = await pool.post("/chat/completions", body, headers)
+                try:
+                    if response.status >= 300:
+                        raise HTTPStatusError(
+                            response.status, response.headers, await response.read_text()
+                        )
+                    pushed = loop.time()
+                    data: list[str] = []
+                    async for line in response.lines():
+                        now = loop.time()
+                        if now - pushed > limit / 4 and not state.done:
+                            deadline.reschedule(now + limit)
+                            pushed = now
+                        if state.done:
+                            continue  # read to the end so the connection can be reused
+                        if line:
+                            if line.startswith("data:"):
+                                value = line[5:]
+                                data.append(value[1:] if value.startswith(" ") else value)
+                            continue  # event:, id:, retry: and ":" comments: nothing we use
+                        if data and _sse_event("\n".join(data), sink, state):
+                            state.done = True
+                            # a server that keeps the body open after [DONE] gets a second
+                            deadline.reschedule(loop.time() + 1.0)
+                        data = []
+                    if data and not state.done:
+                        _sse_event("\n".join(data), sink, state)
+                finally:
+                    response.release()
+        except TimeoutError:
+            if not state.done:
+                raise
+
+    def _openai_client(self, url: str) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._sdk_loop is not loop:
+            self._sdk, self._sdk_loop = {}, loop
+        client = self._sdk.get(url)
+        if client is not None:
+            return client
         import httpx
         from openai import AsyncOpenAI
 
@@ -507,32 +752,36 @@ class LLMAgent:
         )
         # A placeholder when no key was given: the SDK would otherwise pick up
         # OPENAI_API_KEY from the environment and send it to whatever api_base says.
-        self._client = AsyncOpenAI(
+        client = AsyncOpenAI(
             api_key=self._key.get() or "no-key",
-            base_url=self.api_base,
+            base_url=url,
             max_retries=0,
             timeout=timeout,
             http_client=http,
         )
-        self._client_loop = loop
-        return self._client
+        self._sdk[url] = client
+        return client
 
-    async def _stream_openai(self, messages: list[dict], sink: Any, state: _AttemptState) -> None:
-        """Stream through the openai SDK, reading the SSE lines ourselves.
+    async def _stream_openai(
+        self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
+        state: _AttemptState,
+    ) -> None:
+        """Stream through the openai SDK (used when a proxy must be honoured).
 
-        The SDK still does the request, auth, base URL and status errors; only the chunk
-        decoding is ours, because building a pydantic object per chunk was most of the
-        client's CPU time at sweep concurrency (see benchmarks/bench_clients.py).
+        The SDK does the request, auth, proxy and status errors; the chunk decoding is
+        ours, because building a pydantic object per chunk costs most of the client's CPU.
         """
-        client = self._openai_client()
-        prefix, name = split_provider(self.model)
-        model = name if prefix in OPENAI_COMPATIBLE_PREFIXES else self.model
+        client = self._openai_client(url or "")
+        params = dict(extra)
+        body = {k: params.pop(k) for k in ("grammar",) if k in params}
         async with client.chat.completions.with_streaming_response.create(
-            model=model,
+            model=self._model_name(),
             messages=messages,
             stream=True,
             stream_options={"include_usage": True},
+            extra_body=body or None,
             **self._params(),
+            **params,
         ) as response:
             lines = response.iter_lines().__aiter__()
             data: list[str] = []
@@ -541,10 +790,8 @@ class LLMAgent:
                     if line.startswith("data:"):
                         value = line[5:]
                         data.append(value[1:] if value.startswith(" ") else value)
-                    continue  # event:, id:, retry: and ":" comments carry nothing we use
+                    continue
                 if data and _sse_event("\n".join(data), sink, state):
-                    # Read the end of the body so the connection goes back to the pool,
-                    # but do not wait on a server that keeps it open after [DONE].
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(1.0):
                             async for _ in lines:
@@ -554,11 +801,18 @@ class LLMAgent:
             if data:
                 _sse_event("\n".join(data), sink, state)
 
-    async def _stream_litellm(self, messages: list[dict], sink: Any, state: _AttemptState) -> None:
+    async def _stream_litellm(
+        self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
+        state: _AttemptState,
+    ) -> None:
         litellm = await _litellm_async()
         kwargs: dict[str, Any] = dict(self._params())
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        params = dict(extra)
+        if "grammar" in params:
+            kwargs["extra_body"] = {"grammar": params.pop("grammar")}
+        kwargs.update(params)
+        if url:
+            kwargs["api_base"] = url
         if self._key.get():
             kwargs["api_key"] = self._key.get()
         stream = await litellm.acompletion(
@@ -582,9 +836,61 @@ class LLMAgent:
         _check_litellm_stream(stream, state)
 
 
+def _final_answer_prompt() -> str:
+    from coop_tui.agents.local import FINAL_ANSWER_PROMPT
+
+    return FINAL_ANSWER_PROMPT
+
+
+def _sum_known(values: Any) -> int | None:
+    """The total, or None when any part is unknown (a partial sum would look exact)."""
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _endpoint_outcome(exc: BaseException) -> str:
+    """What a failure says about the endpoint: down (no connection), cut (stream ended
+    without a finish reason), or error (nothing about its health)."""
+    if isinstance(exc, _StreamBroken) and exc.cut:
+        return "cut"
+    if isinstance(exc, ConnectionRefusedError):
+        return "down"
+    name = type(exc).__name__
+    if name in ("ConnectError", "APIConnectionError") and "onnect" in str(exc):
+        return "down"
+    return "error"
+
+
+@functools.cache
+def _proxied(url: str) -> bool:
+    """True when the environment routes ``url`` through a proxy (the SDK path honours it)."""
+    if not url:
+        return False
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(url).scheme
+    if scheme not in urllib.request.getproxies():
+        return False
+    return not urllib.request.proxy_bypass(urlsplit(url).hostname or "")
+
+
+@functools.cache
+def _schema_gbnf(schema_json: str) -> str:
+    """GBNF text for a JSON schema, by llama.cpp's own converter (pure Python)."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(schema_json)
+
+
 def _sse_event(payload: str, sink: Any, state: _AttemptState) -> bool:
     """Handle one SSE ``data`` payload; True at ``[DONE]``. Bad JSON raises (retryable)."""
     if payload.strip() == "[DONE]":
+        state.done = True
         return True
     chunk = json.loads(payload)
     if not isinstance(chunk, dict):
@@ -626,6 +932,8 @@ class _AttemptState:
         self.finish_reason: str | None = None
         self.model: str | None = None
         self.emitted = False
+        self.done = False
+        """``[DONE]`` arrived: the answer is complete whatever happens to the connection."""
 
     def consume(self, chunk: Any, sink: Any) -> None:
         usage = _field(chunk, "usage")

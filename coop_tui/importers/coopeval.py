@@ -1212,7 +1212,7 @@ def write_path(store: Any, path: Path, header: ImportPlan) -> bool:
 
 def import_command(directory: Path, db_path: Path) -> int:
     """CLI entry point: exit 0 on success, 2 (nothing written) on a bad directory."""
-    from coop_tui.cli import fail
+    from coop_tui.errors import fail
     from coop_tui.store import Store
 
     try:

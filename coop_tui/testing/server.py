@@ -85,9 +85,12 @@ class ServerConfig:
     models: Sequence[str] = ("loopback",)
     send_usage: bool = True
     """False: ignore ``stream_options.include_usage``, like servers that never report usage."""
+    interrupt: bool = False
+    """Like llama.cpp's server by default (``interrupt_requests``): a new chat request ends
+    every stream still running with ``[DONE]`` and no finish reason."""
 
 
-@dataclass
+@dataclass(eq=False)
 class RecordedRequest:
     """One request as the server saw it; tests read these from ``server.requests``."""
 
@@ -151,6 +154,10 @@ class LoopbackServer:
         self._error: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping: asyncio.Event | None = None
+        self._streaming: set[RecordedRequest] = set()
+        """Streams being answered now (``interrupt`` ends them when a request arrives)."""
+        self.interrupted = 0
+        """Streams ended early by ``interrupt``."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -412,6 +419,9 @@ class LoopbackServer:
         cfg = self.config
         record.index, fault = self._next_fault()
         record.fault = fault
+        if cfg.interrupt:
+            for running in self._streaming:
+                running.extra["interrupted"] = True
         if cfg.api_key is not None:
             offered = record.headers.get("authorization", "")
             if offered != f"Bearer {cfg.api_key}":
@@ -526,17 +536,28 @@ class LoopbackServer:
             await writer.drain()
 
         start = time.monotonic()
-        for i, (key, text) in enumerate(pieces):
-            due = start + first + gap * i
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if fault in ("drop", "truncate", "malformed") and i == cut:
-                break
-            delta: dict[str, Any] = {key: text}
-            if i == 0:
-                delta = {"role": "assistant", **delta}
-            await send(json.dumps(chunk(delta)))
+        self._streaming.add(record)
+        try:
+            for i, (key, text) in enumerate(pieces):
+                due = start + first + gap * i
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if record.extra.get("interrupted"):
+                    # what llama.cpp's server does: [DONE] without a finish reason
+                    self.interrupted += 1
+                    await send("[DONE]")
+                    writer.write(b"0\r\n\r\n")
+                    await writer.drain()
+                    return keep
+                if fault in ("drop", "truncate", "malformed") and i == cut:
+                    break
+                delta: dict[str, Any] = {key: text}
+                if i == 0:
+                    delta = {"role": "assistant", **delta}
+                await send(json.dumps(chunk(delta)))
+        finally:
+            self._streaming.discard(record)
         if not pieces:
             await asyncio.sleep(cfg.latency)
         if fault == "drop":
@@ -607,6 +628,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", type=float, default=0.2)
     parser.add_argument("--hang", type=float, default=30.0)
     parser.add_argument("--api-key", default=None)
+    parser.add_argument(
+        "--interrupt", action="store_true", help="a new request ends running streams (llama.cpp)"
+    )
     args = parser.parse_args(argv)
     config: dict[str, Any] = {
         "latency": args.latency,
@@ -619,6 +643,7 @@ def main(argv: list[str] | None = None) -> None:
         "retry_after": args.retry_after,
         "hang": args.hang,
         "api_key": args.api_key,
+        "interrupt": args.interrupt,
     }
     if args.answer is not None:
         config["answer"] = args.answer

@@ -1,0 +1,258 @@
+"""Several servers for one model: per-endpoint concurrency, least-busy routing, failover,
+and concurrency that adapts to servers which cannot stream in parallel.
+
+Why our own pool and not litellm's Router: the Router routes among deployments, but every
+request then goes through litellm (about three times the client CPU of our streaming path,
+see ``benchmarks/bench_clients.py``), and it does not notice a server that cuts concurrent
+streams. This module only chooses an endpoint and keeps its books; the agent sends the
+request.
+
+Rules, per endpoint:
+
+* at most ``limit`` requests at once (the agent's ``max_concurrency``, else the sweep's
+  concurrency); a request goes to the endpoint with the lowest load ``in_flight / limit``;
+* a connection failure marks it down for a while (5 s, doubling up to a minute); requests
+  go to the others meanwhile, and after the pause one request probes it again;
+* streams that end without a finish reason while other streams run on the same endpoint
+  (llama.cpp's server interrupts a running stream when a new request arrives) lower its
+  limit by half, down to 1, and a notice says why and which setting to change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from coop_tui.events import Event
+
+DOWN_FOR = 5.0
+"""Seconds an endpoint rests after a connection failure (doubles per failure, capped)."""
+MAX_DOWN_FOR = 60.0
+CUTS_BEFORE_LOWERING = 2
+"""Concurrent cut streams that lower an endpoint's concurrency."""
+CLEAN_RUN_FORGIVES = 20
+"""Completed streams in a row after which earlier cuts are forgotten."""
+
+
+@dataclass(frozen=True)
+class EndpointNotice(Event):
+    """Something the user should know about an endpoint (shown in progress and summary)."""
+
+    agent: str
+    endpoint: str
+    message: str
+
+
+def public_url(url: str) -> str:
+    """The URL without user:password, for messages and notices."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def host_of(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+@dataclass
+class Endpoint:
+    """One server and its books."""
+
+    url: str
+    limit: int
+    configured: int
+    in_flight: int = 0
+    down_until: float = 0.0
+    down_for: float = DOWN_FOR
+    cuts: int = 0
+    clean: int = 0
+    sent: int = 0
+    completed: int = 0
+    failed: int = 0
+    client: Any = None
+    """The transport's connection pool for this endpoint (made by the agent, lazily)."""
+    client_loop: Any = None
+
+    @property
+    def host(self) -> str:
+        return host_of(self.url)
+
+    def load(self) -> float:
+        return self.in_flight / self.limit
+
+
+@dataclass
+class Lease:
+    """An endpoint slot held for one request; ``concurrent`` is True when another request
+    ran on the same endpoint at any moment of this one."""
+
+    endpoint: Endpoint
+    index: int
+    concurrent: bool = False
+    released: bool = False
+
+
+@dataclass
+class EndpointPool:
+    """Routes requests among ``urls`` (see the module docstring)."""
+
+    urls: Sequence[str]
+    limit: int
+    agent: str = ""
+    notify: Callable[[EndpointNotice], None] | None = None
+    endpoints: list[Endpoint] = field(init=False)
+    notices: list[str] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.urls:
+            raise ValueError("an endpoint pool needs at least one URL")
+        self.limit = max(1, int(self.limit))
+        self.endpoints = [Endpoint(u, self.limit, self.limit) for u in self.urls]
+        self._changed: asyncio.Event | None = None
+
+    # -- acquiring -------------------------------------------------------------------------
+
+    def _event(self) -> asyncio.Event:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def _pick(self, now: float) -> Endpoint | None:
+        best: Endpoint | None = None
+        for ep in self.endpoints:
+            if ep.in_flight >= ep.limit or ep.down_until > now:
+                continue
+            if best is None or ep.load() < best.load():
+                best = ep
+        return best
+
+    async def acquire(self) -> Lease:
+        """Wait for a slot on the least busy endpoint that is up.
+
+        When every endpoint is down, the one due back first is tried again once its pause
+        is over (one probe at a time: its pause is extended while the probe runs).
+        """
+        while True:
+            now = time.monotonic()
+            ep = self._pick(now)
+            if ep is not None:
+                return self._lease(ep)
+            up = [e for e in self.endpoints if e.down_until <= now]
+            if not up:
+                soonest = min(self.endpoints, key=lambda e: e.down_until)
+                wait = soonest.down_until - now
+                event = self._event()
+                event.clear()
+                try:
+                    async with asyncio.timeout(max(wait, 0.0)):
+                        await event.wait()
+                except TimeoutError:
+                    if soonest.down_until <= time.monotonic() and soonest.in_flight < soonest.limit:
+                        soonest.down_until = time.monotonic() + soonest.down_for  # one probe
+                        return self._lease(soonest)
+                continue
+            event = self._event()
+            event.clear()
+            await event.wait()
+
+    def _lease(self, ep: Endpoint) -> Lease:
+        ep.in_flight += 1
+        ep.sent += 1
+        return Lease(ep, ep.sent, concurrent=ep.in_flight > 1)
+
+    # -- releasing -------------------------------------------------------------------------
+
+    def release(self, lease: Lease, outcome: str) -> None:
+        """Return a slot. ``outcome``: ok, down (cannot connect), cut (no finish reason),
+        or error (any other failure: it says nothing about the endpoint's health)."""
+        if lease.released:
+            return
+        lease.released = True
+        ep = lease.endpoint
+        ep.in_flight -= 1
+        # another request started on this endpoint while this one ran
+        lease.concurrent = lease.concurrent or ep.sent > lease.index
+        if outcome == "ok":
+            ep.completed += 1
+            ep.down_for = DOWN_FOR
+            ep.clean += 1
+            if ep.clean >= CLEAN_RUN_FORGIVES:
+                ep.cuts = 0
+        else:
+            ep.failed += 1
+            ep.clean = 0
+        if outcome == "down":
+            ep.down_until = time.monotonic() + ep.down_for
+            if len(self.endpoints) > 1:
+                self._notice(
+                    ep,
+                    f"{ep.host} refused or dropped the connection; it rests {ep.down_for:g} s "
+                    "and its requests go to the other endpoints",
+                    once_per="down",
+                )
+            ep.down_for = min(ep.down_for * 2, MAX_DOWN_FOR)
+        elif outcome == "cut" and lease.concurrent:
+            ep.cuts += 1
+            if ep.cuts >= CUTS_BEFORE_LOWERING and ep.limit > 1:
+                before = ep.limit
+                ep.limit = max(1, ep.limit // 2)
+                ep.cuts = 0
+                self._notice(
+                    ep,
+                    f"{ep.host} ended streams without a finish reason while other streams ran "
+                    f"on it: its concurrency was lowered from {before} to {ep.limit}. Likely "
+                    "cause: the server interrupts a running stream when a new request arrives "
+                    "(llama.cpp's server does so by default: start it with "
+                    "--interrupt_requests False), or it cannot serve parallel requests. "
+                    f"Set max_concurrency = {ep.limit} on agent {self.agent!r} to start there.",
+                )
+        if self._changed is not None:
+            self._changed.set()
+
+    def mark_down(self, lease: Lease) -> None:
+        self.release(lease, "down")
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def _notice(self, ep: Endpoint, message: str, once_per: str | None = None) -> None:
+        text = f"agent {self.agent!r}: {message}" if self.agent else message
+        if once_per is not None:
+            key = f"{once_per}:{ep.url}"
+            if key in self._seen():
+                return
+            self._seen().add(key)
+        self.notices.append(text)
+        if self.notify is not None:
+            self.notify(EndpointNotice(self.agent, public_url(ep.url), text))
+
+    def _seen(self) -> set[str]:
+        seen = getattr(self, "_seen_keys", None)
+        if seen is None:
+            seen = set()
+            self._seen_keys = seen
+        return seen
+
+    def stats(self) -> list[dict[str, Any]]:
+        """Per endpoint: sent, completed, failed, current and configured limits."""
+        return [
+            {
+                "endpoint": public_url(ep.url),
+                "sent": ep.sent,
+                "completed": ep.completed,
+                "failed": ep.failed,
+                "limit": ep.limit,
+                "configured": ep.configured,
+            }
+            for ep in self.endpoints
+        ]

@@ -1,0 +1,175 @@
+"""Prompt sizes before a sweep runs: the token bound and the cost estimate.
+
+A prompt's size depends on the game (a 12-player table is long), the mechanism (history,
+ballots, contracts) and the agent's style, so it is measured, not assumed: each distinct
+grid point's mechanism builds its real first request for every model seat, through the
+same ``play_cell`` as a run, with probe agents that record the messages and stop the
+match before anything is sent. Tokens are estimated as characters / 4 (English text in
+common tokenizers). The first request is a lower bound for repeated games, whose later
+prompts add the history shown; the report says so.
+
+The model's context window comes from litellm's bundled price map (the JSON file, read
+directly: importing litellm costs seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coop_tui.spec import Sweep
+
+CHARS_PER_TOKEN = 4
+MAX_PROBES = 200
+"""Distinct grid points rendered at most; beyond that a spread sample stands for the rest."""
+PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+@dataclass
+class PromptSizes:
+    """Estimated input tokens of the first request, per probed grid point and seat."""
+
+    by_cell: dict[int, dict[int, int]] = field(default_factory=dict)
+    probed: int = 0
+    distinct: int = 0
+
+    def for_seat(self, cell_index: int, seat: int, agent_mean: float | None) -> float | None:
+        seats = self.by_cell.get(cell_index)
+        if seats and seat in seats:
+            return float(seats[seat])
+        return agent_mean
+
+
+class _Stop(Exception):
+    """Raised by a probe once it has recorded its request."""
+
+
+class _Probe:
+    def __init__(self, name: str, kind: str, style: str, seen: dict[int, list[dict[str, Any]]]) -> None:
+        self.name, self.kind, self.style = name, kind, style
+        self.spec: dict[str, Any] = {"probe": name}
+        self._seen = seen
+
+    async def reply(self, request: Any, messages: list[dict[str, Any]], sink: Any) -> Any:
+        self._seen.setdefault(request.seat, [dict(m) for m in messages])
+        raise _Stop()
+
+
+def _signature(sweep: Sweep, index: int) -> str:
+    from coop_tui.engine import stable_hash
+
+    cell = sweep.cells[index]
+    styles = [sweep.spec.agents[n].style if sweep.spec.agents[n].kind in ("llm", "local") else "-"
+              for n in cell.seats]
+    return stable_hash([cell.game, cell.game_params, cell.mechanism, cell.mechanism_params, styles,
+                        cell.randomize_labels])
+
+
+async def measure(sweep: Sweep) -> PromptSizes:
+    """Render the first request of every distinct grid point (at most ``MAX_PROBES``)."""
+    from coop_tui.events import EventBus
+    from coop_tui.prompts import PromptRenderer
+    from coop_tui.sweep import _templates, play_cell
+
+    model_cells = [
+        i for i, c in enumerate(sweep.cells)
+        if any(sweep.spec.agents[n].kind in ("llm", "local") for n in c.seats)
+    ]
+    groups: dict[str, list[int]] = {}
+    for i in model_cells:
+        groups.setdefault(_signature(sweep, i), []).append(i)
+    reps = [members[0] for members in groups.values()]
+    if len(reps) > MAX_PROBES:
+        step = len(reps) / MAX_PROBES
+        reps = [reps[int(k * step)] for k in range(MAX_PROBES)]
+    sizes = PromptSizes(distinct=len(groups))
+    renderer = PromptRenderer(_templates(sweep))
+    base = sweep.source.parent if sweep.source else None
+    rep_of = {members[0]: members for members in groups.values()}
+    for i in reps:
+        cell = sweep.cells[i]
+        seen: dict[int, list[dict[str, Any]]] = {}
+        agents = {}
+        for name in set(cell.seats):
+            spec = sweep.spec.agents[name]
+            style = spec.style if spec.kind in ("llm", "local") else "direct"
+            agents[name] = _Probe(name, spec.kind, style, seen)
+        await play_cell(
+            cell, 0, run_id="probe", sweep=sweep, agents=agents, bus=EventBus(), store=None,
+            renderer=renderer, base=base,
+        )
+        tokens = {seat: estimate_tokens(msgs) for seat, msgs in seen.items()}
+        for member in rep_of.get(i, [i]):
+            sizes.by_cell[member] = tokens
+        sizes.probed += 1
+    return sizes
+
+
+def measure_sync(sweep: Sweep) -> PromptSizes:
+    return asyncio.run(measure(sweep))
+
+
+@functools.lru_cache(maxsize=1)
+def _model_map() -> dict[str, Any]:
+    found = importlib.util.find_spec("litellm")
+    if found is None or not found.submodule_search_locations:
+        return {}
+    for folder in found.submodule_search_locations:
+        path = Path(folder) / PRICE_MAP_FILE
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+    return {}
+
+
+def context_window(model: str) -> int | None:
+    """Input tokens the model accepts, where litellm's map knows it."""
+    parts = model.split("/")
+    for name in ("/".join(parts[i:]) for i in range(len(parts))):
+        entry = _model_map().get(name)
+        if isinstance(entry, dict):
+            limit = entry.get("max_input_tokens") or entry.get("max_tokens")
+            if isinstance(limit, int) and limit > 0:
+                return limit
+    return None
+
+
+def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
+    """Refuse prompts above ``max_prompt_tokens`` or the model's context (SpecError)."""
+    from coop_tui.spec import SpecError
+
+    limit = sweep.spec.max_prompt_tokens
+    for index, seats in sizes.by_cell.items():
+        cell = sweep.cells[index]
+        for seat, tokens in seats.items():
+            if seat >= len(cell.seats):
+                continue
+            name = cell.seats[seat]
+            agent = sweep.spec.agents[name]
+            if agent.kind not in ("llm", "local"):
+                continue
+            if tokens > limit:
+                raise SpecError(
+                    "max_prompt_tokens",
+                    f"experiments[{cell.experiment}] ({cell.game} / {cell.mechanism}): the first "
+                    f"prompt of seat {seat + 1} ({name}) is about {tokens:,} tokens (characters / "
+                    f"{CHARS_PER_TOKEN}), more than max_prompt_tokens = {limit:,}; use fewer "
+                    "players or a shorter history, or raise max_prompt_tokens",
+                )
+            window = context_window(agent.model or "") if agent.kind == "llm" else None
+            if window is not None and tokens > window:
+                raise SpecError(
+                    f"agents.{name}.model",
+                    f"the first prompt of experiments[{cell.experiment}] ({cell.game} / "
+                    f"{cell.mechanism}) is about {tokens:,} tokens, beyond the {window:,}-token "
+                    f"context of {agent.model}; use a model with a longer context or a smaller game",
+                )

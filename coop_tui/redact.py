@@ -1,0 +1,137 @@
+"""Keep credentials out of everything coop-tui stores, prints, exports or shows.
+
+Secrets reach coop-tui three ways: a literal ``api_key``, the value of an environment
+variable (``api_key_env`` or the provider's usual one), and a ``user:password@`` part in
+an ``api_base`` URL. The agent needs them to connect; nothing else does. Two tools:
+
+- :func:`strip_userinfo` turns ``http://user:pass@host/v1`` into ``http://host/v1``, for
+  the public agent spec (stored, hashed, shown);
+- :func:`scrub` removes every registered secret (and its Basic-auth encoding), any
+  ``user:pass@`` in a URL or host, and ``Authorization`` / ``Basic`` / ``Bearer`` echoes
+  from free text such as provider error bodies, before it is stored or printed.
+
+Secrets are registered when a sweep's keys are resolved (:func:`register_secret`), so a
+provider that quotes the key back in an error cannot get it into the database.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+_MIN_SECRET = 4  # shorter values would mask ordinary words
+_SECRETS: set[str] = set()
+
+# "scheme://user:pass@" or a bare "user:pass@host" (as in "model at user:pass@host:8000")
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)?[^\s/@:'\"<>()\[\]{},]+:[^\s/@'\"<>]*@")
+_USER_ONLY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/@:'\"<>]+@")
+_AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+|=|:\s*)([A-Za-z0-9._~+/=\-]+)", re.I)
+_AUTH_HEADER = re.compile(
+    r"((?:Proxy-)?Authorization|api[_-]?key|x-api-key)(['\"]?\s*[:=]\s*['\"]?)"
+    r"(?:(Bearer|Basic)\s+)?([^\s'\",;}]+)",
+    re.I,
+)
+
+
+def _looks_secret(token: str) -> bool:
+    """A credential, not a word: long, with digits, mixed case or key punctuation."""
+    if token == MASK or len(token) < 8:
+        return False
+    return (
+        any(c.isdigit() for c in token)
+        or (any(c.isupper() for c in token) and any(c.islower() for c in token))
+        or any(c in "-_=+/." for c in token)
+    )
+
+
+def _mask_scheme(m: re.Match[str]) -> str:
+    return f"{m.group(1)} {MASK}" if _looks_secret(m.group(3)) else m.group(0)
+
+
+def _mask_header(m: re.Match[str]) -> str:
+    scheme = f"{m.group(3)} " if m.group(3) else ""
+    if m.group(4) == MASK or (not m.group(3) and not _looks_secret(m.group(4))):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{scheme}{MASK}"
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a credential so :func:`scrub` masks it (and its Basic-auth encodings)."""
+    if not value or len(value) < _MIN_SECRET:
+        return
+    encoded = base64.b64encode(value.encode()).decode()
+    _SECRETS.update({value, encoded, encoded.rstrip("=")})
+
+
+def register_url(url: str | None) -> None:
+    """Register the ``user:password`` of a URL (as typed and as Basic auth sends it)."""
+    if not url or "@" not in url:
+        return
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return
+    if password:
+        register_secret(password)
+        register_secret(f"{user or ''}:{password}")
+    elif user:
+        register_secret(user)
+
+
+def strip_userinfo(url: Any) -> Any:
+    """``http://user:pass@host:8000/v1`` -> ``http://host:8000/v1``; lists element-wise.
+
+    Anything that is not a URL with credentials comes back unchanged.
+    """
+    if isinstance(url, list | tuple):
+        return type(url)(strip_userinfo(u) for u in url)
+    if not isinstance(url, str) or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _USERINFO.sub(lambda m: m.group("scheme") or "", url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def has_userinfo(url: Any) -> bool:
+    return strip_userinfo(url) != url
+
+
+def scrub(text: Any) -> Any:
+    """``text`` with every known secret and credential-looking fragment masked.
+
+    Non-strings are returned unchanged, so callers can pass optional fields through.
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: m.group("scheme") or "", text)
+        text = _USER_ONLY.sub(lambda m: m.group("scheme"), text)
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    lowered = text.lower()
+    if "bearer" in lowered or "basic" in lowered:
+        text = _AUTH_SCHEME.sub(_mask_scheme, text)
+    if any(w in lowered for w in ("authorization", "api_key", "api-key", "apikey")):
+        text = _AUTH_HEADER.sub(_mask_header, text)
+    return text
+
+
+def scrub_data(value: Any) -> Any:
+    """:func:`scrub` applied to every string inside nested dicts and lists."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: scrub_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(scrub_data(v) for v in value)
+    return value
