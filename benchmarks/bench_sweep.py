@@ -1,9 +1,16 @@
-"""Sweep efficiency against the loopback server: ideal ceil(D/C)*L over measured wall time.
+"""A whole sweep against a keep-alive loopback server, compared with a bare ``openai`` loop.
 
-A similarity sweep of D decisions (self-play, two seats per match) runs through the
-whole stack — sweep scheduler, engine, parser, the LLM agent's HTTP client and the
-SQLite store — against an OpenAI-compatible server on 127.0.0.1 whose every answer
-takes L seconds in C-way concurrency. 1.0 would be a perfect scheduler with free I/O.
+A similarity sweep of D decisions (self-play, two seats per match) runs through the whole
+stack — sweep scheduler, engine, parser, the LLM agent's HTTP client and the SQLite store —
+against an OpenAI-compatible server on 127.0.0.1 (its own process) whose every answer takes
+L seconds, at concurrency C. In the same run, the same D streamed requests go through a
+bare ``openai`` SDK loop at the same C. Printed per C: efficiency (ideal ceil(D/C)*L over
+wall time), client CPU per decision, and the sweep's throughput and CPU as ratios to the
+bare loop's (the sweep does far more per decision: prompts, parsing, storage).
+
+``--endpoints 4`` adds a row: the same sweep over four servers, one killed mid-sweep.
+
+    .venv/bin/python benchmarks/bench_sweep.py [--concurrency 16,128,1024] [--latency 0.2]
 """
 
 from __future__ import annotations
@@ -17,21 +24,24 @@ import tempfile
 import time
 from pathlib import Path
 
-from _table import report
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _table import report  # noqa: E402
+from bench_clients import measure, openai_raw  # noqa: E402
 
 ANSWER = 'I weigh both options and mix.\n{"A0": 50, "A1": 50}'
 
 
-def sweep_dict(url: str, decisions: int, concurrency: int) -> dict:
+def sweep_dict(urls: str | list[str], decisions: int, concurrency: int, **agent: object) -> dict:
     return {
         "name": "bench-sweep",
         "seed": 1,
         "concurrency": concurrency,
-        "samples": decisions // 4,
+        "samples": max(1, decisions // 4),
         "reuse": False,
-        "agents": {"m": {"model": "openai/loopback", "api_base": url, "api_key": "sk-bench"}},
+        "agents": {"m": {"model": "openai/loopback", "api_base": urls, "api_key": "sk-bench",
+                         **agent}},
         "experiments": [
             {"game": "prisoners", "mechanism": "similarity", "matchup": "self",
              "agents": ["m"], "similarity": [0, 100]},
@@ -39,59 +49,115 @@ def sweep_dict(url: str, decisions: int, concurrency: int) -> dict:
     }
 
 
-async def run_once(url: str, decisions: int, concurrency: int, db: Path) -> tuple[float, int, float]:
+async def run_once(spec: dict, db: Path, kill: subprocess.Popen[str] | None = None,
+                   kill_after: float = 0.0) -> tuple[float, int, float, int]:
     from coop_tui.spec import build_sweep
     from coop_tui.store import Store
     from coop_tui.sweep import build_agents, prepare_agents, run_sweep
 
-    sweep = build_sweep(sweep_dict(url, decisions, concurrency))
+    sweep = build_sweep(spec)
     store = Store(db)
-    # Start-up (importing the HTTP client) is measured by bench_startup; here the clock
-    # covers the sweep itself: scheduling, requests, parsing, storage.
     agents = build_agents(sweep, {"m"})
     await prepare_agents(agents.values())
+
+    async def killer() -> None:
+        await asyncio.sleep(kill_after)
+        if kill is not None:
+            kill.kill()
+
+    task = asyncio.create_task(killer()) if kill is not None else None
     start, cpu = time.perf_counter(), time.process_time()
     summary = await run_sweep(sweep, store, agents=agents)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if task is not None:
+        await task
     stored = store.db.execute("select count(*) from decisions where valid = 1").fetchone()[0]
     store.close()
     assert summary.status == "done", summary.errors
-    return wall, stored, cpu
+    return wall, stored, cpu, summary.transport_retries
+
+
+def start_server(latency: float, chunks: int) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coop_tui.testing.server", "--port", "0",
+         "--latency", str(latency), "--chunks", str(chunks), "--answer", ANSWER],
+        stdout=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline() if proc.stdout else ""
+    return proc, line.strip().split()[-1]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--latency", type=float, default=1.0)
-    parser.add_argument("--chunks", type=int, default=50)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--decisions", type=int, default=128)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--chunks", type=int, default=20)
+    parser.add_argument("--concurrency", default="16,128,1024")
+    parser.add_argument("--per-slot", type=int, default=2,
+                        help="decisions per concurrency slot (D = per-slot x C, at least 64)")
+    parser.add_argument("--endpoints", type=int, default=4,
+                        help="also run over this many servers with one killed (0: skip)")
     args = parser.parse_args()
     rows = []
+    ratios: dict[str, dict[str, float]] = {}
     # The server runs in its own process, as a real provider would: in-process it would
     # share the GIL with the client and the benchmark would measure the server too.
-    server = subprocess.Popen(
-        [sys.executable, "-m", "coop_tui.testing.server", "--port", "0",
-         "--latency", str(args.latency), "--chunks", str(args.chunks), "--answer", ANSWER],
-        stdout=subprocess.PIPE, text=True,
-    )
+    server, url = start_server(args.latency, args.chunks)
     try:
-        line = server.stdout.readline() if server.stdout else ""
-        url = line.strip().split()[-1]
-        with tempfile.TemporaryDirectory() as tmp:
-            ideal = math.ceil(args.decisions / args.concurrency) * args.latency
-            wall, stored, cpu = asyncio.run(run_once(url, args.decisions, args.concurrency, Path(tmp) / "b.db"))
+        for conc in [int(c) for c in args.concurrency.split(",") if c.strip()]:
+            decisions = max(64, args.per_slot * conc)
+            decisions -= decisions % 4
+            ideal = math.ceil(decisions / conc) * args.latency
+            bare_wall, _, bare_cpu = asyncio.run(measure(openai_raw(url, conc), decisions, conc))
+            with tempfile.TemporaryDirectory() as tmp:
+                wall, stored, cpu, _ = asyncio.run(
+                    run_once(sweep_dict(url, decisions, conc), Path(tmp) / "b.db")
+                )
+            rows.append(("openai SDK (bare loop)", conc, decisions, decisions, ideal, bare_wall,
+                         ideal / bare_wall, 1000 * bare_cpu / decisions, 1.0, 1.0))
+            rows.append(("coop-tui sweep (storage on)", conc, decisions, stored, ideal, wall,
+                         ideal / wall, 1000 * cpu / decisions, bare_wall / wall, cpu / bare_cpu))
+            ratios[str(conc)] = {"throughput_ratio": round(bare_wall / wall, 3),
+                                 "cpu_ratio": round(cpu / bare_cpu, 3)}
     finally:
         server.terminate()
         server.wait()
-    rows.append(("coop-tui sweep (storage on)", args.decisions, args.concurrency,
-                 args.latency, args.chunks, stored, ideal, wall, ideal / wall,
-                 1000 * cpu / args.decisions))
+    if args.endpoints > 1:
+        conc = 16
+        decisions = 256
+        ideal = math.ceil(decisions / (conc * args.endpoints)) * args.latency
+        for kill in (False, True):  # healthy first, then one server killed a third of the way
+            servers = [start_server(args.latency, args.chunks) for _ in range(args.endpoints)]
+            try:
+                spec = sweep_dict([u for _, u in servers], decisions, conc * args.endpoints,
+                                  max_concurrency=conc)
+                with tempfile.TemporaryDirectory() as tmp:
+                    wall, stored, cpu, retried = asyncio.run(
+                        run_once(spec, Path(tmp) / "e.db", kill=servers[1][0] if kill else None,
+                                 kill_after=ideal / 3)
+                    )
+            finally:
+                for proc, _ in servers:
+                    proc.kill()
+                    proc.wait()
+            label = f"sweep over {args.endpoints} endpoints" + (", 1 killed" if kill else "")
+            rows.append((label, conc * args.endpoints, decisions, stored, ideal, wall,
+                         ideal / wall, 1000 * cpu / decisions, float("nan"), float("nan")))
+            if kill:
+                healthy = rows[-2][5]
+                ratios["failover"] = {"throughput_vs_healthy": round(healthy / wall, 3)}
+                print(f"{args.endpoints} endpoints, one killed after {ideal / 3:.2f} s: "
+                      f"{stored}/{decisions} decisions stored, {retried} transport retries, "
+                      f"throughput {healthy / wall:.2f} of the healthy run")
     report(
-        "sweep", "sweep efficiency against the loopback server",
-        ["pipeline", "decisions", "concurrency", "latency s", "chunks", "stored",
-         "ideal s", "wall s", "efficiency", "client CPU ms/decision"],
-        rows, {"efficiency": rows[0][-2]},
+        "sweep", f"sweep vs bare openai loop, keep-alive loopback server ({args.latency:g} s answers)",
+        ["pipeline", "concurrency", "decisions", "stored", "ideal s", "wall s", "efficiency",
+         "client CPU ms/decision", "throughput vs bare", "cpu vs bare"],
+        rows, {"ratios": ratios},
     )
+    for conc, r in ratios.items():
+        if "throughput_ratio" in r:
+            print(f"C={conc}: sweep/openai-loop throughput {r['throughput_ratio']:.2f}, "
+                  f"client CPU {r['cpu_ratio']:.2f}")
 
 
 if __name__ == "__main__":

@@ -190,8 +190,6 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _check_play(args: argparse.Namespace) -> str | None:
     """``play`` arguments checked before the app opens (its errors would need a screen)."""
-    if args.rounds is not None and args.rounds < 1:
-        return f"--rounds: {args.rounds} is not a positive number of rounds; give 1 or more"
     if args.mechanism is not None:
         from coop_tui.mechanisms import MechanismError, mechanism_class
 

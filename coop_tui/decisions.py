@@ -47,6 +47,10 @@ class SeatView:
     total_rounds: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Mechanism-specific facts (similarity level, proposals on the table, ...)."""
+    cooperation_record: tuple[bool, ...] | None = None
+    """Per past round (oldest first), whether every co-player cooperated, when the engine
+    kept it alongside ``history`` (None: derive it from ``history``). Strategies read it
+    instead of re-scanning the history every move."""
 
     @property
     def own_actions(self) -> list[int]:

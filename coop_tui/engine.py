@@ -67,6 +67,8 @@ class Agent(Protocol):
     """cot or direct: which answer instructions its prompts carry."""
     spec: dict[str, Any]
     """Public description (never a secret): part of every decision's content key."""
+    # Optional: ``reads_prompt = False`` (fixed strategies) means the agent answers from
+    # the SeatView alone, so no prompt is rendered, hashed or stored for it.
 
     async def reply(
         self, request: DecisionRequest, messages: list[Message], sink: Any
@@ -169,9 +171,21 @@ class MatchContext:
         tournament's matches; None: every match asks its own."""
         self.stopped = False
         self.histories: list[list[Move]] = [[] for _ in agents]
+        self._records: list[list[bool]] | None = (
+            [[] for _ in agents] if game.has_cooperation and len(agents) == game.n_players else None
+        )
+        """Per seat, whether all co-players cooperated each round (None once a round was
+        played on other positions or games): handed to strategies with the history."""
         self._instructions: dict[tuple[str, tuple[str, ...]], str] = {}
         """Rendered answer instructions per (style, labels): the same every round."""
         self.decisions: list[Decision] = []
+        self._counts = game.action_counts
+        self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
+        self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]
+        self._samples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self.announce_strategies = True
+        """Emit DecisionStarted / TextDelta for strategy answers too (live panes show them);
+        a headless sweep turns it off: nobody watches, and they cost more than the answer."""
 
     @property
     def n_seats(self) -> int:
@@ -188,9 +202,9 @@ class MatchContext:
         """Labels for one decision; ``n_actions`` when the game asked about is not the base
         game (a mechanism-modified game with an extra action, or a population seat);
         ``seed`` instead of the match's for a decision shared by several matches."""
-        n = self.game.action_counts[seat] if n_actions is None else n_actions
+        n = self._counts[seat] if n_actions is None else n_actions
         if not self.policy.randomize_labels:
-            return Labelling.neutral(n)
+            return _neutral(n)
         if seed is not None:
             return Labelling.neutral(
                 n, np.random.default_rng(derived_seed(seed, "labels", round_, seat, phase))
@@ -223,10 +237,28 @@ class MatchContext:
         (Reputation); the view's ``seat`` is the position, so strategies read the game
         from the right side.
         """
+        record = None
+        if game is None and position is None and history is None and self._records is not None:
+            record = tuple(self._records[seat])
         game = game or self.game
         pos = seat if position is None else position
-        own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos])
+        counts = self._counts if game is self.game else game.action_counts
+        own = self.labelling(seat, round_, phase, n_actions=counts[pos])
         labels = own.labels
+        view = SeatView(
+            game=game,
+            seat=pos,
+            round=round_,
+            history=tuple(history if history is not None else self.histories[seat]),
+            total_rounds=total_rounds,
+            extra=dict(extra or {}),
+            cooperation_record=record,
+        )
+        if not self.reads_prompt(seat):
+            return DecisionRequest(
+                seat=seat, round=round_, phase=phase, kind="mixed", messages=(), view=view,
+                labels=labels, label_to_action=own.label_to_action,
+            )
         key = (self._style(seat), labels)
         instructions = self._instructions.get(key)
         if instructions is None:
@@ -241,14 +273,6 @@ class MatchContext:
             text = self._game_text(describe, pos, base, twist, instructions)
         else:
             text = self._game_text(game, pos, own, twist, instructions)
-        view = SeatView(
-            game=game,
-            seat=pos,
-            round=round_,
-            history=tuple(history if history is not None else self.histories[seat]),
-            total_rounds=total_rounds,
-            extra=dict(extra or {}),
-        )
         from coop_tui.schemas import answer_schema
 
         return DecisionRequest(
@@ -296,14 +320,17 @@ class MatchContext:
         keyed_by_actions = labels is None
         answer_labels = own.labels if keyed_by_actions else tuple(labels or ())
         opts = dict(options or {})
-        instructions = self.renderer.render(
-            f"answer/{kind}_{self._style(seat)}.j2",
-            labels=answer_labels,
-            action_labels=own.labels,
-            options=opts,
-            example=example_for(kind, answer_labels, opts),
-        )
-        text = self._game_text(game, pos, own, twist, instructions)
+        messages: tuple[Message, ...] = ()
+        if self.reads_prompt(seat):
+            instructions = self.renderer.render(
+                f"answer/{kind}_{self._style(seat)}.j2",
+                labels=answer_labels,
+                action_labels=own.labels,
+                options=opts,
+                example=example_for(kind, answer_labels, opts),
+            )
+            text = self._game_text(game, pos, own, twist, instructions)
+            messages = ({"role": "user", "content": text},)
         from coop_tui.schemas import answer_schema
 
         return DecisionRequest(
@@ -311,7 +338,7 @@ class MatchContext:
             round=round_,
             phase=phase,
             kind=kind,
-            messages=({"role": "user", "content": text},),
+            messages=messages,
             view=SeatView(
                 game=game, seat=pos, round=round_, history=tuple(self.histories[seat]),
                 extra=dict(extra or {}),
@@ -321,6 +348,10 @@ class MatchContext:
             schema=answer_schema(kind, answer_labels, opts),
             options=opts,
         )
+
+    def reads_prompt(self, seat: int) -> bool:
+        """False for agents that answer from the SeatView alone (fixed strategies)."""
+        return self._reads[seat]
 
     def _style(self, seat: int) -> str:
         return getattr(self.agents[seat], "style", "cot") or "cot"
@@ -382,14 +413,18 @@ class MatchContext:
         When one seat fails, the others still finish (and are stored): their answers are
         paid for, and a resume will reuse them instead of asking again.
         """
+        if all(self._answers_directly(r) for r in requests):
+            # Nothing to wait for: no tasks, no event-loop round trips.
+            return [await self.ask(r) for r in requests]
         results = await asyncio.gather(*(self.ask(r) for r in requests), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
         return list(results)  # type: ignore[arg-type]
 
-    async def ask_design(self, request: DecisionRequest) -> tuple[Decision, bool]:
-        """Ask for a design once per agent x seat x tournament; (decision, asked here).
+    async def ask_design(self, request: DecisionRequest) -> tuple[Decision, bool, str | None]:
+        """Ask for a design once per agent x seat x tournament; (decision, asked here,
+        design key: the same for every match that shares the design).
 
         Without a tournament (design_scope = "match", an interactive match) this is a
         plain ``ask``. Otherwise the run's design book hands every match of the
@@ -398,9 +433,10 @@ class MatchContext:
         """
         t = self.tournament
         if t is None:
-            return await self.ask(request), True
+            return await self.ask(request), True, None
         key = stable_hash([t.key, self.agents[request.seat].name, request.seat, request.phase])[:24]
-        return await t.book.get(key, lambda: self.ask(request, shared=(key, t.seed)))
+        decision, asked_here = await t.book.get(key, lambda: self.ask(request, shared=(key, t.seed)))
+        return decision, asked_here, key
 
     async def ask(
         self, request: DecisionRequest, *, shared: tuple[str, int] | None = None
@@ -410,6 +446,8 @@ class MatchContext:
         if self.pause is not None:
             await self.pause.wait()
         agent = self.agents[request.seat]
+        if self._answers_directly(request):
+            return self._record(self._strategy_decision(agent, request))
         cache_key, content_key = self._keys(request, shared)
         reusable = agent.kind not in ("human",)
         if reusable and self.lookup is not None:
@@ -426,6 +464,111 @@ class MatchContext:
                 self._emit_reused(found)
                 return self._record(found)
         return self._record(await self._ask_fresh(agent, request, cache_key, content_key))
+
+    def _answers_directly(self, request: DecisionRequest) -> bool:
+        """A strategy asked without a prompt: its answer is free, instant and the same on
+        every replay, so it is neither looked up, hashed nor re-asked."""
+        return self._direct[request.seat] and not request.messages
+
+    def _strategy_decision(self, agent: Any, request: DecisionRequest) -> Decision:
+        """The fast path of :meth:`ask` for strategies: the same parse and sampling, no
+        prompt, no cache keys (a replay recomputes the identical answer)."""
+        from coop_tui.parsing import ParseError, parse_answer
+
+        if self.announce_strategies:
+            self.bus.emit(
+                DecisionStarted(self.match_id, request.seat, request.round, request.phase, 1, (), agent.name)
+            )
+        started = time.perf_counter()
+        error = note = parsed = None
+        mixed = getattr(agent, "mixed_answer", None) if request.kind == "mixed" else None
+        if mixed is not None:
+            # The strategy wrote this text from these exact percentages: reading them
+            # back through the text parser would only repeat the same numbers.
+            text, parsed = mixed(request)
+        else:
+            text = agent.answer(request)
+            try:
+                parsed, note = parse_answer(
+                    request.kind, text, labels=request.labels, options=request.options
+                )
+            except ParseError as exc:
+                error = exc.reason
+        if text and self.announce_strategies:
+            self.bus.emit(TextDelta(self.match_id, request.seat, text))
+        decision = Decision(
+            match_id=self.match_id, round=request.round, phase=request.phase, seat=request.seat,
+            kind=request.kind, agent=agent.name, prompt=[], response=text, reasoning="",
+            parsed=None, valid=error is None, attempts=1, error=error, cache_key=None,  # type: ignore[arg-type]
+            content_key=None, labels=request.labels,  # type: ignore[arg-type]
+            label_to_action=request.label_to_action, normalisation=note,
+            latency_ms=(time.perf_counter() - started) * 1000.0, input_tokens=0,
+            output_tokens=0, cost_usd=0.0, created_at=time.time(),
+        )
+        if request.kind == "mixed":
+            self._finish_mixed(decision, request, parsed)
+        else:
+            decision.parsed = parsed
+        return decision
+
+    def plays_directly(self) -> bool:
+        """True when every seat is a strategy that answers plain play requests of this
+        match's game without a prompt and nobody watches answers stream: a mechanism may
+        then play its rounds with :meth:`direct_round`."""
+        return (
+            all(self._direct)
+            and not self.announce_strategies
+            and self._records is not None
+            and all(hasattr(a, "mixed_for") for a in self.agents)
+        )
+
+    async def direct_round(self, round_: int, *, total_rounds: int | None = None) -> list[int]:
+        """Every seat's play decision of one plain simultaneous round, for strategies.
+
+        The decisions, their events and the sampled actions are exactly what asking each
+        seat :meth:`play_request` through :meth:`ask_all` gives (without a twist: a
+        strategy reads none); only the request objects and coroutine hops are skipped,
+        which at 200 rounds of eight strategies were most of the engine's time.
+        Returns the actions; the caller scores them and calls :meth:`finish_round`.
+        """
+        if self.stopped:
+            raise MatchStopped()
+        if self.pause is not None:
+            await self.pause.wait()
+        game, records, actions = self.game, self._records, []
+        assert records is not None
+        now = time.time()
+        for seat, agent in enumerate(self.agents):
+            own = self.labelling(seat, round_, "play")
+            view = SeatView(game, seat, round_, tuple(self.histories[seat]), total_rounds, {},
+                            tuple(records[seat]))
+            started = time.perf_counter()
+            text, parsed = agent.mixed_for(view, own.labels, own.label_to_action)
+            decision = Decision(
+                match_id=self.match_id, round=round_, phase="play", seat=seat, kind="mixed",
+                agent=agent.name, prompt=[], response=text, reasoning="", parsed=None,
+                valid=True, attempts=1, error=None, cache_key=None,  # type: ignore[arg-type]
+                content_key=None, labels=own.labels,  # type: ignore[arg-type]
+                label_to_action=own.label_to_action,
+                latency_ms=(time.perf_counter() - started) * 1000.0, input_tokens=0,
+                output_tokens=0, cost_usd=0.0, created_at=now,
+            )
+            key = (parsed, seat, own.label_to_action)
+            known = self._samples.get(key)
+            if known is None:
+                self._sample(decision, game, seat, own.labels, own.label_to_action, parsed)
+                if decision.distribution is not None and sum(
+                    p > 0 for p in decision.distribution
+                ) == 1:  # a pure answer: the same sample every time
+                    self._samples[key] = (decision.parsed, decision.distribution, decision.action,
+                                          decision.coop_prob, decision.cooperated)
+            else:
+                decision.parsed = dict(known[0])
+                (decision.distribution, decision.action, decision.coop_prob,
+                 decision.cooperated) = known[1:]
+            self._record(decision)
+            actions.append(decision.action)
+        return actions
 
     def _emit_reused(self, decision: Decision) -> None:
         # Replay the stored text so live panes show reused answers too.
@@ -581,22 +724,33 @@ class MatchContext:
         return decision
 
     def _finish_mixed(self, decision: Decision, request: DecisionRequest, parsed: Any) -> None:
-        game = request.view.game
-        pos = request.view.seat  # the player position in the game (== seat unless re-matched)
+        # the view's seat is the player position in the game (== seat unless re-matched)
+        self._sample(decision, request.view.game, request.view.seat, request.labels,
+                     request.label_to_action, parsed)
+
+    def _sample(
+        self, decision: Decision, game: Game, pos: int, labels: Sequence[str],
+        label_to_action: Sequence[int], parsed: Any,
+    ) -> None:
+        """Map a parsed mixed answer to game actions, draw the action, note cooperation."""
         n_actions = game.action_counts[pos]
         if parsed is not None:
             probs = [0.0] * n_actions
             for i, p in enumerate(parsed.probabilities):
-                probs[request.label_to_action[i]] = float(p)
-            decision.parsed = dict(zip(request.labels, parsed.probabilities, strict=True))
+                probs[label_to_action[i]] = float(p)
+            decision.parsed = dict(zip(labels, parsed.probabilities, strict=True))
         elif self.policy.on_invalid == "uniform":
             probs = [1.0 / n_actions] * n_actions
             decision.normalisation = "fallback: no valid answer, played uniformly at random"
         else:
             return
         decision.distribution = tuple(probs)
-        rng = self.rng("sample", request.round, request.seat, request.phase)
-        decision.action = int(rng.choice(n_actions, p=np.asarray(probs) / sum(probs)))
+        support = [a for a, p in enumerate(probs) if p > 0]
+        if len(support) == 1:  # what the seeded draw below returns, without its cost
+            decision.action = support[0]
+        else:
+            rng = self.rng("sample", decision.round, decision.seat, decision.phase)
+            decision.action = int(rng.choice(n_actions, p=np.asarray(probs) / sum(probs)))
         # A fallback is no stated intention: it has no cooperation mass, only the action
         # that was really played.
         decision.coop_prob = game.cooperation_mass(pos, probs) if parsed is not None else None
@@ -628,25 +782,30 @@ class MatchContext:
     ) -> None:
         """Record a played round and extend each seat's own-perspective history."""
         seats = list(seats if seats is not None else range(len(actions)))
+        if self._records is not None:
+            if seats != list(range(self.n_seats)):
+                self._records = None
+            else:
+                coop = [a in c for a, c in zip(actions, self.game.cooperative, strict=False)]
+                everyone = all(coop)
+                for pos in seats:
+                    # all co-players cooperated: all cooperated, or only this seat did not
+                    self._records[pos].append(everyone or (not coop[pos] and coop.count(False) == 1))
+        acts = tuple(int(a) for a in actions)
+        pays = tuple(float(p) for p in payoffs)
         for pos, seat in enumerate(seats):
-            others = tuple(a for k, a in enumerate(actions) if k != pos)
-            others_pay = tuple(p for k, p in enumerate(payoffs) if k != pos)
             self.histories[seat].append(
-                Move(round_, int(actions[pos]), others, float(payoffs[pos]), others_pay)
+                Move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
-        self.bus.emit(
-            RoundDone(
-                self.match_id,
-                round_,
-                tuple(int(a) for a in actions),
-                tuple(float(p) for p in payoffs),
-                tuple(seats),
-                dict(info or {}),
-            )
-        )
+        self.bus.emit(RoundDone(self.match_id, round_, acts, pays, tuple(seats), dict(info or {})))
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))
+
+
+@lru_cache(maxsize=64)
+def _neutral(n_actions: int) -> Labelling:
+    return Labelling.neutral(n_actions)
 
 
 @lru_cache(maxsize=512)

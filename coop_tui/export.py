@@ -1,39 +1,124 @@
-"""``coop-tui export``: a run's tables as CSV or Parquet files, through pandas.
+"""``coop-tui export``: a run's tables as CSV or Parquet files, streamed in chunks.
 
 Secrets never reach the database, so they cannot reach an export either; the agent
 specs exported are the stored public ones.
+
+A run can hold a million decisions, so no table is ever read whole: rows come from one
+SQLite cursor ``CHUNK`` at a time and are appended to the file (csv module; a pyarrow
+ParquetWriter with one row group per chunk), so memory stays bounded by one chunk.
+Column types come from the table's declared SQLite types, so every chunk of a Parquet
+file has the same schema even when a column is empty in some of them. A decision's
+``prompt`` is exported as its text, whether stored content-addressed or inline.
 """
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+CHUNK = 20_000
 
 TABLES = {
-    "matches": "select * from matches where run_id = ?",
-    "seats": "select s.* from seats s join matches m on m.id = s.match_id where m.run_id = ?",
-    "decisions": "select d.* from decisions d join matches m on m.id = d.match_id where m.run_id = ?",
-    "rounds": "select r.* from rounds r join matches m on m.id = r.match_id where m.run_id = ?",
-    "phases": "select p.* from phases p join matches m on m.id = p.match_id where m.run_id = ?",
+    "matches": ("matches", "select {cols} from matches t where t.run_id = ?"),
+    "seats": ("seats", "select {cols} from seats t join matches m on m.id = t.match_id where m.run_id = ?"),
+    "decisions": (
+        "decisions",
+        "select {cols} from decisions t join matches m on m.id = t.match_id where m.run_id = ?"
+        " order by t.id",
+    ),
+    "rounds": ("rounds", "select {cols} from rounds t join matches m on m.id = t.match_id where m.run_id = ?"),
+    "phases": ("phases", "select {cols} from phases t join matches m on m.id = t.match_id where m.run_id = ?"),
 }
 
 
-def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[Path]:
-    import pandas as pd
+def _columns(conn: Any, table: str) -> list[tuple[str, str]]:
+    """(name, declared type) of every column, as the table has them now."""
+    return [(r[1], (r[2] or "").upper()) for r in conn.execute(f"pragma table_info({table})")]
 
+
+def table_query(conn: Any, name: str) -> tuple[list[tuple[str, str]], str]:
+    """The columns and the SQL that streams one exported table of a run."""
+    table, template = TABLES[name]
+    columns = [c for c in _columns(conn, table) if not (table == "decisions" and c[0] == "prompt_hash")]
+    exprs = []
+    for col, _type in columns:
+        if table == "decisions" and col == "prompt":
+            exprs.append(
+                "coalesce((select x.text from texts x where x.hash = t.prompt_hash), t.prompt)"
+                " as prompt"
+            )
+        else:
+            exprs.append(f"t.{col}")
+    return columns, template.format(cols=", ".join(exprs))
+
+
+def iter_chunks(conn: Any, name: str, run_id: str, chunk: int = CHUNK) -> Iterator[list[tuple[Any, ...]]]:
+    """A run's rows of one table, ``chunk`` rows at a time."""
+    _columns_, sql = table_query(conn, name)
+    cursor = conn.execute(sql, [run_id])
+    while True:
+        rows = cursor.fetchmany(chunk)
+        if not rows:
+            return
+        yield rows
+
+
+def _arrow_type(declared: str) -> Any:
+    import pyarrow as pa
+
+    if "INT" in declared:
+        return pa.int64()
+    if any(k in declared for k in ("REAL", "FLOA", "DOUB")):
+        return pa.float64()
+    return pa.string()
+
+
+def _write_csv(conn: Any, name: str, run_id: str, path: Path) -> None:
+    columns, _sql = table_query(conn, name)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([c for c, _ in columns])
+        for rows in iter_chunks(conn, name, run_id):
+            writer.writerows(rows)
+
+
+def _write_parquet(conn: Any, name: str, run_id: str, path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns, _sql = table_query(conn, name)
+    schema = pa.schema([(c, _arrow_type(t)) for c, t in columns])
+    with pq.ParquetWriter(str(path), schema) as writer:
+        wrote = False
+        for rows in iter_chunks(conn, name, run_id):
+            arrays = [
+                pa.array([r[i] for r in rows], type=schema.field(i).type)
+                for i in range(len(columns))
+            ]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            wrote = True
+        if not wrote:
+            writer.write_table(schema.empty_table())
+
+
+def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[Path]:
     from coop_tui.store import Store
 
     store = Store(db_path)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, sql in TABLES.items():
-        frame = pd.read_sql_query(sql, store.db.conn, params=[run_id])
-        path = out / f"{name}.{fmt}"
-        if fmt == "csv":
-            frame.to_csv(path, index=False)
-        else:
-            frame.to_parquet(path, index=False)
-        written.append(path)
-    store.close()
+    try:
+        for name in TABLES:
+            path = out / f"{name}.{fmt}"
+            if fmt == "csv":
+                _write_csv(store.db.conn, name, run_id, path)
+            else:
+                _write_parquet(store.db.conn, name, run_id, path)
+            written.append(path)
+    finally:
+        store.close()
     return written
 
 

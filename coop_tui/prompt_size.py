@@ -143,6 +143,13 @@ def context_window(model: str) -> int | None:
     return None
 
 
+def _local_window() -> int:
+    """The embedded model's context (llama.cpp is not loaded to read it)."""
+    from coop_tui.agents.local import N_CTX
+
+    return N_CTX
+
+
 def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
     """Refuse prompts above ``max_prompt_tokens`` or the model's context (SpecError)."""
     from coop_tui.spec import SpecError
@@ -165,11 +172,12 @@ def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
                     f"{CHARS_PER_TOKEN}), more than max_prompt_tokens = {limit:,}; use fewer "
                     "players or a shorter history, or raise max_prompt_tokens",
                 )
-            window = context_window(agent.model or "") if agent.kind == "llm" else None
+            window = context_window(agent.model or "") if agent.kind == "llm" else _local_window()
             if window is not None and tokens > window:
                 raise SpecError(
                     f"agents.{name}.model",
                     f"the first prompt of experiments[{cell.experiment}] ({cell.game} / "
                     f"{cell.mechanism}) is about {tokens:,} tokens, beyond the {window:,}-token "
-                    f"context of {agent.model}; use a model with a longer context or a smaller game",
+                    f"context of {agent.model}; use a model with a longer context or a smaller "
+                    "game",
                 )

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from coop_tui import summaries
 from coop_tui.analysis.actions import actions_report
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.store import Store
@@ -81,34 +82,24 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             strict=True,
         )
     )
-    drow = db.execute(
-        """
-        select count(*), coalesce(sum(d.valid = 0), 0),
-               coalesce(sum(case when d.reused = 0 and d.attempts > 1 then d.attempts - 1 end), 0),
-               coalesce(sum(d.transport_retries), 0), coalesce(sum(d.reused), 0),
-               coalesce(sum(d.cost_usd), 0), coalesce(sum(d.input_tokens), 0),
-               coalesce(sum(d.output_tokens), 0)
-        from decisions d join matches m on m.id = d.match_id where m.run_id = ?""",
+    drow = list(summaries.totals(db.conn, run_id).values())
+    # a match that failed because a decision gave up keeps that decision's retries
+    frow = db.execute(
+        "select count(*), coalesce(sum(transport_retries), 0) from failures where run_id = ?",
         [run_id],
     ).fetchone()
     counts.update(
-        decisions=drow[0], invalid=drow[1], retries=max(drow[2], 0), transport_retries=drow[3],
-        reused=drow[4], cost_usd=round(drow[5], 6), input_tokens=drow[6], output_tokens=drow[7],
-        failures=db.execute("select count(*) from failures where run_id = ?", [run_id]).fetchone()[0],
+        decisions=drow[0], invalid=drow[1], retries=max(drow[2], 0),
+        transport_retries=drow[3] + frow[1],
+        reused=drow[4], cost_usd=round(drow[5], 6),
+        # None when no decision of the run has token counts (a server that sends none)
+        input_tokens=None if drow[0] and drow[8] == drow[0] else drow[6],
+        output_tokens=None if drow[0] and drow[8] == drow[0] else drow[7],
+        tokens_unknown=drow[8],  # decisions whose server sent no token counts (None = unknown)
+        failures=frow[0],
     )
     # cooperation per experiment x condition x agent (play decisions with a distribution)
-    coop_rows = db.execute(
-        """
-        select m.experiment, m.game, m.mechanism, m.condition_key, m.condition, d.agent,
-               count(*), sum(d.coop_prob), sum(d.coop_prob * d.coop_prob),
-               sum(d.cooperated), count(d.cooperated)
-        from decisions d join matches m on m.id = d.match_id
-        where m.run_id = ? and d.phase = 'play' and d.coop_prob is not null
-              and m.status = 'done'
-        group by m.experiment, m.condition_key, d.agent
-        order by m.experiment, m.similarity, m.condition_key, d.agent""",
-        [run_id],
-    ).fetchall()
+    coop_rows = _coop_rows(db, run_id)
     pay_rows = db.execute(
         """
         select m.experiment, m.condition_key, s.agent, count(*), sum(s.payoff),
@@ -245,25 +236,48 @@ def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
             "per_replicate": result["per_replicate"]}
 
 
+def _conditions(db: Any, run_id: str) -> dict[tuple[int, str], tuple[Any, ...]]:
+    """(experiment, condition key) -> (game, mechanism, condition JSON, similarity)."""
+    return {
+        (e, c): rest
+        for e, c, *rest in db.execute(
+            """select experiment, condition_key, min(game), min(mechanism), min(condition),
+                      min(similarity)
+               from matches where run_id = ? group by experiment, condition_key""",
+            [run_id],
+        ).fetchall()
+    }
+
+
+def _coop_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
+    """Cooperation per experiment x condition x agent over the done matches' play
+    decisions, summed from the per-round summaries (see :mod:`coop_tui.summaries`)."""
+    acc: dict[tuple[Any, ...], list[float]] = {}
+    for (exp, ckey, agent, _rnd), values in summaries.read(db.conn, run_id, "coop_rounds").items():
+        into = acc.setdefault((exp, ckey, agent), [0, 0.0, 0.0, 0, 0])
+        for i, v in enumerate(values):
+            into[i] += v
+    conds = _conditions(db, run_id)
+    rows = []
+    for (exp, ckey, agent), (n, s, sq, k, nk) in acc.items():
+        game, mech, cjson, sim = conds.get((exp, ckey), (None, None, "{}", None))
+        rows.append((exp, game, mech, ckey, cjson, agent, n, s, sq, k if nk else None, nk, sim))
+    # the order SQL gave: experiment, similarity (unknown first), condition, agent
+    rows.sort(key=lambda r: (r[0], r[11] is not None, r[11] or 0, r[3], r[5]))
+    return [r[:11] for r in rows]
+
+
 def _per_round(db: Any, run_id: str) -> dict[int, dict[tuple[str, str], list[dict[str, Any]]]]:
     """Cooperation per round of repeated games: {experiment: {(condition, agent): points}}.
 
-    One GROUP BY over the run's play decisions (indexed by match, round, seat). Only
-    experiments whose matches last more than one round get an entry: a one-shot game has
-    no curve over rounds. ``coop_rate`` is the mean probability mass on the cooperative
-    action, ``sampled_coop_rate`` the share of sampled cooperative actions.
+    Read from the per-round summaries kept as matches finish. Only experiments whose
+    matches last more than one round get an entry: a one-shot game has no curve over
+    rounds. ``coop_rate`` is the mean probability mass on the cooperative action,
+    ``sampled_coop_rate`` the share of sampled cooperative actions.
     """
-    rows = db.execute(
-        """
-        select m.experiment, m.condition_key, d.agent, d.round, count(*), sum(d.coop_prob),
-               sum(d.coop_prob * d.coop_prob), sum(d.cooperated), count(d.cooperated)
-        from decisions d join matches m on m.id = d.match_id
-        where m.run_id = ? and d.phase = 'play' and d.coop_prob is not null
-              and m.status = 'done'
-        group by m.experiment, m.condition_key, d.agent, d.round
-        order by m.experiment, m.condition_key, d.agent, d.round""",
-        [run_id],
-    ).fetchall()
+    rows = sorted(
+        (*key, *values) for key, values in summaries.read(db.conn, run_id, "coop_rounds").items()
+    )
     out: dict[int, dict[tuple[str, str], list[dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(list)
     )

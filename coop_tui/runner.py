@@ -222,9 +222,7 @@ def run_batch(
             check_resumable(prev, sweep)
             seen_run.append(prev["id"])
             done = store.match_status(prev["id"])
-            skipped = sum(
-                1 for cell, s in sweep.matches() if done.get(cell.match_key(s)) == "done"
-            )
+            skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
             console.print(f"resuming run {prev['id']}: {skipped} of {sweep.total_matches} matches already done")
             view.skip(skipped)
     resume_hint = f"continue with: coop-tui --batch {path} --db {db_path} --resume"

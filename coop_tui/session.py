@@ -376,10 +376,13 @@ class Session:
         self.store: Store | None = None
         self.bus.subscribe(self._track)
 
-    def decision_id(self, cache_key: str) -> int | None:
-        """The stored row id of a decision (the inspector opens decisions by id)."""
+    def decision_id(self, cache_key: str | None, decision: Any = None) -> int | None:
+        """The stored row id of a decision (the inspector opens decisions by id); strategy
+        decisions have no cache key and are found by match, round, phase and seat."""
         if self.store is None:
             return None
+        if cache_key is None and decision is not None:
+            return self.store.decision_id_of(decision)
         row = self.store.db.execute(
             "select id from decisions where cache_key = ?", [cache_key]
         ).fetchone()

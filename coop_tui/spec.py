@@ -52,7 +52,7 @@ DEFAULT_MAX_PROMPT_TOKENS = 32_000
 """Default of the sweep field ``max_prompt_tokens`` (estimated from the rendered prompt)."""
 MAX_NESTING = 32
 """Deepest nesting of tables and lists a sweep or game file may have."""
-MAX_INT_DIGITS = 18
+MAX_INT_DIGITS = 19
 """Integers in a sweep file beyond this many digits are refused (no field needs them)."""
 SECRET_FIELDS = frozenset({"api_key", "api_key_env", "api_base"})
 """Fields whose value a validation error must never echo."""
@@ -259,12 +259,13 @@ class Cell:
     randomize_labels: bool
     max_attempts: int
     on_invalid: str
+    mechanism_axis: bool = False
+    """The experiment lists several mechanisms: the mechanism is part of the condition."""
+
     replicates: int = 1
     """Independent copies of the tournament this cell belongs to."""
     answers: str = "lenient"
     """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
-    mechanism_axis: bool = False
-    """The experiment lists several mechanisms: the mechanism is part of the condition."""
 
     # A cell's matches are numbered by one *slot* index, replicate-major:
     # slot = replicate * samples + sample. With one replicate the slot is the sample,
@@ -322,7 +323,8 @@ class Sweep:
     def hash(self) -> str:
         """What the results depend on: not concurrency, limits, budget or timeouts."""
         data = public_spec(self.spec)
-        for key in ("concurrency", "provider_limits", "budget_usd"):
+        for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
+                    "max_prompt_tokens"):
             data.pop(key, None)
         # Fields added later hash as before while they keep their defaults, so runs
         # started before they existed still resume.
@@ -508,7 +510,7 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
         sweep.cells.extend(
-            _expand(i, exp, spec, base=source.parent if source else None, budget=grid_budget)
+            _expand_experiment(i, exp, spec, source.parent if source else None, grid_budget)
         )
     if spec.templates:
         tdir = _resolve(spec.templates, source.parent if source else None)
@@ -607,34 +609,23 @@ def _axis(value: Any, list_typed: bool) -> bool:
 def _expand(
     i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None, budget: list[int] | None = None
 ) -> list[Cell]:
-    """The experiment's grid points. ``budget`` (one int, shared across experiments) is the
-    number of grid points still allowed; the count is checked before each product is built,
-    so a huge grid fails fast instead of filling memory."""
+    """One mechanism's grid points. ``budget`` (shared across the sweep) holds how many grid
+    points may still be added; each seating list is counted before it is built."""
     from coop_tui.mechanisms import MechanismError, mechanism_class
 
     where = f"experiments[{i}]"
-    budget = budget if budget is not None else [MAX_GRID_POINTS]
-    mech_names = exp.mechanism if isinstance(exp.mechanism, list) else [exp.mechanism]
-    if not mech_names:
-        raise SpecError(f"{where}.mechanism", "is an empty list; give at least one value")
-    mech_classes: dict[str, Any] = {}
-    for name in mech_names:
-        try:
-            mech_classes[name] = mechanism_class(name)
-        except MechanismError as exc:
-            raise SpecError(f"{where}.mechanism", str(exc)) from None
+    try:
+        mech_cls = mechanism_class(exp.mechanism)
+    except MechanismError as exc:
+        raise SpecError(f"{where}.mechanism", str(exc)) from None
+    param_fields = mech_cls.Params.model_fields
     extras = dict(exp.model_extra or {})
     for key in extras:
-        if not any(key in cls.Params.model_fields for cls in mech_classes.values()):
-            known = ", ".join(
-                dict.fromkeys(f for cls in mech_classes.values() for f in cls.Params.model_fields)
-            ) or "none"
-            which = f"mechanism {mech_names[0]!r}" if len(mech_names) == 1 else (
-                "any of the mechanisms " + ", ".join(repr(n) for n in mech_names))
+        if key not in param_fields:
+            known = ", ".join(param_fields) or "none"
             raise SpecError(
                 f"{where}.{key}",
-                f"is not a parameter of {which} (their parameters: {known})"
-                if len(mech_names) > 1 else f"is not a parameter of {which} (its parameters: {known})",
+                f"is not a parameter of mechanism {exp.mechanism!r} (its parameters: {known})",
             )
     # roster and seats
     for name in exp.agents:
@@ -651,6 +642,16 @@ def _expand(
     elif not exp.agents:
         raise SpecError(f"{where}.agents", "is empty; list the agents that play")
 
+    axes: dict[str, list[Any]] = {}
+    fixed: dict[str, Any] = {}
+    for key, value in extras.items():
+        list_typed = "list" in str(param_fields[key].annotation)
+        if _axis(value, list_typed):
+            if not value:
+                raise SpecError(f"{where}.{key}", "is an empty list; give at least one value")
+            axes[key] = value
+        else:
+            fixed[key] = value
     games = exp.game if isinstance(exp.game, list) else [exp.game]
     scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
@@ -661,6 +662,7 @@ def _expand(
     samples = exp.samples or sweep.samples
     answers = exp.answers or sweep.answers
     cells: list[Cell] = []
+    names = list(axes)
     for game_ref, scale, bonus in itertools.product(games, scales, bonuses):
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
         gp = dict(exp.game_params)
@@ -668,60 +670,41 @@ def _expand(
             gp["scale"] = scale
         if bonus is not None:
             gp["bonus"] = bonus
-        for mech_name, mech_cls in mech_classes.items():
-            param_fields = mech_cls.Params.model_fields
-            axes: dict[str, list[Any]] = {}
-            fixed: dict[str, Any] = {}
-            for key, value in extras.items():
-                if key not in param_fields:
-                    continue  # a parameter of another listed mechanism
-                list_typed = "list" in str(param_fields[key].annotation)
-                if _axis(value, list_typed):
-                    if not value:
-                        raise SpecError(f"{where}.{key}", "is an empty list; give at least one value")
-                    axes[key] = value
-                else:
-                    fixed[key] = value
-            names = list(axes)
-            points = math.prod(len(axes[n]) for n in names)
-            first = True
-            for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
-                params = dict(fixed, **dict(zip(names, combo, strict=True)))
+        for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
+            params = dict(fixed, **dict(zip(names, combo, strict=True)))
+            try:
+                validated = mech_cls.Params.model_validate(params)
+            except ValidationError as exc:
+                raise spec_error_from(exc, where) from None
+            mech = mech_cls(validated)
+            roster = len(exp.agents) if exp.matchup == "cross" else None
+            n_seats = mech.seat_count(game, roster)
+            if budget is not None:  # count first: a huge grid fails here, not in memory
+                _spend_grid(budget, _seating_count(exp, n_seats, pooled=mech_cls.pooled), where)
+            seat_lists = _seatings(exp, n_seats, where, pooled=mech_cls.pooled)
+            for seats in seat_lists:
                 try:
-                    validated = mech_cls.Params.model_validate(params)
-                except ValidationError as exc:
-                    raise spec_error_from(exc, where) from None
-                mech = mech_cls(validated)
-                roster = len(exp.agents) if exp.matchup == "cross" else None
-                if first:  # count before building: a huge grid fails here, not in memory
-                    n_seatings = _seating_count(exp, mech.seat_count(game, roster), pooled=mech_cls.pooled)
-                    _spend_grid(budget, points * n_seatings, where)
-                    first = False
-                seat_lists = _seatings(exp, mech.seat_count(game, roster), where, pooled=mech_cls.pooled)
-                for seats in seat_lists:
-                    try:
-                        mech.check_game(game, len(seats))
-                    except ValueError as exc:
-                        raise SpecError(f"{where}.matchup", str(exc)) from None
-                    _check_strategies_fit(sweep, seats, game)
-                    cells.append(
-                        Cell(
-                            experiment=i,
-                            game=str(game_ref),
-                            game_params=gp,
-                            mechanism=mech_name,
-                            mechanism_params=validated.model_dump(mode="json"),
-                            seats=tuple(seats),
-                            matchup=_matchup_label(exp, mech_cls.pooled),
-                            samples=samples,
-                            randomize_labels=exp.randomize_labels,
-                            max_attempts=_max_attempts(exp, sweep, answers),
-                            on_invalid=exp.on_invalid or sweep.on_invalid,
-                            mechanism_axis=len(mech_names) > 1,
-                            replicates=exp.replicates or sweep.replicates,
-                            answers=answers,
-                        )
+                    mech.check_game(game, len(seats))
+                except ValueError as exc:
+                    raise SpecError(f"{where}.matchup", str(exc)) from None
+                _check_strategies_fit(sweep, seats, game)
+                cells.append(
+                    Cell(
+                        experiment=i,
+                        game=str(game_ref),
+                        game_params=gp,
+                        mechanism=exp.mechanism,
+                        mechanism_params=validated.model_dump(mode="json"),
+                        seats=tuple(seats),
+                        matchup=_matchup_label(exp, mech_cls.pooled),
+                        samples=samples,
+                        randomize_labels=exp.randomize_labels,
+                        max_attempts=_max_attempts(exp, sweep, answers),
+                        on_invalid=exp.on_invalid or sweep.on_invalid,
+                        replicates=exp.replicates or sweep.replicates,
+                        answers=answers,
                     )
+                )
     seen: set[str] = set()
     for cell in cells:
         key = cell.match_key(0)
@@ -735,17 +718,45 @@ def _expand(
     return cells
 
 
-STRICT_ATTEMPTS = 6
-"""CoopEval asks once and re-asks up to five times (six attempts) before giving up."""
+def _expand_experiment(
+    i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None, budget: list[int]
+) -> list[Cell]:
+    """An experiment's grid points. A list of mechanisms is one more axis: each mechanism
+    expands with the parameters it takes (one that no listed mechanism takes is an error),
+    and its cells carry the mechanism in their condition."""
+    from dataclasses import replace
 
+    from coop_tui.mechanisms import MechanismError, mechanism_class
 
-def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
-    """An explicit max_attempts wins; strict answers default to CoopEval's six attempts."""
-    if exp.max_attempts is not None:
-        return exp.max_attempts
-    if answers == "strict" and "max_attempts" not in sweep.model_fields_set:
-        return STRICT_ATTEMPTS
-    return sweep.max_attempts
+    if not isinstance(exp.mechanism, list):
+        return _expand(i, exp, sweep, base, budget)
+    where = f"experiments[{i}]"
+    if not exp.mechanism:
+        raise SpecError(f"{where}.mechanism", "is an empty list; give at least one value")
+    if len(set(exp.mechanism)) != len(exp.mechanism):
+        raise SpecError(f"{where}.mechanism", "lists a mechanism twice; list each once")
+    fields: dict[str, set[str]] = {}
+    for name in exp.mechanism:
+        try:
+            fields[name] = set(mechanism_class(name).Params.model_fields)
+        except MechanismError as exc:
+            raise SpecError(f"{where}.mechanism", str(exc)) from None
+    extras = dict(exp.model_extra or {})
+    for key in extras:
+        if not any(key in f for f in fields.values()):
+            known = ", ".join(sorted(set().union(*fields.values()))) or "none"
+            raise SpecError(
+                f"{where}.{key}",
+                f"is not a parameter of any of the mechanisms {', '.join(exp.mechanism)} "
+                f"(their parameters: {known})",
+            )
+    cells: list[Cell] = []
+    base_fields = exp.model_dump(exclude=set(extras))
+    for name in exp.mechanism:
+        own = {k: v for k, v in extras.items() if k in fields[name]}
+        single = ExperimentSpec.model_validate({**base_fields, "mechanism": name, **own})
+        cells.extend(replace(c, mechanism_axis=True) for c in _expand(i, single, sweep, base, budget))
+    return cells
 
 
 def _seating_count(exp: ExperimentSpec, n_players: int, *, pooled: bool = False) -> int:
@@ -761,11 +772,24 @@ def _spend_grid(budget: list[int], points: int, where: str) -> None:
     if points > budget[0]:
         raise SpecError(
             where,
-            f"the grid has {points:,} more points (values x seatings) than the "
-            f"{MAX_GRID_POINTS:,} a sweep may have; split it into several sweeps or list "
-            "fewer values (use samples for repeats)",
+            f"the grid passes the limit of {MAX_GRID_POINTS:,} points per sweep (values x "
+            f"seatings; one parameter set alone seats {points:,}); split it into several "
+            "sweeps or list fewer values or agents (use samples for repeats)",
         )
     budget[0] -= points
+
+
+STRICT_ATTEMPTS = 6
+"""CoopEval asks once and re-asks up to five times (six attempts) before giving up."""
+
+
+def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
+    """An explicit max_attempts wins; strict answers default to CoopEval's six attempts."""
+    if exp.max_attempts is not None:
+        return exp.max_attempts
+    if answers == "strict" and "max_attempts" not in sweep.model_fields_set:
+        return STRICT_ATTEMPTS
+    return sweep.max_attempts
 
 
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:

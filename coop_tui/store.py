@@ -9,6 +9,7 @@ WAL mode lets the TUI read while a batch writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -20,6 +21,7 @@ from typing import Any
 
 import sqlite_utils
 
+from coop_tui import summaries
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.events import (
     DecisionDone,
@@ -221,6 +223,27 @@ def m030_run_lease_failure_reason(db: sqlite_utils.Database) -> None:
     db["failures"].create_index(["run_id", "reason"], if_not_exists=True)
 
 
+@migration
+def m031_hardening_scrub_credentials(db: sqlite_utils.Database) -> None:
+    # Databases written before redaction may hold "user:pass@" in api_base URLs (run and
+    # seat specs) and echoed credentials in error texts: clean them once, in place. Only
+    # rows containing "@" or an auth word are rewritten (a LIKE filter, then Python).
+    db.conn.create_function("coop_scrub", 1, scrub, deterministic=True)
+    before = db.conn.execute("pragma secure_delete").fetchone()[0]
+    db.conn.execute("pragma secure_delete = on")  # overwrite the old text, do not just free it
+    targets = [("runs", "spec"), ("runs", "error"), ("seats", "agent_spec"),
+               ("matches", "error"), ("failures", "error"), ("decisions", "error")]
+    for table, column in targets:
+        if table not in db.table_names() or column not in db[table].columns_dict:
+            continue
+        db.conn.execute(
+            f"update {table} set {column} = coop_scrub({column}) where ({column} like '%@%'"
+            f" or {column} like '%bearer%' or {column} like '%basic%'"
+            f" or {column} like '%authorization%') and {column} != coop_scrub({column})"
+        )
+    db.conn.execute(f"pragma secure_delete = {int(before)}")
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process with this id runs on this machine (zombies count as dead)."""
     if pid <= 0:
@@ -238,6 +261,40 @@ def process_alive(pid: int) -> bool:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+@migration
+def m010_content_addressed_prompts(db: sqlite_utils.Database) -> None:
+    # A prompt is stored once in ``texts`` and referenced by its hash (rows written before
+    # keep their inline ``prompt``, which readers still take). Strategy decisions carry no
+    # prompt, cache key or content key: partial indexes leave them out, and the
+    # phase/kind/agent index goes (the report reads summaries; it misled the planner).
+    db.execute(
+        "create table if not exists texts (hash text primary key, text text not null)"
+    )
+    if "prompt_hash" not in db["decisions"].columns_dict:
+        db["decisions"].add_column("prompt_hash", str)
+    db.execute("drop index if exists idx_decisions_phase_kind_agent")
+    db.execute("drop index if exists idx_decisions_cache_key")
+    db.execute("drop index if exists idx_decisions_content_key")
+    db.execute(
+        "create unique index idx_decisions_cache_key on decisions (cache_key)"
+        " where cache_key is not null"
+    )
+    db.execute(
+        "create index idx_decisions_content_key on decisions (content_key)"
+        " where content_key is not null"
+    )
+
+
+@migration
+def m011_match_summaries(db: sqlite_utils.Database) -> None:
+    # Per-run aggregates of finished matches (see coop_tui.summaries), filled for the
+    # matches an older database already holds.
+    from coop_tui import summaries
+
+    summaries.create_tables(db.conn)
+    summaries.fold_pending(db.conn)
 
 
 def _migrate(db: sqlite_utils.Database) -> list[str]:
@@ -298,6 +355,67 @@ def decision_row(d: Decision) -> dict[str, Any]:
     }
 
 
+DECISION_COLUMNS: tuple[str, ...] = (
+    "match_id", "round", "phase", "seat", "kind", "agent", "prompt", "response", "reasoning",
+    "answer", "parsed", "valid", "attempts", "error", "normalisation", "labels", "label_map",
+    "distribution", "action", "coop_prob", "cooperated", "constrained", "latency_ms",
+    "input_tokens", "output_tokens", "cost_usd", "transport_retries", "retries", "reused",
+    "cache_key", "content_key", "created_at", "prompt_hash", "queue_ms",
+)
+PROMPT_AT = DECISION_COLUMNS.index("prompt")
+HASH_AT = DECISION_COLUMNS.index("prompt_hash")
+INSERT_DECISION = (
+    f"insert or ignore into decisions ({', '.join(DECISION_COLUMNS)})"
+    f" values ({', '.join('?' * len(DECISION_COLUMNS))})"
+)
+
+
+_JSON_CACHE: dict[tuple[Any, ...], str] = {}
+
+
+def _small_json(key: tuple[Any, ...], value: Any) -> str:
+    """JSON of a small value that repeats across decisions (labels, a strategy's
+    distribution), encoded once."""
+    try:
+        return _JSON_CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable part: encode it every time
+        return json.dumps(value, default=str)
+    if len(_JSON_CACHE) > 4096:
+        _JSON_CACHE.clear()
+    text = _JSON_CACHE[key] = json.dumps(value, default=str)
+    return text
+
+
+def decision_values(d: Decision) -> list[Any]:
+    """:func:`decision_row` as a list in :data:`DECISION_COLUMNS` order (the hot write
+    path), the prompt still inline as JSON (None when there is none) and no hash yet."""
+    dumps = json.dumps
+    parsed = d.parsed
+    if parsed is None:
+        parsed_json = None
+    elif type(parsed) is dict and len(parsed) <= 8:
+        parsed_json = _small_json(("p", *parsed.items()), parsed)
+    else:
+        parsed_json = dumps(parsed, default=str)
+    return [
+        d.match_id, d.round, d.phase, d.seat, d.kind, d.agent,
+        dumps(d.prompt, default=str) if d.prompt else None,
+        d.response, d.reasoning, d.answer, parsed_json,
+        int(d.valid), d.attempts, d.error, d.normalisation,
+        _small_json(("l", *d.labels), list(d.labels)),
+        _small_json(("m", *d.label_to_action), list(d.label_to_action)),
+        None if d.distribution is None else _small_json(("d", *d.distribution), list(d.distribution)),
+        d.action, d.coop_prob, None if d.cooperated is None else int(d.cooperated),
+        int(d.constrained), d.latency_ms, d.input_tokens, d.output_tokens, d.cost_usd,
+        d.transport_retries,
+        dumps([a.__dict__ for a in d.retries], default=str) if d.retries else "[]",
+        int(d.reused), d.cache_key, d.content_key, d.created_at or time.time(), None,
+        d.queue_ms,
+    ]
+
+
 def decision_from_row(row: dict[str, Any]) -> Decision:
     def load(key: str) -> Any:
         raw = row.get(key)
@@ -311,7 +429,7 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         seat=row["seat"],
         kind=row["kind"],
         agent=row["agent"],
-        prompt=load("prompt") or [],
+        prompt=json.loads(row["prompt_text"]) if row.get("prompt_text") else (load("prompt") or []),
         response=row["response"] or "",
         reasoning=row["reasoning"] or "",
         parsed=load("parsed"),
@@ -341,6 +459,25 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
     )
 
 
+CHEAP_KINDS = frozenset({"strategy"})
+"""Agent kinds whose decisions cost nothing and are recomputed identically on a replay:
+a match with only such seats is written in one transaction when it ends."""
+
+DECISION_SELECT = (
+    "select d.*, t.text as prompt_text from decisions d"
+    " left join texts t on t.hash = d.prompt_hash"
+)
+"""Decision rows with their prompt text (content-addressed or, in old rows, inline)."""
+
+PROMPT_SQL = "coalesce((select t.text from texts t where t.hash = d.prompt_hash), d.prompt)"
+"""A decision's prompt JSON in SQL, for a query over ``decisions d``."""
+
+
+def text_hash(text: str) -> str:
+    """The key of a stored text (128 bits of SHA-256: collisions are not a concern)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 class Store:
     """One SQLite file. Writes come from events; reads serve resume, report and TUI."""
 
@@ -357,6 +494,9 @@ class Store:
         self.applied = _migrate(self.db)
         self._match_seats: dict[str, int] = {}
         self._match_runs: dict[str, str] = {}
+        self._handlers: dict[type, Any] = {}
+        self._batches: dict[str, _MatchBatch] = {}
+        """Writes held back until the match ends, for matches of cheap seats only."""
 
     def close(self) -> None:
         self.db.conn.close()
@@ -401,31 +541,33 @@ class Store:
         """
         import socket
 
-        conn = self.db.conn
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
-        if conn.in_transaction:
-            conn.commit()
-        conn.execute("begin immediate")
+        # Its own short connection: BEGIN IMMEDIATE on the shared one could commit another
+        # thread's half-done transaction (the TUI reads and writes from workers).
+        conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         try:
+            conn.execute("begin immediate")
             row = conn.execute(
                 "select pid, host, heartbeat, token from run_leases where run_id = ?", [run_id]
             ).fetchone()
             if row is not None and row[3] != token:
-                holder = {"pid": row[0], "host": row[1], "heartbeat": row[2]}
                 fresh = now - float(row[2] or 0) <= stale_after
                 alive = row[1] != host or process_alive(int(row[0]))
                 if fresh and alive:
-                    conn.rollback()
-                    return holder
+                    conn.execute("rollback")
+                    return {"pid": row[0], "host": row[1], "heartbeat": row[2]}
             conn.execute(
                 "insert or replace into run_leases (run_id, pid, host, token, heartbeat, taken_at)"
                 " values (?, ?, ?, ?, ?, ?)",
                 [run_id, pid, host, token, now, now],
             )
-            conn.commit()
+            conn.execute("commit")
         except BaseException:
-            conn.rollback()
+            if conn.in_transaction:
+                conn.execute("rollback")
             raise
+        finally:
+            conn.close()
         return None
 
     def renew_lease(self, run_id: str, token: str) -> None:
@@ -507,6 +649,7 @@ class Store:
             for table in ("decisions", "rounds", "seats", "phases"):
                 self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
             self.db.execute("delete from failures where run_id = ?", [run_id])
+            summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
 
@@ -528,7 +671,7 @@ class Store:
     def decisions(self, match_id: str) -> list[Decision]:
         return [
             decision_from_row(r)
-            for r in self.db["decisions"].rows_where("match_id = ?", [match_id], order_by="id")
+            for r in self.db.query(f"{DECISION_SELECT} where d.match_id = ? order by d.id", [match_id])
         ]
 
     def rounds(self, match_id: str) -> list[dict[str, Any]]:
@@ -545,11 +688,11 @@ class Store:
         return decision_from_row(dict(zip([c[0] for c in cursor.description], row, strict=True)))
 
     def find_decision(self, cache_key: str) -> Decision | None:
-        return self._first_decision("select * from decisions where cache_key = ? limit 1", [cache_key])
+        return self._first_decision(f"{DECISION_SELECT} where d.cache_key = ? limit 1", [cache_key])
 
     def find_content(self, content_key: str) -> Decision | None:
         return self._first_decision(
-            "select * from decisions where content_key = ? and valid = 1 order by id limit 1",
+            f"{DECISION_SELECT} where d.content_key = ? and d.valid = 1 order by d.id limit 1",
             [content_key],
         )
 
@@ -613,11 +756,23 @@ class Store:
         )
 
     def get_decision(self, decision_id: int) -> Decision | None:
-        rows = list(self.db["decisions"].rows_where("id = ?", [decision_id], limit=1))
+        rows = list(self.db.query(f"{DECISION_SELECT} where d.id = ?", [decision_id]))
         return decision_from_row(rows[0]) if rows else None
 
     def decision_id(self, cache_key: str) -> int | None:
         row = self.db.execute("select id from decisions where cache_key = ?", [cache_key]).fetchone()
+        return None if row is None else int(row[0])
+
+    def decision_id_of(self, decision: Decision) -> int | None:
+        """The row id of a stored decision: by cache key, or for a strategy decision
+        (which has none) by its match, round, phase and seat."""
+        if decision.cache_key is not None:
+            return self.decision_id(decision.cache_key)
+        row = self.db.execute(
+            "select id from decisions where match_id = ? and round = ? and phase = ?"
+            " and seat = ? and cache_key is null order by id desc limit 1",
+            [decision.match_id, decision.round, decision.phase, decision.seat],
+        ).fetchone()
         return None if row is None else int(row[0])
 
     def reasks_of(self, decision_id: int) -> list[dict[str, Any]]:
@@ -637,9 +792,14 @@ class Store:
     def __call__(self, event: Event) -> None:
         # Streamed text arrives dozens of times per decision and is stored once, with the
         # finished decision: skip it before any lookup.
-        if isinstance(event, TextDelta | ReasoningDelta):
-            return
-        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        kind = type(event)
+        try:
+            handler = self._handlers[kind]
+        except KeyError:
+            handler = self._handlers[kind] = (
+                None if issubclass(kind, TextDelta | ReasoningDelta)
+                else getattr(self, f"_on_{kind.__name__}", None)
+            )
         if handler is not None:
             handler(event)
 
@@ -686,6 +846,12 @@ class Store:
             "finished_at": None,
         }
         with self.db.conn:
+            # A match played again leaves the summaries, and its strategy decisions of the
+            # earlier attempt go: they are recomputed, identically, by this one.
+            summaries.unfold(self.db.conn, e.match_id)
+            self.db.conn.execute(
+                "delete from decisions where match_id = ? and cache_key is null", [e.match_id]
+            )
             self._upsert("matches", row, ("id",))
             for seat, agent in enumerate(e.seats):
                 self._upsert(
@@ -700,22 +866,38 @@ class Store:
                     },
                     ("match_id", "seat"),
                 )
+        if agent_kinds and all(k in CHEAP_KINDS for k in agent_kinds):
+            self._batches[e.match_id] = _MatchBatch(
+                (e.match_id, e.run_id, e.experiment, row["condition_key"]), list(e.seats)
+            )
+        else:
+            self._batches.pop(e.match_id, None)
 
     def _on_DecisionDone(self, e: DecisionDone) -> None:  # noqa: N802
         # Plain prepared SQL: this runs once per decision, and sqlite-utils' generic
         # insert (table introspection, query building) cost more than the write itself.
-        row = decision_row(e.decision)
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
+        d = e.decision
+        values = decision_values(d)
+        batch = self._batches.get(d.match_id)
+        if batch is not None:
+            batch.decisions.append(values)
+            return
         with self.db.conn:
-            self.db.conn.execute(
-                f"insert or ignore into decisions ({columns}) values ({marks})", list(row.values())
-            )
+            if d.prompt:
+                prompt = values[PROMPT_AT]
+                values[HASH_AT] = text_hash(prompt)
+                values[PROMPT_AT] = None
+                self.db.conn.execute(
+                    "insert or ignore into texts (hash, text) values (?, ?)", [values[HASH_AT], prompt]
+                )
+            self.db.conn.execute(INSERT_DECISION, values)
 
     def _on_RoundDone(self, e: RoundDone) -> None:  # noqa: N802
         seats = e.seats or tuple(range(len(e.actions)))
         game_coop = e.info.get("cooperated")
-        info = _json({k: v for k, v in e.info.items() if k != "cooperated"})
+        info = "{}" if e.info.keys() <= {"cooperated"} else _json(
+            {k: v for k, v in e.info.items() if k != "cooperated"}
+        )
         rows = [
             (
                 e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
@@ -723,22 +905,51 @@ class Store:
             )
             for pos, seat in enumerate(seats)
         ]
+        batch = self._batches.get(e.match_id)
+        if batch is not None:
+            batch.rounds.extend(rows)
+            return
         with self.db.conn:
-            self.db.conn.executemany(
-                "insert or replace into rounds (match_id, round, seat, action, payoff, cooperated, info)"
-                " values (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            self.db.conn.executemany(INSERT_ROUND, rows)
 
     def _on_PhaseDone(self, e: PhaseDone) -> None:  # noqa: N802
+        row = (e.match_id, e.round, e.phase, _json(e.info))
+        batch = self._batches.get(e.match_id)
+        if batch is not None:
+            batch.phases.append(row)
+            return
         with self.db.conn:
-            self.db["phases"].upsert(
-                {"match_id": e.match_id, "round": e.round, "phase": e.phase, "info": _json(e.info)},
-                pk=("match_id", "round", "phase"),
+            self.db.conn.execute(INSERT_PHASE, row)
+
+    def _flush(self, match_id: str, done: bool) -> None:
+        """Write a batched match's decisions, rounds and phases (inside a transaction),
+        and fold it into the summaries from memory when it is done."""
+        batch = self._batches.pop(match_id, None)
+        if batch is None:
+            if done:
+                summaries.fold(self.db.conn, match_id)
+            return
+        conn = self.db.conn
+        texts = []
+        for values in batch.decisions:
+            prompt = values[PROMPT_AT]
+            if prompt is not None and prompt != "[]":
+                values[HASH_AT] = text_hash(prompt)
+                texts.append((values[HASH_AT], prompt))
+            values[PROMPT_AT] = None
+        if texts:
+            conn.executemany("insert or ignore into texts (hash, text) values (?, ?)", texts)
+        conn.executemany(INSERT_DECISION, batch.decisions)
+        conn.executemany(INSERT_ROUND, batch.rounds)
+        conn.executemany(INSERT_PHASE, batch.phases)
+        if done:
+            summaries.fold_rows(
+                conn, batch.match, batch.agents, batch.decisions, batch.rounds, DECISION_COLUMNS
             )
 
     def _on_MatchDone(self, e: MatchDone) -> None:  # noqa: N802
         with self.db.conn:
+            self._flush(e.match_id, e.status == "done")
             self.db.conn.execute(
                 "update matches set status = ?, error = ?, payoffs = ?, welfare = ?,"
                 " finished_at = ? where id = ?",
@@ -769,9 +980,37 @@ class Store:
                     [e.match_id, run_id, scrub(e.error), failure_reason(e.error),
                      int(e.info.get("transport_retries", 0) or 0), time.time()],
                 )
+            if e.status != "done":
+                summaries.unfold(self.db.conn, e.match_id)
 
     def _on_RunDone(self, e: RunDone) -> None:  # noqa: N802
         self.set_run_status(e.run_id, e.status, e.error)
+        # Keep the planner's statistics current as the tables grow (cheap: it only
+        # analyses what changed a lot since the last time).
+        self.db.conn.execute("PRAGMA optimize")
+
+
+class _MatchBatch:
+    """A cheap match's rows, written in one transaction when it ends."""
+
+    __slots__ = ("match", "agents", "decisions", "rounds", "phases")
+
+    def __init__(self, match: tuple[str, str, int, str], agents: list[str]) -> None:
+        self.match = match
+        self.agents = agents
+        self.decisions: list[list[Any]] = []
+        self.rounds: list[tuple[Any, ...]] = []
+        self.phases: list[tuple[Any, ...]] = []
+
+
+INSERT_ROUND = (
+    "insert or replace into rounds (match_id, round, seat, action, payoff, cooperated, info)"
+    " values (?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_PHASE = (
+    "insert into phases (match_id, round, phase, info) values (?, ?, ?, ?)"
+    " on conflict (match_id, round, phase) do update set info = excluded.info"
+)
 
 
 def condition_key(condition: dict[str, Any]) -> str:

@@ -225,33 +225,10 @@ async def run_sweep(
             spec=public_spec(sweep.spec),
         )
         lease = RunLease(store, run_id)
-        lease.acquire()
+        lease.acquire()  # no contention on a new run; renewed while it plays, released at the end
     summary = RunSummary(run_id=run_id, name=sweep.name, status="running", matches_total=sweep.total_matches)
     if previous is not None:  # the budget covers the whole run, not each resume
         summary.cost_usd = store.run_cost(run_id)
-    try:
-        return await _run_leased(
-            sweep, store, bus=bus, run_id=run_id, summary=summary, stop=stop, agents=agents,
-            pause=pause, on_context=on_context, match_workers=match_workers, lease=lease,
-        )
-    finally:
-        lease.release()
-
-
-async def _run_leased(
-    sweep: Sweep,
-    store: Store,
-    *,
-    bus: EventBus,
-    run_id: str,
-    summary: RunSummary,
-    stop: asyncio.Event | None,
-    agents: dict[str, Any] | None,
-    pause: asyncio.Event | None,
-    on_context: Callable[[MatchContext], None] | None,
-    match_workers: int | None,
-    lease: RunLease,
-) -> RunSummary:
     unsubscribe = [bus.subscribe(store, critical=True), bus.subscribe(_Counter(summary))]
     status = store.match_status(run_id)
     # Matches come from a generator, never a list: a sweep of a million matches holds
@@ -265,9 +242,13 @@ async def _run_leased(
     )
     n_todo = summary.matches_total - summary.matches_skipped
     names = {n for cell in sweep.cells for n in cell.seats}
-    agents = agents if agents is not None else build_agents(sweep, names)
-    _listen_for_notices(agents, bus, summary)
-    await prepare_agents(agents.values())
+    try:
+        agents = agents if agents is not None else build_agents(sweep, names)
+        _listen_for_notices(agents, bus, summary)
+        await prepare_agents(agents.values())
+    except BaseException:  # the lease must not outlive a run that never started
+        lease.release()
+        raise
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
     base = sweep.source.parent if sweep.source else None
@@ -325,6 +306,7 @@ async def _run_leased(
         raise
     finally:
         heartbeat.cancel()
+        lease.release()
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:
             u()
@@ -439,6 +421,7 @@ async def play_cell(
         pause=pause,
         tournament=tournament,
     )
+    ctx.announce_strategies = on_context is not None  # headless: nobody watches answers stream
     if on_context is not None:
         on_context(ctx)
     try:

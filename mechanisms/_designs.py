@@ -38,12 +38,15 @@ async def ask_designs(
     ctx: MatchContext, requests: Sequence[DecisionRequest], scope: str
 ) -> tuple[list[Decision], list[dict[str, Any]]]:
     """Ask every seat for its design; returns the decisions and, per seat, where the
-    decision lives (``decision``: its cache key, ``asked_in``: the match that asked,
-    ``reused``: True when this match took a design asked elsewhere or earlier)."""
+    design comes from: ``design`` (one id per agent x seat x tournament, or per match
+    seat), ``decision`` (its decision's cache key; none for a strategy, which answers
+    without a prompt), ``asked_in`` (the match that asked) and ``reused`` (True when
+    this match took a design asked elsewhere or earlier)."""
     if scope == "match":
         decisions = await ctx.ask_all(requests)
         return decisions, [
-            {"decision": d.cache_key, "asked_in": ctx.match_id, "reused": bool(d.reused)}
+            {"design": f"{ctx.match_id}:{d.seat}", "decision": d.cache_key,
+             "asked_in": ctx.match_id, "reused": bool(d.reused)}
             for d in decisions
         ]
     results = await asyncio.gather(*(ctx.ask_design(r) for r in requests), return_exceptions=True)
@@ -52,9 +55,10 @@ async def ask_designs(
             raise result
     out: list[Decision] = []
     refs: list[dict[str, Any]] = []
-    for decision, asked_here in results:  # type: ignore[misc]
+    for decision, asked_here, key in results:  # type: ignore[misc]
         out.append(decision)
         refs.append({
+            "design": key,
             "decision": decision.cache_key,
             "asked_in": decision.match_id,
             "reused": not asked_here or bool(decision.reused),

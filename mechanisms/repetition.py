@@ -110,17 +110,21 @@ class Repetition(Mechanism):
         assert isinstance(p, RepetitionParams)
         weights = round_weights(p.rounds, p.continuation, p.payoff)
         totals = [0.0] * ctx.n_seats
+        direct = ctx.plays_directly()  # strategies only: no prompts to build
         for t in range(1, p.rounds + 1):
-            requests = [
-                ctx.play_request(
-                    seat, t,
-                    twist=repetition_twist(ctx.renderer, ctx, seat, t, p),
-                    total_rounds=p.rounds,
-                )
-                for seat in range(ctx.n_seats)
-            ]
-            decisions = await ctx.ask_all(requests)
-            actions = [ctx.require(d).action for d in decisions]
+            if direct:
+                actions = await ctx.direct_round(t, total_rounds=p.rounds)
+            else:
+                requests = [
+                    ctx.play_request(
+                        seat, t,
+                        twist=repetition_twist(ctx.renderer, ctx, seat, t, p),
+                        total_rounds=p.rounds,
+                    )
+                    for seat in range(ctx.n_seats)
+                ]
+                decisions = await ctx.ask_all(requests)
+                actions = [ctx.require(d).action for d in decisions]
             payoffs = ctx.game.payoff(actions)  # type: ignore[arg-type]
             ctx.finish_round(t, actions, payoffs, info={  # type: ignore[arg-type]
                 "cooperated": [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],

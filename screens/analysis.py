@@ -267,7 +267,8 @@ class AnalysisScreen(NavScreen):
         out.append(f" · {c['matches_failed']} failed · decisions {c['decisions']} "
                    f"({c['reused']} reused) · invalid {c['invalid']} · answer retries {c['retries']} · "
                    f"transport retries {c['transport_retries']} · failures {c['failures']} · "
-                   f"tokens {c['input_tokens']}/{c['output_tokens']} · cost ${c['cost_usd']:.4f}",
+                   f"tokens {_known(c['input_tokens'])}/{_known(c['output_tokens'])}"
+                   f"{_unknown_note(c.get('tokens_unknown', 0))} · cost ${c['cost_usd']:.4f}",
                    style="dim")
         self.query_one("#an-counts", Static).update(out)
 
@@ -497,3 +498,11 @@ class AnalysisScreen(NavScreen):
     def _export_status(self, text: Text) -> None:
         self.query_one("#an-export-status", Static).update(text)
 
+
+def _known(value: Any) -> str:
+    """A token total, or "unknown" when no server sent one (never a silent 0)."""
+    return "unknown" if value is None else str(value)
+
+
+def _unknown_note(n: int) -> str:
+    return f" (unknown for {n} decisions)" if n else ""

@@ -68,7 +68,8 @@ def decision_summary(decision: Any, game: Any = None) -> Text:
     out = Text()
     out.append_text(distribution_text(d, game))
     out.append("\n")
-    out.append(f"latency {d.latency_ms:.0f} ms · tokens in {_tokens(d.input_tokens)} "
+    queued = "" if d.queue_ms is None else f" (queued {d.queue_ms:.0f} ms before)"
+    out.append(f"latency {d.latency_ms:.0f} ms{queued} · tokens in {_tokens(d.input_tokens)} "
                f"out {_tokens(d.output_tokens)} · cost {_money(d.cost_usd)} · "
                f"attempts {d.attempts} · transport retries {d.transport_retries}", style="dim")
     if d.reused:
@@ -115,6 +116,9 @@ def decision_details(decision: Any, game: Any = None) -> Group:
                           f"{_tokens(attempt.input_tokens)} out {_tokens(attempt.output_tokens)} · "
                           f"cost {_money(attempt.cost_usd)}", style="dim"))
     parts.append(_heading("Messages sent (the request)"))
+    if not d.prompt and not d.retries:
+        parts.append(Text("none: a fixed strategy answers from the game state, so no prompt "
+                          "was rendered or stored for it", style="dim"))
     parts.extend(message_texts(request_messages(d)))
     if len(d.prompt) > len(request_messages(d)):
         parts.append(_heading("Final conversation (with the retry instructions)"))

@@ -459,7 +459,7 @@ class LiveScreen(NavScreen):
         if screen is None:
             self.notify("the decision inspector is not installed", severity="warning")
             return
-        decision_id = self.session.decision_id(decision.cache_key)
+        decision_id = self.session.decision_id(decision.cache_key, decision)
         if decision_id is None:
             self.notify("this decision is not in the database", severity="warning")
             return

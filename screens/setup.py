@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 import sys
 import typing
 from pathlib import Path
@@ -547,7 +548,14 @@ class SetupScreen(NavScreen):
         if screen is None:
             self.notify("the runs screen is not installed", severity="warning")
             return
-        self.app.push_screen(screen(self.app.store))  # type: ignore[attr-defined]
+        try:
+            store = self.app.store  # type: ignore[attr-defined]
+        except (sqlite3.Error, OSError) as exc:  # a damaged or unreadable database file
+            from coop_tui.errors import database_message
+
+            self.notify(database_message(exc, self.app.db), severity="error", timeout=8)  # type: ignore[attr-defined]
+            return
+        self.app.push_screen(screen(store))
 
 
 def _int_field(text: str, name: str, *, default: int | None = None, low: int | None = None) -> int | None:

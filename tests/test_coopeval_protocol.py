@@ -187,7 +187,7 @@ async def test_designs_are_asked_once_per_agent_and_seat_and_reused(tmp_path: Pa
         assert info["design_scope"] == "tournament"
         for prop in info["proposals"].values():
             agent = seats_of(store, m["id"])[prop["seat"]]
-            by_agent_seat.setdefault((agent, prop["seat"]), set()).add(prop["decision"])
+            by_agent_seat.setdefault((agent, prop["seat"]), set()).add(prop["design"])
             reused += prop["reused"]
             asked += not prop["reused"]
     assert all(len(keys) == 1 for keys in by_agent_seat.values()) and len(by_agent_seat) == 6
@@ -217,9 +217,11 @@ async def test_design_scope_match_asks_in_every_match(tmp_path: Path, model: Loo
     # m sits in 3 of the 4 matches, twice in the (m, m) one: 4 designs, one per match seat
     assert len(designs_asked) == 4
     n = store.db.execute(
-        """select count(distinct d.cache_key) from decisions d join matches m on m.id = d.match_id
+        """select count(*) from decisions d join matches m on m.id = d.match_id
            where m.run_id = ? and d.phase = 'propose'""", [run_id]).fetchone()[0]
-    assert n == 8
+    assert n == 8  # one per match seat
+    designs = {p["design"] for m in matches for p in phases(store, m["id"])["propose"]["proposals"].values()}
+    assert len(designs) == 8
 
 
 async def test_resume_reuses_the_stored_design(tmp_path: Path, model: LoopbackServer) -> None:

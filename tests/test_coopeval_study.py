@@ -63,7 +63,7 @@ async def test_offline_study_runs_with_replicates_and_shares_designs_within_one(
         ).fetchone()[0])
         assert info["design_scope"] == "tournament"
         for prop in info["proposals"].values():
-            used.setdefault((replicate, agents[prop["seat"]], prop["seat"]), set()).add(prop["decision"])
+            used.setdefault((replicate, agents[prop["seat"]], prop["seat"]), set()).add(prop["design"])
     # shared within a replicate: one decision per agent x seat ...
     assert len(used) == 2 * 2 * 2 and all(len(keys) == 1 for keys in used.values())
     # ... and fresh in the other replicate

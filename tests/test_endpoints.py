@@ -21,6 +21,7 @@ import pytest
 from coop_tui.agents.endpoints import EndpointPool
 from coop_tui.agents.llm import LLMAgent, ProviderError
 from coop_tui.decisions import NullSink
+from coop_tui.report import build_report
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -105,10 +106,13 @@ async def test_concurrent_cuts_halve_the_limit_down_to_one() -> None:
 
 
 # ------------------------------------------------------------------- the agent
-async def test_interrupting_server_is_adapted_to_and_every_answer_completes() -> None:
+@pytest.mark.parametrize("transport", ["openai", "litellm"])
+async def test_interrupting_server_is_adapted_to_and_every_answer_completes(
+    transport: str,
+) -> None:
     with LoopbackServer(latency=0.1, chunks=5, answer="done and dusted", interrupt=True) as srv:
         agent = LLMAgent("m", "openai/loopback", api_base=srv.url, backoff_base=0.01,
-                         max_retries=2, max_concurrency=4)
+                         max_retries=2, max_concurrency=4, transport=transport)  # type: ignore[arg-type]
         heard: list[Any] = []
         agent.on_notice = heard.append
         replies = await asyncio.gather(
@@ -153,10 +157,13 @@ def test_tokens_a_server_did_not_send_are_stored_as_null(tmp_path: Path) -> None
     with LoopbackServer(latency=0.01, answer=answer_for, send_usage=False) as srv:
         store = Store(tmp_path / "t.db")
         summary = asyncio.run(run_sweep(sweep(srv.url, concurrency=2, samples=1), store))
+        counts = build_report(store, summary.run_id)["counts"]
         store.close()
     assert summary.status == "done"
     tokens = rows(tmp_path / "t.db", "select input_tokens, output_tokens from decisions")
     assert tokens and all(t == (None, None) for t in tokens)
+    assert counts["input_tokens"] is None and counts["output_tokens"] is None
+    assert counts["tokens_unknown"] == len(tokens)
 
 
 def test_retries_of_a_decision_that_gives_up_are_counted(tmp_path: Path) -> None:
@@ -165,8 +172,10 @@ def test_retries_of_a_decision_that_gives_up_are_counted(tmp_path: Path) -> None
         store = Store(tmp_path / "g.db")
         spec = sweep(srv.url, concurrency=1, samples=1)
         summary = asyncio.run(run_sweep(spec, store))
+        counts = build_report(store, summary.run_id)["counts"]
         store.close()
     assert summary.matches_failed == 2
+    assert counts["transport_retries"] == 12
     # 2 matches, each gave up on its first decision after max_retries (6) retries
     assert summary.transport_retries == 12
     stored = rows(tmp_path / "g.db", "select transport_retries from failures")
@@ -207,3 +216,39 @@ def test_four_endpoints_one_killed_mid_sweep_nothing_lost(tmp_path: Path) -> Non
     ideal = (80 / 16) * 0.05
     print(f"\n4 endpoints, one killed: {wall:.2f} s for 80 decisions, "
           f"efficiency {ideal / wall:.2f}, answered per endpoint {served}")
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [([], "lists no server"), (["http://a/v1", "http://a/v1"], "twice"), ([3], "api_base")],
+)
+def test_bad_endpoint_lists_are_refused_naming_the_field(value: Any, words: str) -> None:
+    from coop_tui.spec import SpecError
+
+    with pytest.raises(SpecError) as info:
+        sweep(value, concurrency=1, samples=1)
+    assert "api_base" in str(info.value) and words in str(info.value)
+
+
+def test_constrained_must_be_a_known_kind() -> None:
+    from coop_tui.spec import SpecError
+
+    with pytest.raises(SpecError) as info:
+        sweep("http://127.0.0.1:1/v1", concurrency=1, samples=1, constrained="regex")
+    assert "constrained" in str(info.value)
+
+
+def test_migration_adds_the_queue_column_to_an_older_database(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("alter table decisions drop column queue_ms")
+    conn.execute("alter table failures drop column transport_retries")
+    conn.execute("delete from _migrations where name = 'm020_transport_queue'")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    assert "m020_transport_queue" in store.applied
+    assert "queue_ms" in store.db["decisions"].columns_dict
+    assert "transport_retries" in store.db["failures"].columns_dict
+    store.close()

@@ -94,6 +94,11 @@ BOUNDS = {
         '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12, payoff_text = "table" }\n'
         'agents = ["m"]\n',
         "max_prompt_tokens"),
+    "a prompt beyond the embedded model's context": (
+        'name = "b"\nmax_prompt_tokens = 100000000\n[agents.m]\nmodel = "local/smollm2"\n'
+        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12, payoff_text = "table" }\n'
+        'agents = ["m"]\n',
+        "agents.m.model"),
     "a prompt beyond the model's context": (
         'name = "b"\nmax_prompt_tokens = 100000000\n[agents.m]\nmodel = "openai/gpt-3.5-turbo"\n'
         '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12, payoff_text = "table" }\n'
@@ -309,6 +314,8 @@ def test_full_database_stops_the_run_with_a_resume_hint(tmp_path: Path, monkeypa
     out = (tmp_path / "out.txt").read_text()
     assert code == 1
     assert "full" in out and "--resume" in out and "Traceback" not in out
+    status, error = query(db, "select status, error from runs")[0]
+    assert status == "failed" and "full" in error  # recorded while SQLite could still write
     monkeypatch.undo()
     resumed = cli("--batch", str(sweep), "--db", str(db), "--resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -380,18 +387,20 @@ def decisions_in(db: Path) -> int:
         return 0
 
 
-def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGTERM, 143, "terminated"),
+                                                      (signal.SIGINT, 130, "interrupted")])
+def test_sigterm_stops_the_run_like_ctrl_c(signum: int, code: int, word: str, tmp_path: Path) -> None:
     with LoopbackServer(latency=0.3, chunks=3, answer='{"A0": 50, "A1": 50}') as srv:
         sweep = slow_llm_sweep(tmp_path, srv.url)
         db = tmp_path / "t.db"
         proc = subprocess.Popen([sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(db)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: decisions_in(db) >= 2)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 143, out + err
+        assert proc.returncode == code, out + err
         assert "Traceback" not in out + err
-        assert "terminated" in out and "--resume" in out
+        assert word in out and "--resume" in out
         assert query(db, "select status from runs") == [("stopped",)]
         assert query(db, "select count(*) from matches where status = 'running'")[0][0] == 0
         assert query(db, "select count(*) from run_leases")[0][0] == 0  # the lease is released
@@ -565,3 +574,86 @@ rounds = 3
 """)
     line = one_clear_line(cli("--batch", str(unused), "--db", str(tmp_path / "u.db")))
     assert "experiments[0].rounds" in line and "any of the mechanisms" in line
+
+
+# ====================================================================== TUI and a damaged database
+async def test_tui_runs_screen_reports_a_damaged_database(tmp_path: Path) -> None:
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.runs import RunsScreen
+    from coop_tui.screens.setup import SetupScreen
+    from coop_tui.store import Store
+
+    db = tmp_path / "d.db"
+    assert cli("--batch", str(strategy_sweep(tmp_path, samples=20)), "--db", str(db)).returncode == 0
+    query(db, "pragma wal_checkpoint(truncate)")
+    healthy = db.read_bytes()
+    db.write_bytes(healthy[: len(healthy) // 2])
+
+    def messages(app: Any) -> str:
+        return " ".join(str(n.message) for n in app._notifications)
+
+    app = CoopApp(db)  # the setup screen, then ctrl+r: the store cannot even be opened
+    async with app.run_test(size=(140, 40)) as pilot:
+        for _ in range(100):
+            if isinstance(app.screen, SetupScreen):
+                break
+            await pilot.pause(0.05)
+        for _ in range(10):  # the form may still be settling: press until it answers
+            await pilot.press("ctrl+r")
+            await pilot.pause(0.3)
+            if "damaged" in messages(app):
+                break
+        assert isinstance(app.screen, SetupScreen)  # still running, still there
+        assert "damaged" in messages(app)
+
+    db.write_bytes(healthy)  # opens fine, then the file is damaged under the open store
+    store = Store(db)
+    db.write_bytes(b"\0" * len(healthy))
+
+    class RunsApp(CoopApp):
+        def on_mount(self, event: Any) -> None:
+            event.prevent_default()
+            self.push_screen(RunsScreen(store))
+
+    app = RunsApp(db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        for _ in range(100):
+            if screen.loaded:
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, RunsScreen)
+        status = str(screen.query_one("#runs-status").render())
+        assert str(db) in status and ("damaged" in status or "failed" in status), status
+    store.close()
+
+
+def test_limits_do_not_change_the_sweep_hash() -> None:
+    """Raising a limit must not make a run unresumable: limits do not change results."""
+    from coop_tui.spec import build_sweep
+
+    base = {"name": "h", "agents": {"tft": {"strategy": "tit_for_tat"}},
+            "experiments": [{"game": "prisoners", "agents": ["tft"]}]}
+    raised = {**base, "max_decisions": 10**9, "max_prompt_tokens": 100_000}
+    assert build_sweep(base).hash == build_sweep(raised).hash
+    assert build_sweep(base).hash != build_sweep({**base, "seed": 9}).hash
+
+
+def test_failure_reasons() -> None:
+    from coop_tui.errors import failure_reason, failure_summary
+
+    cases = {
+        "ProviderError: openai/x at h:1: HTTP 401: Incorrect API key": "HTTP 401",
+        "ProviderError: openai/x at h:1: gave up after 6 retries; last error: HTTP 503: busy":
+            "HTTP 503 after retries",
+        "seat 1 (m) gave no valid answer in 3 attempts: no JSON object": "invalid answers",
+        "ProviderError: x: gave up after 6 retries; last error: ReadTimeout: timed out":
+            "timeout after retries",
+        "ProviderError: x: APIConnectionError: Connection refused": "connection error",
+        "KeyError: 'seat'": "KeyError",
+        "": "unknown error",
+    }
+    for error, reason in cases.items():
+        assert failure_reason(error) == reason, error
+    groups = {"HTTP 401": {"count": 2}, "invalid answers": {"count": 5}}
+    assert failure_summary(groups) == "invalid answers: 5, HTTP 401: 2"

@@ -7,6 +7,7 @@ sees the exceptions the real clients raise.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -338,3 +339,107 @@ async def test_sequential_replies_reuse_one_connection(
     peers = {r.peer for r in loopback.chat_requests}
     assert len(loopback.chat_requests) == 3
     assert len(peers) == 1
+
+
+async def test_constrained_cot_asks_free_then_under_the_grammar(
+    loopback: LoopbackServer, transport: str
+) -> None:
+    def answer(body: dict[str, Any]) -> str:
+        return '{"A0": 70, "A1": 30}' if "grammar" in body else "Cooperation pays here."
+
+    loopback.configure(answer=answer)
+    reply, sink = await _ask(_agent(loopback, transport, constrained="grammar"))
+    free, final = loopback.chat_requests
+    assert "grammar" not in free.body
+    grammar = final.body["grammar"]
+    assert '"\\"A0\\""' in grammar and "root ::=" in grammar  # the mixed-strategy GBNF
+    assert final.body["messages"][-2] == {"role": "assistant", "content": "Cooperation pays here."}
+    assert final.body["max_tokens"] <= 128
+    assert reply.text == "Cooperation pays here."
+    assert reply.answer == '{"A0": 70, "A1": 30}' and reply.constrained
+    assert reply.parse_text == reply.answer
+    assert "".join(sink.deltas).endswith(reply.answer)
+    assert reply.input_tokens == free.usage["prompt_tokens"] + final.usage["prompt_tokens"]
+
+
+async def test_constrained_direct_sends_one_json_schema_request(loopback: LoopbackServer) -> None:
+    loopback.configure(answer='{"A0": 10, "A1": 90}')
+    agent = _agent(loopback, "openai", constrained="json_schema", style="direct")
+    reply, _ = await _ask(agent)
+    (only,) = loopback.chat_requests
+    fmt = only.body["response_format"]
+    assert fmt["type"] == "json_schema"
+    schema = fmt["json_schema"]["schema"]
+    assert schema["required"] == ["A0", "A1"]
+    assert schema["properties"]["A0"] == {"enum": list(range(101))}  # bounds llama.cpp keeps
+    assert reply.text == "" and reply.answer == '{"A0": 10, "A1": 90}'
+
+
+def test_unknown_constraint_is_refused() -> None:
+    with pytest.raises(ValueError, match="constrained"):
+        LLMAgent("a", "openai/x", api_base="http://127.0.0.1:1/v1", constrained="regex")  # type: ignore[arg-type]
+
+
+async def test_pool_keeps_at_most_concurrency_connections_and_reuses_them(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.configure(latency=0.05)
+    agent = _agent(loopback, "openai", max_connections=8)
+    gate = asyncio.Semaphore(8)
+
+    async def one(i: int) -> AgentReply:
+        async with gate:
+            reply, _ = await _ask(agent, f"q{i}")
+            return reply
+
+    for _ in range(3):
+        await asyncio.gather(*(one(i) for i in range(16)))
+    pool = agent.endpoints.endpoints[0].client  # type: ignore[union-attr]
+    assert pool.opened <= 8  # 48 requests, never more connections than slots
+    assert len({r.peer for r in loopback.chat_requests}) == pool.opened
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced(
+    loopback: LoopbackServer,
+) -> None:
+    agent = _agent(loopback, "openai")
+    await _ask(agent, "first")
+    pool = agent.endpoints.endpoints[0].client  # type: ignore[union-attr]
+    assert pool.idle == 1
+    loopback.stop()  # closes every connection, then listen again on the same port
+    loopback.start()
+    await asyncio.sleep(0.05)
+    reply, _ = await _ask(agent, "second")
+    assert reply.transport_retries == 0  # a stale keep-alive is not a fault
+    assert pool.opened == 2
+
+
+async def test_a_server_that_ignores_stream_is_read_whole(loopback: LoopbackServer) -> None:
+    # the loopback server answers without SSE when the request says stream = false;
+    # pointing the agent's body at that path is what such a server does to every request
+    loopback.configure(answer="all at once", reasoning="quietly")
+    agent = _agent(loopback, "openai")
+    agent._body = lambda messages, extra: json.dumps(  # type: ignore[method-assign]
+        {"model": "loopback", "messages": messages, "stream": False}
+    ).encode()
+    reply, sink = await _ask(agent)
+    assert reply.text == "all at once" and sink.deltas == ["all at once"]
+    assert reply.reasoning == "quietly"
+    assert reply.input_tokens == loopback.chat_requests[0].usage["prompt_tokens"]
+
+
+async def test_the_sdk_path_used_behind_a_proxy_streams_and_constrains(
+    loopback: LoopbackServer,
+) -> None:
+    def answer(body: dict[str, Any]) -> str:
+        return '{"A0": 70, "A1": 30}' if "grammar" in body else "Thinking it over."
+
+    loopback.configure(answer=answer, fault_script=["500"])
+    agent = _agent(loopback, "openai", constrained="grammar", max_tokens=12)
+    agent._lean = lambda: False  # type: ignore[method-assign]  # as when a proxy applies
+    reply, _ = await _ask(agent)
+    assert reply.text == "Thinking it over." and reply.answer == '{"A0": 70, "A1": 30}'
+    assert reply.transport_retries == 1
+    free, final = loopback.chat_requests[1:]
+    assert free.body["max_tokens"] == 12 and final.body["max_tokens"] > 12
+    assert "grammar" in final.body and "grammar" not in free.body

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from coop_tui.store import PROMPT_SQL
+
 SWEEP = """
 name = "local-similarity"
 seed = 11
@@ -38,8 +40,8 @@ def test_similarity_sweep_on_the_embedded_model_stores_text_and_valid_answers(tm
     assert result.returncode == 0, result.stderr + result.stdout
     conn = sqlite3.connect(db)
     rows = conn.execute(
-        "select response, answer, parsed, valid, constrained, action, output_tokens, cost_usd, prompt"
-        " from decisions order by id"
+        "select response, answer, parsed, valid, constrained, action, output_tokens, cost_usd,"
+        f" {PROMPT_SQL} from decisions d order by id"
     ).fetchall()
     conn.close()
     assert len(rows) == 4

@@ -70,6 +70,15 @@ def pts(x: float) -> str:
     return f"{x:g} point" + ("" if x == 1 else "s")
 
 
+@pytest.fixture
+def strategies_read_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strategies answer from the game state, so no prompt is rendered or stored for
+    them; tests that read a mechanism's prompt text make them read it, as an LLM does."""
+    from coop_tui.agents.strategy_agent import StrategyAgent
+
+    monkeypatch.setattr(StrategyAgent, "reads_prompt", True)
+
+
 def prompt_of(decision: Any) -> str:
     """The first user message of a decision (the prompt before any re-ask)."""
     return next(m["content"] for m in decision.prompt if m["role"] == "user")
@@ -93,6 +102,7 @@ def test_discounted_weights_credit_the_tail_to_the_last_round() -> None:
     assert round_weights(1, 0.8, "discounted") == [1.0]
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_repetition_tft_against_alternator_transcript(tmp_path: Any) -> None:
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "repetition", "matchup": [["tft", "alt"]],
@@ -162,6 +172,7 @@ def _pairs(r: dict[int, dict[int, dict[str, Any]]], t: int) -> dict[int, int]:
     return out
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_reputation_first_order_rematches_and_shows_records(tmp_path: Any) -> None:
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "reputation",
@@ -210,6 +221,7 @@ async def test_reputation_first_order_rematches_and_shows_records(tmp_path: Any)
     assert "No rounds have been played yet" in prompt_of(decisions[(1, 0)])
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_reputation_higher_order_nests_co_players_records(tmp_path: Any) -> None:
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "reputation",
@@ -246,6 +258,7 @@ def test_mediated_game_replaces_delegators_moves() -> None:
     assert m.cooperative == pd.cooperative
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_mediation_with_strategies_stores_every_phase(tmp_path: Any) -> None:
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "mediation", "matchup": [["tft", "alld"]],
@@ -365,6 +378,7 @@ async def test_contracting_with_strategies_signs_an_empty_contract(tmp_path: Any
     assert r[0]["info"]["transfers"] == [0, 0] and seat_payoffs(store, match["id"]) == [0, 3]
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_contracting_transfers_and_refusal(tmp_path: Any, model: LoopbackServer) -> None:
     agents = {**STRATEGIES, "m": llm(model)}
     store, [match] = await run(tmp_path, sweep_data(
@@ -386,6 +400,7 @@ async def test_contracting_transfers_and_refusal(tmp_path: Any, model: LoopbackS
     assert "- If you choose A1 and the other player chooses A0: you get 0 points" in text
 
 
+@pytest.mark.usefixtures("strategies_read_prompts")
 async def test_contract_is_void_unless_everyone_signs(tmp_path: Any) -> None:
     def refuser(body: dict[str, Any]) -> str:
         text = last_user_message(body)

@@ -95,6 +95,10 @@ async def tui_text(db: Path) -> str:
             await pilot.pause(0.5)
             texts.append(svg_text(app))
             store.close()
+            app.pop_screen()
+            app.open_replay(match_id, speed=0)  # the match streamed again, as it was
+            await pilot.pause(1.0)
+            texts.append(svg_text(app))
     return "\n".join(texts)
 
 
@@ -118,7 +122,7 @@ def check_everywhere(tmp: Path, db: Path, secret: str, outputs: list[str]) -> No
     import asyncio
 
     screen = asyncio.run(tui_text(db))
-    assert "secret" in screen  # the run's name: the screen really shows the run
+    assert "secret" in screen and "Seat 1" in screen  # the runs list and the replay really show
     assert not leaks(screen, secret)
 
 
@@ -218,3 +222,35 @@ def test_scrub_masks_secrets_userinfo_and_auth_headers() -> None:
         "Token limit exceeded; Basic authentication failed")  # words are not secrets
     assert strip_userinfo(f"http://bob:{PASSWORD}@h:1/v1") == "http://h:1/v1"
     assert strip_userinfo(["http://a:b@h/v1", "http://h2/v1"]) == ["http://h/v1", "http://h2/v1"]
+
+
+def test_an_older_database_is_cleaned_when_opened(tmp_path: Path) -> None:
+    """Credentials stored before redaction existed are scrubbed by a migration."""
+    import json
+    import sqlite3
+
+    from coop_tui.store import Store
+
+    db = tmp_path / "old.db"
+    store = Store(db)
+    url = f"http://alice:{PASSWORD}@127.0.0.1:8000/v1"
+    store.create_run("r1", "old", kind="sweep", seed=0, sweep_hash="h",
+                     spec={"agents": {"m": {"model": "openai/x", "api_base": url}}})
+    with store.transaction():
+        store.db.execute("insert into matches (id, run_id, match_key, status, error) values "
+                         "('m1', 'r1', 'k', 'failed', ?)", [f"ProviderError: x at alice:{PASSWORD}@h: HTTP 401"])
+        store.db.execute("insert into seats (match_id, seat, agent, agent_spec) values ('m1', 0, 'm', ?)",
+                         [json.dumps({"model": "openai/x", "api_base": url})])
+        store.db.execute("delete from _migrations where name = 'm031_hardening_scrub_credentials'")
+    store.close()
+    conn = sqlite3.connect(db)  # write the secret back as an old version would have
+    with conn:
+        conn.execute("update runs set spec = ?", [json.dumps({"api_base": url})])
+    conn.close()
+    assert leaks(db_blob(db), PASSWORD)
+    Store(db).close()
+    assert not leaks(db_blob(db), PASSWORD)  # no copy left in freed space either
+    conn = sqlite3.connect(db)
+    spec = conn.execute("select agent_spec from seats").fetchone()[0]
+    conn.close()
+    assert json.loads(spec)["api_base"] == "http://127.0.0.1:8000/v1"

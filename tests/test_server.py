@@ -280,3 +280,24 @@ def test_command_line_server_answers() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_interrupt_mode_ends_a_running_stream_like_llama_cpp(loopback: LoopbackServer) -> None:
+    loopback.configure(interrupt=True, latency=0.6, chunks=6, answer="abcdefghijkl")
+    first = _conn(loopback)
+    resp = _post(first, _chat(stream=True))
+    assert resp.status == 200
+    time.sleep(0.15)  # the first stream is running
+    second = _conn(loopback)
+    later = _post(second, _chat(stream=True))
+    raw = b""
+    with pytest.raises((http.client.IncompleteRead, ConnectionError)) as info:
+        raw = resp.read()  # [DONE], then the connection drops mid-body
+    raw = getattr(info.value, "partial", raw) or raw
+    events = _events(raw)
+    assert events[-1] == "[DONE]"
+    finishes = [json.loads(e)["choices"][0]["finish_reason"] for e in events[:-1]]
+    assert finishes and not any(finishes)  # no finish reason anywhere
+    assert loopback.interrupted == 1
+    complete = _events(later.read())
+    assert complete[-1] == "[DONE]" and '"finish_reason": "stop"' in complete[-2]

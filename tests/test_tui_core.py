@@ -211,8 +211,9 @@ async def test_live_keys_open_inspector_runs_and_analysis(tmp_path: Path) -> Non
         inspector = app.screen
         assert type(inspector).__name__ == "InspectorScreen"
         last = live.pane(1).last_decision
-        row = app.store.db.execute(
-            "select id, seat, round from decisions where cache_key = ?", [last.cache_key]).fetchone()
+        row = app.store.db.execute(  # a strategy decision has no cache key: found by its place
+            "select id, seat, round from decisions where id = ?", [app.store.decision_id_of(last)]
+        ).fetchone()
         assert row[1:] == (1, 2) and inspector.decision_id == row[0]
         await pilot.press("escape")
         await pilot.pause()

@@ -21,7 +21,9 @@ Rules, per endpoint:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,14 +121,10 @@ class EndpointPool:
             raise ValueError("an endpoint pool needs at least one URL")
         self.limit = max(1, int(self.limit))
         self.endpoints = [Endpoint(u, self.limit, self.limit) for u in self.urls]
-        self._changed: asyncio.Event | None = None
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._seen: set[str] = set()
 
     # -- acquiring -------------------------------------------------------------------------
-
-    def _event(self) -> asyncio.Event:
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        return self._changed
 
     def _pick(self, now: float) -> Endpoint | None:
         best: Endpoint | None = None
@@ -140,31 +138,50 @@ class EndpointPool:
     async def acquire(self) -> Lease:
         """Wait for a slot on the least busy endpoint that is up.
 
-        When every endpoint is down, the one due back first is tried again once its pause
-        is over (one probe at a time: its pause is extended while the probe runs).
+        Waiters queue in order and a released slot wakes one of them (not all: with
+        thousands of requests waiting, waking every one per release would cost quadratic
+        time). An endpoint whose pause is over gets one probe request (its pause is
+        extended while the probe runs); waiters wake up for that when the pause ends.
         """
+        loop = asyncio.get_running_loop()
+        first = True
         while True:
             now = time.monotonic()
             ep = self._pick(now)
             if ep is not None:
+                if ep.down_for > DOWN_FOR and ep.down_until:  # back from a pause: probe
+                    ep.down_until = now + ep.down_for
                 return self._lease(ep)
-            up = [e for e in self.endpoints if e.down_until <= now]
-            if not up:
-                soonest = min(self.endpoints, key=lambda e: e.down_until)
-                wait = soonest.down_until - now
-                event = self._event()
-                event.clear()
-                try:
-                    async with asyncio.timeout(max(wait, 0.0)):
-                        await event.wait()
-                except TimeoutError:
-                    if soonest.down_until <= time.monotonic() and soonest.in_flight < soonest.limit:
-                        soonest.down_until = time.monotonic() + soonest.down_for  # one probe
-                        return self._lease(soonest)
-                continue
-            event = self._event()
-            event.clear()
-            await event.wait()
+            resting = [e.down_until - now for e in self.endpoints if e.down_until > now]
+            waiter = loop.create_future()
+            if first:
+                self._waiters.append(waiter)
+            else:  # woken but beaten to the slot: keep a place at the front
+                self._waiters.appendleft(waiter)
+            first = False
+            try:
+                if resting:
+                    await asyncio.wait_for(asyncio.shield(waiter), min(resting) + 0.001)
+                else:
+                    await waiter
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # woken, then cancelled: pass the turn on
+                raise
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def _lease(self, ep: Endpoint) -> Lease:
         ep.in_flight += 1
@@ -186,6 +203,7 @@ class EndpointPool:
         if outcome == "ok":
             ep.completed += 1
             ep.down_for = DOWN_FOR
+            ep.down_until = 0.0
             ep.clean += 1
             if ep.clean >= CLEAN_RUN_FORGIVES:
                 ep.cuts = 0
@@ -217,11 +235,7 @@ class EndpointPool:
                     "--interrupt_requests False), or it cannot serve parallel requests. "
                     f"Set max_concurrency = {ep.limit} on agent {self.agent!r} to start there.",
                 )
-        if self._changed is not None:
-            self._changed.set()
-
-    def mark_down(self, lease: Lease) -> None:
-        self.release(lease, "down")
+        self._wake()
 
     # -- reporting -------------------------------------------------------------------------
 
@@ -229,19 +243,12 @@ class EndpointPool:
         text = f"agent {self.agent!r}: {message}" if self.agent else message
         if once_per is not None:
             key = f"{once_per}:{ep.url}"
-            if key in self._seen():
+            if key in self._seen:
                 return
-            self._seen().add(key)
+            self._seen.add(key)
         self.notices.append(text)
         if self.notify is not None:
             self.notify(EndpointNotice(self.agent, public_url(ep.url), text))
-
-    def _seen(self) -> set[str]:
-        seen = getattr(self, "_seen_keys", None)
-        if seen is None:
-            seen = set()
-            self._seen_keys = seen
-        return seen
 
     def stats(self) -> list[dict[str, Any]]:
         """Per endpoint: sent, completed, failed, current and configured limits."""

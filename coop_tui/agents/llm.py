@@ -47,6 +47,7 @@ from typing import Any, Literal
 from coop_tui.agents.endpoints import EndpointPool, host_of, public_url
 from coop_tui.agents.http_stream import ConnectionPool, HTTPStatusError
 from coop_tui.decisions import AgentReply, DecisionRequest
+from coop_tui.redact import scrub
 
 Transport = Literal["auto", "openai", "litellm"]
 Constrained = Literal["grammar", "json_schema"]
@@ -464,9 +465,13 @@ class LLMAgent:
                 ]
                 if text:
                     sink.text("\n\n")
-            if self.max_tokens is None or self.max_tokens > budget:
-                params = {**params, "max_tokens": budget}
-            final = await self._call(follow, sink, params)
+            # the agent's max_tokens bounds the reasoning; the answer gets what its schema needs
+            params = {**params, "max_tokens": budget}
+            try:
+                final = await self._call(follow, sink, params)
+            except ProviderError as exc:
+                exc.retries += sum(c.retries for c in calls)  # the first step's count too
+                raise
             calls.append(final)
             answer = "".join(final.state.text).strip()
         first, last = calls[0].state, calls[-1].state
@@ -540,7 +545,8 @@ class LLMAgent:
                     self.endpoints.release(lease, outcome)  # type: ignore[union-attr]
             if outcome == "ok":
                 return _Call(attempt, busy, queued, retries)
-            message = self._key.scrub(failure.message)
+            # the live pane shows this too: no key, no user:pass@, no echoed auth header
+            message = scrub(self._key.scrub(failure.message))
             concurrent_cut = outcome == "cut" and lease is not None and lease.concurrent
             if concurrent_cut and free < MAX_FREE_CUTS:
                 free += 1
@@ -694,42 +700,58 @@ class LLMAgent:
         key = self._key.get()
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        loop = asyncio.get_running_loop()
-        limit = self.timeout
         try:
-            async with asyncio.timeout(limit) as deadline:
+            async with asyncio.timeout(self.timeout) as deadline:
                 response = await pool.post("/chat/completions", body, headers)
                 try:
                     if response.status >= 300:
                         raise HTTPStatusError(
                             response.status, response.headers, await response.read_text()
                         )
-                    pushed = loop.time()
-                    data: list[str] = []
-                    async for line in response.lines():
-                        now = loop.time()
-                        if now - pushed > limit / 4 and not state.done:
-                            deadline.reschedule(now + limit)
-                            pushed = now
-                        if state.done:
-                            continue  # read to the end so the connection can be reused
-                        if line:
-                            if line.startswith("data:"):
-                                value = line[5:]
-                                data.append(value[1:] if value.startswith(" ") else value)
-                            continue  # event:, id:, retry: and ":" comments: nothing we use
-                        if data and _sse_event("\n".join(data), sink, state):
-                            state.done = True
-                            # a server that keeps the body open after [DONE] gets a second
-                            deadline.reschedule(loop.time() + 1.0)
-                        data = []
-                    if data and not state.done:
-                        _sse_event("\n".join(data), sink, state)
+                    kind = response.headers.get("content-type", "")
+                    if "json" in kind and "event-stream" not in kind:
+                        _whole_answer(await response.read_text(), sink, state)
+                    else:
+                        await self._read_sse(response, deadline, sink, state)
                 finally:
                     response.release()
         except TimeoutError:
             if not state.done:
                 raise
+
+    async def _read_sse(
+        self, response: Any, deadline: Any, sink: Any, state: _AttemptState
+    ) -> None:
+        """Decode SSE lines into the attempt; after ``[DONE]`` read on only to reuse the
+        connection (a server that then drops it, as llama.cpp's does when it interrupts a
+        stream, has still ended the stream)."""
+        loop = asyncio.get_running_loop()
+        limit = self.timeout
+        pushed = loop.time()
+        data: list[str] = []
+        try:
+            async for line in response.lines():
+                now = loop.time()
+                if now - pushed > limit / 4 and not state.done:
+                    deadline.reschedule(now + limit)
+                    pushed = now
+                if state.done:
+                    continue  # read to the end so the connection can be reused
+                if line:
+                    if line.startswith("data:"):
+                        value = line[5:]
+                        data.append(value[1:] if value.startswith(" ") else value)
+                    continue  # event:, id:, retry: and ":" comments carry nothing we use
+                if data and _sse_event("\n".join(data), sink, state):
+                    # a server that keeps the body open after [DONE] gets one more second
+                    deadline.reschedule(loop.time() + 1.0)
+                data = []
+        except ConnectionError:
+            if not state.done:
+                raise
+            return
+        if data and not state.done:
+            _sse_event("\n".join(data), sink, state)
 
     def _openai_client(self, url: str) -> Any:
         loop = asyncio.get_running_loop()
@@ -772,7 +794,7 @@ class LLMAgent:
         ours, because building a pydantic object per chunk costs most of the client's CPU.
         """
         client = self._openai_client(url or "")
-        params = dict(extra)
+        params = {**self._params(), **extra}
         body = {k: params.pop(k) for k in ("grammar",) if k in params}
         async with client.chat.completions.with_streaming_response.create(
             model=self._model_name(),
@@ -780,7 +802,6 @@ class LLMAgent:
             stream=True,
             stream_options={"include_usage": True},
             extra_body=body or None,
-            **self._params(),
             **params,
         ) as response:
             lines = response.iter_lines().__aiter__()
@@ -815,6 +836,10 @@ class LLMAgent:
             kwargs["api_base"] = url
         if self._key.get():
             kwargs["api_key"] = self._key.get()
+        elif url and split_provider(self.model)[0] in OPENAI_COMPATIBLE_PREFIXES:
+            # a keyless local server: litellm's OpenAI provider refuses to send without a
+            # key, and must not fall back to OPENAI_API_KEY for a server that is not OpenAI
+            kwargs["api_key"] = "no-key"
         stream = await litellm.acompletion(
             model=self.model,
             messages=messages,
@@ -901,6 +926,20 @@ def _sse_event(payload: str, sink: Any, state: _AttemptState) -> bool:
         raise _StreamBroken(f"the provider reported an error mid-stream: {message}")
     state.consume(chunk, sink)
     return False
+
+
+def _whole_answer(text: str, sink: Any, state: _AttemptState) -> None:
+    """A server that ignored ``stream`` and sent the whole completion as one JSON body."""
+    payload = json.loads(text)
+    if not isinstance(payload, dict):
+        raise _StreamBroken(f"unexpected answer: {text[:80]!r}")
+    choices = []
+    for choice in payload.get("choices") or []:
+        if isinstance(choice, dict):
+            message = choice.get("message") or {}
+            choices.append({"delta": message, "finish_reason": choice.get("finish_reason")})
+    state.consume({**payload, "choices": choices}, sink)
+    state.done = True
 
 
 def _check_litellm_stream(stream: Any, state: _AttemptState) -> None:

@@ -65,10 +65,16 @@ class StrategyAgent:
 
     kind = "strategy"
     style = "direct"
+    reads_prompt = False
+    """Answers from the SeatView: the engine renders and stores no prompt for it."""
 
     def __init__(self, name: str, strategy: Strategy) -> None:
         self.name = name
         self.strategy = strategy
+        self._checked: tuple[Any, int] | None = None
+        self._answers: dict[tuple[Any, ...], tuple[str, Any]] = {}
+        """(labels, mapping, distribution) -> (answer text, parsed answer): a strategy
+        gives the same few distributions over and over."""
         self.spec: dict[str, Any] = {"strategy": strategy.name, "params": strategy.params}
 
     async def reply(
@@ -111,11 +117,41 @@ class StrategyAgent:
         return f"I play the fixed strategy {named}: it {summary}."
 
     def _mixed(self, request: DecisionRequest) -> str:
-        view = request.view
-        pct = percentages(game_distribution(self.strategy, view))
-        labels = request.labels or tuple(f"A{i}" for i in range(len(pct)))
-        mapping = request.label_to_action or tuple(range(len(labels)))
-        return json.dumps({label: pct[a] for label, a in zip(labels, mapping, strict=True)})
+        return self.mixed_answer(request)[0]
+
+    def mixed_answer(self, request: DecisionRequest) -> tuple[str, Any]:
+        """The play answer as text and as the parser would read it back (same numbers)."""
+        return self.mixed_for(request.view, request.labels, request.label_to_action)
+
+    def mixed_for(
+        self, view: SeatView, labels: tuple[str, ...], mapping: tuple[int, ...]
+    ) -> tuple[str, Any]:
+        """:meth:`mixed_answer` from the view and the shown labels alone (the engine's
+        direct rounds build no request)."""
+        from coop_tui.parsing import MixedStrategy
+
+        if self._checked != (view.game, view.seat):
+            self.strategy.check(view)
+            self._checked = (view.game, view.seat)
+        probs = tuple(self.strategy.distribution(view))
+        key = (labels, mapping, probs)
+        found = self._answers.get(key)
+        if found is not None:
+            return found
+        full = game_distribution(self.strategy, view)  # checks the size, pads mechanism extras
+        pct = percentages(full)
+        labels = labels or tuple(f"A{i}" for i in range(len(pct)))
+        mapping = mapping or tuple(range(len(labels)))
+        shown = [pct[a] for a in mapping]
+        text = json.dumps(dict(zip(labels, shown, strict=True)))
+        total = float(sum(shown))
+        parsed = MixedStrategy(
+            tuple(p / total for p in shown), tuple(float(p) for p in shown), None, text
+        )
+        if len(self._answers) > 256:
+            self._answers.clear()
+        self._answers[key] = (text, parsed)
+        return text, parsed
 
     @staticmethod
     def _score(options: dict[str, Any]) -> int:

@@ -2,7 +2,8 @@
 
 - :func:`action_frequencies` — per agent and condition, the mean probability put on
   each action and how often it was sampled (Mediation's "delegate" is an action of its
-  own here), aggregated in SQL over the decisions' stored distributions.
+  own here), from the decisions' stored distributions, summed per match as it finishes
+  (:mod:`coop_tui.summaries`).
 - :func:`conditional_frequencies` — how often an agent played each action given what
   its co-player had played in the previous round (CoopEval's appendix figures). The
   co-player is the one met *this* round; in Reputation that is a different agent than
@@ -28,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from coop_tui import summaries
 from coop_tui.games.base import Game
 
 __all__ = [
@@ -66,6 +68,18 @@ def action_name(spec: Mapping[str, Any], action: int) -> str:
     return "/".join(n[action] for n in names if action < len(n)) or f"A{action}"
 
 
+def _condition_meta(db: Any, run_id: str) -> dict[tuple[int, str], tuple[str, str]]:
+    """(experiment, condition key) -> (game, mechanism), one row per condition."""
+    return {
+        (e, c): (g, m)
+        for e, c, g, m in db.execute(
+            """select experiment, condition_key, min(game), min(mechanism) from matches
+               where run_id = ? group by experiment, condition_key""",
+            [run_id],
+        ).fetchall()
+    }
+
+
 def _specs(db: Any, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
     """The game spec per (experiment, condition): an experiment may list several games,
     and each names its actions its own way (the condition includes the game)."""
@@ -81,20 +95,14 @@ def _specs(db: Any, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
 def action_frequencies(source: Any, run_id: str, *, phase: str = "play") -> list[dict[str, Any]]:
     """Mean probability and sampled share of every action, per agent and condition."""
     db = _db(source)
-    rows = db.execute(
-        """
-        select m.experiment, m.game, m.mechanism, m.condition_key, d.agent,
-               cast(j.key as integer) as act, count(*), sum(j.value),
-               sum(case when d.action = cast(j.key as integer) then 1 else 0 end)
-        from decisions d
-        join matches m on m.id = d.match_id,
-             json_each(d.distribution) j
-        where m.run_id = ? and m.status = 'done' and d.kind = 'mixed' and d.phase = ?
-              and d.distribution is not null
-        group by m.experiment, m.condition_key, d.agent, act
-        order by m.experiment, m.condition_key, d.agent, act""",
-        [run_id, phase],
-    ).fetchall()
+    meta = _condition_meta(db, run_id)
+    rows = [
+        (exp, *meta.get((exp, cond), (None, None)), cond, agent, act, n, total, sampled)
+        for (exp, cond, ph, agent, act), (n, total, sampled)
+        in summaries.read(db.conn, run_id, "action_counts").items()
+        if ph == phase
+    ]
+    rows.sort(key=lambda r: (r[0], r[3], r[4], r[5]))
     specs = _specs(db, run_id)
     return [
         {
@@ -114,24 +122,13 @@ def conditional_frequencies(source: Any, run_id: str) -> list[dict[str, Any]]:
     same agent, condition and co-player previous action.
     """
     db = _db(source)
-    rows = db.execute(
-        """
-        select m.experiment, m.game, m.mechanism, m.condition_key, st.agent,
-               prev.action, r.action, count(*)
-        from rounds r
-        join matches m on m.id = r.match_id
-        join seats st on st.match_id = r.match_id and st.seat = r.seat
-        join rounds co on co.match_id = r.match_id and co.round = r.round
-             and co.seat != r.seat
-             and coalesce(json_extract(co.info, '$.group'), -1)
-                 = coalesce(json_extract(r.info, '$.group'), -1)
-        join rounds prev on prev.match_id = co.match_id and prev.round = r.round - 1
-             and prev.seat = co.seat
-        where m.run_id = ? and m.status = 'done'
-        group by m.experiment, m.condition_key, st.agent, prev.action, r.action
-        order by m.experiment, m.condition_key, st.agent, prev.action, r.action""",
-        [run_id],
-    ).fetchall()
+    meta = _condition_meta(db, run_id)
+    rows = [
+        (exp, *meta.get((exp, cond), (None, None)), cond, agent, prev, act, n)
+        for (exp, cond, agent, prev, act), (n,)
+        in summaries.read(db.conn, run_id, "conditional_counts").items()
+    ]
+    rows.sort(key=lambda r: (r[0], r[3], r[4], r[5], r[6]))
     specs = _specs(db, run_id)
     totals: dict[tuple[Any, ...], int] = defaultdict(int)
     for exp, _g, _m, cond, agent, prev, _a, n in rows:

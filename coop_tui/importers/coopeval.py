@@ -1044,6 +1044,11 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
         _insert(conn, "rounds", plan.rounds)
         _insert(conn, "phases", plan.phases)
         _insert(conn, "decisions", plan.decisions)
+        # the report reads per-run summaries: drop a replaced import's, add this one's
+        from coop_tui import summaries
+
+        summaries.delete_run(conn, run_id)
+        summaries.fold_pending(conn, run_id)
     return replaced
 
 

@@ -86,8 +86,9 @@ class ServerConfig:
     send_usage: bool = True
     """False: ignore ``stream_options.include_usage``, like servers that never report usage."""
     interrupt: bool = False
-    """Like llama.cpp's server by default (``interrupt_requests``): a new chat request ends
-    every stream still running with ``[DONE]`` and no finish reason."""
+    """Like llama-cpp-python's server by default (``interrupt_requests``): a new chat request
+    ends every stream still running with ``[DONE]`` (no finish reason), then drops its
+    connection."""
 
 
 @dataclass(eq=False)
@@ -545,11 +546,12 @@ class LoopbackServer:
                     await asyncio.sleep(delay)
                 if record.extra.get("interrupted"):
                     # what llama.cpp's server does: [DONE] without a finish reason
+                    # then drops the connection without ending the chunked body
                     self.interrupted += 1
                     await send("[DONE]")
-                    writer.write(b"0\r\n\r\n")
-                    await writer.drain()
-                    return keep
+                    if writer.transport is not None:
+                        writer.transport.abort()
+                    raise _Closed()
                 if fault in ("drop", "truncate", "malformed") and i == cut:
                     break
                 delta: dict[str, Any] = {key: text}

@@ -141,6 +141,10 @@ def known_actions(view: SeatView, seat: int | None = None) -> int:
     trailing action named in :data:`MECHANISM_ACTIONS` is left out as well.
     """
     seat = view.seat if seat is None else seat
+    if not view.extra:  # the common case, asked every move: remember it per game and seat
+        known = _KNOWN.get((id(view.game), seat))
+        if known is not None and known[0] is view.game:
+            return known[1]
     names = view.game.action_names[seat]
     n = len(names)
     marker = view.extra.get("delegate_action")
@@ -148,7 +152,14 @@ def known_actions(view: SeatView, seat: int | None = None) -> int:
         n = marker
     while n > 1 and names[n - 1].strip().lower() in MECHANISM_ACTIONS:
         n -= 1
+    if not view.extra:
+        if len(_KNOWN) > 256:
+            _KNOWN.clear()
+        _KNOWN[(id(view.game), seat)] = (view.game, n)
     return n
+
+
+_KNOWN: dict[tuple[int, int], tuple[Any, int]] = {}
 
 
 def require_cooperation(view: SeatView, who: str = "this strategy") -> None:
@@ -222,8 +233,15 @@ def own_cooperated(view: SeatView, move: Move) -> bool:
     return move.own in view.game.cooperative[view.seat]
 
 
-def opponent_record(view: SeatView) -> list[bool]:
-    """Per past round, whether the co-player(s) cooperated (oldest first)."""
+def opponent_record(view: SeatView) -> Sequence[bool]:
+    """Per past round, whether the co-player(s) cooperated (oldest first).
+
+    The engine keeps this record as rounds are played and hands it over in the view, so a
+    strategy's move costs no Python loop over the history; without it (a view built by
+    hand, a re-matched population seat) it is derived from the history.
+    """
+    if view.cooperation_record is not None:
+        return view.cooperation_record
     return [others_cooperated(view, m) for m in view.history]
 
 

@@ -27,7 +27,7 @@ class GrimTrigger(Strategy):
     classifier = {"memory_depth": INF, "stochastic": False}
 
     def distribution(self, view: SeatView) -> list[float]:
-        return cooperate(view) if all(opponent_record(view)) else defect(view)
+        return defect(view) if False in opponent_record(view) else cooperate(view)
 
 
 @register

@@ -15,7 +15,8 @@ from coop_tui.decisions import SeatView
 
 def _counts(view: SeatView) -> tuple[int, int]:
     record = opponent_record(view)
-    return sum(record), len(record) - sum(record)
+    cooperated = sum(record)
+    return cooperated, len(record) - cooperated
 
 
 @register

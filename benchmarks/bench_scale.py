@@ -1,0 +1,148 @@
+"""Analysis and export at a million stored decisions.
+
+Builds the database through the real write path: a strategy sweep (eight classic
+strategies, every ordered pairing, 200-round repeated Prisoner's Dilemma, as many samples
+as it takes to pass ``--decisions``) played by the engine into the SQLite store, exactly
+as ``coop-tui --batch`` would. Then each measurement runs in a fresh child process, which
+reports its own wall time and peak resident memory:
+
+- ``report``: ``coop-tui report`` (text tables), whole command;
+- ``report --json``: ``coop-tui report --json``, whole command;
+- analysis screen load: :func:`coop_tui.report.build_report`, what the screen's loader
+  thread calls (no rendering), timed after its modules are imported, as in a running TUI;
+- interpreter start and imports alone, the fixed part of every command's time;
+- ``export`` to CSV and to Parquet, whole command, with its peak memory.
+
+It also prints the database size per stored decision. The database is kept under
+``--db`` (default: a temporary directory) so it can be reused with ``--reuse``.
+
+    .venv/bin/python benchmarks/bench_scale.py --decisions 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STRATEGIES = ["always_cooperate", "always_defect", "tit_for_tat", "suspicious_tit_for_tat",
+              "grim_trigger", "win_stay_lose_shift", "alternator", "tit_for_two_tats"]
+TURNS = 200
+PER_SAMPLE = len(STRATEGIES) ** 2 * TURNS * 2
+
+CHILD = r"""
+import json, resource, sys, time, io, contextlib
+start = time.perf_counter()
+task, db, arg = sys.argv[1], sys.argv[2], sys.argv[3]
+sink = io.StringIO()
+if task == "imports":
+    import coop_tui.cli, coop_tui.report, coop_tui.analysis.tournament, scipy.optimize
+elif task == "load":
+    from pathlib import Path
+    from coop_tui.report import build_report
+    from coop_tui.store import Store
+    import coop_tui.analysis.tournament, coop_tui.analysis.theory, scipy.optimize  # a running TUI has them
+    store = Store(Path(db))
+    t0 = time.perf_counter()
+    build_report(store, store.latest_run()["id"])
+    start = t0
+else:
+    from coop_tui.cli import main
+    with contextlib.redirect_stdout(sink):
+        try:
+            main(json.loads(arg))
+        except SystemExit:
+            pass
+wall = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall": wall, "peak_mb": peak}))
+"""
+
+
+async def build(db: Path, samples: int) -> float:
+    sys.path.insert(0, str(ROOT))
+    from coop_tui.spec import build_sweep
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    sweep = build_sweep({
+        "name": "bench-scale", "seed": 1, "concurrency": 8, "reuse": False,
+        "agents": {name: {"strategy": name} for name in STRATEGIES},
+        "experiments": [{"game": "pd_canonical", "mechanism": "repetition", "rounds": TURNS,
+                         "payoff": "mean", "matchup": "cross", "samples": samples,
+                         "agents": STRATEGIES}],
+    })
+    store = Store(db)
+    start = time.perf_counter()
+    summary = await run_sweep(sweep, store)
+    wall = time.perf_counter() - start
+    store.close()
+    assert summary.status == "done", summary.errors
+    return wall
+
+
+def child(task: str, db: Path, arg: list[str] | None = None) -> dict[str, float]:
+    """Run one measurement in a fresh interpreter: its wall time (from process start for
+    commands, of the call alone for the screen load) and peak RSS."""
+    env = {**os.environ, "COOP_TUI_DB": str(db)}
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, task, str(db), json.dumps(arg or [])],
+        capture_output=True, text=True, env=env, cwd=ROOT, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--decisions", type=int, default=1_000_000)
+    parser.add_argument("--db", type=Path, help="where to keep the database (default: temporary)")
+    parser.add_argument("--reuse", action="store_true", help="measure an existing --db")
+    args = parser.parse_args()
+    samples = max(1, -(-args.decisions // PER_SAMPLE))
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "scale.db"
+        build_s = None
+        if not (args.reuse and db.exists()):
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+            build_s = asyncio.run(build(db, samples))
+        import sqlite3
+
+        conn = sqlite3.connect(db)
+        conn.execute("pragma wal_checkpoint(truncate)")
+        n = conn.execute("select count(*) from decisions").fetchone()[0]
+        conn.close()
+        size = db.stat().st_size
+        out = Path(tmp) / "out"
+        rows = [
+            ("interpreter start + imports only (part of each command below)", child("imports", db)),
+            ("report", child("cli", db, ["report"])),
+            ("report --json", child("cli", db, ["report", "--json"])),
+            ("analysis screen data load (build_report, modules loaded)", child("load", db)),
+            ("export csv", child("cli", db, ["export", "--format", "csv", "--out", str(out / "csv")])),
+            ("export parquet", child("cli", db, ["export", "--format", "parquet", "--out", str(out / "pq")])),
+        ]
+    from _table import report
+
+    table = [(name, n, f"{r['wall']:.2f}", f"{r['peak_mb']:.0f}") for name, r in rows]
+    report(
+        "scale",
+        f"{n:,} decisions ({samples} samples of 8 strategies x 64 pairings x {TURNS} rounds); "
+        f"database {size / 1e6:.0f} MB = {size / n:.0f} bytes per decision"
+        + (f"; built through the engine and store in {build_s:.1f} s" if build_s else ""),
+        ["task", "decisions", "wall s", "peak RSS MB"],
+        table,
+        extra={"decisions": n, "db_bytes": size, "bytes_per_decision": size / n,
+               "build_s": build_s},
+    )
+
+
+if __name__ == "__main__":
+    main()

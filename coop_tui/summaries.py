@@ -1,0 +1,329 @@
+"""Aggregates of finished matches, kept so the report never scans every decision.
+
+A run of a million decisions holds a few thousand matches. When a match finishes
+("done"), the store *folds* it: one small GROUP BY over that match's own decisions and
+rounds (found through the match index) adds its counts and sums to four narrow tables,
+keyed by run, experiment, condition and agent. The report then reads a few thousand
+summary rows instead of a million decisions, and gets the same numbers: every column is
+a count or a sum, and a sum of per-match sums is the sum.
+
+``match_totals`` has one row per folded match and is what marks it folded. A match that
+is done but not folded (a database written by an older version, an import, a crash
+between the two writes) is aggregated live by :func:`read`, so the report stays exact
+without writing; :func:`fold_pending` folds such matches for good.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Summary:
+    table: str
+    keys: tuple[str, ...]
+    values: tuple[str, ...]
+    select: str
+    """One match's rows (keys then values), for ``?`` = the match id."""
+
+
+SUMMARIES: tuple[Summary, ...] = (
+    Summary(
+        "coop_rounds",
+        ("run_id", "experiment", "condition_key", "agent", "round"),
+        ("n", "coop_sum", "coop_sq", "cooperated", "sampled_n"),
+        """select m.run_id, m.experiment, m.condition_key, d.agent, d.round,
+                  count(*), sum(d.coop_prob), sum(d.coop_prob * d.coop_prob),
+                  coalesce(sum(d.cooperated), 0), count(d.cooperated)
+           from decisions d join matches m on m.id = d.match_id
+           where d.match_id = ? and d.phase = 'play' and d.coop_prob is not null
+           group by d.agent, d.round""",
+    ),
+    Summary(
+        "action_counts",
+        ("run_id", "experiment", "condition_key", "phase", "agent", "action"),
+        ("n", "prob_sum", "sampled"),
+        """select m.run_id, m.experiment, m.condition_key, d.phase, d.agent,
+                  cast(j.key as integer) as act, count(*), sum(j.value),
+                  sum(case when d.action = cast(j.key as integer) then 1 else 0 end)
+           from decisions d join matches m on m.id = d.match_id,
+                json_each(d.distribution) j
+           where d.match_id = ? and d.kind = 'mixed' and d.distribution is not null
+           group by d.phase, d.agent, act""",
+    ),
+    Summary(
+        "conditional_counts",
+        ("run_id", "experiment", "condition_key", "agent", "previous", "action"),
+        ("n",),
+        """select m.run_id, m.experiment, m.condition_key, st.agent, prev.action, r.action,
+                  count(*)
+           from rounds r
+           join matches m on m.id = r.match_id
+           join seats st on st.match_id = r.match_id and st.seat = r.seat
+           join rounds co on co.match_id = r.match_id and co.round = r.round
+                and co.seat != r.seat
+                and coalesce(json_extract(co.info, '$.group'), -1)
+                    = coalesce(json_extract(r.info, '$.group'), -1)
+           join rounds prev on prev.match_id = co.match_id and prev.round = r.round - 1
+                and prev.seat = co.seat
+           where r.match_id = ?
+           group by st.agent, prev.action, r.action""",
+    ),
+)
+BY_TABLE = {s.table: s for s in SUMMARIES}
+
+TOTALS = ("decisions", "invalid", "reasks", "transport_retries", "reused", "cost_usd",
+          "input_tokens", "output_tokens", "tokens_unknown")
+_TOTALS_SELECT = """
+    count(d.id), coalesce(sum(d.valid = 0), 0),
+    coalesce(sum(case when d.reused = 0 and d.attempts > 1 then d.attempts - 1 end), 0),
+    coalesce(sum(d.transport_retries), 0), coalesce(sum(d.reused), 0),
+    coalesce(sum(d.cost_usd), 0), coalesce(sum(d.input_tokens), 0),
+    coalesce(sum(d.output_tokens), 0),
+    coalesce(sum(d.id is not null and (d.input_tokens is null or d.output_tokens is null)), 0)"""
+
+
+def create_tables(conn: Any) -> None:
+    conn.execute(
+        "create table if not exists match_totals (match_id text primary key, run_id text, "
+        + ", ".join(f"{c} {'real' if c == 'cost_usd' else 'integer'}" for c in TOTALS)
+        + ")"
+    )
+    conn.execute("create index if not exists idx_match_totals_run on match_totals (run_id)")
+    for s in SUMMARIES:
+        # untyped columns: counts stay integers, sums stay floats
+        cols = ", ".join([*s.keys, *s.values])
+        conn.execute(
+            f"create table if not exists {s.table} ({cols}, primary key ({', '.join(s.keys)}))"
+        )
+
+
+def _upsert_sql(s: Summary) -> str:
+    cols = [*s.keys, *s.values]
+    adds = ", ".join(f"{v} = {v} + excluded.{v}" for v in s.values)
+    return (
+        f"insert into {s.table} ({', '.join(cols)}) values ({', '.join('?' * len(cols))}) "
+        f"on conflict ({', '.join(s.keys)}) do update set {adds}"
+    )
+
+
+def is_folded(conn: Any, match_id: str) -> bool:
+    return conn.execute("select 1 from match_totals where match_id = ?", [match_id]).fetchone() is not None
+
+
+def fold(conn: Any, match_id: str) -> None:
+    """Add one finished match to the summaries, once (the caller holds the transaction)."""
+    if is_folded(conn, match_id):
+        return
+    conn.execute(
+        f"insert into match_totals select m.id, m.run_id, {_TOTALS_SELECT} "
+        "from matches m left join decisions d on d.match_id = m.id where m.id = ?",
+        [match_id],
+    )
+    for s in SUMMARIES:
+        rows = conn.execute(s.select, [match_id]).fetchall()
+        if rows:
+            conn.executemany(_upsert_sql(s), rows)
+
+
+def fold_rows(
+    conn: Any,
+    match: tuple[str, str, int, str],
+    agents: list[str],
+    decisions: list[list[Any]],
+    rounds: list[tuple[Any, ...]],
+    columns: tuple[str, ...],
+) -> None:
+    """:func:`fold` for a match whose rows the store still holds in memory (a batched
+    strategy match): the same sums computed in Python, which costs a fraction of running
+    the GROUP BYs over rows just written. ``match`` is (match id, run id, experiment,
+    condition key); ``decisions`` are rows in ``columns`` order; ``rounds`` are rounds
+    table rows (match, round, seat, action, payoff, cooperated, info)."""
+    match_id, run_id, experiment, ckey = match
+    if is_folded(conn, match_id):
+        return
+    at = {c: i for i, c in enumerate(columns)}
+    i_phase, i_agent, i_round, i_kind = at["phase"], at["agent"], at["round"], at["kind"]
+    i_prob, i_coop, i_dist, i_action = at["coop_prob"], at["cooperated"], at["distribution"], at["action"]
+    if not decisions:
+        totals = [0] * len(TOTALS)
+        coop: dict[tuple[Any, ...], list[Any]] = {}
+        acts: dict[tuple[Any, ...], list[Any]] = {}
+    else:
+        cols = list(zip(*decisions, strict=True))  # column-wise: the sums run in C
+        n = len(decisions)
+        # re-asks count as in the batch summary: attempts - 1 of decisions asked in this run
+        reasks = sum(
+            a - 1 for a, reused in zip(cols[at["attempts"]], cols[at["reused"]], strict=True)
+            if not reused and a and a > 1
+        )
+        unknown = sum(
+            i is None or o is None
+            for i, o in zip(cols[at["input_tokens"]], cols[at["output_tokens"]], strict=True)
+        )
+        totals = [
+            n, cols[at["valid"]].count(0), reasks,
+            *(sum(filter(None, cols[at[c]])) for c in
+              ("transport_retries", "reused", "cost_usd", "input_tokens", "output_tokens")),
+            unknown,
+        ]
+        coop = {}
+        for phase, agent, rnd, prob, cooperated in zip(
+            cols[i_phase], cols[i_agent], cols[i_round], cols[i_prob], cols[i_coop], strict=True
+        ):
+            if prob is None or phase != "play":
+                continue
+            acc = coop.get((agent, rnd))
+            if acc is None:
+                acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
+            acc[0] += 1
+            acc[1] += prob
+            acc[2] += prob * prob
+            if cooperated is not None:
+                acc[3] += cooperated
+                acc[4] += 1
+        # identical answers are frequent (a strategy's few distributions): count them, then
+        # spread each distinct one over the actions once
+        seen = Counter(
+            (phase, agent, raw, played)
+            for phase, agent, raw, played, kind in zip(
+                cols[i_phase], cols[i_agent], cols[i_dist], cols[i_action], cols[i_kind], strict=True
+            )
+            if raw is not None and kind == "mixed"
+        )
+        acts = {}
+        for (phase, agent, raw, played), times in seen.items():
+            for act, p in enumerate(json.loads(raw)):
+                acc = acts.get((phase, agent, act))
+                if acc is None:
+                    acc = acts[(phase, agent, act)] = [0, 0.0, 0]
+                acc[0] += times
+                acc[1] += p * times
+                acc[2] += times if played == act else 0
+    conn.execute(
+        f"insert into match_totals (match_id, run_id, {', '.join(TOTALS)}) values "
+        f"({', '.join('?' * (len(TOTALS) + 2))})",
+        [match_id, run_id, *totals],
+    )
+    head = (run_id, experiment, ckey)
+    conn.executemany(_upsert_sql(BY_TABLE["coop_rounds"]), [(*head, *k, *v) for k, v in coop.items()])
+    conn.executemany(_upsert_sql(BY_TABLE["action_counts"]), [(*head, *k, *v) for k, v in acts.items()])
+    conn.executemany(
+        _upsert_sql(BY_TABLE["conditional_counts"]),
+        [(*head, *k, n) for k, n in _conditional(agents, rounds).items()],
+    )
+
+
+def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
+    """The ``conditional_counts`` SELECT for one match's rounds rows, in Python."""
+    groups: dict[str, Any] = {}
+    by_round: dict[int, list[tuple[int, int, Any]]] = {}
+    for _match, rnd, seat, action, _payoff, _coop, info in rounds:
+        group = groups.get(info)
+        if group is None and info not in groups:
+            group = groups[info] = (json.loads(info) or {}).get("group") if info else None
+        by_round.setdefault(rnd, []).append((seat, action, -1 if group is None else group))
+    actions = {(rnd, seat): action for rnd, rows in by_round.items() for seat, action, _g in rows}
+    out: dict[tuple[Any, ...], int] = {}
+    for rnd, rows in by_round.items():
+        for seat, action, group in rows:
+            if seat >= len(agents):
+                continue
+            for co_seat, _co_action, co_group in rows:
+                if co_seat == seat or co_group != group:
+                    continue
+                prev = actions.get((rnd - 1, co_seat))
+                if prev is None:
+                    continue
+                key = (agents[seat], prev, action)
+                out[key] = out.get(key, 0) + 1
+    return out
+
+
+def unfold(conn: Any, match_id: str) -> None:
+    """Take a match out of the summaries (it is being played again): its run's sums are
+    rebuilt from the matches still folded, so no floating-point subtraction creeps in."""
+    row = conn.execute("select run_id from match_totals where match_id = ?", [match_id]).fetchone()
+    if row is None:
+        return
+    run_id = row[0]
+    conn.execute("delete from match_totals where match_id = ?", [match_id])
+    kept = [r[0] for r in conn.execute(
+        "select match_id from match_totals where run_id = ? order by rowid", [run_id])]
+    delete_run(conn, run_id)
+    for mid in kept:
+        fold(conn, mid)
+
+
+def delete_run(conn: Any, run_id: str) -> None:
+    conn.execute("delete from match_totals where run_id = ?", [run_id])
+    for s in SUMMARIES:
+        conn.execute(f"delete from {s.table} where run_id = ?", [run_id])
+
+
+_PENDING = """select m.id from matches m where m.status = 'done' {run}
+              and not exists (select 1 from match_totals t where t.match_id = m.id)
+              order by m.rowid"""
+
+
+def pending(conn: Any, run_id: str | None = None) -> list[str]:
+    """Done matches that are not folded yet (of one run, or of every run)."""
+    if run_id is None:
+        return [r[0] for r in conn.execute(_PENDING.format(run=""))]
+    return [r[0] for r in conn.execute(_PENDING.format(run="and m.run_id = ?"), [run_id])]
+
+
+def fold_pending(conn: Any, run_id: str | None = None) -> int:
+    """Fold every done match that is not folded yet; returns how many were."""
+    ids = pending(conn, run_id)
+    for mid in ids:
+        fold(conn, mid)
+    return len(ids)
+
+
+# ----------------------------------------------------------------- reading
+def read(conn: Any, run_id: str, table: str) -> dict[tuple[Any, ...], list[float]]:
+    """A run's rows of one summary table as {keys without run_id: value sums}, including
+    done matches not folded yet (aggregated live from their own decisions)."""
+    s = BY_TABLE[table]
+    n_keys = len(s.keys)
+    out: dict[tuple[Any, ...], list[float]] = {}
+    _add(out, conn.execute(
+        f"select {', '.join([*s.keys, *s.values])} from {table} where run_id = ?", [run_id]
+    ), n_keys)
+    for mid in pending(conn, run_id):
+        _add(out, conn.execute(s.select, [mid]), n_keys)
+    return out
+
+
+def _add(out: dict[tuple[Any, ...], list[float]], rows: Iterable[Any], n_keys: int) -> None:
+    for row in rows:
+        key = tuple(row[1:n_keys])
+        values = row[n_keys:]
+        acc = out.get(key)
+        if acc is None:
+            out[key] = [v or 0 for v in values]
+        else:
+            for i, v in enumerate(values):
+                acc[i] += v or 0
+
+
+def totals(conn: Any, run_id: str) -> dict[str, float]:
+    """Decision counts of a whole run: folded matches from ``match_totals``, every other
+    match (running, failed, stopped, not folded yet) from its own decisions."""
+    folded = conn.execute(
+        f"select count(*), {', '.join(f'coalesce(sum({c}), 0)' for c in TOTALS)} "
+        "from match_totals where run_id = ?",
+        [run_id],
+    ).fetchone()
+    live = conn.execute(
+        f"select {_TOTALS_SELECT} from decisions d where d.match_id in ("
+        "select m.id from matches m where m.run_id = ? and not exists "
+        "(select 1 from match_totals t where t.match_id = m.id))",
+        [run_id],
+    ).fetchone()
+    return {c: folded[i + 1] + live[i] for i, c in enumerate(TOTALS)}
