@@ -15,8 +15,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from coop_tui.games.base import Game
 
-AnswerKind = Literal["mixed", "approvals", "sign", "score", "text", "mediator", "contract"]
-"""mixed: percentages per action label; approvals: {"M1": true, ...}; sign: {"sign": bool};
+AnswerKind = Literal[
+    "mixed", "choice", "approvals", "sign", "score", "text", "mediator", "contract", "number",
+    "allocation",
+]
+"""mixed: percentages per action label; choice: exactly one action ``{"choice": "A1"}``;
+approvals: {"M1": true, ...}; sign: {"sign": bool}; number/allocation: one value in a range,
+a value per key (seed 003's offers, bids, splits);
 score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
 
 Message = dict[str, str]
@@ -182,3 +187,6 @@ class Decision:
     coop_prob: float | None = None
     cooperated: bool | None = None
     created_at: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
+    """The request's kind-specific options the answer was checked against (a number's
+    range and step, an allocation's keys and total), so a re-ask checks the same ones."""

@@ -51,6 +51,9 @@ from coop_tui.prompts import (
 )
 
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
+PLAY_KINDS = ("mixed", "choice")
+"""Answer kinds a play decision can take; both end in a distribution and a sampled action
+(a choice is a one-hot distribution)."""
 
 
 NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "api_key_env", "threads"})
@@ -96,10 +99,19 @@ class DecisionPolicy:
     max_attempts: int = 3
     on_invalid: str = "abort"
     """abort: the match fails; uniform: play uniformly, recorded as invalid with the reason."""
-    randomize_labels: bool = False
+    randomize_labels: bool | str = False
+    """False: A0, A1, ... in action order. True or "decision": the A-labels shuffled per
+    decision. "trial" (seed 003): letters drawn once per match (a pair such as J/F for two
+    actions) and listed in an order shuffled per round; payoffs are described in action
+    order, as seed 003's code does."""
     reuse_across_runs: bool = True
     strict: bool = False
     """CoopEval's answer rule: no repairs (integers summing to exactly 100), re-ask instead."""
+    condition_text: str = ""
+    """A named condition's sentences (seed 003's framing), shown before the game's rules."""
+    answer: str = "mixed"
+    """How play decisions are answered: "mixed" (percentages per action, sampled by the
+    engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
 
 
 @dataclass
@@ -176,8 +188,8 @@ class MatchContext:
         )
         """Per seat, whether all co-players cooperated each round (None once a round was
         played on other positions or games): handed to strategies with the history."""
-        self._instructions: dict[tuple[str, tuple[str, ...]], str] = {}
-        """Rendered answer instructions per (style, labels): the same every round."""
+        self._instructions: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        """Rendered answer instructions per (kind, style, labels): the same every round."""
         self.decisions: list[Decision] = []
         self._counts = game.action_counts
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
@@ -209,6 +221,11 @@ class MatchContext:
             return Labelling.neutral(
                 n, np.random.default_rng(derived_seed(seed, "labels", round_, seat, phase))
             )
+        if self.policy.randomize_labels == "trial":
+            from coop_tui.prompts import trial_labelling, trial_letters
+
+            letters = trial_letters(n, self.rng("trial-letters", n))
+            return trial_labelling(letters, self.rng("label-order", round_, seat, phase))
         return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
 
     def play_request(
@@ -254,16 +271,23 @@ class MatchContext:
             extra=dict(extra or {}),
             cooperation_record=record,
         )
+        kind = self.policy.answer
         if not self.reads_prompt(seat):
-            return DecisionRequest(
-                seat=seat, round=round_, phase=phase, kind="mixed", messages=(), view=view,
-                labels=labels, label_to_action=own.label_to_action,
+            options = (
+                {"draw": float(self.rng("draw", round_, seat, phase).random())}
+                if kind == "choice" else {}
             )
-        key = (self._style(seat), labels)
+            return DecisionRequest(
+                seat=seat, round=round_, phase=phase, kind=kind,  # type: ignore[arg-type]
+                messages=(), view=view, labels=labels, label_to_action=own.label_to_action,
+                options=options,
+            )
+        key = (kind, self._style(seat), labels)
         instructions = self._instructions.get(key)
         if instructions is None:
             instructions = self.renderer.render(
-                f"answer/mixed_{key[0]}.j2", labels=labels, example=example_answer(labels)
+                f"answer/{kind}_{self._style(seat)}.j2", labels=labels,
+                example=example_for(kind, labels, {}),
             )
             self._instructions[key] = instructions
         if describe is not None:
@@ -275,16 +299,22 @@ class MatchContext:
             text = self._game_text(game, pos, own, twist, instructions)
         from coop_tui.schemas import answer_schema
 
+        options: dict[str, Any] = {}
+        if kind == "choice":
+            # Agents that must pick one action from a distribution (strategies) draw with
+            # this number, so their pick follows the match seed like a sampled mixed answer.
+            options["draw"] = float(self.rng("draw", round_, seat, phase).random())
         return DecisionRequest(
             seat=seat,
             round=round_,
             phase=phase,
-            kind="mixed",
+            kind=kind,  # type: ignore[arg-type]
             messages=({"role": "user", "content": text},),
             view=view,
             labels=labels,
             label_to_action=own.label_to_action,
-            schema=answer_schema("mixed", labels, {}),
+            schema=answer_schema(kind, labels, {}),
+            options=options,
         )
 
     def phase_request(
@@ -364,8 +394,13 @@ class MatchContext:
         twist: str | Callable[[Labelling], str],
         instructions: str,
     ) -> str:
+        rules = own
+        if self.policy.randomize_labels == "trial":
+            # the option list is shuffled per round; the payoff rules keep action order
+            rules = Labelling(tuple(own.label_of(a) for a in range(len(own.labels))),
+                              tuple(range(len(own.labels))))
         labellings = [
-            own if game.action_counts[j] == game.action_counts[pos] else Labelling.neutral(c)
+            rules if game.action_counts[j] == game.action_counts[pos] else Labelling.neutral(c)
             for j, c in enumerate(game.action_counts)
         ]
         if callable(twist):
@@ -379,6 +414,8 @@ class MatchContext:
             seat_number=pos + 1,
             twist=twist,
             instructions=instructions,
+            answer_kind=self.policy.answer,
+            condition_text=self.policy.condition_text,
         )
 
     # ------------------------------------------------------------ asking
@@ -505,7 +542,7 @@ class MatchContext:
             latency_ms=(time.perf_counter() - started) * 1000.0, input_tokens=0,
             output_tokens=0, cost_usd=0.0, created_at=time.time(),
         )
-        if request.kind == "mixed":
+        if request.kind in PLAY_KINDS:
             self._finish_mixed(decision, request, parsed)
         else:
             decision.parsed = parsed
@@ -517,6 +554,7 @@ class MatchContext:
         then play its rounds with :meth:`direct_round`."""
         return (
             all(self._direct)
+            and self.policy.answer == "mixed"  # direct rounds write mixed answers only
             and not self.announce_strategies
             and self._records is not None
             and all(hasattr(a, "mixed_for") for a in self.agents)
@@ -714,12 +752,14 @@ class MatchContext:
             queue_ms=queue_ms,
             retries=failed,
             created_at=time.time(),
+            options=dict(request.options)
+            if request.kind in ("number", "allocation") or "meanings" in request.options else {},
         )
-        if request.kind == "mixed":
+        if request.kind in PLAY_KINDS:
             self._finish_mixed(decision, request, parsed)
         else:
             decision.parsed = parsed
-        if not valid and request.kind != "mixed":
+        if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
 
@@ -734,7 +774,11 @@ class MatchContext:
     ) -> None:
         """Map a parsed mixed answer to game actions, draw the action, note cooperation."""
         n_actions = game.action_counts[pos]
-        if parsed is not None:
+        if parsed is not None and decision.kind == "choice":
+            probs = [0.0] * n_actions
+            probs[label_to_action[list(labels).index(parsed)]] = 1.0
+            decision.parsed = parsed
+        elif parsed is not None:
             probs = [0.0] * n_actions
             for i, p in enumerate(parsed.probabilities):
                 probs[label_to_action[i]] = float(p)
@@ -759,12 +803,12 @@ class MatchContext:
     # ------------------------------------------------------------ rounds
     def require(self, decision: Decision) -> Decision:
         """Stop the match when a decision has no usable outcome under the policy."""
-        if decision.kind == "mixed" and decision.action is None:
+        if decision.kind in PLAY_KINDS and decision.action is None:
             raise MatchAborted(
                 f"seat {decision.seat + 1} ({decision.agent}) gave no valid answer in "
                 f"{decision.attempts} attempts: {decision.error}"
             )
-        if decision.kind != "mixed" and not decision.valid and self.policy.on_invalid == "abort":
+        if decision.kind not in PLAY_KINDS and not decision.valid and self.policy.on_invalid == "abort":
             raise MatchAborted(
                 f"seat {decision.seat + 1} ({decision.agent}) gave no valid {decision.kind} "
                 f"answer: {decision.error}"
@@ -817,13 +861,15 @@ def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...]) -> st
 def _retry_example(request: DecisionRequest) -> str:
     if request.kind == "mixed":
         return example_answer(request.labels)
+    if request.kind == "choice":
+        return example_for("choice", request.labels, request.options)
     if request.kind == "score":
         return "SIMILARITY SCORE: <0-100>"
     if request.kind == "sign":
         return '{"sign": true}'
     if request.kind == "approvals":
         return json.dumps({label: True for label in request.labels})
-    if request.kind in ("mediator", "contract"):
+    if request.kind in ("mediator", "contract", "number", "allocation"):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
 
@@ -839,6 +885,13 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
         return '{"sign": <true/false>}'
     if kind in ("contract", "mixed"):
         return example_answer(labels)
+    if kind == "number":
+        return json.dumps({str(options.get("name", "value")): "<NUMBER>"}).replace('"<NUMBER>"', "<number>")
+    if kind == "allocation":
+        keys = options.get("keys") or ()
+        return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
+    if kind == "choice":
+        return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
     return ""
 
 

@@ -18,7 +18,9 @@ def list_command(what: str, db_path: Path) -> int:
             table.add_column(col)
         for key in game_keys():
             g = get_game(key)
-            table.add_row(key, str(g.n_players), ", ".join(g.action_names[0]), g.title)
+            moves = (" → ".join(dict.fromkeys(m[0] for m in g.action_names))  # move by move
+                     if getattr(g, "protocol", None) else ", ".join(g.action_names[0]))
+            table.add_row(key, str(g.n_players), moves, g.title)
     elif what == "strategies":
         from coop_tui.agents.strategies import get_strategy, strategy_names
 

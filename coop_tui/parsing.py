@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CHOICE_KEY",
     "MixedStrategy",
     "ParseError",
     "parse_answer",
@@ -611,6 +612,58 @@ def _parse_contract(
     return payments, _note(notes)
 
 
+# --------------------------------------------------------------------------- choice
+
+CHOICE_KEY = "choice"
+"""The one key of a ``choice`` answer: ``{"choice": "<label>"}``."""
+
+_BARE_LABEL = re.compile(r"[\s*`\"'(\[]*([A-Za-z0-9_]+)[\s*`\"'.)\]]*")
+
+
+def _parse_choice(text: str, labels: Sequence[str]) -> tuple[str, str | None]:
+    """Exactly one action label, from ``{"choice": "<label>"}`` (the last such object).
+
+    A reply that is nothing but one label (``A1``, ``"A1".``) is accepted with a note,
+    since it cannot mean anything else; everything else is re-asked with the reason.
+    """
+    if not labels:
+        raise ValueError("choice answers need the action labels")
+    by_norm = {_norm(label): label for label in labels}
+    stripped = (text or "").strip()
+    bare = _BARE_LABEL.fullmatch(stripped) if stripped else None
+    if bare is not None and _norm(bare.group(1)) in by_norm:
+        label = by_norm[_norm(bare.group(1))]
+        return label, "a bare action label, read as the choice"
+    found, notes = _pick(
+        text, lambda obj: any(_norm(k) == CHOICE_KEY for k in obj), f'the key "{CHOICE_KEY}"'
+    )
+    extra = [k for k in found.obj if _norm(k) != CHOICE_KEY]
+    contradicting = [k for k in extra if _norm(k) in by_norm]
+    if contradicting:
+        names = ", ".join(repr(k) for k in contradicting)
+        raise ParseError(
+            f'give only the key "{CHOICE_KEY}" with one action as its value, '
+            f"not also keys named after actions ({names})"
+        )
+    if extra:
+        notes.append("other keys ignored: " + ", ".join(repr(k) for k in extra))
+    given = _match_keys({k: v for k, v in found.obj.items() if k not in extra},
+                        (CHOICE_KEY,), notes)
+    value = given[CHOICE_KEY]
+    if isinstance(value, list):
+        raise ParseError(
+            f"choose exactly one action ({', '.join(labels)}), not a list {json.dumps(value)}"
+        )
+    label = by_norm.get(_norm(value)) if isinstance(value, str) else None
+    if label is None:
+        raise ParseError(
+            f"the choice must be one of {', '.join(labels)}, not {json.dumps(value)}"
+        )
+    if value != label:
+        notes.append(f"choice {value!r} matched as {label} ignoring case/spaces")
+    return label, _note(notes)
+
+
 def parse_answer(
     kind: str,
     text: str,
@@ -623,7 +676,8 @@ def parse_answer(
 
     ``mixed`` returns a :class:`MixedStrategy` (its note is returned too); the other kinds
     return plain values: approvals ``dict[str, bool]``, sign ``bool``, score ``int``,
-    text ``str``, mediator ``dict[int, str]``, contract ``dict[str, int]``.
+    text ``str``, mediator ``dict[int, str]``, contract ``dict[str, int]``, choice ``str``
+    (the chosen label).
     """
     opts: Mapping[str, Any] = options or {}
     if kind == "mixed":
@@ -642,6 +696,8 @@ def parse_answer(
 def _parse_other(
     kind: str, text: str, labels: Sequence[str], opts: Mapping[str, Any]
 ) -> tuple[Any, str | None]:
+    if kind == "choice":
+        return _parse_choice(text, labels)
     if kind == "approvals":
         return _parse_approvals(text, labels)
     if kind == "sign":
@@ -654,4 +710,17 @@ def _parse_other(
         return _parse_mediator(text, labels, opts)
     if kind == "contract":
         return _parse_contract(text, labels, opts)
+    if kind in ("number", "allocation"):
+        return _parse_numeric(kind, text, opts)
     raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """number: one value in a range (seed 003's offers, bids, guesses); allocation: a
+    value per key with a required sum (Blotto). See :mod:`coop_tui.parsing_numeric`."""
+    from coop_tui.parsing_numeric import NumericParseError, parse_allocation, parse_number
+
+    try:
+        return parse_number(text, opts) if kind == "number" else parse_allocation(text, opts)
+    except NumericParseError as exc:
+        raise ParseError(exc.reason) from None

@@ -37,6 +37,13 @@ def _wilson(successes: float, n: int) -> list[float] | None:
 def game_from_spec(spec: dict[str, Any]):
     from coop_tui.games.base import Game
 
+    if spec.get("protocol"):  # a move-by-move game (seed 003): rebuilt from the registry
+        from coop_tui.games import load_game
+
+        try:
+            return load_game(spec["key"], **spec.get("params", {}))
+        except Exception:  # noqa: BLE001 - an unknown or changed family: the stored shape
+            pass
     return Game(
         key=spec["key"],
         title=spec.get("title", spec["key"]),

@@ -40,6 +40,8 @@ def answer_schema(
     opts: Mapping[str, Any] = options or {}
     if kind == "mixed":
         return _object({label: _integer(0, 100) for label in labels})
+    if kind == "choice":
+        return _object({"choice": {"type": "string", "enum": list(labels)}})
     if kind == "approvals":
         return _object({label: {"type": "boolean"} for label in labels})
     if kind == "sign":
@@ -59,4 +61,20 @@ def answer_schema(
         return _object(
             {label: _integer(None if limit is None else -limit, limit) for label in labels}
         )
+    if kind == "number":
+        return _object({str(opts.get("name", "value")): _grid(opts)})
+    if kind == "allocation":
+        return _object({str(key): _grid(opts) for key in opts.get("keys") or ()})
     raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def _grid(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """One numeric value of a number/allocation answer: an integer range when the grid
+    is whole numbers from a whole minimum, else the explicit list of allowed values."""
+    lo, hi, step = opts.get("min"), opts.get("max"), float(opts.get("step", 1) or 1)
+    whole = step == 1 and (lo is None or float(lo).is_integer())
+    if whole or lo is None or hi is None:
+        return _integer(None if lo is None else int(lo), None if hi is None else int(hi))
+    count = int(round((float(hi) - float(lo)) / step)) + 1
+    values = [float(lo) + i * step for i in range(count)]
+    return {"enum": [int(v) if v.is_integer() else round(v, 10) for v in values]}

@@ -295,6 +295,20 @@ def prompt_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" for m in messages)
 
 
+def _human_choice(raw: str, labels: Sequence[str]) -> str:
+    """A typed action number or label as a choice answer; JSON is passed on as typed."""
+    if raw.startswith("{"):
+        return raw
+    upper = [lab.upper() for lab in labels]
+    if raw.isdigit() and int(raw) < len(labels):
+        return json.dumps({"choice": labels[int(raw)]})
+    if raw.upper() in upper:
+        return json.dumps({"choice": labels[upper.index(raw.upper())]})
+    raise ValueError(
+        f"choose one action: a number 0 to {len(labels) - 1} or one of {', '.join(labels)}"
+    )
+
+
 def human_answer(text: str, labels: Sequence[str], kind: str = "mixed") -> str:
     """A human's typed move as the JSON answer the parser expects.
 
@@ -304,6 +318,8 @@ def human_answer(text: str, labels: Sequence[str], kind: str = "mixed") -> str:
     same parser as for models checks them, and a bad one is asked again with the reason.
     """
     raw = text.strip()
+    if kind == "choice":
+        return _human_choice(raw, labels)
     if kind != "mixed":
         if not raw:
             raise ValueError("type your answer in the format the prompt shows")
@@ -664,11 +680,15 @@ class ReplaySession(Session):
                 groups[-1].append(d)
             else:
                 groups.append([d])
+        played = {d.round for d in decisions if d.phase == "play"}
         try:
-            for group in groups:
+            for i, group in enumerate(groups):
                 await asyncio.gather(*(self._replay_decision(d) for d in group))
                 rnd, phase = group[0].round, group[0].phase
-                if phase == "play" and rnd in rounds:
+                # a move-by-move game (seed 003) names its phases by move: its round is
+                # complete after the round's last move
+                last_of_round = i + 1 == len(groups) or groups[i + 1][0].round != rnd
+                if rnd in rounds and (phase == "play" or (last_of_round and rnd not in played)):
                     rows = sorted(rounds.pop(rnd), key=lambda r: r["seat"])
                     info = json.loads(rows[0]["info"] or "{}") if rows[0].get("info") else {}
                     self.bus.emit(
@@ -727,9 +747,15 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     if mech == "repetition":
         params = {"rounds": rounds, "payoff": "mean"}
     try:
-        n = load_game(game).n_players
+        loaded = load_game(game)
+        n = loaded.n_players
     except Exception:
-        n = 2
+        loaded, n = None, 2
+    from coop_tui.games.kinds import ProtocolGame
+
+    if isinstance(loaded, ProtocolGame) and mechanism is None:
+        # seed 003's move-by-move games count their own rounds under mechanism "none"
+        mech, params = "none", {"game_params": {"rounds": rounds}}
     return MatchSetup(
         seats=[HUMAN] + [opponent] * (n - 1), game=game, mechanism=mech, params=params,
         name="play", max_tokens=None,

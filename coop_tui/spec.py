@@ -182,6 +182,10 @@ def url_problem(url: Any) -> str | None:
     return None
 
 
+AnswerMode = Literal["mixed", "choice"]
+LABEL_MODES = ("decision", "trial")
+
+
 class ExperimentSpec(BaseModel):
     """Fields every experiment has; mechanism parameters ride along as extras."""
 
@@ -189,13 +193,13 @@ class ExperimentSpec(BaseModel):
 
     game: str | list[str]
     mechanism: str | list[str] = "none"
-    matchup: Literal["self", "cross"] | list[list[str]] = "self"
+    matchup: Literal["self", "cross", "pairs", "versus"] | list[list[str]] = "self"
     agents: list[str] = Field(default_factory=list)
     samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
     scale: float | list[float] | None = None
     bonus: float | list[float] | None = None
     game_params: dict[str, Any] = Field(default_factory=dict)
-    randomize_labels: bool = False
+    randomize_labels: bool | str = False
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] | None = None
     name: str | None = None
@@ -207,6 +211,42 @@ class ExperimentSpec(BaseModel):
         default=None,
         description="strict: CoopEval's rule (integers summing to exactly 100, else re-ask)",
     )
+    answer: AnswerMode | list[AnswerMode] = Field(
+        default="mixed",
+        description='play answers: "mixed" (percentages per action) or "choice" (one action)',
+    )
+    opponents: list[str] = Field(
+        default_factory=list,
+        description='matchup "versus": every agent plays each of these in the other seats',
+    )
+    filler: str | None = Field(
+        default=None,
+        description='agent in the seats beyond the first two ("self" / "pairs" in n-player games)',
+    )
+    condition: str | list[str] = Field(
+        default="baseline", description="seed 003's named prompt conditions (a grid axis)"
+    )
+
+    @field_validator("randomize_labels", mode="before")
+    @classmethod
+    def _label_mode(cls, v: Any) -> bool | str:
+        if isinstance(v, bool) or v in LABEL_MODES:
+            return v
+        raise ValueError(
+            f'randomize_labels must be true / "decision" (A-labels shuffled per decision), '
+            f'"trial" (seed 003: letters per match, order per round) or false, not {v!r}'
+        )
+
+    @field_validator("condition", mode="before")
+    @classmethod
+    def _known_conditions(cls, v: Any) -> Any:
+        from coop_tui.conditions import get_condition
+
+        for name in v if isinstance(v, list) else [v]:
+            if not isinstance(name, str):
+                raise ValueError(f"a condition is a name such as \"baseline\", not {name!r}")
+            get_condition(name)
+        return v
 
 
 class SweepSpec(BaseModel):
@@ -256,11 +296,13 @@ class Cell:
     seats: tuple[str, ...]
     matchup: str
     samples: int
-    randomize_labels: bool
+    randomize_labels: bool | str
     max_attempts: int
     on_invalid: str
     mechanism_axis: bool = False
     """The experiment lists several mechanisms: the mechanism is part of the condition."""
+    answer: str = "mixed"
+    condition: str = "baseline"
 
     replicates: int = 1
     """Independent copies of the tournament this cell belongs to."""
@@ -281,7 +323,7 @@ class Cell:
         return self.samples * self.replicates
 
     def match_key(self, slot: int) -> str:
-        data = {
+        data: dict[str, Any] = {
             "e": self.experiment,
             "g": self.game,
             "gp": self.game_params,
@@ -292,21 +334,29 @@ class Cell:
         }
         if self.replicate_of(slot):
             data["r"] = self.replicate_of(slot)
+        # protocol fields join the key only when set, so existing runs keep their keys
+        if self.answer != "mixed":
+            data["a"] = self.answer
+        if self.condition != "baseline":
+            data["c"] = self.condition
         return stable_hash(data)[:20]
 
     def tournament_key(self, slot: int) -> str:
         """The tournament a match belongs to: its experiment's grid point without the
         seating and sample, per replicate. Designs shared "per tournament" hang off it."""
-        return stable_hash(
-            {
-                "e": self.experiment,
-                "g": self.game,
-                "gp": self.game_params,
-                "m": self.mechanism,
-                "mp": self.mechanism_params,
-                "r": self.replicate_of(slot),
-            }
-        )[:20]
+        data: dict[str, Any] = {
+            "e": self.experiment,
+            "g": self.game,
+            "gp": self.game_params,
+            "m": self.mechanism,
+            "mp": self.mechanism_params,
+            "r": self.replicate_of(slot),
+        }
+        if self.answer != "mixed":
+            data["a"] = self.answer
+        if self.condition != "baseline":
+            data["c"] = self.condition
+        return stable_hash(data)[:20]
 
 
 @dataclass
@@ -641,6 +691,15 @@ def _expand(
                     raise SpecError(f"{where}.matchup", f"unknown agent {name!r} in an explicit matchup")
     elif not exp.agents:
         raise SpecError(f"{where}.agents", "is empty; list the agents that play")
+    for field_name, names in (("opponents", exp.opponents), ("filler", [exp.filler] if exp.filler else [])):
+        for name in names:
+            if name not in sweep.agents:
+                raise SpecError(
+                    f"{where}.{field_name}",
+                    f"unknown agent {name!r}; define it under [agents.{name}]",
+                )
+    if exp.opponents and exp.matchup != "versus":
+        raise SpecError(f"{where}.opponents", 'is used only with matchup = "versus"; remove it')
 
     axes: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
@@ -655,15 +714,21 @@ def _expand(
     games = exp.game if isinstance(exp.game, list) else [exp.game]
     scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
+    answers = exp.answer if isinstance(exp.answer, list) else [exp.answer]
+    conditions = exp.condition if isinstance(exp.condition, list) else [exp.condition]
     for name_, values in (("game", games), ("scale", scales), ("bonus", bonuses),
+                          ("answer", answers), ("condition", conditions),
                           ("matchup", exp.matchup if isinstance(exp.matchup, list) else [1])):
         if not values:
             raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
     samples = exp.samples or sweep.samples
-    answers = exp.answers or sweep.answers
+    answer_rule = exp.answers or sweep.answers
     cells: list[Cell] = []
     names = list(axes)
-    for game_ref, scale, bonus in itertools.product(games, scales, bonuses):
+    for game_ref, scale, bonus, answer, condition in itertools.product(
+        games, scales, bonuses, answers, conditions
+    ):
+        scale = _condition_scale(where, condition, scale)
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
         gp = dict(exp.game_params)
         if scale is not None:
@@ -686,7 +751,11 @@ def _expand(
                 try:
                     mech.check_game(game, len(seats))
                 except ValueError as exc:
-                    raise SpecError(f"{where}.matchup", str(exc)) from None
+                    from coop_tui.games.kinds import ProtocolGame
+
+                    # a move-by-move game under another mechanism: the mechanism is wrong
+                    bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
+                    raise SpecError(f"{where}.{bad}", str(exc)) from None
                 _check_strategies_fit(sweep, seats, game)
                 cells.append(
                     Cell(
@@ -699,10 +768,12 @@ def _expand(
                         matchup=_matchup_label(exp, mech_cls.pooled),
                         samples=samples,
                         randomize_labels=exp.randomize_labels,
-                        max_attempts=_max_attempts(exp, sweep, answers),
+                        max_attempts=_max_attempts(exp, sweep, answer_rule),
                         on_invalid=exp.on_invalid or sweep.on_invalid,
                         replicates=exp.replicates or sweep.replicates,
-                        answers=answers,
+                        answers=answer_rule,
+                        answer=answer,
+                        condition=condition,
                     )
                 )
     seen: set[str] = set()
@@ -792,6 +863,22 @@ def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
     return sweep.max_attempts
 
 
+def _condition_scale(where: str, condition: str, scale: Any) -> Any:
+    """A payoff-scaling condition (payoff_10x) sets the game's scale; both at once is an error."""
+    from coop_tui.conditions import get_condition
+
+    factor = get_condition(condition).scale
+    if factor is None:
+        return scale
+    if scale is not None:
+        raise SpecError(
+            f"{where}.condition",
+            f"condition {condition!r} already scales the payoffs by {factor:g}; "
+            f"remove scale or use the baseline condition",
+        )
+    return factor
+
+
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:
     """A strategy that cannot play this game fails here, not in every match of the run."""
     from coop_tui.decisions import SeatView
@@ -803,9 +890,12 @@ def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> 
         from coop_tui.agents.strategies import get_strategy
 
         try:
-            get_strategy(agent.strategy, **agent.params).distribution(
-                SeatView(game=game, seat=seat, round=1)
-            )
+            strategy = get_strategy(agent.strategy, **agent.params)
+            if getattr(game, "protocol", None) and not hasattr(strategy, "numeric_answer"):
+                raise ValueError(  # seed 003's move-by-move games ask for numbers
+                    "it answers only matrix games; use fixed_number, threshold_responder, "
+                    "truthful_bidder or trust_proportional")
+            strategy.distribution(SeatView(game=game, seat=seat, round=1))
         except Exception as exc:  # noqa: BLE001 - any failure means it cannot play
             raise SpecError(
                 f"agents.{name}", f"strategy {agent.strategy} cannot play {game.key}: {exc}"
@@ -834,11 +924,41 @@ def _seatings(
                     f"an explicit matchup has {len(seats)} agents, the game needs {n_players}",
                 )
         return [tuple(s) for s in exp.matchup]
+    if exp.matchup in ("pairs", "versus") or (exp.matchup == "self" and exp.filler):
+        return _seed003_seatings(exp, n_players, where, pooled=pooled)
     if exp.matchup == "self":
         return [tuple([a] * n_players) for a in exp.agents]
     if pooled:
         return [tuple(exp.agents[i % len(exp.agents)] for i in range(n_players))]
     return [tuple(p) for p in itertools.product(exp.agents, repeat=n_players)]
+
+
+def _seed003_seatings(
+    exp: ExperimentSpec, n_players: int, where: str, *, pooled: bool
+) -> list[tuple[str, ...]]:
+    """Seed 003's designs. ``versus``: each agent in seat 1 against each opponent, which
+    fills every other seat (its code copies the strategy into all of them). ``pairs``:
+    every unordered pair of distinct agents once (C(n, 2)), the first listed in seat 1.
+    ``self`` with a filler: the agent in seats 1 and 2. Seats beyond the first two are
+    the ``filler`` agent's (seed 003 puts a random strategy there)."""
+    if pooled:
+        raise SpecError(f"{where}.matchup", f"matchup {exp.matchup!r} needs a mechanism with "
+                        f"fixed seats; a re-matching population takes self or cross")
+    if exp.matchup == "versus":
+        if not exp.opponents:
+            raise SpecError(f"{where}.opponents", 'matchup "versus" needs opponents: list the '
+                            "agents (usually strategies) each agent plays against")
+        return [(a,) + (o,) * (n_players - 1) for a in exp.agents for o in exp.opponents]
+    if n_players > 2 and exp.filler is None:
+        raise SpecError(f"{where}.filler", f"the game has {n_players} players and matchup "
+                        f"{exp.matchup!r} fills two seats; name the agent for the others "
+                        f"(seed 003 uses a random strategy)")
+    extra = (exp.filler,) * (n_players - 2) if n_players > 2 else ()
+    if exp.matchup == "self":
+        return [((a, a) + extra)[:n_players] for a in exp.agents]
+    if len(exp.agents) < 2:
+        raise SpecError(f"{where}.agents", 'matchup "pairs" needs at least two agents')
+    return [(a, b) + extra for a, b in itertools.combinations(exp.agents, 2)]
 
 
 def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: Any, base: Path | None):

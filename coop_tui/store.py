@@ -297,6 +297,14 @@ def m011_match_summaries(db: sqlite_utils.Database) -> None:
     summaries.fold_pending(db.conn)
 
 
+@migration
+def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
+    # Number and allocation answers (seed 003) are checked against a range, a step, keys
+    # and a sum; the decision keeps them so a re-ask checks the same ones.
+    if "options" not in db["decisions"].columns_dict:
+        db["decisions"].add_column("options", str)
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -352,6 +360,7 @@ def decision_row(d: Decision) -> dict[str, Any]:
         "cache_key": d.cache_key,
         "content_key": d.content_key,
         "created_at": d.created_at or time.time(),
+        "options": _json(d.options) if d.options else None,
     }
 
 
@@ -360,7 +369,7 @@ DECISION_COLUMNS: tuple[str, ...] = (
     "answer", "parsed", "valid", "attempts", "error", "normalisation", "labels", "label_map",
     "distribution", "action", "coop_prob", "cooperated", "constrained", "latency_ms",
     "input_tokens", "output_tokens", "cost_usd", "transport_retries", "retries", "reused",
-    "cache_key", "content_key", "created_at", "prompt_hash", "queue_ms",
+    "cache_key", "content_key", "created_at", "prompt_hash", "queue_ms", "options",
 )
 PROMPT_AT = DECISION_COLUMNS.index("prompt")
 HASH_AT = DECISION_COLUMNS.index("prompt_hash")
@@ -413,6 +422,7 @@ def decision_values(d: Decision) -> list[Any]:
         dumps([a.__dict__ for a in d.retries], default=str) if d.retries else "[]",
         int(d.reused), d.cache_key, d.content_key, d.created_at or time.time(), None,
         d.queue_ms,
+        dumps(d.options, default=str) if d.options else None,
     ]
 
 
@@ -456,6 +466,7 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         coop_prob=row["coop_prob"],
         cooperated=None if row["cooperated"] is None else bool(row["cooperated"]),
         created_at=row["created_at"] or 0.0,
+        options=load("options") or {},
     )
 
 
@@ -901,7 +912,8 @@ class Store:
         rows = [
             (
                 e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
-                None if game_coop is None else int(game_coop[pos]), info,
+                None if game_coop is None or game_coop[pos] is None else int(game_coop[pos]),
+                info,
             )
             for pos, seat in enumerate(seats)
         ]

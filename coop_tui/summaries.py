@@ -52,7 +52,7 @@ SUMMARIES: tuple[Summary, ...] = (
                   sum(case when d.action = cast(j.key as integer) then 1 else 0 end)
            from decisions d join matches m on m.id = d.match_id,
                 json_each(d.distribution) j
-           where d.match_id = ? and d.kind = 'mixed' and d.distribution is not null
+           where d.match_id = ? and d.kind in ('mixed', 'choice') and d.distribution is not null
            group by d.phase, d.agent, act""",
     ),
     Summary(
@@ -193,7 +193,7 @@ def fold_rows(
             for phase, agent, raw, played, kind in zip(
                 cols[i_phase], cols[i_agent], cols[i_dist], cols[i_action], cols[i_kind], strict=True
             )
-            if raw is not None and kind == "mixed"
+            if raw is not None and kind in ("mixed", "choice")
         )
         acts = {}
         for (phase, agent, raw, played), times in seen.items():

@@ -416,6 +416,8 @@ async def play_cell(
             randomize_labels=cell.randomize_labels,
             reuse_across_runs=sweep.spec.reuse,
             strict=cell.answers == "strict",
+            answer=cell.answer,
+            condition_text=_condition_text(cell.condition),
         ),
         lookup=store,
         pause=pause,
@@ -450,11 +452,22 @@ async def play_cell(
 def _game_condition(cell: Cell) -> dict[str, Any]:
     """The game is part of the condition: an experiment may list several games, scales,
     bonuses or sizes, and their results must never be pooled."""
-    return {"game": cell.game, **cell.game_params}
+    condition = {"game": cell.game, **cell.game_params}
+    if cell.answer != "mixed":  # choice answers are a different protocol: never pooled
+        condition["answer"] = cell.answer
+    if cell.condition != "baseline":
+        condition["condition"] = cell.condition
+    return condition
+
+
+def _condition_text(name: str) -> str:
+    from coop_tui.conditions import get_condition
+
+    return get_condition(name).text
 
 
 def game_spec(game: Any) -> dict[str, Any]:
-    return {
+    spec = {
         "key": game.key,
         "title": game.title,
         "params": game.params,
@@ -463,6 +476,10 @@ def game_spec(game: Any) -> dict[str, Any]:
         "cooperative": [sorted(c) for c in game.cooperative],
         "defect": list(game.defect),
     }
+    if getattr(game, "protocol", None):  # played move by move (seed 003): rules, no table
+        spec["protocol"] = True
+        spec["rules"] = game.rules
+    return spec
 
 
 def estimate_decisions(sweep: Sweep) -> int:

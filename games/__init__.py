@@ -23,7 +23,7 @@ from coop_tui.games.transforms import TRANSFORM_PARAMS, apply_transforms
 from coop_tui.plugins import import_plugins
 
 USER_SUFFIXES = (".toml", ".yaml", ".yml")
-_NOT_FAMILIES = {"base", "user", "transforms"}
+_NOT_FAMILIES = {"base", "user", "transforms", "kinds"}
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,20 @@ def load_game(ref: str | os.PathLike[str], **params: Any) -> Game:
         # a factory that normalises its parameters reports them all in game.params
         used = dict(game.params) if game.params else {**family.defaults, **given}
         game = dataclasses.replace(game, key=family.key)
+    if transforms and _is_protocol(game):
+        raise TypeError(
+            f"{' and '.join(sorted(transforms))} (or a payoff-scaling condition) apply to matrix "
+            f"games; {game.key} is played move by move and takes its stakes from its own "
+            f"parameters ({', '.join(sorted(k for k in game.params if k != 'rounds')) or 'none'})"
+        )
     game = apply_transforms(game, **transforms)
     return dataclasses.replace(game, params={**used, **transforms})
+
+
+def _is_protocol(game: Game) -> bool:
+    from coop_tui.games.kinds import ProtocolGame
+
+    return isinstance(game, ProtocolGame)
 
 
 def get_game(key: str) -> Game:

@@ -8,9 +8,11 @@ from coop_tui.games.base import Game, bimatrix
 
 @register_game("battle_of_sexes")
 def battle_of_sexes(transposed: bool = False) -> Game:
-    """Battle of the Sexes (10,7 on the concert / 7,10 at the stadium / 0,0 apart) of seed 003.
+    """Battle of the Sexes (10,7 on the concert / 7,10 at the stadium / 0,0 apart), seed 003's text.
 
     ``transposed=True`` swaps who prefers which venue (seed 003's label-bias control).
+    These are the matrices of seed 003's text; its code (and so its data) lists the
+    options the other way round: see ``bos_standard`` and ``bos_transposed``.
     """
     if not isinstance(transposed, bool):
         raise TypeError(f"transposed must be true or false, got {transposed!r}")
@@ -35,3 +37,32 @@ def battle_of_sexes(transposed: bool = False) -> Game:
         defect=(None, None),
         params={"transposed": transposed},
     )
+
+
+def _bos(key: str, title: str, first: tuple[int, int], second: tuple[int, int]) -> Game:
+    fan = "player 1" if first[0] < second[0] else "player 2"
+    description = (
+        f"Two friends each pick a venue for the evening, the ballet or the football match, "
+        f"without talking. Ending up at different venues gives both 0. Meeting at the "
+        f"ballet gives {first[0]} to player 1 and {first[1]} to player 2; meeting at the "
+        f"football gives {second[0]} and {second[1]}, so {fan} prefers the football. "
+        f"Neither choice is cooperative; the problem is agreeing on one of two equilibria. "
+        f"Payoffs as seed 003's code runs them."
+    )
+    return bimatrix(
+        key, title, description, ("Ballet", "Football"), ("Ballet", "Football"),
+        [[first, (0, 0)], [(0, 0), second]],
+        cooperative=((), ()), defect=(None, None),
+    )
+
+
+@register_game("bos_standard")
+def bos_standard() -> Game:
+    """Battle of the Sexes as seed 003's code runs it (ballet 7,10 / football 10,7 / apart 0,0)."""
+    return _bos("bos_standard", "Battle of the Sexes (standard)", (7, 10), (10, 7))
+
+
+@register_game("bos_transposed")
+def bos_transposed() -> Game:
+    """Battle of the Sexes, transposed, as seed 003's code runs it (ballet 10,7 / football 7,10)."""
+    return _bos("bos_transposed", "Battle of the Sexes (transposed)", (10, 7), (7, 10))

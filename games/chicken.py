@@ -25,3 +25,30 @@ def chicken() -> Game:
         cooperative=[0],
         defect=1,
     )
+
+
+def _chicken_sp(key: str, title: str, crash: float) -> Game:
+    description = (
+        f"Two drivers head for each other and each chooses to swerve or to keep going "
+        f"straight. If both swerve, each gets 3. Going straight against a swerver wins 5 "
+        f"and leaves the swerver 1. If neither swerves they crash and each gets {crash:g}. "
+        f"Swerving is the safe, cooperative choice; each pure equilibrium has exactly one "
+        f"driver swerving. Payoffs as seed 003's code runs them."
+    )
+    return symmetric_two_player(
+        key, title, description, ("Swerve", "Straight"), [[3, 1], [5, crash]],
+        cooperative=[0], defect=1,
+    )
+
+
+@register_game("chicken_sp")
+def chicken_sp() -> Game:
+    """Chicken as seed 003's code runs it (3,3 / 1,5 / 5,1 / -10,-10); seed 003 calls it
+    ``chicken``, a key coop-tui keeps for seed 000's table."""
+    return _chicken_sp("chicken_sp", "Chicken (seed 003)", -10)
+
+
+@register_game("chicken_high_stakes")
+def chicken_high_stakes() -> Game:
+    """Chicken with a costlier crash as seed 003's code runs it (3,3 / 1,5 / 5,1 / -50,-50)."""
+    return _chicken_sp("chicken_high_stakes", "Chicken (high stakes)", -50)

@@ -54,22 +54,51 @@ def pd_canonical() -> Game:
     return dilemma("pd_canonical", "Prisoner's Dilemma (canonical)", 3, 0, 5, 1, "seed 003")
 
 
+# Seed 003's harsh / medium / mild variants as its public code plays them (and as its
+# published data was produced): T = 10 matrices with K = (R - P) / (T - S) of 0.3, 0.4
+# and 0.6. The paper's text lists other numbers; those are kept as the *_paper keys.
+
+
 @register_game("pd_harsh")
 def pd_harsh() -> Game:
-    """Prisoner's Dilemma, harsh variant (3,3 / 0,7 / 7,0 / 1,1) of seed 003."""
-    return dilemma("pd_harsh", "Prisoner's Dilemma (harsh)", 3, 0, 7, 1, "seed 003")
+    """Prisoner's Dilemma, harsh variant as seed 003's code runs it (8,8 / 0,10 / 10,0 / 5,5)."""
+    return dilemma("pd_harsh", "Prisoner's Dilemma (harsh)", 8, 0, 10, 5, "seed 003's code")
 
 
 @register_game("pd_medium")
 def pd_medium() -> Game:
-    """Prisoner's Dilemma, medium variant (3,3 / 0,6 / 6,0 / 1,1) of seed 003."""
-    return dilemma("pd_medium", "Prisoner's Dilemma (medium)", 3, 0, 6, 1, "seed 003")
+    """Prisoner's Dilemma, medium variant as seed 003's code runs it (6,6 / 0,10 / 10,0 / 2,2)."""
+    return dilemma("pd_medium", "Prisoner's Dilemma (medium)", 6, 0, 10, 2, "seed 003's code")
 
 
 @register_game("pd_mild")
 def pd_mild() -> Game:
-    """Prisoner's Dilemma, mild variant (3,3 / 0,4 / 4,0 / 2,2) of seed 003."""
-    return dilemma("pd_mild", "Prisoner's Dilemma (mild)", 3, 0, 4, 2, "seed 003")
+    """Prisoner's Dilemma, mild variant as seed 003's code runs it (8,8 / 0,10 / 10,0 / 2,2)."""
+    return dilemma("pd_mild", "Prisoner's Dilemma (mild)", 8, 0, 10, 2, "seed 003's code")
+
+
+@register_game("pd_harsh_paper")
+def pd_harsh_paper() -> Game:
+    """Prisoner's Dilemma, harsh variant as seed 003's text lists it (3,3 / 0,7 / 7,0 / 1,1)."""
+    return dilemma(
+        "pd_harsh_paper", "Prisoner's Dilemma (harsh, paper text)", 3, 0, 7, 1, "seed 003's text"
+    )
+
+
+@register_game("pd_medium_paper")
+def pd_medium_paper() -> Game:
+    """Prisoner's Dilemma, medium variant as seed 003's text lists it (3,3 / 0,6 / 6,0 / 1,1)."""
+    return dilemma(
+        "pd_medium_paper", "Prisoner's Dilemma (medium, paper text)", 3, 0, 6, 1, "seed 003's text"
+    )
+
+
+@register_game("pd_mild_paper")
+def pd_mild_paper() -> Game:
+    """Prisoner's Dilemma, mild variant as seed 003's text lists it (3,3 / 0,4 / 4,0 / 2,2)."""
+    return dilemma(
+        "pd_mild_paper", "Prisoner's Dilemma (mild, paper text)", 3, 0, 4, 2, "seed 003's text"
+    )
 
 
 @register_game("ipd")

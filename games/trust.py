@@ -28,3 +28,25 @@ def trust() -> Game:
         cooperative=([0], [0]),
         defect=(1, 1),
     )
+
+
+@register_game("repeated_trust")
+def repeated_trust() -> Game:
+    """Binary trust game of seed 003, repeated in its protocol (8,8 / 0,12 / 12,0 / 3,3)."""
+    description = (
+        "Each player chooses at the same time to trust the other or not. If both trust, "
+        "each gets 8. A player who trusts while the other does not gets 0 and the other "
+        "12. If neither trusts, each gets 3. Not trusting is better for each player "
+        "whatever the other does, yet mutual trust beats mutual distrust. Payoffs as seed "
+        "003's code runs them."
+    )
+    return bimatrix(
+        "repeated_trust",
+        "Repeated Trust (binary)",
+        description,
+        ("Trust", "Distrust"),
+        ("Trust", "Distrust"),
+        [[[8, 8], [0, 12]], [[12, 0], [3, 3]]],
+        cooperative=([0], [0]),
+        defect=(1, 1),
+    )

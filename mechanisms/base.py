@@ -42,6 +42,13 @@ class Mechanism:
 
     def check_game(self, game: Game, n_seats: int) -> None:
         """Raise ValueError when this mechanism cannot run this game with these seats."""
+        from coop_tui.games.kinds import ProtocolGame
+
+        if isinstance(game, ProtocolGame) and self.key != "none":
+            raise ValueError(
+                f"{game.key} is played move by move and runs under mechanism 'none' only; its "
+                f"number of rounds is a game parameter (game_params rounds = N; --rounds in play mode)"
+            )
         if n_seats != game.n_players:
             raise ValueError(
                 f"{game.key} needs {game.n_players} seats, the matchup gives {n_seats}"

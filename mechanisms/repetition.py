@@ -9,6 +9,14 @@ would put everything on the last round, so they fall back to the mean.
 
 Each round's info carries whether each seat's action was cooperative, so the rounds
 table (and per-round cooperation curves) need not re-derive it from the game.
+
+``horizon = "known"`` (seed 003's protocol) tells the agents the number of rounds and
+the current one ("round t of T"), shows the whole history (or the last ``history``
+rounds when given) and never speaks of a continuation chance; its match payoff defaults
+to the total over the rounds, as seed 003 reports it. ``"continuation"`` (the default)
+is CoopEval's. With ``continuation = 1`` nothing can end the game, so the prompt says
+the game goes on for further rounds without claiming a probability that would be false
+in the last round; for endgame studies use the known horizon.
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from coop_tui.decisions import Move
 from coop_tui.engine import MatchContext, MatchOutcome
@@ -44,7 +53,62 @@ class RepetitionParams(MechanismParams):
         return v
 
 
+class RepeatedGameParams(RepetitionParams):
+    """Repetition's own parameters: the shared ones (Reputation inherits those) plus the
+    horizon, the whole history and total payoffs of seed 003's protocol."""
+
+    history: int | Literal["all"] = Field(  # type: ignore[assignment]
+        default=3, description='past rounds shown in each prompt ("all": every past round)'
+    )
+    payoff: Literal["discounted", "mean", "total"] = "discounted"  # type: ignore[assignment]
+    horizon: Literal["continuation", "known"] = Field(
+        default="continuation",
+        description='"continuation": agents hear a continuation chance (CoopEval); '
+        '"known": agents hear "round t of T" (seed 003)',
+    )
+
+    @field_validator("history")
+    @classmethod
+    def _history_size(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 0:
+            raise ValueError(f'history {v} is negative; give a number of rounds >= 0 or "all"')
+        return v
+
+    @model_validator(mode="after")
+    def _known_horizon(self) -> RepeatedGameParams:
+        if self.horizon != "known":
+            return self
+        if "continuation" in self.model_fields_set:
+            # reported at the field itself, so a sweep error names "continuation"
+            raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
+                type=PydanticCustomError("horizon_conflict", (
+                    'is told only with horizon = "continuation"; with a known horizon the '
+                    "agents hear the number of rounds instead: remove continuation"
+                )),
+                loc=("continuation",),
+                input=self.continuation,
+            )])
+        if "history" not in self.model_fields_set:
+            object.__setattr__(self, "history", "all")
+        if "payoff" not in self.model_fields_set:
+            object.__setattr__(self, "payoff", "total")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # The default horizon is left out, so every existing run keeps its condition and
+        # match keys; a known horizon has no continuation chance to record.
+        data = handler(self)
+        if data.get("horizon") == "continuation":
+            data.pop("horizon")
+        else:
+            data.pop("continuation", None)
+        return data
+
+
 def round_weights(rounds: int, continuation: float, payoff: str) -> list[float]:
+    if payoff == "total":
+        return [1.0] * rounds
     if payoff == "mean" or continuation >= 1:
         return [1.0 / rounds] * rounds
     d = continuation
@@ -62,27 +126,44 @@ def history_lines(
     out = []
     for m in moves:
         others = []
-        for j, a in zip(others_seats, m.others, strict=False):
+        for k, (j, a) in enumerate(zip(others_seats, m.others, strict=False)):
             who = "the other player" if n_players == 2 else f"Player {j + 1}"
             if game.action_counts[j] == game.action_counts[seat]:
                 label = own.label_of(a)
             else:
                 label = f"A{a}"
-            others.append({"who": who, "label": label})
+            pay = f"{m.others_payoffs[k]:g}" if k < len(m.others_payoffs) else None
+            others.append({"who": who, "label": label, "payoff": pay})
         out.append({"round": m.round, "own": own.label_of(m.own), "others": others,
                     "payoff": f"{m.payoff:g}"})
     return out
 
 
 def repetition_twist(
-    renderer: PromptRenderer, ctx: MatchContext, seat: int, round_: int, params: RepetitionParams
+    renderer: PromptRenderer, ctx: MatchContext, seat: int, round_: int,
+    params: RepeatedGameParams,
 ) -> Callable[[Labelling], str]:
     def render(own: Labelling) -> str:
-        shown = ctx.histories[seat][-params.history:] if params.history else []
+        past = ctx.histories[seat]
+        if params.history == "all":
+            shown = list(past)
+        else:
+            shown = past[-params.history:] if params.history else []
+        lines = history_lines(shown, own, ctx.game, seat, ctx.n_seats)
+        if params.horizon == "known":
+            return renderer.render(
+                "twist/repetition_known.j2",
+                n_others=ctx.n_seats - 1,
+                round=round_,
+                total_rounds=params.rounds,
+                history=lines,
+                whole_history=params.history == "all" or len(shown) == len(past),
+            )
         return renderer.render(
             "twist/repetition.j2",
             n_others=ctx.n_seats - 1,
             continuation_pct=f"{100 * params.continuation:g}",
+            endless=params.continuation >= 1,
             round=round_,
             played=round_ - 1,
             show_payoffs=params.history_payoffs,
@@ -96,18 +177,23 @@ def repetition_twist(
 class Repetition(Mechanism):
     key = "repetition"
     title = "Repeated game (same co-players)"
-    Params = RepetitionParams
+    Params = RepeatedGameParams
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
-        assert isinstance(self.params, RepetitionParams)
+        assert isinstance(self.params, RepeatedGameParams)
         return n_seats * self.params.rounds
 
     def condition(self) -> dict[str, Any]:
         return self.params.model_dump()
 
+    def weights(self) -> list[float]:
+        p = self.params
+        assert isinstance(p, RepeatedGameParams)
+        return round_weights(p.rounds, p.continuation, p.payoff)
+
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         p = self.params
-        assert isinstance(p, RepetitionParams)
+        assert isinstance(p, RepeatedGameParams)
         weights = round_weights(p.rounds, p.continuation, p.payoff)
         totals = [0.0] * ctx.n_seats
         direct = ctx.plays_directly()  # strategies only: no prompts to build

@@ -60,6 +60,7 @@ class LiveScreen(NavScreen):
     """Watch (or play) one match as it happens."""
 
     CSS_PATH = "live.tcss"
+    _default_placeholder = "0 / 1 … for a pure action, or A0=70 A1=30; Enter confirms"
     BINDINGS = [
         Binding("p", "pause", "Pause/resume"),
         Binding("s", "stop", "Stop"),
@@ -103,8 +104,7 @@ class LiveScreen(NavScreen):
                 yield SeatPane(seat, agent, kind, id=f"seat-{seat}")
         with Vertical(id="human-bar"):
             yield Static("", id="human-prompt")
-            yield Input(placeholder="0 / 1 … for a pure action, or A0=70 A1=30; Enter confirms",
-                        id="human-input", disabled=True)
+            yield Input(placeholder=self._default_placeholder, id="human-input", disabled=True)
         yield Static("", id="live-status")
         yield Footer()
 
@@ -309,7 +309,12 @@ class LiveScreen(NavScreen):
                 self._reveal()
         elif isinstance(event, RoundDone):
             self._reveal()
-            timeline.round_done(event.round, event.actions, event.payoffs, event.seats)
+            moves = event.info.get("moves") if isinstance(event.info, dict) else None
+            if moves:  # a move-by-move game (seed 003): its moves, not placeholder actions
+                from coop_tui.games.kinds import moves_text
+
+                moves = moves_text(moves)
+            timeline.round_done(event.round, event.actions, event.payoffs, event.seats, moves)
             seats = event.seats or tuple(range(len(event.payoffs)))
             for pos, seat in enumerate(seats):
                 if seat < len(self.session.seat_names):
@@ -317,8 +322,9 @@ class LiveScreen(NavScreen):
                     pane.total += event.payoffs[pos]
                     if pane.current is not None:
                         pane.current.add_note(
-                            Text(f"round {event.round}: played A{event.actions[pos]}, got "
-                                 f"{event.payoffs[pos]:g} (total {pane.total:g})", style="cyan")
+                            Text(f"round {event.round}: "
+                                 + (f"{moves}; got " if moves else f"played A{event.actions[pos]}, got ")
+                                 + f"{event.payoffs[pos]:g} (total {pane.total:g})", style="cyan")
                         )
         elif isinstance(event, PhaseDone):
             self._reveal()
@@ -352,11 +358,22 @@ class LiveScreen(NavScreen):
         if not self.turns:
             return
         turn = self.turns[0]
-        labels = ", ".join(f"{i} = {lab}" for i, lab in enumerate(turn.request.labels))
+        meanings = list(turn.request.options.get("meanings") or [])  # named options (seed 003)
+        labels = ", ".join(
+            f"{i} = {lab}" + (f" ({meanings[i]})" if i < len(meanings) else "")
+            for i, lab in enumerate(turn.request.labels)
+        )
         prompt = Text()
         prompt.append(f"Your move as Player {turn.seat + 1}", style="bold")
         prompt.append(f" (round {turn.request.round}, {turn.request.phase}). ", style="dim")
-        if turn.request.kind != "mixed":
+        if turn.request.kind == "number":
+            opts = turn.request.options
+            prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
+            prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
+            prompt.append(", then Enter.")
+        elif turn.request.kind == "choice":
+            prompt.append(f"Keys: {labels}; or type one action label, then Enter.")
+        elif turn.request.kind != "mixed":
             from coop_tui.engine import example_for
 
             prompt.append("Type your answer as the prompt asks, e.g. ")
@@ -372,6 +389,12 @@ class LiveScreen(NavScreen):
         box = self.query_one("#human-input", Input)
         box.disabled = False
         box.value = ""
+        if turn.request.kind == "number":
+            box.placeholder = f"a number from {turn.request.options.get('min')} to {turn.request.options.get('max')}"
+        elif turn.request.kind == "allocation":
+            box.placeholder = ", ".join(f"{k}=…" for k in turn.request.options.get("keys") or ())
+        else:
+            box.placeholder = self._default_placeholder
         box.focus()
         self.pane(turn.seat).set_status(Text("your move — the prompt is in this pane", style="bold yellow"))
 

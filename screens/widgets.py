@@ -26,8 +26,20 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def payoff_table(game: Any, *, labels: bool = True) -> Table:
-    """The game's payoff table: a bimatrix for two players, one row per profile otherwise."""
+def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
+    """The game's payoff table: a bimatrix for two players, one row per profile otherwise.
+
+    A game played move by move (seed 003's numeric and sequential games) has no table:
+    its rules and each seat's moves are shown instead."""
+    from coop_tui.games.kinds import ProtocolGame
+
+    if isinstance(game, ProtocolGame):
+        out = Text(game.rules + "\n")
+        for seat, (role, moves) in enumerate(zip(game.roles, game.action_names, strict=False)):
+            out.append(f"\nP{seat + 1} {role}: ", style="bold")
+            out.append(moves[0])
+        out.append(f"\n{game.rounds} round(s)", style="dim")
+        return out
     names = game.action_names
     if game.n_players == 2:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
@@ -95,14 +107,15 @@ def _game_summary(game: Any) -> str:
 def distribution_text(decision: Any, game: Any | None = None) -> Text:
     """One line: the parsed distribution and the sampled action (or why there is none)."""
     out = Text()
-    if decision.kind == "mixed" and decision.distribution is not None:
+    if decision.kind in ("mixed", "choice") and decision.distribution is not None:
         for a, p in enumerate(decision.distribution):
             style = "bold" if a == decision.action else ""
             out.append(f"A{a} {round(100 * p):d}%", style=style)
             out.append("  ")
         if decision.action is not None:
             name = ""
-            if game is not None and decision.seat < len(game.action_names):
+            if (game is not None and decision.seat < len(game.action_names)
+                    and not getattr(game, "protocol", None)):  # option moves: labels say it
                 names = game.action_names[decision.seat]
                 if decision.action < len(names):
                     name = f" ({names[decision.action]})"
@@ -286,6 +299,8 @@ class Timeline(Static):
         self.totals = [0.0] * n_seats
         self.final: tuple[float, ...] | None = None
         self.status = "running"
+        self.move_labels: dict[int, str] = {}
+        """Per round, the moves of a move-by-move game (seed 003) shown instead of actions."""
 
     def on_mount(self) -> None:
         self.refresh_view()
@@ -311,7 +326,9 @@ class Timeline(Static):
         self.refresh_view()
 
     def round_done(self, round_: int, actions: Sequence[int], payoffs: Sequence[float],
-                   seats: Sequence[int]) -> None:
+                   seats: Sequence[int], moves: str | None = None) -> None:
+        if moves:
+            self.move_labels[round_] = moves
         seats = tuple(seats) or tuple(range(len(actions)))
         self.rounds.append((round_, tuple(actions), tuple(payoffs), seats))
         for seat, p in zip(seats, payoffs, strict=False):
@@ -354,7 +371,8 @@ class Timeline(Static):
                 out.append(f"R{r} ", style="dim")
                 if len(seats) < n_seats:  # one pairing of a population (Reputation)
                     out.append("-".join(f"P{seats[k] + 1}" for k in order) + " ", style="dim")
-                out.append("/".join(f"A{actions[k]}" for k in order))
+                label = self.move_labels.get(r)
+                out.append(label if label else "/".join(f"A{actions[k]}" for k in order))
                 out.append(" ")
                 out.append("(" + ",".join(_fmt(payoffs[k]) for k in order) + ")", style="dim")
                 out.append("  ")

@@ -17,3 +17,12 @@ def loopback() -> Iterator[LoopbackServer]:
     """
     with LoopbackServer(latency=0.05, chunks=5) as server:
         yield server
+
+
+@pytest.fixture
+def strategies_read_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strategies answer from the game state, so no prompt is rendered or stored for
+    them; tests that read a mechanism's prompt text make them read it, as an LLM does."""
+    from coop_tui.agents.strategy_agent import StrategyAgent
+
+    monkeypatch.setattr(StrategyAgent, "reads_prompt", True)

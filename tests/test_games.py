@@ -47,12 +47,12 @@ SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
         ("Keep", "Give"): (6, 2),
         ("Keep", "Keep"): (4, 4),
     },
-    # seed 003 supplementary note 1
+    # seed 003 supplementary note 1 (its text; the as-run tables: test_seed003_games.py)
     "pd_canonical": {(C, C): (3, 3), (C, D): (0, 5), (D, C): (5, 0), (D, D): (1, 1)},
-    "pd_harsh": {(C, C): (3, 3), (C, D): (0, 7), (D, C): (7, 0), (D, D): (1, 1)},
-    "pd_medium": {(C, C): (3, 3), (C, D): (0, 6), (D, C): (6, 0), (D, D): (1, 1)},
-    "pd_mild": {(C, C): (3, 3), (C, D): (0, 4), (D, C): (4, 0), (D, D): (2, 2)},
-    "stag_hunt_risky": {
+    "pd_harsh_paper": {(C, C): (3, 3), (C, D): (0, 7), (D, C): (7, 0), (D, D): (1, 1)},
+    "pd_medium_paper": {(C, C): (3, 3), (C, D): (0, 6), (D, C): (6, 0), (D, D): (1, 1)},
+    "pd_mild_paper": {(C, C): (3, 3), (C, D): (0, 4), (D, C): (4, 0), (D, D): (2, 2)},
+    "stag_hunt_risky_paper": {
         ("Stag", "Stag"): (5, 5),
         ("Stag", "Hare"): (0, 4),
         ("Hare", "Stag"): (4, 0),
@@ -108,7 +108,13 @@ PUBLIC_GOOD_TABLE = {
     ("D", "D", "D"): (1, 1, 1),
 }
 
-ALL_KEYS = sorted([*SEED_TABLES, "public_good"])
+SEED003_MATRIX_KEYS = [  # seed 003's binary / small matrix games as run (test_seed003_games.py)
+    "pd_harsh", "pd_medium", "pd_mild", "stag_hunt_standard", "stag_hunt_risky",
+    "stag_hunt_standard_paper", "chicken_sp", "chicken_high_stakes", "bos_standard",
+    "bos_transposed", "repeated_trust", "diners_dilemma", "diners_dilemma_paper",
+    "el_farol_bar", "focal_point",
+]
+ALL_KEYS = sorted({*SEED_TABLES, "public_good", *SEED003_MATRIX_KEYS})
 
 
 def cell(game: Game, names: tuple[str, ...]) -> tuple[float, ...]:
@@ -117,7 +123,9 @@ def cell(game: Game, names: tuple[str, ...]) -> tuple[float, ...]:
 
 # --------------------------------------------------------------------------- built-ins
 def test_registry_lists_exactly_the_built_in_games_sorted() -> None:
-    assert game_keys() == ALL_KEYS
+    from coop_tui.games.kinds import ProtocolGame  # move-by-move games: test_seed003_games
+
+    assert [k for k in game_keys() if not isinstance(get_game(k), ProtocolGame)] == ALL_KEYS
 
 
 @pytest.mark.parametrize("key", sorted(SEED_TABLES))
@@ -160,12 +168,14 @@ def test_every_game_is_complete_and_cooperation_is_action_zero(key: str) -> None
             assert top in game.cooperative[seat]
             assert game.defect[seat] not in game.cooperative[seat]
     else:
-        assert key in {"matching_pennies", "battle_of_sexes"}
+        assert key in {"matching_pennies", "battle_of_sexes", "bos_standard", "bos_transposed",
+                       "focal_point"}
         assert game.cooperative == (frozenset(),) * game.n_players
 
 
 def test_symmetric_games_are_recognised() -> None:
-    asymmetric = {"trust", "matching_pennies", "battle_of_sexes"}
+    asymmetric = {"trust", "matching_pennies", "battle_of_sexes", "bos_standard",
+                  "bos_transposed"}
     for key in ALL_KEYS:
         assert get_game(key).symmetric == (key not in asymmetric), key
     assert load_game("public_good", players=6).symmetric

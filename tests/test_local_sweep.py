@@ -18,6 +18,7 @@ seed = 11
 [agents.local]
 model = "local/smollm2"
 max_tokens = 60
+seed = 5  # without one each run samples anew, and a 135M model sometimes writes two words
 
 [[experiments]]
 game = "prisoners"

@@ -70,15 +70,6 @@ def pts(x: float) -> str:
     return f"{x:g} point" + ("" if x == 1 else "s")
 
 
-@pytest.fixture
-def strategies_read_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Strategies answer from the game state, so no prompt is rendered or stored for
-    them; tests that read a mechanism's prompt text make them read it, as an LLM does."""
-    from coop_tui.agents.strategy_agent import StrategyAgent
-
-    monkeypatch.setattr(StrategyAgent, "reads_prompt", True)
-
-
 def prompt_of(decision: Any) -> str:
     """The first user message of a decision (the prompt before any re-ask)."""
     return next(m["content"] for m in decision.prompt if m["role"] == "user")

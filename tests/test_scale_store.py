@@ -257,7 +257,8 @@ def test_an_old_schema_database_migrates_and_reads(tmp_path: Path) -> None:
         db["seats"].insert({"match_id": "m1", "seat": seat, "agent": "m", "agent_kind": "llm",
                             "agent_spec": "{}", "payoff": 3.0})
         row = decision_row(_llm_decision("m1", seat, f"old prompt {seat}", f"k{seat}"))
-        row.pop("queue_ms")  # a column added after this schema (m020)
+        row.pop("queue_ms")  # columns added after this schema (m020, m004)
+        row.pop("options")
         db["decisions"].insert(row)
         db["rounds"].insert({"match_id": "m1", "round": 1, "seat": seat, "action": 0, "payoff": 3.0,
                              "cooperated": 1, "info": "{}"})

@@ -143,7 +143,7 @@ def test_mixed_dominance_removes_an_action_no_pure_action_dominates() -> None:
         ("chicken", 0),
         ("travelers", 3),
         ("public_good", 0),
-        ("pd_harsh", 0),
+        ("pd_harsh_paper", 0),
         ("battle_of_sexes", 0),
     ],
 )
@@ -186,12 +186,12 @@ def test_prisoners_cooperation_is_the_only_symmetric_equilibrium_above_one_half(
         # dilemmas (see module doc): slope (T - R) + b (S - R), curvature b (R - S - T + P)
         ("prisoners", 1 / 2, 1 / 2),
         ("pd_canonical", 2 / 3, 1 / 2),  # slope 2 - 3b, curvature -b
-        ("pd_medium", 1.0, 3 / 5),  # slope 3 (1 - b): only exact copies cooperate
-        ("pd_mild", 1 / 2, 1 / 2),  # convex: the pure deviation 1 - 2b decides
+        ("pd_medium_paper", 1.0, 3 / 5),  # slope 3 (1 - b): only exact copies cooperate
+        ("pd_mild_paper", 1 / 2, 1 / 2),  # convex: the pure deviation 1 - 2b decides
         ("ipd", 1 / 2, 2 / 5),  # slope 2 - 4b; pure: 2 - 5b
-        ("pd_harsh", None, 2 / 3),  # T + S > 2R: mixing C/D beats CC even among copies
+        ("pd_harsh_paper", None, 2 / 3),  # T + S > 2R: mixing C/D beats CC even among copies
         ("stag_hunt", 0.0, 0.0),  # (Stag, Stag) is already Nash
-        ("stag_hunt_risky", 0.0, 0.0),
+        ("stag_hunt_risky_paper", 0.0, 0.0),
         ("chicken", 1.0, 1 / 11),  # slope 1 - b > 0 for any b < 1; pure: 1 - 11b
         ("travelers", 1 / 2, 1 / 2),  # undercut by one claim: 1 - 2b
         ("public_good", 1 / 2, 1 / 2),  # (n - alpha) / ((n - 1) alpha)
@@ -260,7 +260,7 @@ def test_proposition3_full_similarity_picks_the_best_symmetric_profile() -> None
             ):
                 assert not is_b_similarity_equilibrium(game, a, 1.0), (key, a)
     # harsh PD: the symmetric mix with 1/6 on Defect pays 3 + 1/12 > 3 among copies
-    harsh = get_game("pd_harsh")
+    harsh = get_game("pd_harsh_paper")
     gain, dev = similarity_gain(harsh, "Cooperate", 1.0)
     assert gain == pytest.approx(1 / 12, abs=1e-9)
     assert dev[1] == pytest.approx(1 / 6, abs=1e-6)

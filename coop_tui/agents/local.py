@@ -58,6 +58,7 @@ __all__ = [
     "LocalModelError",
     "default_threads",
     "answer_grammar",
+    "choice_gbnf",
     "get_model",
     "grammar_schema",
     "mixed_gbnf",
@@ -432,15 +433,78 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def choice_gbnf(labels: tuple[str, ...]) -> str:
+    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels."""
+    if not labels:
+        raise ValueError("a choice answer needs at least one label")
+    options = " | ".join(_gbnf_literal(json.dumps(label)) for label in labels)
+    key = _gbnf_literal(json.dumps("choice"))
+    return (
+        f'root ::= "{{" space {key} space ":" space ( {options} ) space "}}" space\n'
+        'space ::= " "?\n'
+    )
+
+
+MAX_ALLOCATION_ALTERNATIVES = 20000
+"""An allocation grammar spells out every split; above this many it falls back to the schema."""
+
+
+def allocation_gbnf(keys: tuple[str, ...], total: int, lo: int, hi: int) -> str | None:
+    """Grammar of an allocation whose whole-number entries add up to exactly ``total``.
+
+    Rule ``f<i>-<r>`` is "entries i.. still to write, r still to give": each entry offers
+    only the values that leave a feasible rest, and the last entry is forced to the rest
+    (GBNF rule names take letters, digits and hyphens only). None when no split reaches
+    the total or there are too many splits to spell out; the parser checks the sum anyway.
+    """
+    k = len(keys)
+    if k == 0 or total < k * lo or total > k * hi:
+        return None
+    if (total + 1) ** max(1, k - 1) > MAX_ALLOCATION_ALTERNATIVES:
+        return None
+    lines = [f'root ::= "{{" space f0-{total} "}}" space']
+    todo, seen = [(0, total)], set()
+    while todo:
+        i, r = todo.pop()
+        if (i, r) in seen:
+            continue
+        seen.add((i, r))
+        key = f'{_gbnf_literal(json.dumps(keys[i]))} space ":" space'
+        left = k - 1 - i
+        if left == 0:
+            lines.append(f'f{i}-{r} ::= {key} "{r}" space')
+            continue
+        alts = []
+        for v in range(lo, min(hi, r) + 1):
+            rest = r - v
+            if left * lo <= rest <= left * hi:
+                alts.append(f'"{v}" space "," space f{i + 1}-{rest}')
+                todo.append((i + 1, rest))
+        lines.append(f"f{i}-{r} ::= {key} ({' | '.join(alts)})")
+    lines.append('space ::= " "?')
+    return "\n".join(lines) + "\n"
+
+
 def answer_grammar(
-    kind: str, labels: tuple[str, ...], schema: dict[str, Any]
+    kind: str, labels: tuple[str, ...], schema: dict[str, Any],
+    options: dict[str, Any] | None = None,
 ) -> tuple[str, str]:
     """Which grammar constrains an answer: the dedicated mixed grammar when the schema is
-    the standard percentages-per-label one, else the (range-aware) JSON schema."""
+    the standard percentages-per-label one, an exact-sum grammar for an allocation with a
+    total (Blotto), else the (range-aware) JSON schema."""
     from coop_tui.schemas import answer_schema
+
+    opts = options or {}
+    if kind == "allocation" and opts.get("total") is not None and float(opts.get("step", 1)) == 1:
+        gbnf = allocation_gbnf(tuple(opts.get("keys") or ()), int(opts["total"]),
+                               int(opts.get("min", 0)), int(opts.get("max", opts["total"])))
+        if gbnf is not None:
+            return "gbnf", gbnf
 
     if kind == "mixed" and labels and schema == answer_schema("mixed", labels, {}):
         return "gbnf", mixed_gbnf(labels)
+    if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
+        return "gbnf", choice_gbnf(labels)
     return "schema", json.dumps(grammar_schema(schema))  # key order kept: label order
 
 
@@ -540,7 +604,8 @@ class LocalAgent:
         return _Plan(
             messages=[dict(m) for m in messages],
             schema=schema,
-            grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema),
+            grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema,
+                                                                 dict(request.options)),
             free_step=self.style == "cot" or schema is None,
             think_tokens=self.max_tokens,
             temperature=self.temperature,

@@ -9,6 +9,11 @@ the lower action index) and written under the shown labels (``label_to_action[i]
 game action behind ``labels[i]``). Actions a mechanism adds to the game after the ones the
 strategy knows (Mediation's "delegate") get 0: a strategy never delegates.
 
+Play ("choice") requests: the strategy picks one action from the same distribution with
+the number ``request.options["draw"]`` in [0, 1) that the engine derives from the match
+seed (inverse CDF over game actions in index order), and answers ``{"choice": label}``; a
+deterministic strategy's pick is its action, a stochastic one follows the match seed.
+
 Documented defaults for the other phases (a strategy has no opinion there):
 
 - approvals: approve every proposal in ``request.labels``;
@@ -97,6 +102,8 @@ class StrategyAgent:
         kind = request.kind
         if kind == "mixed":
             return self._mixed(request)
+        if kind == "choice":
+            return self._choice(request)
         if kind == "approvals":
             return json.dumps({label: True for label in request.labels})
         if kind == "sign":
@@ -107,6 +114,8 @@ class StrategyAgent:
             return self._mediator(request)
         if kind == "contract":
             return self._contract(request)
+        if kind in ("number", "allocation"):
+            return self._numeric(request)
         return self.describe()
 
     def describe(self) -> str:
@@ -153,6 +162,19 @@ class StrategyAgent:
         self._answers[key] = (text, parsed)
         return text, parsed
 
+    def _choice(self, request: DecisionRequest) -> str:
+        probs = game_distribution(self.strategy, request.view)
+        total = sum(probs)
+        draw = float(request.options.get("draw", 0.0)) * total
+        action = max(a for a, p in enumerate(probs) if p > 0)  # for rounding at the top
+        acc = 0.0
+        for a, p in enumerate(probs):
+            acc += p
+            if p > 0 and draw < acc:
+                action = a
+                break
+        return json.dumps({"choice": self._label_of(request, action)})
+
     @staticmethod
     def _score(options: dict[str, Any]) -> int:
         lo, hi = options.get("min", 0), options.get("max", 100)
@@ -174,6 +196,22 @@ class StrategyAgent:
         n = int(request.options.get("n_players", request.view.game.n_players))
         label = self._label_of(request, self._proposal_action(request.view))
         return json.dumps({str(k): label for k in range(1, n + 1)})
+
+    def _numeric(self, request: DecisionRequest) -> str:
+        """A number or allocation move of a protocol game (seed 003): strategies that play
+        them implement ``numeric_answer(view, options)``; others cannot answer."""
+        answer = getattr(self.strategy, "numeric_answer", None)
+        if answer is None:
+            from coop_tui.agents.strategies import StrategyError
+
+            raise StrategyError(
+                f"strategy {self.strategy.name!r} cannot answer a {request.kind} move; use one "
+                "of the numeric strategies (fixed_number, threshold_responder, truthful_bidder)"
+            )
+        value = answer(request.view, dict(request.options))
+        if request.kind == "number":
+            return json.dumps({str(request.options.get("name", "value")): value})
+        return json.dumps(value)
 
     def _contract(self, request: DecisionRequest) -> str:
         labels = request.labels or tuple(f"A{i}" for i in range(known_actions(request.view)))

@@ -1,0 +1,165 @@
+"""Fixed strategies for seed 003's numeric and sequential games (offers, bids, responses).
+
+These answer the moves of a protocol game (``coop_tui.games.kinds``): a number move through
+:meth:`numeric_answer`, a named-option move (accept/reject, take/pass, signal or not)
+through :meth:`distribution` on the option view, where ``view.extra["facts"]`` holds what
+the mover was told (the offer, the demand, its private value). They are the reference
+opponents seed 003 calibrates per game family (its code names a proportional trustee,
+equilibrium bidders and fixed demanders) reduced to what tests and offline studies need.
+
+On an ordinary matrix game an option move is just an action: they play the action their
+option rule picks (``fixed_number``: action ``option``; the others: action 0).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from coop_tui.agents.strategies.base import INF, Strategy, number, register, whole
+from coop_tui.decisions import SeatView
+
+
+def _snap(value: float, options: dict[str, Any]) -> float:
+    lo, hi = float(options.get("min", value)), float(options.get("max", value))
+    step = float(options.get("step", 1) or 1)
+    value = min(max(value, lo), hi)
+    snapped = lo + round((value - lo) / step) * step
+    return int(snapped) if float(snapped).is_integer() else snapped
+
+
+def _even_split(options: dict[str, Any]) -> dict[str, float]:
+    keys = list(options.get("keys") or [])
+    total = options.get("total")
+    if total is None:
+        return dict.fromkeys(keys, _snap((float(options["min"]) + float(options["max"])) / 2, options))
+    base, extra = divmod(int(total), len(keys))
+    return {k: base + (1 if i < extra else 0) for i, k in enumerate(keys)}
+
+
+class _NumericStrategy(Strategy):
+    needs_cooperation = False
+
+    def distribution(self, view: SeatView) -> list[float]:
+        n = view.game.action_counts[view.seat]
+        if n == 1:  # the placeholder action of a protocol game: nothing to choose
+            return [1.0]
+        probs = [0.0] * n
+        probs[self.option(view, n)] = 1.0
+        return probs
+
+    def option(self, view: SeatView, n: int) -> int:
+        return 0
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+@register
+class FixedNumber(_NumericStrategy):
+    """Answers every number move with the same value and every option move with one option.
+
+    Values outside a move's range are clamped into it; allocations are split evenly (the
+    remainder goes to the first keys). ``option`` 0 is the first option listed by the game
+    (accept, take, send the signal).
+    """
+
+    name = "fixed_number"
+    classifier = {"memory_depth": 0, "stochastic": False}
+
+    def __init__(self, value: float = 50, option: int = 0) -> None:
+        self.value = number("value", value)
+        self.option_index = whole("option", option)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"value": self.value, "option": self.option_index}
+
+    def option(self, view: SeatView, n: int) -> int:
+        return min(self.option_index, n - 1)
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        if "keys" in options:
+            return _even_split(options)
+        return _snap(self.value, options)
+
+
+@register
+class ThresholdResponder(_NumericStrategy):
+    """Accepts an offer worth at least ``threshold`` to it, rejects smaller ones.
+
+    The ultimatum responder of experimental economics: it reads what it is offered (the
+    ultimatum offer, or the pie minus the proposer's demand in alternating offers) and
+    accepts at or above its threshold. As a proposer it offers (or leaves the other side)
+    ``threshold``; other number moves get the middle of their range.
+    """
+
+    name = "threshold_responder"
+    classifier = {"memory_depth": 0, "stochastic": False}
+
+    def __init__(self, threshold: float = 30) -> None:
+        self.threshold = number("threshold", threshold)
+
+    def option(self, view: SeatView, n: int) -> int:
+        facts = view.extra.get("facts", {})
+        if "offer" in facts:
+            offered = float(facts["offer"])
+        elif "demand" in facts:
+            pie = float(facts.get("worth", view.extra.get("game_params", {}).get("pie", 100)))
+            offered = pie - float(facts["demand"])
+        else:
+            return 0
+        return 0 if offered >= self.threshold else 1
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        if "keys" in options:
+            return _even_split(options)
+        name = options.get("name")
+        if name == "offer":
+            return _snap(self.threshold, options)
+        if name == "demand":
+            return _snap(float(options["max"]) - self.threshold, options)
+        return _snap((float(options["min"]) + float(options["max"])) / 2, options)
+
+
+@register
+class TruthfulBidder(_NumericStrategy):
+    """Bids its private value in auctions (the dominant strategy of a Vickrey auction).
+
+    Where a move carries no private value (an all-pay auction) it bids ``default``;
+    other number moves get ``default`` clamped into their range.
+    """
+
+    name = "truthful_bidder"
+    classifier = {"memory_depth": INF, "stochastic": False}
+
+    def __init__(self, default: float = 25) -> None:
+        self.default = number("default", default)
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        if "keys" in options:
+            return _even_split(options)
+        value = view.extra.get("facts", {}).get("value", self.default)
+        return _snap(float(value), options)
+
+
+@register
+class TrustProportional(_NumericStrategy):
+    """Trust games: sends half its endowment and returns half of what arrives (rounded down).
+
+    Seed 003's proportional trust opponent. As an investor it sends half of the most it
+    may send; as a trustee it returns half of the multiplied amount it received; other
+    number moves get the middle of their range.
+    """
+
+    name = "trust_proportional"
+    classifier = {"memory_depth": 0, "stochastic": False}
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        if "keys" in options:
+            return _even_split(options)
+        received = view.extra.get("facts", {}).get("received")
+        if received is not None:  # half, rounded down onto the move's grid (7.5 -> 7)
+            step = float(options.get("step", 1) or 1)
+            return _snap(math.floor(float(received) / 2 / step) * step, options)
+        return _snap((float(options["min"]) + float(options["max"])) / 2, options)

@@ -1,0 +1,142 @@
+"""Seed 003's centipede games (6 and 10 nodes), as run and as described.
+
+As run by the public code (``centipede_6`` / ``centipede_10``): each player names, at the
+same time, the node at which it would take (1..N, or N+1 to always pass). Player 1 moves at
+odd nodes, Player 2 at even ones; the game ends at the first node whose mover planned to
+take there or earlier, and pays that node's entry of the schedule; if nobody takes, it pays
+the last entry (which is also what Player 2 taking at node N pays). Schedules: node k pays
+(taker, other) = (4, 1), (8, 2), (16, 4), ... doubling, i.e. 4 * 2^(k-1) to the taker.
+
+As the paper's text describes it (``centipede_6_turns`` / ``centipede_10_turns``): the
+players really move in turn, take or pass at each node, seeing that every earlier node was
+passed; the same schedule pays.
+"""
+
+from __future__ import annotations
+
+from coop_tui.games import register_game
+from coop_tui.games._checks import as_int
+from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+
+
+def centipede_schedule(nodes: int) -> list[tuple[float, float]]:
+    """Payoffs (Player 1, Player 2) when the game ends at node k (index k; index 0 unused).
+
+    The taker at node k gets 4 * 2**(k-1) and the other player a quarter of it; the last
+    entry (node N) is the all-pass outcome, as in the public code's tables.
+    """
+    out: list[tuple[float, float]] = [(0.0, 0.0)]
+    for k in range(1, nodes + 1):
+        big, small = 4.0 * 2 ** (k - 1), 1.0 * 2 ** (k - 1)
+        if k == nodes:  # the code's last entry: all passed -> (N even) P2 gets the big share
+            big, small = 2.0 * 2 ** (k - 1), 1.0 * 2 ** (k - 1)
+            out.append((small, big) if k % 2 == 0 else (big, small))
+        else:
+            out.append((big, small) if k % 2 == 1 else (small, big))
+    return out
+
+
+def centipede_end(take_nodes: tuple[int, int], nodes: int) -> int:
+    """The node where the plans end the game (``nodes`` if nobody takes)."""
+    for node in range(1, nodes + 1):
+        mover = 0 if node % 2 == 1 else 1
+        if take_nodes[mover] <= node:
+            return node
+    return nodes
+
+
+def _rules(nodes: int, schedule: list[tuple[float, float]]) -> str:
+    lines = [
+        f"There are {nodes} decision nodes. Player 1 decides at nodes 1, 3, 5, ...; Player 2 "
+        "at nodes 2, 4, 6, .... At its node the player either takes (the game ends there) or "
+        "passes (the game goes on to the next node). Points when the game ends at each node "
+        "(Player 1, Player 2):"
+    ]
+    for k in range(1, nodes + 1):
+        who = "Player 1" if k % 2 == 1 else "Player 2"
+        a, b = schedule[k]
+        what = f"{who} takes" if k < nodes else f"{who} takes, or everyone passed to the end"
+        lines.append(f"- node {k} ({what}): {a:g} and {b:g}")
+    return "\n".join(lines)
+
+
+def _summaries(pay: tuple[float, ...], end: int) -> tuple[str, ...]:
+    return tuple(f"the game ended at node {end}; you received {p:g} points." for p in pay)
+
+
+def _plan_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
+    n_nodes = as_int("nodes", nodes, minimum=2, maximum=20)
+    r = as_int("rounds", rounds, minimum=1, maximum=100)
+    schedule = centipede_schedule(n_nodes)
+    space = NumberSpace("take_node", 1, n_nodes + 1)
+
+    async def play(turn: Turn) -> RoundResult:
+        query = (f"Both players state their plan at the same time. At which node would you "
+                 f"take (1 to {n_nodes}; {n_nodes + 1} means you always pass)? Only the nodes "
+                 "where you move matter.")
+        plans = await turn.numbers([(s, "plan", query, space, None) for s in range(2)])
+        end = centipede_end((int(plans[0]), int(plans[1])), n_nodes)
+        pay = schedule[end]
+        return RoundResult(pay, {"take_nodes": plans, "end_node": end}, _summaries(pay, end))
+
+    return protocol_game(
+        key, f"Centipede ({n_nodes} nodes, stated plans)",
+        "Both players state the node where they would take; the earliest planned take ends "
+        "the game. Backward induction: take at node 1.",
+        moves=(f"take node 1-{n_nodes + 1}",) * 2, roles=("Player 1", "Player 2"),
+        rules=_rules(n_nodes, schedule), protocol=play, rounds=r, params={"nodes": n_nodes},
+    )
+
+
+def _turns_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
+    n_nodes = as_int("nodes", nodes, minimum=2, maximum=20)
+    r = as_int("rounds", rounds, minimum=1, maximum=100)
+    schedule = centipede_schedule(n_nodes)
+
+    async def play(turn: Turn) -> RoundResult:
+        end = n_nodes
+        for node in range(1, n_nodes + 1):
+            mover = 0 if node % 2 == 1 else 1
+            a, b = schedule[node]
+            own, other = (a, b) if mover == 0 else (b, a)
+            query = (f"The game is at node {node}; every earlier node was passed. If you take "
+                     f"now you get {own:g} and the other player {other:g}. Do you take or pass?")
+            if await turn.choose(mover, f"node{node}", query, ("take", "pass"),
+                                 facts={"node": node}) == 0:
+                end = node
+                break
+        pay = schedule[end]
+        return RoundResult(pay, {"end_node": end}, _summaries(pay, end))
+
+    return protocol_game(
+        key, f"Centipede ({n_nodes} nodes, moves in turn)",
+        "Players alternately take (ending the game) or pass (growing the pot); the paper's "
+        "text version, played node by node.",
+        moves=("take/pass at odd nodes", "take/pass at even nodes"),
+        roles=("Player 1", "Player 2"), rules=_rules(n_nodes, schedule), protocol=play,
+        rounds=r, params={"nodes": n_nodes},
+    )
+
+
+@register_game("centipede_6")
+def centipede_6(nodes: int = 6, rounds: int = 5) -> ProtocolGame:
+    """Centipede, 6 nodes, as run: both state a take node at once (seed 003)."""
+    return _plan_game("centipede_6", nodes, rounds)
+
+
+@register_game("centipede_10")
+def centipede_10(nodes: int = 10, rounds: int = 5) -> ProtocolGame:
+    """Centipede, 10 nodes, as run: both state a take node at once (seed 003)."""
+    return _plan_game("centipede_10", nodes, rounds)
+
+
+@register_game("centipede_6_turns")
+def centipede_6_turns(nodes: int = 6, rounds: int = 5) -> ProtocolGame:
+    """Centipede, 6 nodes, as the paper describes it: take or pass in turn."""
+    return _turns_game("centipede_6_turns", nodes, rounds)
+
+
+@register_game("centipede_10_turns")
+def centipede_10_turns(nodes: int = 10, rounds: int = 5) -> ProtocolGame:
+    """Centipede, 10 nodes, as the paper describes it: take or pass in turn."""
+    return _turns_game("centipede_10_turns", nodes, rounds)

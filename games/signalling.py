@@ -1,0 +1,114 @@
+"""Seed 003's games with a message phase: costly signalling and cheap talk.
+
+Payoff rules as run by the public code (chance moves from the match's seeded RNG):
+
+- signaling: the sender's type is high or low with equal chance each round; the sender
+  signals (cost 3 if high, 12 if low) or not; the receiver sees only whether it signalled
+  and accepts or rejects. Accept: sender 10 - cost, receiver 10 (high) or -5 (low).
+  Reject: sender -cost, receiver 3.
+- cheap_talk: a state 1-5 is drawn; the sender sees it and sends a message 1-5 for free; the
+  receiver sees the message and chooses an action 1-5. Sender: -|action - state - 1|,
+  receiver: -|action - state|.
+"""
+
+from __future__ import annotations
+
+from coop_tui.games import register_game
+from coop_tui.games._checks import as_int
+from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+
+
+def signaling_payoffs(high: bool, signalled: bool, accepted: bool, cost_high: float = 3,
+                      cost_low: float = 12) -> tuple[float, float]:
+    cost = (cost_high if high else cost_low) if signalled else 0.0
+    if accepted:
+        return (10 - cost, 10.0 if high else -5.0)
+    return (-cost, 3.0)
+
+
+def cheap_talk_payoffs(state: int, action: float, bias: float = 1) -> tuple[float, float]:
+    return (-abs(action - state - bias), -abs(action - state))
+
+
+def _summaries(pay: tuple[float, ...]) -> tuple[str, ...]:
+    return tuple(f"you received {p:g} points." for p in pay)
+
+
+@register_game("signaling")
+def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20) -> ProtocolGame:
+    """Signalling: a high or low sender may signal at a cost; the receiver accepts or rejects (seed 003)."""
+    ch = as_int("cost_high", cost_high, minimum=0)
+    cl = as_int("cost_low", cost_low, minimum=0)
+    r = as_int("rounds", rounds, minimum=1, maximum=100)
+    rules = (
+        "Player 1 (the Sender) is of high or low quality, with equal chance every round, and "
+        f"only the Sender knows which. The Sender may send a signal, which costs {ch} points "
+        f"for a high-quality Sender and {cl} for a low-quality one. Player 2 (the Receiver) "
+        "sees whether a signal was sent, not the quality, and accepts or rejects the Sender. "
+        "Accepting a high-quality Sender gives both 10; accepting a low-quality one gives the "
+        "Sender 10 and the Receiver -5; rejecting gives the Receiver 3 and the Sender 0. The "
+        "Sender pays its signal cost in every case."
+    )
+
+    async def play(turn: Turn) -> RoundResult:
+        high = bool(turn.rng("type").integers(2) == 0)
+        kind, cost = ("high", ch) if high else ("low", cl)
+        signal = await turn.choose(
+            0, "signal", f"You are the Sender. This round you are of {kind} quality, so a "
+            f"signal costs you {cost} points. Do you send the signal?",
+            ("send the signal", "send no signal"), facts={"type": kind})
+        signalled = signal == 0
+        seen = "sent the signal" if signalled else "did not send the signal"
+        answer = await turn.choose(
+            1, "respond", f"You are the Receiver. The Sender {seen}. Do you accept or reject "
+            "the Sender?", ("accept", "reject"), facts={"signalled": signalled})
+        pay = signaling_payoffs(high, signalled, answer == 0, ch, cl)
+        return RoundResult(pay, {"type": kind, "signalled": signalled, "accepted": answer == 0},
+                           _summaries(pay))
+
+    return protocol_game(
+        "signaling", "Signalling game (sender-receiver)",
+        "A privately typed sender may pay for a signal; the receiver sees it and accepts or "
+        "rejects. Separating equilibrium: only high types signal.",
+        moves=("signal/no signal", "accept/reject"), roles=("Player 1, the Sender",
+                                                           "Player 2, the Receiver"),
+        rules=rules, protocol=play, rounds=r, params={"cost_high": ch, "cost_low": cl},
+    )
+
+
+@register_game("cheap_talk")
+def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
+    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (seed 003)."""
+    b = as_int("bias", bias, minimum=0, maximum=4)
+    r = as_int("rounds", rounds, minimum=1, maximum=100)
+    space_msg, space_act = NumberSpace("message", 1, 5), NumberSpace("action", 1, 5)
+    rules = (
+        "Every round a hidden state from 1 to 5 is drawn. Player 1 (the Sender) sees it and "
+        "sends Player 2 (the Receiver) a message, a number from 1 to 5 that costs nothing and "
+        "need not be true. The Receiver then chooses an action from 1 to 5. The Receiver loses "
+        f"one point per step its action is away from the state; the Sender loses one point per "
+        f"step the action is away from the state plus {b}."
+    )
+
+    async def play(turn: Turn) -> RoundResult:
+        state = int(turn.rng("state").integers(1, 6))
+        message = await turn.number(
+            0, "message", f"You are the Sender. The state is {state}. You would like the "
+            f"Receiver to choose {state + b}. Which message (1 to 5) do you send?", space_msg,
+            facts={"state": state})
+        action = await turn.number(
+            1, "act", f"You are the Receiver. The Sender's message says {message:g}. It is "
+            f"free and may be untrue; the Sender prefers actions {b} above the state. Which "
+            "action (1 to 5) do you choose?", space_act, facts={"message": message})
+        pay = cheap_talk_payoffs(state, action, b)
+        return RoundResult(pay, {"state": state, "message": message, "action": action},
+                           _summaries(pay))
+
+    return protocol_game(
+        "cheap_talk", f"Cheap talk (bias {b})",
+        "A sender who knows the state sends a free message to a receiver whose action pays "
+        "both; with a bias, full truth-telling is not an equilibrium.",
+        moves=("message 1-5", "action 1-5"), roles=("Player 1, the Sender",
+                                                   "Player 2, the Receiver"),
+        rules=rules, protocol=play, rounds=r, params={"bias": b},
+    )

@@ -1,0 +1,97 @@
+"""Seed 003's study files: the full design validates (keys not checked), and the offline
+variant runs end to end on the embedded model and strategies at a small size."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
+from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
+
+STUDIES = Path(__file__).resolve().parent.parent / "data" / "studies"
+FULL = STUDIES / "strategic-personalities.toml"
+OFFLINE = STUDIES / "strategic-personalities-offline.toml"
+
+MATRIX_GAMES = {
+    "pd_canonical", "pd_harsh", "pd_medium", "pd_mild", "repeated_trust", "stag_hunt_standard",
+    "stag_hunt_risky", "chicken_sp", "chicken_high_stakes", "diners_dilemma", "el_farol_bar",
+    "bos_standard", "bos_transposed", "focal_point", "matching_pennies",
+}
+
+
+def test_the_full_study_is_the_papers_design() -> None:
+    sweep = load_sweep(FULL, check_keys=False)
+    models = {name: a for name, a in sweep.spec.agents.items() if a.model}
+    assert len(models) == 25
+    assert all("/" in a.model and a.temperature == 1.0 for a in models.values())
+    # (the move-by-move games under mechanism "none": test_seed003_numeric_games.py)
+    assert {c.game for c in sweep.cells if c.mechanism != "none"} == MATRIX_GAMES
+    for exp in sweep.spec.experiments:
+        if exp.mechanism == "none":
+            continue
+        extra = exp.model_extra or {}
+        assert extra["horizon"] == "known" and exp.answer == "choice"
+        assert exp.randomize_labels == "trial"
+        long_games = {"el_farol_bar", "matching_pennies"}
+        games = set(exp.game if isinstance(exp.game, list) else [exp.game])
+        assert extra["rounds"] == (20 if games <= long_games else 10)
+    by_name = {e.name: e for e in sweep.spec.experiments}
+    design_g = set(by_name["G strategy play, cooperation games"].agents)
+    design_f = set(by_name["F strategy play, cooperation games"].agents)
+    assert len(design_g) == 9 and len(design_f) == 16 and not design_g & design_f
+    assert by_name["G strategy play, cooperation games"].samples == 1
+    assert by_name["F strategy play, cooperation games"].samples == 5
+    # cross-play: every unordered pair of the 16 once per game (C(16, 2) = 120)
+    pairs = [c for c in sweep.cells if c.matchup == "pairs" and c.game == "pd_harsh"]
+    assert len(pairs) == 120
+    assert {frozenset(c.seats) for c in pairs} == {
+        frozenset(p) for p in itertools.combinations(sorted(design_f), 2)
+    }
+    # 4-player games: the strategy in every other seat; random fills self/cross seats 3-4
+    versus = [c for c in sweep.cells if c.matchup == "versus" and c.game == "diners_dilemma"]
+    assert versus and all(len(set(c.seats[1:])) == 1 for c in versus)
+    crowd = [c for c in sweep.cells if c.matchup == "pairs" and c.game == "el_farol_bar"]
+    assert crowd and all(c.seats[2:] == ("random", "random") for c in crowd)
+    counts = Counter(c.matchup for c in sweep.cells)
+    assert set(counts) == {"versus", "self", "pairs"}
+
+
+async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path) -> None:
+    """Every experiment (design) of the offline study, shrunk: one round, at most one
+    opponent, and per experiment its first game plus any 4-player game."""
+    data: dict[str, Any] = read_sweep_file(OFFLINE)
+    # the move-by-move games have their own offline test (test_seed003_numeric_games.py)
+    data["experiments"] = [e for e in data["experiments"] if e.get("mechanism") != "none"]
+    for exp in data["experiments"]:
+        exp["rounds"] = 1
+        games = exp["game"] if isinstance(exp["game"], list) else [exp["game"]]
+        exp["game"] = [g for i, g in enumerate(games)
+                       if i == 0 or g in ("diners_dilemma", "el_farol_bar")]
+        if "opponents" in exp:
+            exp["opponents"] = exp["opponents"][:1]
+    sweep = build_sweep(data, source=OFFLINE)
+    store = Store(tmp_path / "offline.db")
+    summary = await run_sweep(sweep, store)
+    matches = store.matches(summary.run_id)
+    assert len(matches) == len(sweep.cells) == 6
+    assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
+    assert Counter(m["matchup"] for m in matches) == {"versus": 3, "self": 2, "pairs": 1}
+    local = 0
+    for m in matches:
+        decisions = store.decisions(m["id"])
+        seats = store.seats(m["id"])
+        assert len(decisions) == len(seats)  # one decision per seat in the one round
+        for d in decisions:
+            assert d.kind == "choice" and d.action is not None
+            if d.agent.startswith("smollm2"):
+                local += 1
+                assert d.constrained and d.valid
+                assert "round 1 of 1" in d.prompt[0]["content"]
+        cond = json.loads(m["condition"])
+        assert cond["horizon"] == "known" and cond["answer"] == "choice"
+    assert local == 3 + 2 * 2 + 2
