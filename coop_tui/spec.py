@@ -834,6 +834,10 @@ def _seating_count(exp: ExperimentSpec, n_players: int, *, pooled: bool = False)
     """How many seatings :func:`_seatings` would list, without listing them."""
     if isinstance(exp.matchup, list):
         return len(exp.matchup)
+    if exp.matchup == "versus":
+        return len(exp.agents) * len(exp.opponents or [])
+    if exp.matchup == "pairs":
+        return len(exp.agents) * (len(exp.agents) - 1) // 2
     if exp.matchup == "self" or pooled:
         return len(exp.agents) if exp.matchup == "self" else 1
     return len(exp.agents) ** n_players
