@@ -42,7 +42,13 @@ from coop_tui.events import (
     TextDelta,
 )
 from coop_tui.games.base import Game
-from coop_tui.prompts import Labelling, PromptRenderer, example_answer, payoff_description
+from coop_tui.prompts import (
+    Labelling,
+    PromptRenderer,
+    action_lines,
+    example_answer,
+    payoff_description,
+)
 
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
 PLAY_KINDS = ("mixed", "choice")
@@ -99,6 +105,8 @@ class DecisionPolicy:
     actions) and listed in an order shuffled per round; payoffs are described in action
     order, as seed 003's code does."""
     reuse_across_runs: bool = True
+    strict: bool = False
+    """CoopEval's answer rule: no repairs (integers summing to exactly 100), re-ask instead."""
     condition_text: str = ""
     """A named condition's sentences (seed 003's framing), shown before the game's rules."""
     answer: str = "mixed"
@@ -157,6 +165,7 @@ class MatchContext:
         policy: DecisionPolicy | None = None,
         lookup: DecisionLookup | None = None,
         pause: asyncio.Event | None = None,
+        tournament: Any = None,
     ) -> None:
         self.run_id = run_id
         self.match_id = match_id
@@ -169,6 +178,9 @@ class MatchContext:
         self.policy = policy or DecisionPolicy()
         self.lookup = lookup
         self.pause = pause
+        self.tournament = tournament
+        """A :class:`coop_tui.designs.Tournament` when designs are shared across the
+        tournament's matches; None: every match asks its own."""
         self.stopped = False
         self.histories: list[list[Move]] = [[] for _ in agents]
         self._records: list[list[bool]] | None = (
@@ -196,13 +208,19 @@ class MatchContext:
         return np.random.default_rng(derived_seed(self.seed, *parts))
 
     def labelling(
-        self, seat: int, round_: int, phase: str = "play", *, n_actions: int | None = None
+        self, seat: int, round_: int, phase: str = "play", *, n_actions: int | None = None,
+        seed: int | None = None,
     ) -> Labelling:
         """Labels for one decision; ``n_actions`` when the game asked about is not the base
-        game (a mechanism-modified game with an extra action, or a population seat)."""
+        game (a mechanism-modified game with an extra action, or a population seat);
+        ``seed`` instead of the match's for a decision shared by several matches."""
         n = self._counts[seat] if n_actions is None else n_actions
         if not self.policy.randomize_labels:
             return _neutral(n)
+        if seed is not None:
+            return Labelling.neutral(
+                n, np.random.default_rng(derived_seed(seed, "labels", round_, seat, phase))
+            )
         if self.policy.randomize_labels == "trial":
             from coop_tui.prompts import trial_labelling, trial_letters
 
@@ -222,8 +240,13 @@ class MatchContext:
         extra: dict[str, Any] | None = None,
         game: Game | None = None,
         position: int | None = None,
+        describe: Game | None = None,
     ) -> DecisionRequest:
         """The standard game prompt for one seat, with a mechanism's twist inserted.
+
+        ``describe`` is the game whose actions and payoffs the prompt spells out when it
+        is not the game played: Mediation plays the game with "delegate" added but, as
+        CoopEval does, shows the base game and leaves the extra action to the twist.
 
         ``seat`` is the match seat (which agent answers); ``position`` is the player
         position in ``game`` it plays this time (default: the same number). They differ
@@ -267,7 +290,13 @@ class MatchContext:
                 example=example_for(kind, labels, {}),
             )
             self._instructions[key] = instructions
-        text = self._game_text(game, pos, own, twist, instructions)
+        if describe is not None:
+            if callable(twist):  # the twist names the actions the description leaves out
+                twist = twist(own)
+            base = own.restricted(describe.action_counts[pos])
+            text = self._game_text(describe, pos, base, twist, instructions)
+        else:
+            text = self._game_text(game, pos, own, twist, instructions)
         from coop_tui.schemas import answer_schema
 
         options: dict[str, Any] = {}
@@ -301,8 +330,12 @@ class MatchContext:
         game: Game | None = None,
         position: int | None = None,
         extra: dict[str, Any] | None = None,
+        shared: bool = False,
     ) -> DecisionRequest:
         """A non-play decision (propose, vote, sign, ...) framed by the game prompt.
+
+        ``shared``: the request is asked once for the whole tournament (a design), so
+        its labels come from the tournament's seed and every match builds the same one.
 
         The agent sees the same game description as when playing, the mechanism's
         twist (which explains the task) and the answer instructions of
@@ -312,7 +345,8 @@ class MatchContext:
         """
         game = game or self.game
         pos = seat if position is None else position
-        own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos])
+        seed = self.tournament.seed if shared and self.tournament is not None else None
+        own = self.labelling(seat, round_, phase, n_actions=game.action_counts[pos], seed=seed)
         keyed_by_actions = labels is None
         answer_labels = own.labels if keyed_by_actions else tuple(labels or ())
         opts = dict(options or {})
@@ -375,6 +409,7 @@ class MatchContext:
             "game.j2",
             n_players=game.n_players,
             labels=own.labels,
+            actions=action_lines(game, pos, own),
             payoff_description=_payoffs_text(game, pos, tuple(labellings)),
             seat_number=pos + 1,
             twist=twist,
@@ -384,21 +419,29 @@ class MatchContext:
         )
 
     # ------------------------------------------------------------ asking
-    def _keys(self, request: DecisionRequest) -> tuple[str, str]:
+    def _keys(
+        self, request: DecisionRequest, shared: tuple[str, int] | None = None
+    ) -> tuple[str, str]:
+        """(cache key, content key). A ``shared`` decision (design key, tournament seed)
+        belongs to the tournament, not to the match that happens to ask it first, so a
+        resumed run finds it whichever match asks."""
         agent = self.agents[request.seat]
-        content = stable_hash(
-            {
-                "agent": {k: v for k, v in agent.spec.items() if k not in NOT_IN_CONTENT_KEY},
-                "messages": list(request.messages),
-                "kind": request.kind,
-                "phase": request.phase,
-                "round": request.round,
-                "seat": request.seat,
-                "sample": self.sample,
-                "seed": self.seed,
-                "labels": list(request.label_to_action),
-            }
-        )
+        payload = {
+            "agent": {k: v for k, v in agent.spec.items() if k not in NOT_IN_CONTENT_KEY},
+            "messages": list(request.messages),
+            "kind": request.kind,
+            "phase": request.phase,
+            "round": request.round,
+            "seat": request.seat,
+            "sample": self.sample,
+            "seed": self.seed,
+            "labels": list(request.label_to_action),
+        }
+        if shared is not None:
+            payload.update(sample=0, seed=shared[1], shared=shared[0])
+            content = stable_hash(payload)
+            return stable_hash([self.run_id, "shared", shared[0], content]), content
+        content = stable_hash(payload)
         return stable_hash([self.run_id, self.match_id, content]), content
 
     async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[Decision]:
@@ -416,7 +459,25 @@ class MatchContext:
                 raise result
         return list(results)  # type: ignore[arg-type]
 
-    async def ask(self, request: DecisionRequest) -> Decision:
+    async def ask_design(self, request: DecisionRequest) -> tuple[Decision, bool, str | None]:
+        """Ask for a design once per agent x seat x tournament; (decision, asked here,
+        design key: the same for every match that shares the design).
+
+        Without a tournament (design_scope = "match", an interactive match) this is a
+        plain ``ask``. Otherwise the run's design book hands every match of the
+        tournament the same decision: the first match to need it asks (and records it),
+        the others wait for it and reference it.
+        """
+        t = self.tournament
+        if t is None:
+            return await self.ask(request), True, None
+        key = stable_hash([t.key, self.agents[request.seat].name, request.seat, request.phase])[:24]
+        decision, asked_here = await t.book.get(key, lambda: self.ask(request, shared=(key, t.seed)))
+        return decision, asked_here, key
+
+    async def ask(
+        self, request: DecisionRequest, *, shared: tuple[str, int] | None = None
+    ) -> Decision:
         if self.stopped:
             raise MatchStopped()
         if self.pause is not None:
@@ -424,7 +485,7 @@ class MatchContext:
         agent = self.agents[request.seat]
         if self._answers_directly(request):
             return self._record(self._strategy_decision(agent, request))
-        cache_key, content_key = self._keys(request)
+        cache_key, content_key = self._keys(request, shared)
         reusable = agent.kind not in ("human",)
         if reusable and self.lookup is not None:
             found = self.lookup.find_decision(cache_key)
@@ -626,6 +687,7 @@ class MatchContext:
                     reply.parse_text,
                     labels=request.labels,
                     options=request.options,
+                    strict=self.policy.strict,
                 )
                 error = None
                 break

@@ -386,8 +386,42 @@ def _note(notes: list[str]) -> str | None:
 # --------------------------------------------------------------------------- mixed
 
 
-def parse_mixed_strategy(text: str, actions: Sequence[str]) -> MixedStrategy:
-    """Read percentages per action label from a reply; see the module docstring."""
+def _strict_mixed(found: _Found, labels: tuple[str, ...], notes: list[str]) -> MixedStrategy:
+    """CoopEval's rule: valid JSON, exactly the action keys, integers 0..100 summing to
+    exactly 100. Anything else is a re-ask, never a repair."""
+    if found.repairs:
+        raise ParseError(f"the answer is not valid JSON ({'; '.join(found.repairs)})")
+    if found.nested_under is not None:
+        raise ParseError("the answer object must stand on its own, not inside another object")
+    keys = list(found.obj)
+    if set(keys) != set(labels):
+        raise ParseError(
+            f"the keys must be exactly {', '.join(labels)} (got {', '.join(map(str, keys)) or 'none'})"
+        )
+    values: dict[str, int] = {}
+    for label in labels:
+        v = found.obj[label]
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ParseError(f"the value for {label} must be a whole number, not {json.dumps(v)}")
+        if not 0 <= v <= 100:
+            raise ParseError(f"the value for {label} must lie between 0 and 100, not {v}")
+        values[label] = v
+    total = sum(values.values())
+    if total != 100:
+        raise ParseError(f"the values add up to {total}; they must add up to exactly 100")
+    percentages = tuple(float(values[label]) for label in labels)
+    return MixedStrategy(
+        tuple(p / 100 for p in percentages), percentages, _note(notes), found.source
+    )
+
+
+def parse_mixed_strategy(
+    text: str, actions: Sequence[str], *, strict: bool = False
+) -> MixedStrategy:
+    """Read percentages per action label from a reply; see the module docstring.
+
+    ``strict`` applies CoopEval's answer rule instead of recorded repairs.
+    """
     labels = tuple(actions)
     if not labels:
         raise ValueError("parse_mixed_strategy needs at least one action label")
@@ -397,6 +431,9 @@ def parse_mixed_strategy(text: str, actions: Sequence[str]) -> MixedStrategy:
         lambda obj: any(_norm(k) in wanted for k in obj),
         f"the keys {', '.join(labels)}",
     )
+    if strict:
+        kept = [n for n in notes if n.endswith("the last one used")]
+        return _strict_mixed(found, labels, kept)
     given = _match_keys(found.obj, labels, notes)
     values = {label: _number(label, v, notes) for label, v in given.items()}
     for label, v in values.items():
@@ -633,6 +670,7 @@ def parse_answer(
     *,
     labels: Sequence[str] = (),
     options: Mapping[str, Any] | None = None,
+    strict: bool = False,
 ) -> tuple[Any, str | None]:
     """Parse a reply of the given answer kind; return (parsed, note) or raise ParseError.
 
@@ -643,8 +681,21 @@ def parse_answer(
     """
     opts: Mapping[str, Any] = options or {}
     if kind == "mixed":
-        strategy = parse_mixed_strategy(text, labels)
+        strategy = parse_mixed_strategy(text, labels, strict=strict)
         return strategy, strategy.note
+    parsed, note = _parse_other(kind, text, labels, opts)
+    if strict and note:
+        # Strict answers take no repair: only picking the last of several answer
+        # objects is allowed (CoopEval reads the last JSON object too).
+        repairs = [n for n in note.split("; ") if not n.endswith("the last one used")]
+        if repairs:
+            raise ParseError(f"the answer is not in the exact format asked for ({'; '.join(repairs)})")
+    return parsed, note
+
+
+def _parse_other(
+    kind: str, text: str, labels: Sequence[str], opts: Mapping[str, Any]
+) -> tuple[Any, str | None]:
     if kind == "choice":
         return _parse_choice(text, labels)
     if kind == "approvals":

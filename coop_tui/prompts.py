@@ -66,6 +66,13 @@ class Labelling:
     def label_of(self, action: int) -> str:
         return self.labels[self.label_to_action.index(action)]
 
+    def restricted(self, n_actions: int) -> Labelling:
+        """The labels of game actions ``0 .. n_actions - 1`` only, in label order: how a
+        prompt names the base game's actions when the game played has more (Mediation's
+        "delegate" is left to the twist)."""
+        kept = [(lab, a) for lab, a in zip(self.labels, self.label_to_action, strict=True) if a < n_actions]
+        return Labelling(tuple(lab for lab, _ in kept), tuple(a for _, a in kept))
+
     @classmethod
     def neutral(cls, n_actions: int, rng: np.random.Generator | None = None) -> Labelling:
         order = list(range(n_actions))
@@ -112,6 +119,9 @@ def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling]) -
     n = game.n_players
     others = [j for j in range(n) if j != seat]
     own = labellings[seat]
+    if game.payoff_rule is not None:
+        names = {f"a{a}": lab for lab, a in zip(own.labels, own.label_to_action, strict=True)}
+        return game.payoff_rule.format(**names)
     lines = []
     other_orders = [range(len(labellings[j].labels)) for j in others]
     for own_idx in range(len(own.labels)):
@@ -131,6 +141,17 @@ def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling]) -
             cond = " and ".join(parts) if n == 2 else ", ".join(parts)
             lines.append(f"- If {cond}: {', '.join(gets)}.")
     return "\n".join(lines)
+
+
+def action_lines(game: Game, seat: int, own: Labelling) -> list[str]:
+    """The "actions you can choose from" lines: each label, with its meaning when the
+    game gives one (Travelers: the claim value)."""
+    notes = game.action_notes[seat] if game.action_notes is not None else None
+    out = []
+    for label, action in zip(own.labels, own.label_to_action, strict=True):
+        note = notes[action] if notes is not None and action < len(notes) else None
+        out.append(f"{label}: {note}" if note else label)
+    return out
 
 
 def example_answer(labels: Sequence[str]) -> str:

@@ -161,6 +161,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             "payoff_se": _se(pn, pt, pq),
         }
         cond["agents"][agent] = entry
+    _answer_rules(db, run_id, experiments)
     # agents that only have payoffs (games without a cooperative action)
     for (exp, ckey, agent), (pn, pt, pq) in payoffs.items():
         e = experiments.get(exp)
@@ -352,6 +353,19 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}g}"
 
 
+def _answer_rules(db: Any, run_id: str, experiments: dict[int, dict[str, Any]]) -> None:
+    """Which answer rule each experiment's matches used: "strict" (CoopEval's: no repairs,
+    re-ask) or "lenient" (repairs made and recorded); runs from before the field existed
+    were lenient."""
+    for exp, rules in db.execute(
+        """select experiment, group_concat(distinct coalesce(json_extract(info, '$.answers'), 'lenient'))
+           from matches where run_id = ? group by experiment""",
+        [run_id],
+    ).fetchall():
+        if exp in experiments:
+            experiments[exp]["answers"] = ",".join(sorted((rules or "lenient").split(",")))
+
+
 def render_text(report: dict[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
@@ -379,6 +393,8 @@ def render_text(report: dict[str, Any]) -> Any:
         parts.append(ftable)
     for e in report["experiments"]:
         title = f"experiment {e['experiment']}: {e['game']} / {e['mechanism']} ({e['matches']} matches)"
+        if e.get("answers", "lenient") != "lenient":
+            title += f"   answers: {e['answers']}"
         if e.get("b_star") is not None:
             title += f"   b* = {e['b_star']:g}"
         per_condition = e.get("b_star") is None and any(

@@ -47,13 +47,16 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     from coop_tui.sweep import decisions_per_match
 
     per_match = decisions_per_match(sweep)
-    total = sum(n * c.samples for n, c in zip(per_match, sweep.cells, strict=True))
+    from coop_tui.mechanisms._designs import shared_design_count
+
+    total = sum(n * c.slots for n, c in zip(per_match, sweep.cells, strict=True))
+    total += shared_design_count(sweep.cells)  # a tournament's designs, asked once
     agents = sweep.spec.agents
     calls: dict[str, float] = {}
     tokens_in: dict[str, float] = {}
     unmeasured: dict[str, float] = {}
     for i, (n, cell) in enumerate(zip(per_match, sweep.cells, strict=True)):
-        per_seat = n * cell.samples / max(len(cell.seats), 1)
+        per_seat = n * cell.slots / max(len(cell.seats), 1)
         for seat, name in enumerate(cell.seats):
             if agents[name].kind not in ("llm", "local"):
                 continue
@@ -117,7 +120,7 @@ class ProgressView:
             if cell.experiment not in self.tasks:
                 exp = sweep.spec.experiments[cell.experiment]
                 label = exp.name or f"#{cell.experiment} {cell.game} / {cell.mechanism}"
-                total = sum(c.samples for c in sweep.cells if c.experiment == cell.experiment)
+                total = sum(c.slots for c in sweep.cells if c.experiment == cell.experiment)
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
 

@@ -203,6 +203,14 @@ class ExperimentSpec(BaseModel):
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] | None = None
     name: str | None = None
+    replicates: int | None = Field(
+        default=None, ge=1, le=1000,
+        description="independent copies of the whole tournament (fresh designs and samples)",
+    )
+    answers: Literal["strict", "lenient"] | None = Field(
+        default=None,
+        description="strict: CoopEval's rule (integers summing to exactly 100, else re-ask)",
+    )
     answer: AnswerMode | list[AnswerMode] = Field(
         default="mixed",
         description='play answers: "mixed" (percentages per action) or "choice" (one action)',
@@ -250,6 +258,8 @@ class SweepSpec(BaseModel):
     samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
     max_attempts: int = Field(default=3, ge=1, le=20)
     on_invalid: Literal["abort", "uniform"] = "abort"
+    replicates: int = Field(default=1, ge=1, le=1000)
+    answers: Literal["strict", "lenient"] = "lenient"
     budget_usd: float | None = Field(default=None, gt=0)
     provider_limits: dict[str, int] = Field(default_factory=dict)
     templates: str | None = None
@@ -294,22 +304,59 @@ class Cell:
     answer: str = "mixed"
     condition: str = "baseline"
 
-    def match_key(self, sample: int) -> str:
-        key: dict[str, Any] = {
+    replicates: int = 1
+    """Independent copies of the tournament this cell belongs to."""
+    answers: str = "lenient"
+    """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
+
+    # A cell's matches are numbered by one *slot* index, replicate-major:
+    # slot = replicate * samples + sample. With one replicate the slot is the sample,
+    # so match keys (and resumable runs) stay what they were before replicates existed.
+    def replicate_of(self, slot: int) -> int:
+        return slot // self.samples
+
+    def sample_of(self, slot: int) -> int:
+        return slot % self.samples
+
+    @property
+    def slots(self) -> int:
+        return self.samples * self.replicates
+
+    def match_key(self, slot: int) -> str:
+        data: dict[str, Any] = {
             "e": self.experiment,
             "g": self.game,
             "gp": self.game_params,
             "m": self.mechanism,
             "mp": self.mechanism_params,
             "s": self.seats,
-            "n": sample,
+            "n": self.sample_of(slot),
         }
+        if self.replicate_of(slot):
+            data["r"] = self.replicate_of(slot)
         # protocol fields join the key only when set, so existing runs keep their keys
         if self.answer != "mixed":
-            key["a"] = self.answer
+            data["a"] = self.answer
         if self.condition != "baseline":
-            key["c"] = self.condition
-        return stable_hash(key)[:20]
+            data["c"] = self.condition
+        return stable_hash(data)[:20]
+
+    def tournament_key(self, slot: int) -> str:
+        """The tournament a match belongs to: its experiment's grid point without the
+        seating and sample, per replicate. Designs shared "per tournament" hang off it."""
+        data: dict[str, Any] = {
+            "e": self.experiment,
+            "g": self.game,
+            "gp": self.game_params,
+            "m": self.mechanism,
+            "mp": self.mechanism_params,
+            "r": self.replicate_of(slot),
+        }
+        if self.answer != "mixed":
+            data["a"] = self.answer
+        if self.condition != "baseline":
+            data["c"] = self.condition
+        return stable_hash(data)[:20]
 
 
 @dataclass
@@ -329,19 +376,25 @@ class Sweep:
         for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
                     "max_prompt_tokens"):
             data.pop(key, None)
+        # Fields added later hash as before while they keep their defaults, so runs
+        # started before they existed still resume.
+        for key, default in (("replicates", 1), ("answers", "lenient")):
+            if data.get(key) == default:
+                data.pop(key)
         for agent in data.get("agents", {}).values():
             for key in NOT_IN_CONTENT_KEY:
                 agent.pop(key, None)
         return stable_hash(data)[:16]
 
     def matches(self) -> Iterator[tuple[Cell, int]]:
+        """Every (cell, slot) of the grid; a slot numbers replicate x sample."""
         for cell in self.cells:
-            for sample in range(cell.samples):
-                yield cell, sample
+            for slot in range(cell.slots):
+                yield cell, slot
 
     @property
     def total_matches(self) -> int:
-        return sum(c.samples for c in self.cells)
+        return sum(c.slots for c in self.cells)
 
 
 def public_spec(spec: SweepSpec) -> dict[str, Any]:
@@ -669,6 +722,7 @@ def _expand(
         if not values:
             raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
     samples = exp.samples or sweep.samples
+    answer_rule = exp.answers or sweep.answers
     cells: list[Cell] = []
     names = list(axes)
     for game_ref, scale, bonus, answer, condition in itertools.product(
@@ -688,9 +742,11 @@ def _expand(
             except ValidationError as exc:
                 raise spec_error_from(exc, where) from None
             mech = mech_cls(validated)
+            roster = len(exp.agents) if exp.matchup == "cross" else None
+            n_seats = mech.seat_count(game, roster)
             if budget is not None:  # count first: a huge grid fails here, not in memory
-                _spend_grid(budget, _seating_count(exp, mech.seat_count(game), pooled=mech_cls.pooled), where)
-            seat_lists = _seatings(exp, mech.seat_count(game), where, pooled=mech_cls.pooled)
+                _spend_grid(budget, _seating_count(exp, n_seats, pooled=mech_cls.pooled), where)
+            seat_lists = _seatings(exp, n_seats, where, pooled=mech_cls.pooled)
             for seats in seat_lists:
                 try:
                     mech.check_game(game, len(seats))
@@ -712,8 +768,10 @@ def _expand(
                         matchup=_matchup_label(exp, mech_cls.pooled),
                         samples=samples,
                         randomize_labels=exp.randomize_labels,
-                        max_attempts=exp.max_attempts or sweep.max_attempts,
+                        max_attempts=_max_attempts(exp, sweep, answer_rule),
                         on_invalid=exp.on_invalid or sweep.on_invalid,
+                        replicates=exp.replicates or sweep.replicates,
+                        answers=answer_rule,
                         answer=answer,
                         condition=condition,
                     )
@@ -794,6 +852,19 @@ def _spend_grid(budget: list[int], points: int, where: str) -> None:
             "sweeps or list fewer values or agents (use samples for repeats)",
         )
     budget[0] -= points
+
+
+STRICT_ATTEMPTS = 6
+"""CoopEval asks once and re-asks up to five times (six attempts) before giving up."""
+
+
+def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
+    """An explicit max_attempts wins; strict answers default to CoopEval's six attempts."""
+    if exp.max_attempts is not None:
+        return exp.max_attempts
+    if answers == "strict" and "max_attempts" not in sweep.model_fields_set:
+        return STRICT_ATTEMPTS
+    return sweep.max_attempts
 
 
 def _condition_scale(where: str, condition: str, scale: Any) -> Any:

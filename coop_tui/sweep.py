@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.designs import DesignBook, Tournament
 from coop_tui.engine import (
     DecisionPolicy,
     MatchAborted,
@@ -249,6 +250,7 @@ async def run_sweep(
         lease.release()
         raise
     renderer = PromptRenderer(_templates(sweep))
+    designs = DesignBook()  # one per run: designs shared by a tournament's matches
     base = sweep.source.parent if sweep.source else None
     started = time.perf_counter()
     bus.emit(
@@ -280,6 +282,7 @@ async def run_sweep(
             status = await play_cell(
                 cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus, store=store,
                 renderer=renderer, base=base, pause=pause, on_context=on_context,
+                designs=designs,
             )
             summary.matches_done += 1
             if status == "failed":
@@ -346,12 +349,20 @@ async def play_cell(
     base: Path | None = None,
     pause: asyncio.Event | None = None,
     on_context: Callable[[MatchContext], None] | None = None,
+    designs: DesignBook | None = None,
 ) -> str:
     """Play one match of the grid; returns its status: done, failed or stopped (a failure
-    is recorded, not raised)."""
+    is recorded, not raised).
+
+    ``sample`` is the cell's slot (replicate x sample, see :class:`Cell`); ``designs``
+    is the run's book of tournament-wide designs (a fresh one when not given: stored
+    designs are still found again, only concurrent matches could not share one).
+    """
     from coop_tui.mechanisms import mechanism_class
 
-    match_key = cell.match_key(sample)
+    slot = sample
+    replicate, sample = cell.replicate_of(slot), cell.sample_of(slot)
+    match_key = cell.match_key(slot)
     match_id = match_id_for(run_id, match_key)
     seed = derived_seed(sweep.spec.seed, match_key)
     game = cell_game(cell, base)
@@ -378,9 +389,18 @@ async def play_cell(
                 "agent_specs": [a.spec for a in seat_agents],
                 "agent_kinds": [a.kind for a in seat_agents],
                 "game_spec": game_spec(game),
+                "replicate": replicate,
+                "answers": cell.answers,
             },
         )
     )
+    tournament = None
+    if getattr(mechanism.params, "design_scope", None) == "tournament":
+        tkey = cell.tournament_key(slot)
+        tournament = Tournament(
+            tkey, derived_seed(sweep.spec.seed, "tournament", tkey),
+            designs if designs is not None else DesignBook(),
+        )
     ctx = MatchContext(
         run_id=run_id,
         match_id=match_id,
@@ -395,11 +415,13 @@ async def play_cell(
             on_invalid=cell.on_invalid,
             randomize_labels=cell.randomize_labels,
             reuse_across_runs=sweep.spec.reuse,
+            strict=cell.answers == "strict",
             answer=cell.answer,
             condition_text=_condition_text(cell.condition),
         ),
         lookup=store,
         pause=pause,
+        tournament=tournament,
     )
     ctx.announce_strategies = on_context is not None  # headless: nobody watches answers stream
     if on_context is not None:
@@ -461,8 +483,14 @@ def game_spec(game: Any) -> dict[str, Any]:
 
 
 def estimate_decisions(sweep: Sweep) -> int:
-    """Decisions the sweep makes, by the mechanisms' own estimates."""
-    return sum(n * cell.samples for n, cell in zip(decisions_per_match(sweep), sweep.cells, strict=True))
+    """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
+    tournament's shared designs counted once)."""
+    from coop_tui.mechanisms._designs import shared_design_count
+
+    per_match = decisions_per_match(sweep)
+    return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
+        sweep.cells
+    )
 
 
 def decisions_per_match(sweep: Sweep) -> list[int]:

@@ -38,6 +38,14 @@ class Game:
     """Per seat, the action index that counts as defecting (None: the game has none)."""
     params: dict = field(default_factory=dict)
     """The parameters the game was built with (e.g. players, alpha, scale), for storage."""
+    action_notes: tuple[tuple[str, ...], ...] | None = None
+    """Per seat and action, what the action means, shown beside its neutral label in
+    prompts (Travelers' claim values); None: labels only."""
+    payoff_rule: str | None = None
+    """A rule that describes the payoffs instead of listing every outcome (Public Goods:
+    k contributors -> payoffs). ``{a0}``, ``{a1}``, ... stand for the reader's labels of
+    actions 0, 1, ...; None: prompts list the outcomes. A game rebuilt from its payoff
+    tensor (scaled, mediated, ...) drops it, since the rule would no longer hold."""
 
     def __post_init__(self) -> None:
         payoffs = np.asarray(self.payoffs, dtype=float)

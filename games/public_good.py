@@ -15,9 +15,15 @@ MAX_PLAYERS = 12
 
 
 @register_game("public_good")
-def public_good(players: int = 3, alpha: float = 1.5) -> Game:
+def public_good(players: int = 3, alpha: float = 1.5, payoff_text: str = "rule") -> Game:
     """Public Goods game: n players each contribute 1 or keep it; the pot is multiplied by
-    alpha and shared equally (default 3 players, alpha 1.5)."""
+    alpha and shared equally (default 3 players, alpha 1.5).
+
+    ``payoff_text = "rule"`` (CoopEval) describes the payoffs by their rule, k
+    contributors -> payoffs; ``"table"`` lists all 2**n outcomes.
+    """
+    if payoff_text not in ("rule", "table"):
+        raise ValueError(f"payoff_text must be 'rule' or 'table', got {payoff_text!r}")
     n = as_int("players", players, minimum=2, maximum=MAX_PLAYERS)
     a = as_float("alpha", alpha, positive=True)
     payoffs = np.zeros((2,) * n + (n,))
@@ -45,5 +51,10 @@ def public_good(players: int = 3, alpha: float = 1.5) -> Game:
         payoffs=payoffs,
         cooperative=(frozenset({0}),) * n,
         defect=(1,) * n,
-        params={"players": n, "alpha": clean(a)},
+        params={"players": n, "alpha": clean(a), **({} if payoff_text == "rule" else {"payoff_text": payoff_text})},
+        payoff_rule=(
+            f"Suppose k of the {n} players (you included) play {{a0}}.\n"
+            f"- Whoever plays {{a0}} gets {a:g} * k / {n} points.\n"
+            f"- Whoever plays {{a1}} gets 1 + {a:g} * k / {n} points."
+        ) if payoff_text == "rule" else None,
     )

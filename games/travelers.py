@@ -1,5 +1,11 @@
 """Traveler's Dilemma with k claim levels (seeds 000/001): a many-action dilemma whose
-iterated weak dominance unravels from the highest claim down to the lowest."""
+iterated weak dominance unravels from the highest claim down to the lowest.
+
+As in CoopEval, action 0 (A0) is the lowest claim and the prompt shows each label's
+claim value and states the payoff rule (``order = "descending"`` puts the highest
+claim first, ``payoff_text = "table"`` lists every outcome instead: our earlier
+framing).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ MAX_LEVELS = 50
 
 
 def _claims(levels: int | Sequence[float] | None, low: float, high: float | None) -> list[float]:
-    """Claim values in descending order (action 0 = highest claim = cooperative)."""
+    """Claim values in descending order (highest claim = cooperative first)."""
     if isinstance(levels, Sequence) and not isinstance(levels, str):
         if high is not None:
             raise ValueError("give either levels as a list of claims or high, not both")
@@ -48,14 +54,24 @@ def travelers(
     low: float = 2,
     high: float | None = None,
     reward: float = 2,
+    order: str = "ascending",
+    payoff_text: str = "rule",
 ) -> Game:
     """Traveler's Dilemma: claims low..high (default 2..5); equal claims pay the claim, else
     the lower claimant gets low+reward and the higher low-reward.
 
     ``levels`` is either a number of claim levels starting at ``low`` or an explicit
     list of claims; ``high`` is the top claim when ``levels`` is not given.
+    ``order``: ``ascending`` (CoopEval: A0 is the lowest claim) or ``descending``;
+    ``payoff_text``: ``rule`` (the rule in words, CoopEval) or ``table`` (every outcome).
     """
+    if order not in ("ascending", "descending"):
+        raise ValueError(f"order must be 'ascending' or 'descending', got {order!r}")
+    if payoff_text not in ("rule", "table"):
+        raise ValueError(f"payoff_text must be 'rule' or 'table', got {payoff_text!r}")
     claims = _claims(levels, low, high)
+    if order == "ascending":
+        claims = claims[::-1]
     r = as_float("reward", reward)
     if r < 0:
         raise ValueError(f"reward must not be negative, got {r:g}")
@@ -70,6 +86,7 @@ def travelers(
             else:
                 payoffs[i, j] = [theirs - r, theirs + r]
     names = tuple(f"Claim {clean(c)}" for c in claims)
+    top, bottom = claims.index(max(claims)), claims.index(min(claims))
     description = (
         f"Two sellers each set a price among {', '.join(f'{clean(c)}' for c in claims)}. "
         f"If they match, each sells at that price. Otherwise the market pays both the lower "
@@ -85,13 +102,26 @@ def travelers(
     }
     if isinstance(levels, Sequence) and not isinstance(levels, str):
         params = {"levels": [clean(c) for c in sorted(claims)], "reward": clean(r)}
+    if order != "ascending":
+        params["order"] = order
+    if payoff_text != "rule":
+        params["payoff_text"] = payoff_text
+    notes = tuple(f"claim {clean(c)}" for c in claims)
+    rule = (
+        "Suppose you claim X and the other player claims Y.\n"
+        "- If X = Y: you get X points, and so does the other player.\n"
+        f"- If X < Y: you get X + {r:g} points, the other player gets X - {r:g}.\n"
+        f"- If X > Y: you get Y - {r:g} points, the other player gets Y + {r:g}."
+    )
     return Game(
         key="travelers",
         title=f"Traveler's Dilemma ({k} claims)",
         description=description,
         action_names=(names, names),
         payoffs=payoffs,
-        cooperative=(frozenset({0}), frozenset({0})),
-        defect=(k - 1, k - 1),
+        cooperative=(frozenset({top}), frozenset({top})),
+        defect=(bottom, bottom),
         params=params,
+        action_notes=(notes, notes),
+        payoff_rule=rule if payoff_text == "rule" else None,
     )

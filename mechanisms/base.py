@@ -34,8 +34,10 @@ class Mechanism:
     def __init__(self, params: MechanismParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
 
-    def seat_count(self, game: Game) -> int:
-        """How many seats one match of this game has (the game's players by default)."""
+    def seat_count(self, game: Game, roster: int | None = None) -> int:
+        """How many seats one match of this game has (the game's players by default);
+        ``roster`` is the cross-play roster size, for a population that a mechanism
+        fills with every roster agent in every position."""
         return game.n_players
 
     def check_game(self, game: Game, n_seats: int) -> None:

@@ -9,9 +9,14 @@ One match, all in round 1:
 2. ``vote`` — every seat approves any subset of the designs (``C<i>`` is Player i's);
    the winner is drawn uniformly (seeded) among the most approved.
 3. ``sign`` — every seat signs the winning contract or not; it binds only if all sign.
-4. ``play`` — with a binding contract, the game whose payoffs include the transfers
-   (the prompt's payoff description shows them); otherwise the base game, with a
-   sentence saying who refused.
+4. ``play`` — with a binding contract, the payments apply. With ``payoff_view =
+   "base"`` (CoopEval) the prompt shows the base game's payoffs and the contract's
+   terms beside them, and the agent combines them; with ``"resolved"`` the payoff
+   description already includes the transfers. Without a binding contract, the base
+   game, with the contract that was refused and who refused it.
+
+Designs live per tournament or per match (``design_scope``), as in Mediation; see
+:mod:`coop_tui.mechanisms._designs`.
 
 Designs (in game action indices), ballots, the winner and signatures go to the phase
 infos; each round's info carries the transfers and the base-game payoffs.
@@ -31,7 +36,8 @@ from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms._ballot import count_approvals
-from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.mechanisms._designs import DesignParams, ask_designs, per_match_designs
+from coop_tui.mechanisms.base import Mechanism
 from coop_tui.mechanisms.mediation import same_actions
 from coop_tui.prompts import Labelling, PromptRenderer
 
@@ -39,7 +45,7 @@ Terms = dict[int, int]
 """Game action -> payment its player receives (positive) or pays (negative)."""
 
 
-class ContractingParams(MechanismParams):
+class ContractingParams(DesignParams):
     max_payment: int | None = Field(
         default=None, ge=1,
         description="largest payment (absolute value) a contract may name; none: no limit",
@@ -111,7 +117,8 @@ class Contracting(Mechanism):
             raise ValueError("a contract moves points between players; the game needs two or more")
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
-        return 4 * n_seats
+        # votes, signatures and play per match; designs per match or per tournament
+        return 3 * n_seats + per_match_designs(self.params, n_seats)
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         p = self.params
@@ -119,15 +126,15 @@ class Contracting(Mechanism):
         game, n, r = ctx.game, ctx.n_seats, ctx.renderer
         options: dict[str, Any] = {} if p.max_payment is None else {"max_abs": p.max_payment}
 
-        # 1. every seat designs a contract
-        proposals = await ctx.ask_all([
+        # 1. every seat designs a contract (once per tournament by default)
+        proposals, refs = await ask_designs(ctx, [
             ctx.phase_request(
                 seat, 1, "propose", "contract",
                 twist=r.render("twist/contracting_propose.j2", n_players=n),
-                options=options,
+                options=options, shared=p.design_scope == "tournament",
             )
             for seat in range(n)
-        ])
+        ], p.design_scope)
         designs: dict[str, Terms] = {}
         proposers: dict[str, int] = {}
         invalid: list[int] = []
@@ -141,10 +148,12 @@ class Contracting(Mechanism):
         ctx.phase_done(1, "propose", {
             "proposals": {
                 cid: {"seat": proposers[cid], "terms": _json_terms(terms),
-                      "terms_names": {game.action_names[0][a]: v for a, v in sorted(terms.items())}}
+                      "terms_names": {game.action_names[0][a]: v for a, v in sorted(terms.items())},
+                      **refs[proposers[cid]]}
                 for cid, terms in designs.items()
             },
             "invalid": invalid,
+            "design_scope": p.design_scope,
         })
 
         winner: str | None = None
@@ -184,15 +193,19 @@ class Contracting(Mechanism):
         if active:
             assert winner is not None
             terms = designs[winner]
-            played = contract_game(game, terms)
-            twist = _terms_twist(r, "twist/contracting_play.j2", terms, proposers[winner], n)
+            if p.payoff_view == "base":
+                played = game
+                twist = _terms_twist(r, "twist/contracting_play_base.j2", terms, proposers[winner], n)
+            else:
+                played = contract_game(game, terms)
+                twist = _terms_twist(r, "twist/contracting_play.j2", terms, proposers[winner], n)
         else:
             terms = {}
             played = game
             refused = [i + 1 for i, s in enumerate(signed) if not s]
-            twist = r.render(
-                "twist/contracting_rejected.j2",
-                had_contract=winner is not None, refused=refused, n_players=n,
+            twist = _rejected_twist(
+                r, designs.get(winner) if winner is not None else None,
+                proposers.get(winner, 0) if winner is not None else 0, refused, n,
             )
         decisions = await ctx.ask_all([
             ctx.play_request(seat, 1, game=played, twist=twist,
@@ -231,6 +244,21 @@ def _vote_twist(
             for cid, terms in designs.items()
         ]
         return r.render("twist/contracting_vote.j2", proposals=shown, n_players=n)
+
+    return render
+
+
+def _rejected_twist(
+    r: PromptRenderer, terms: Terms | None, proposer: int, refused: list[int], n: int
+) -> Callable[[Labelling], str]:
+    """CoopEval shows the refused contract and who refused it."""
+
+    def render(own: Labelling) -> str:
+        return r.render(
+            "twist/contracting_rejected.j2",
+            had_contract=terms is not None, refused=refused, n_players=n,
+            terms=terms_lines(terms, own) if terms is not None else [], proposer=proposer + 1,
+        )
 
     return render
 

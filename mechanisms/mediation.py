@@ -9,9 +9,16 @@ One match, all in round 1:
    designs with the most approvals.
 3. ``play`` — the base game with one extra action per seat, "delegate". Delegators'
    moves are replaced by the winner's action for their number; everyone is paid the
-   base game's payoffs for the resulting profile. The prompt's payoff description is
-   the modified game's, so the consequences of delegating are spelled out, and the
-   twist names the mediator, its proposer and the label that means "delegate".
+   base game's payoffs for the resulting profile. With ``payoff_view = "base"``
+   (CoopEval) the prompt shows the base game's payoffs and the twist the mediator's
+   plan and the label that means "delegate": the agent works out what delegating does.
+   With ``"resolved"`` the payoff description is the modified game's, so the
+   consequences of delegating are spelled out.
+
+Designs are asked once per agent x seat per tournament and reused in every match the
+agent plays from that seat (``design_scope = "tournament"``, CoopEval), or in every
+match (``"match"``); see :mod:`coop_tui.mechanisms._designs`. Each match's ``propose``
+phase info says, per design, which decision it is and whether this match asked it.
 
 Designs are stored in game action indices (labels may be shuffled per decision) in the
 ``propose`` phase info; ballots, counts and the winner in the ``vote`` phase info; what
@@ -33,7 +40,8 @@ from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms._ballot import count_approvals
-from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.mechanisms._designs import DesignParams, ask_designs, per_match_designs
+from coop_tui.mechanisms.base import Mechanism
 from coop_tui.prompts import Labelling, PromptRenderer
 
 DELEGATE = "Delegate"
@@ -43,8 +51,8 @@ Plan = dict[int, int]
 """Number of delegating players (1..n) -> the game action the mediator plays for them."""
 
 
-class MediationParams(MechanismParams):
-    """Mediation has no parameters: the protocol is fixed (propose, approve, play)."""
+class MediationParams(DesignParams):
+    """What the play prompt shows and how long a design lives (propose, approve, play)."""
 
 
 def same_actions(game: Game) -> None:
@@ -114,21 +122,24 @@ class Mediation(Mechanism):
         same_actions(game)
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
-        return 3 * n_seats
+        # votes and play per match; designs per match or per tournament
+        return 2 * n_seats + per_match_designs(self.params, n_seats)
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
+        p = self.params
+        assert isinstance(p, MediationParams)
         game, n, r = ctx.game, ctx.n_seats, ctx.renderer
         base_actions = game.action_counts[0]
 
-        # 1. every seat designs a mediator
-        proposals = await ctx.ask_all([
+        # 1. every seat designs a mediator (once per tournament by default)
+        proposals, refs = await ask_designs(ctx, [
             ctx.phase_request(
                 seat, 1, "propose", "mediator",
                 twist=r.render("twist/mediation_propose.j2", n_players=n),
-                options={"n_players": n},
+                options={"n_players": n}, shared=p.design_scope == "tournament",
             )
             for seat in range(n)
-        ])
+        ], p.design_scope)
         plans: dict[str, Plan] = {}
         proposers: dict[str, int] = {}
         invalid: list[int] = []
@@ -142,10 +153,11 @@ class Mediation(Mechanism):
         ctx.phase_done(1, "propose", {
             "proposals": {
                 pid: {"seat": proposers[pid], "plan": {str(k): a for k, a in plan.items()},
-                      "plan_names": _names(game, plan)}
+                      "plan_names": _names(game, plan), **refs[proposers[pid]]}
                 for pid, plan in plans.items()
             },
             "invalid": invalid,
+            "design_scope": p.design_scope,
         })
         if not plans:
             return await self._play_without_mediator(ctx)
@@ -166,10 +178,11 @@ class Mediation(Mechanism):
 
         # 3. the game with "delegate" added
         mgame = mediated_game(game, plan)
+        base_view = p.payoff_view == "base"
         decisions = await ctx.ask_all([
             ctx.play_request(
-                seat, 1, game=mgame,
-                twist=_play_twist(r, plan, proposers[result.winner], n, base_actions),
+                seat, 1, game=mgame, describe=game if base_view else None,
+                twist=_play_twist(r, plan, proposers[result.winner], n, base_actions, base_view),
                 extra={"mediator": dict(plan), "delegate_action": base_actions},
             )
             for seat in range(n)
@@ -221,11 +234,13 @@ def _vote_twist(
 
 
 def _play_twist(
-    r: PromptRenderer, plan: Plan, proposer: int, n: int, delegate_action: int
+    r: PromptRenderer, plan: Plan, proposer: int, n: int, delegate_action: int, base_view: bool
 ) -> Callable[[Labelling], str]:
+    template = "twist/mediation_play_base.j2" if base_view else "twist/mediation_play.j2"
+
     def render(own: Labelling) -> str:
         return r.render(
-            "twist/mediation_play.j2",
+            template,
             lines=plan_lines(plan, own),
             proposer=proposer + 1,
             delegate_label=own.label_of(delegate_action),

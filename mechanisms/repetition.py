@@ -40,6 +40,10 @@ class RepetitionParams(MechanismParams):
     continuation: float = Field(default=0.8, description="continuation probability told to agents")
     history: int = Field(default=3, ge=0, description="past rounds shown in each prompt")
     payoff: Literal["discounted", "mean"] = "discounted"
+    history_payoffs: bool = Field(
+        default=False,
+        description="show the points of past rounds too (CoopEval shows actions only)",
+    )
 
     @field_validator("continuation")
     @classmethod
@@ -161,7 +165,9 @@ def repetition_twist(
             continuation_pct=f"{100 * params.continuation:g}",
             endless=params.continuation >= 1,
             round=round_,
-            history=history_lines(shown, own, ctx.game, seat, ctx.n_seats),
+            played=round_ - 1,
+            show_payoffs=params.history_payoffs,
+            history=list(reversed(history_lines(shown, own, ctx.game, seat, ctx.n_seats))),
         )
 
     return render

@@ -6,9 +6,17 @@ population with copies of one agent, ``"cross"`` fills it from the roster in tur
 (roster a, b, c with population 6 gives a b c a b c: one mixed population, not every
 ordered assignment) and an explicit matchup lists ``population`` agents. The
 population must be a multiple of the game's players so everyone plays every round.
+Without ``population`` a cross-play population is every roster agent in every game
+position (CoopEval: 6 agents give 12 seats in a two-player game, 18 in 3-player Public
+Goods); self-play gets two agents per position.
 
-Each round ``ctx.rng("matching", t)`` shuffles the population and cuts it into groups
-of the game's size; the position in the group is the player position in the game.
+Seating. ``seating = "fixed"`` (CoopEval): the population's seats are cut into one
+consecutive block per game position (block r plays Player r + 1 for the whole
+match), and each round ``ctx.rng("matching", t)`` shuffles every block on its own and
+forms the i-th group from the i-th seat of each block: an agent keeps its role and
+its co-players are re-drawn among the other roles' agents. ``seating = "shuffled"``
+(our earlier default): the whole population is shuffled and cut into groups, and the
+position in the group is the player position, so roles change from round to round.
 Before deciding, an agent sees the last ``history`` rounds of its own record and of
 each co-player's record (``order = "first"``); with ``order = "higher"`` every
 listed round also unfolds what the agents met there had done *before* that round,
@@ -42,8 +50,17 @@ from coop_tui.prompts import Labelling
 class ReputationParams(RepetitionParams):
     """Repetition's rounds, continuation, history and payoff, plus the population."""
 
-    population: int = Field(default=4, ge=2, le=1000, description="agents in the population (seats)")
+    population: int | None = Field(
+        default=None, ge=2, le=1000,
+        description="agents in the population (seats); none: every roster agent in every position",
+    )
     order: Literal["first", "higher"] = "first"
+    seating: Literal["fixed", "shuffled"] = Field(
+        default="fixed",
+        description="fixed: each agent keeps its game position (CoopEval); shuffled: re-drawn each round",
+    )
+    history_payoffs: bool = True
+    """CoopEval's records show the points each agent received."""
 
 
 @dataclass(frozen=True)
@@ -129,13 +146,22 @@ class Reputation(Mechanism):
     Params = ReputationParams
     pooled = True
 
-    def seat_count(self, game: Game) -> int:
+    def seat_count(self, game: Game, roster: int | None = None) -> int:
         assert isinstance(self.params, ReputationParams)
-        return self.params.population
+        if self.params.population is not None:
+            return self.params.population
+        return (roster or 2) * game.n_players
 
     def check_game(self, game: Game, n_seats: int) -> None:
         p = self.params
         assert isinstance(p, ReputationParams)
+        if p.population is None:
+            if n_seats % game.n_players:
+                raise ValueError(
+                    f"a population of {n_seats} cannot be split into groups of {game.n_players} "
+                    f"({game.key} players); list a multiple of {game.n_players} agents"
+                )
+            return
         if n_seats != p.population:
             raise ValueError(
                 f"reputation with population = {p.population} needs {p.population} seats, "
@@ -160,8 +186,7 @@ class Reputation(Mechanism):
         records = Records(ctx.n_seats)
         totals = [0.0] * ctx.n_seats
         for t in range(1, p.rounds + 1):
-            order = [int(s) for s in ctx.rng("matching", t).permutation(ctx.n_seats)]
-            groups = [tuple(order[i:i + size]) for i in range(0, len(order), size)]
+            groups = self.groups(ctx, t, size)
             requests = []
             for g, group in enumerate(groups):
                 for pos, seat in enumerate(group):
@@ -187,8 +212,22 @@ class Reputation(Mechanism):
                 for seat, x in zip(group, payoffs, strict=True):
                     totals[seat] += weights[t - 1] * x
         return MatchOutcome(tuple(totals), {
-            "rounds": p.rounds, "payoff": p.payoff, "order": p.order, "population": p.population,
+            "rounds": p.rounds, "payoff": p.payoff, "order": p.order, "population": ctx.n_seats,
+            "seating": p.seating,
         })
+
+    def groups(self, ctx: MatchContext, round_: int, size: int) -> list[tuple[int, ...]]:
+        """This round's groups; a group's i-th seat plays game position i."""
+        assert isinstance(self.params, ReputationParams)
+        rng = ctx.rng("matching", round_)
+        if self.params.seating == "shuffled":
+            order = [int(s) for s in rng.permutation(ctx.n_seats)]
+            return [tuple(order[i:i + size]) for i in range(0, len(order), size)]
+        per_role = ctx.n_seats // size
+        blocks = [
+            [r * per_role + int(i) for i in rng.permutation(per_role)] for r in range(size)
+        ]
+        return [tuple(blocks[r][i] for r in range(size)) for i in range(per_role)]
 
     def _twist(
         self, ctx: MatchContext, records: Records, seat: int, pos: int,
@@ -209,7 +248,10 @@ class Reputation(Mechanism):
                 )
             return ctx.renderer.render(
                 "twist/reputation.j2",
-                population=p.population,
+                population=ctx.n_seats,
+                fixed_seat=p.seating == "fixed",
+                played=round_ - 1,
+                show_payoffs=p.history_payoffs,
                 self_name=f"Agent #{seat + 1}",
                 opponents=[view.name(c) for c in coplayers],
                 n_others=len(coplayers),

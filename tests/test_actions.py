@@ -145,7 +145,8 @@ async def test_votes_adoption_and_designs(tmp_path: Any) -> None:
                                   "api_key": "sk-test", "style": "direct"}}
         store, run_id = await play(
             tmp_path,
-            {"game": "prisoners", "mechanism": "mediation", "matchup": [["m", "allc"], ["allc", "m"]]},
+            {"game": "prisoners", "mechanism": "mediation", "matchup": [["m", "allc"], ["allc", "m"]],
+             "payoff_view": "resolved"},
             {"game": "prisoners", "mechanism": "contracting", "matchup": [["m", "alld"]]},
             agents=agents,
         )

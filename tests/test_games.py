@@ -163,7 +163,9 @@ def test_every_game_is_complete_and_cooperation_is_action_zero(key: str) -> None
     assert game_family(key).summary
     if game.has_cooperation:
         for seat in range(game.n_players):
-            assert 0 in game.cooperative[seat]
+            # Travelers numbers claims upwards as CoopEval does: the top claim cooperates
+            top = game.action_counts[seat] - 1 if key == "travelers" else 0
+            assert top in game.cooperative[seat]
             assert game.defect[seat] not in game.cooperative[seat]
     else:
         assert key in {"matching_pennies", "battle_of_sexes", "bos_standard", "bos_transposed",
@@ -180,16 +182,26 @@ def test_symmetric_games_are_recognised() -> None:
 
 
 def test_travelers_levels_low_high_and_reward() -> None:
+    # CoopEval's order: A0 is the lowest claim, the highest claim cooperates
     game = load_game("travelers", levels=6)
-    assert game.action_names[0] == tuple(f"Claim {c}" for c in range(7, 1, -1))
-    assert game.defect == (5, 5) and game.cooperative[0] == frozenset({0})
+    assert game.action_names[0] == tuple(f"Claim {c}" for c in range(2, 8))
+    assert game.defect == (0, 0) and game.cooperative[0] == frozenset({5})
+    assert game.action_notes is not None and game.action_notes[0][0] == "claim 2"
     assert load_game("travelers", low=10, high=12).action_names[0] == (
-        "Claim 12",
-        "Claim 11",
         "Claim 10",
+        "Claim 11",
+        "Claim 12",
     )
+    # the earlier order stays available
+    down = load_game("travelers", levels=6, order="descending")
+    assert down.action_names[0] == tuple(f"Claim {c}" for c in range(7, 1, -1))
+    assert down.defect == (5, 5) and down.cooperative[0] == frozenset({0})
+    assert cell(down, ("Claim 7", "Claim 2")) == cell(game, ("Claim 7", "Claim 2")) == (0, 4)
+    assert load_game("travelers", payoff_text="table").payoff_rule is None
+    with pytest.raises(ValueError, match="order"):
+        load_game("travelers", order="sideways")
     custom = load_game("travelers", levels=[1, 5, 3], reward=1)
-    assert custom.action_names[0] == ("Claim 5", "Claim 3", "Claim 1")
+    assert custom.action_names[0] == ("Claim 1", "Claim 3", "Claim 5")
     assert cell(custom, ("Claim 5", "Claim 1")) == (0, 2)  # low - 1, low + 1
     assert cell(custom, ("Claim 3", "Claim 3")) == (3, 3)
     with pytest.raises(ValueError, match="contradicts high"):
@@ -243,6 +255,7 @@ def test_game_parameters_lists_family_params_and_transforms() -> None:
     assert game_parameters("public_good") == {
         "players": 3,
         "alpha": 1.5,
+        "payoff_text": "rule",
         "scale": None,
         "bonus": None,
     }

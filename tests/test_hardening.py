@@ -90,15 +90,19 @@ BOUNDS = {
         "max_prompt_tokens"),
     "a 12-player prompt above the default limit": (
         'name = "b"\n[agents.m]\nmodel = "openai/loopback"\napi_base = "http://127.0.0.1:9/v1"\n'
-        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["m"]\n',
+        # the outcome table (payoff_text = "table"): 4096 lines; the rule would be short
+        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12, payoff_text = "table" }\n'
+        'agents = ["m"]\n',
         "max_prompt_tokens"),
     "a prompt beyond the embedded model's context": (
         'name = "b"\nmax_prompt_tokens = 100000000\n[agents.m]\nmodel = "local/smollm2"\n'
-        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["m"]\n',
+        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12, payoff_text = "table" }\n'
+        'agents = ["m"]\n',
         "agents.m.model"),
     "a prompt beyond the model's context": (
         'name = "b"\nmax_prompt_tokens = 100000000\n[agents.m]\nmodel = "openai/gpt-3.5-turbo"\n'
-        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["m"]\n',
+        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12, payoff_text = "table" }\n'
+        'agents = ["m"]\n',
         "agents.m.model"),
 }
 
@@ -118,7 +122,7 @@ def test_bounds_fail_early_naming_the_field(case: str, tmp_path: Path) -> None:
 
 def test_cost_estimate_uses_the_rendered_prompt(tmp_path: Path) -> None:
     """Input tokens per call = the first rendered prompt's characters / 4, so a 6-player
-    public goods game (longer rules and table) costs more per call than the dilemma."""
+    public goods game listing its outcomes (64 lines) costs more per call than the dilemma."""
     import asyncio
 
     from coop_tui.prompt_size import estimate_tokens, measure
@@ -132,7 +136,8 @@ def test_cost_estimate_uses_the_rendered_prompt(tmp_path: Path) -> None:
             "experiments": [{**game, "agents": ["m"], "mechanism": "none"}],
         })
 
-    small, large = sweep({"game": "prisoners"}), sweep({"game": "public_good", "game_params": {"players": 6}})
+    small = sweep({"game": "prisoners"})
+    large = sweep({"game": "public_good", "game_params": {"players": 6, "payoff_text": "table"}})
     results = []
     for s in (small, large):
         sizes = asyncio.run(measure(s))

@@ -97,7 +97,7 @@ def test_discounted_weights_credit_the_tail_to_the_last_round() -> None:
 async def test_repetition_tft_against_alternator_transcript(tmp_path: Any) -> None:
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "repetition", "matchup": [["tft", "alt"]],
-        "rounds": 5, "continuation": 0.8, "history": 2,
+        "rounds": 5, "continuation": 0.8, "history": 2, "history_payoffs": True,
     }))
     r = rounds(store, match["id"])
     moves = [(r[t][0]["action"], r[t][1]["action"]) for t in range(1, 6)]
@@ -113,9 +113,10 @@ async def test_repetition_tft_against_alternator_transcript(tmp_path: Any) -> No
     # the round-4 prompt shows rounds 2 and 3 only (history = 2), in the agent's labels
     d4 = next(d for d in store.decisions(match["id"]) if d.round == 4 and d.seat == 0)
     text = prompt_of(d4)
-    assert "80% chance that another round follows" in text and "This is round 4." in text
-    assert "- Round 2: you chose A0, the other player chose A1; you got 0 points." in text
-    assert "- Round 3: you chose A1, the other player chose A0; you got 3 points." in text
+    assert "80% chance that another round follows" in text
+    assert "This is round 4: you have played 3 rounds with this player so far." in text
+    assert "- Round 2: you played A0, the other player played A1; you got 0 points." in text
+    assert "- Round 3: you played A1, the other player played A0; you got 3 points." in text
     assert "Round 1:" not in text
 
 
@@ -167,7 +168,7 @@ async def test_reputation_first_order_rematches_and_shows_records(tmp_path: Any)
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "reputation",
         "matchup": [["alld", "allc", "tft", "tft"]],
-        "population": 4, "rounds": 4, "history": 2, "order": "first",
+        "population": 4, "rounds": 4, "history": 2, "order": "first", "seating": "shuffled",
     }))
     assert len(store.seats(match["id"])) == 4
     r = rounds(store, match["id"])
@@ -216,7 +217,7 @@ async def test_reputation_higher_order_nests_co_players_records(tmp_path: Any) -
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "reputation",
         "matchup": [["alld", "allc", "tft", "grim"]],
-        "population": 4, "rounds": 3, "history": 2, "order": "higher",
+        "population": 4, "rounds": 3, "history": 2, "order": "higher", "seating": "shuffled",
     }))
     r = rounds(store, match["id"])
     pairings = [_pairs(r, t) for t in range(1, 4)]
@@ -252,10 +253,13 @@ def test_mediated_game_replaces_delegators_moves() -> None:
 async def test_mediation_with_strategies_stores_every_phase(tmp_path: Any) -> None:
     store, [match] = await run(tmp_path, sweep_data({
         "game": "prisoners", "mechanism": "mediation", "matchup": [["tft", "alld"]],
+        "payoff_view": "resolved", "design_scope": "match",
     }))
     ph = phases(store, match["id"])
     # strategies propose "cooperate whatever the number of delegators" and approve all
-    assert ph["propose"]["proposals"] == {
+    assert all(p["asked_in"] == match["id"] and not p["reused"] for p in ph["propose"]["proposals"].values())
+    assert {pid: {k: p[k] for k in ("seat", "plan", "plan_names")}
+            for pid, p in ph["propose"]["proposals"].items()} == {
         "M1": {"seat": 0, "plan": {"1": C, "2": C}, "plan_names": {"1": "Cooperate", "2": "Cooperate"}},
         "M2": {"seat": 1, "plan": {"1": C, "2": C}, "plan_names": {"1": "Cooperate", "2": "Cooperate"}},
     }
@@ -313,7 +317,8 @@ def llm(server: LoopbackServer) -> dict[str, Any]:
 async def test_mediation_delegation_outcomes(tmp_path: Any, model: LoopbackServer) -> None:
     agents = {**STRATEGIES, "m": llm(model)}
     store, matches = await run(tmp_path, sweep_data(
-        {"game": "prisoners", "mechanism": "mediation", "matchup": [["m", "allc"], ["m", "m"]]},
+        {"game": "prisoners", "mechanism": "mediation", "matchup": [["m", "allc"], ["m", "m"]],
+         "payoff_view": "resolved"},
         agents=agents,
     ))
     by_seats = {tuple(s["agent"] for s in store.seats(m["id"])): m for m in matches}
@@ -368,7 +373,8 @@ async def test_contracting_with_strategies_signs_an_empty_contract(tmp_path: Any
 async def test_contracting_transfers_and_refusal(tmp_path: Any, model: LoopbackServer) -> None:
     agents = {**STRATEGIES, "m": llm(model)}
     store, [match] = await run(tmp_path, sweep_data(
-        {"game": "prisoners", "mechanism": "contracting", "matchup": [["m", "allc"]]},
+        {"game": "prisoners", "mechanism": "contracting", "matchup": [["m", "allc"]],
+         "payoff_view": "resolved"},
         agents=agents,
     ))
     ph = phases(store, match["id"])
@@ -426,7 +432,8 @@ async def test_strategy_only_tournament_runs_every_mechanism(tmp_path: Any) -> N
     counts = dict(store.db.execute(
         "select phase, count(*) from decisions group by phase").fetchall())
     assert counts == {"play": 9 * 2 * 3 + 9 * 2 + 3 * 3 + 2 * 6 * 2,
-                      "propose": 9 * 2 + 3 * 3, "vote": 9 * 2 + 3 * 3, "sign": 3 * 3}
+                      # one design per agent x seat per tournament, votes per match
+                      "propose": 3 * 2 + 3 * 3, "vote": 9 * 2 + 3 * 3, "sign": 3 * 3}
     assert store.db.execute("select count(*) from decisions where valid = 0").fetchone()[0] == 0
 
 

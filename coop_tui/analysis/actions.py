@@ -80,12 +80,15 @@ def _condition_meta(db: Any, run_id: str) -> dict[tuple[int, str], tuple[str, st
     }
 
 
-def _specs(db: Any, run_id: str) -> dict[int, dict[str, Any]]:
+def _specs(db: Any, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
+    """The game spec per (experiment, condition): an experiment may list several games,
+    and each names its actions its own way (the condition includes the game)."""
     rows = db.execute(
-        "select experiment, min(game_spec) from matches where run_id = ? group by experiment",
+        """select experiment, condition_key, min(game_spec) from matches where run_id = ?
+           group by experiment, condition_key""",
         [run_id],
     ).fetchall()
-    return {e: json.loads(s) if s else {} for e, s in rows}
+    return {(e, c): json.loads(s) if s else {} for e, c, s in rows}
 
 
 # ----------------------------------------------------------------- frequencies
@@ -104,7 +107,7 @@ def action_frequencies(source: Any, run_id: str, *, phase: str = "play") -> list
     return [
         {
             "experiment": exp, "game": game, "mechanism": mech, "condition": cond,
-            "agent": agent, "action": act, "name": action_name(specs.get(exp, {}), act),
+            "agent": agent, "action": act, "name": action_name(specs.get((exp, cond), {}), act),
             "decisions": n, "mean_prob": total / n, "sampled": sampled / n,
         }
         for exp, game, mech, cond, agent, act, n, total, sampled in rows
@@ -132,7 +135,7 @@ def conditional_frequencies(source: Any, run_id: str) -> list[dict[str, Any]]:
         totals[(exp, cond, agent, prev)] += n
     out = []
     for exp, game, mech, cond, agent, prev, act, n in rows:
-        spec = specs.get(exp, {})
+        spec = specs.get((exp, cond), {})
         out.append({
             "experiment": exp, "game": game, "mechanism": mech, "condition": cond,
             "agent": agent,

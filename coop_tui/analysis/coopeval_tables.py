@@ -96,7 +96,7 @@ def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
         """select experiment, game, mechanism, condition_key, min(condition), min(matchup),
                   min(game_spec), group_concat(distinct replicate)
            from matches
-           where run_id = ? and status = 'done' and matchup in ('cross', 'reputation')
+           where run_id = ? and status = 'done' and matchup in ('cross', 'reputation', 'population')
            group by experiment, game, condition_key, matchup
            order by experiment, game, condition_key""",
         [run_id],
@@ -107,7 +107,9 @@ def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
         order = condition.get("order") if mech == "reputation" else None
         out.append({
             "experiment": exp, "game": game, "mechanism": mech, "condition_key": ckey,
-            "order": order, "matchup": matchup, "game_spec": json.loads(gspec) if gspec else None,
+            # a Reputation population played by coop-tui is labelled "population"
+            "order": order, "matchup": "reputation" if matchup == "population" else matchup,
+            "game_spec": json.loads(gspec) if gspec else None,
             "replicates": sorted(int(r) for r in str(reps).split(",")),
         })
     return out
@@ -144,7 +146,8 @@ def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -
     rows = db.execute(
         """select s.agent, avg(s.payoff) from seats s join matches m on m.id = s.match_id
            where m.run_id = ? and m.experiment = ? and m.replicate = ? and m.game = ?
-                 and m.condition_key = ? and m.matchup = 'reputation' and m.status = 'done'
+                 and m.condition_key = ? and m.matchup in ('reputation', 'population')
+                 and m.status = 'done'
                  and s.payoff is not null
            group by s.agent""",
         [run_id, g["experiment"], replicate, g["game"], g["condition_key"]],
