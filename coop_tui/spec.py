@@ -334,12 +334,7 @@ class Cell:
         }
         if self.replicate_of(slot):
             data["r"] = self.replicate_of(slot)
-        # protocol fields join the key only when set, so existing runs keep their keys
-        if self.answer != "mixed":
-            data["a"] = self.answer
-        if self.condition != "baseline":
-            data["c"] = self.condition
-        return stable_hash(data)[:20]
+        return stable_hash(self._with_protocol(data))[:20]
 
     def tournament_key(self, slot: int) -> str:
         """The tournament a match belongs to: its experiment's grid point without the
@@ -352,11 +347,15 @@ class Cell:
             "mp": self.mechanism_params,
             "r": self.replicate_of(slot),
         }
+        return stable_hash(self._with_protocol(data))[:20]
+
+    def _with_protocol(self, data: dict[str, Any]) -> dict[str, Any]:
+        # protocol fields join a key only when set, so existing runs keep their keys
         if self.answer != "mixed":
             data["a"] = self.answer
         if self.condition != "baseline":
             data["c"] = self.condition
-        return stable_hash(data)[:20]
+        return data
 
 
 @dataclass

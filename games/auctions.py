@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
-from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+from coop_tui.games.kinds import (
+    NumberSpace,
+    ProtocolGame,
+    RoundResult,
+    Turn,
+    points_summaries,
+    protocol_game,
+)
 
 
 def first_price_payoffs(bids: list[float], values: list[float], winner: int) -> tuple[float, ...]:
@@ -31,10 +38,6 @@ def vickrey_payoffs(bids: list[float], values: list[float]) -> tuple[float, ...]
 
 def all_pay_payoffs(bids: list[float], prize: float, winner: int) -> tuple[float, ...]:
     return tuple((prize if i == winner else 0.0) - b for i, b in enumerate(bids))
-
-
-def _summaries(pay: tuple[float, ...]) -> tuple[str, ...]:
-    return tuple(f"you received {p:g} points." for p in pay)
 
 
 def _winner(turn: Turn, bids: list[float]) -> int:
@@ -66,7 +69,7 @@ def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) 
             pay = vickrey_payoffs(bids, values)
         else:
             pay = first_price_payoffs(bids, values, _winner(turn, bids))
-        return RoundResult(pay, {"bids": bids, "values": values}, _summaries(pay))
+        return RoundResult(pay, {"bids": bids, "values": values}, points_summaries(pay))
 
     kind = "Second-price (Vickrey)" if second_price else "First-price"
     return protocol_game(
@@ -107,7 +110,7 @@ def auction_all_pay(prize: int = 50, rounds: int = 15) -> ProtocolGame:
         query = "How much do you bid (0 to 100)? You pay it whether or not you win."
         bids = await turn.numbers([(s, "bid", query, space, None) for s in range(2)])
         pay = all_pay_payoffs(bids, pz, _winner(turn, bids))
-        return RoundResult(pay, {"bids": bids}, _summaries(pay))
+        return RoundResult(pay, {"bids": bids}, points_summaries(pay))
 
     return protocol_game(
         "auction_all_pay", f"All-pay auction (prize {pz})",

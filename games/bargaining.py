@@ -29,6 +29,7 @@ from coop_tui.games.kinds import (
     ProtocolGame,
     RoundResult,
     Turn,
+    points_summaries,
     protocol_game,
 )
 
@@ -49,10 +50,6 @@ def multi_issue_payoffs(d1: tuple[float, float], d2: tuple[float, float]) -> tup
     return (0.0, 0.0)
 
 
-def _summaries(pay: tuple[float, ...]) -> tuple[str, ...]:
-    return tuple(f"you received {p:g} points." for p in pay)
-
-
 @register_game("nash_demand")
 def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
     """Nash demand: both demand 0-100 of 100 at once; compatible demands are paid (seed 003)."""
@@ -69,7 +66,7 @@ def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
         query = f"How many of the {p} points do you demand?"
         demands = await turn.numbers([(s, "demand", query, space, None) for s in range(2)])
         pay = nash_demand_payoffs(demands, p)
-        return RoundResult(pay, {"demands": demands}, _summaries(pay))
+        return RoundResult(pay, {"demands": demands}, points_summaries(pay))
 
     return protocol_game(
         "nash_demand", f"Nash demand game (pie {p})",
@@ -109,7 +106,7 @@ def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -
             "both get 0 this round and the pie shrinks. Do you accept?",
             ("accept", "reject"), facts={"demand": demand, "round": turn.round})
         pay = alternating_payoffs(demand, choice == 0, turn.round, p, delta)
-        return RoundResult(pay, {"demand": demand, "accepted": choice == 0}, _summaries(pay))
+        return RoundResult(pay, {"demand": demand, "accepted": choice == 0}, points_summaries(pay))
 
     return protocol_game(
         "alternating_offers", f"Alternating offers as run (discount {delta:g})",
@@ -159,8 +156,8 @@ def alternating_offers_deadline(pie: int = 100, discount: float = 0.9,
             if choice == 0:
                 pay = [0.0, 0.0]
                 pay[proposer], pay[responder] = demand, worth - demand
-                return RoundResult(tuple(pay), {"offers": offers}, _summaries(tuple(pay)))
-        return RoundResult((0.0, 0.0), {"offers": offers}, _summaries((0.0, 0.0)))
+                return RoundResult(tuple(pay), {"offers": offers}, points_summaries(tuple(pay)))
+        return RoundResult((0.0, 0.0), {"offers": offers}, points_summaries((0.0, 0.0)))
 
     return protocol_game(
         "alternating_offers_deadline", f"Alternating offers, deadline {last} (paper's text)",
@@ -195,7 +192,7 @@ def multi_issue(rounds: int = 10) -> ProtocolGame:
                  "demand?", space) for s in range(2)]
         d = await turn.allocations(asks)
         pay = multi_issue_payoffs((d[0]["A"], d[0]["B"]), (d[1]["A"], d[1]["B"]))
-        return RoundResult(pay, {"demands": [[x["A"], x["B"]] for x in d]}, _summaries(pay))
+        return RoundResult(pay, {"demands": [[x["A"], x["B"]] for x in d]}, points_summaries(pay))
 
     return protocol_game(
         "multi_issue", "Multi-issue negotiation (2 issues, logrolling)",

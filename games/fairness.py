@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
-from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+from coop_tui.games.kinds import (
+    NumberSpace,
+    ProtocolGame,
+    RoundResult,
+    Turn,
+    points_summaries,
+    protocol_game,
+)
 
 ACCEPT, REJECT = 0, 1
 
@@ -34,10 +41,6 @@ def punishment_payoffs(gift: float, punishment: float, endowment: float = 100,
                        ) -> tuple[float, float, float]:
     allocator = max(0.0, endowment - gift - multiplier * punishment)
     return (allocator, gift, max(0.0, observer_endowment - punishment))
-
-
-def _summaries(pay: tuple[float, ...]) -> tuple[str, ...]:
-    return tuple(f"you received {p:g} points." for p in pay)
 
 
 @register_game("ultimatum")
@@ -63,7 +66,7 @@ def ultimatum(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
             "both of you get 0. Do you accept or reject?",
             ("accept the offer", "reject the offer"), facts={"offer": offer, "endowment": e})
         pay = ultimatum_payoffs(offer, choice == ACCEPT, e)
-        return RoundResult(pay, {"offer": offer, "accepted": choice == ACCEPT}, _summaries(pay))
+        return RoundResult(pay, {"offer": offer, "accepted": choice == ACCEPT}, points_summaries(pay))
 
     return protocol_game(
         "ultimatum", f"Ultimatum game ({e} points)",
@@ -92,7 +95,7 @@ def dictator(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
             0, "give", f"You are the Dictator. How many of your {e} points do you give to the "
             "Recipient?", space)
         pay = dictator_payoffs(gift, e)
-        return RoundResult(pay, {"gift": gift}, _summaries(pay))
+        return RoundResult(pay, {"gift": gift}, points_summaries(pay))
 
     return protocol_game(
         "dictator", f"Dictator game ({e} points)",
@@ -129,7 +132,7 @@ def third_party_punishment(endowment: int = 100, observer_endowment: int = 50,
             f"points do you spend on punishment (each removes {k} from the Allocator)?",
             punish_space, facts={"gift": gift, "endowment": e})
         pay = punishment_payoffs(gift, punishment, e, oe, k)
-        return RoundResult(pay, {"gift": gift, "punishment": punishment}, _summaries(pay))
+        return RoundResult(pay, {"gift": gift, "punishment": punishment}, points_summaries(pay))
 
     return protocol_game(
         "third_party_punishment", "Third-party punishment",

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
-from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+from coop_tui.games.kinds import (
+    NumberSpace,
+    ProtocolGame,
+    RoundResult,
+    Turn,
+    points_summaries,
+    protocol_game,
+)
 
 
 def trust_payoffs(sent: float, returned: float, endowment: float = 10,
@@ -22,10 +29,6 @@ def trust_payoffs(sent: float, returned: float, endowment: float = 10,
 
 def gift_exchange_payoffs(wage: float, effort: float) -> tuple[float, float]:
     return (10 * effort - wage, wage - effort**2)
-
-
-def _summaries(pay: tuple[float, ...]) -> tuple[str, ...]:
-    return tuple(f"you received {p:g} points." for p in pay)
 
 
 @register_game("trust_berg")
@@ -51,7 +54,7 @@ def trust_berg(endowment: int = 10, multiplier: int = 3, rounds: int = 10) -> Pr
             f"arrived as {received:g}. How many of these {received:g} points do you send back?",
             NumberSpace("return", 0, received), facts={"sent": sent, "received": received})
         pay = trust_payoffs(sent, returned, e, m)
-        return RoundResult(pay, {"sent": sent, "returned": returned}, _summaries(pay))
+        return RoundResult(pay, {"sent": sent, "returned": returned}, points_summaries(pay))
 
     return protocol_game(
         "trust_berg", f"Berg trust game (send 0-{e}, x{m})",
@@ -83,7 +86,7 @@ def gift_exchange(rounds: int = 10) -> ProtocolGame:
             "earns the Employer 10 points per level.", NumberSpace("effort", 0, 10),
             facts={"wage": wage})
         pay = gift_exchange_payoffs(wage, effort)
-        return RoundResult(pay, {"wage": wage, "effort": effort}, _summaries(pay))
+        return RoundResult(pay, {"wage": wage, "effort": effort}, points_summaries(pay))
 
     return protocol_game(
         "gift_exchange", "Gift exchange game",

@@ -284,6 +284,11 @@ class Turn:
         return int(value) if value.is_integer() else value
 
 
+def points_summaries(pay: Sequence[float]) -> tuple[str, ...]:
+    """What each seat is told after a round: the points it received."""
+    return tuple(f"you received {p:g} points." for p in pay)
+
+
 def moves_text(moves: dict[str, Any]) -> str:
     """A round's moves in one short line for screens ("offer 40, accepted yes")."""
     def fmt(v: Any) -> str:

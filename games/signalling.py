@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
-from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+from coop_tui.games.kinds import (
+    NumberSpace,
+    ProtocolGame,
+    RoundResult,
+    Turn,
+    points_summaries,
+    protocol_game,
+)
 
 
 def signaling_payoffs(high: bool, signalled: bool, accepted: bool, cost_high: float = 3,
@@ -28,10 +35,6 @@ def signaling_payoffs(high: bool, signalled: bool, accepted: bool, cost_high: fl
 
 def cheap_talk_payoffs(state: int, action: float, bias: float = 1) -> tuple[float, float]:
     return (-abs(action - state - bias), -abs(action - state))
-
-
-def _summaries(pay: tuple[float, ...]) -> tuple[str, ...]:
-    return tuple(f"you received {p:g} points." for p in pay)
 
 
 @register_game("signaling")
@@ -64,7 +67,7 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20) -> Proto
             "the Sender?", ("accept", "reject"), facts={"signalled": signalled})
         pay = signaling_payoffs(high, signalled, answer == 0, ch, cl)
         return RoundResult(pay, {"type": kind, "signalled": signalled, "accepted": answer == 0},
-                           _summaries(pay))
+                           points_summaries(pay))
 
     return protocol_game(
         "signaling", "Signalling game (sender-receiver)",
@@ -102,7 +105,7 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
             "action (1 to 5) do you choose?", space_act, facts={"message": message})
         pay = cheap_talk_payoffs(state, action, b)
         return RoundResult(pay, {"state": state, "message": message, "action": action},
-                           _summaries(pay))
+                           points_summaries(pay))
 
     return protocol_game(
         "cheap_talk", f"Cheap talk (bias {b})",

@@ -39,8 +39,8 @@ from coop_tui.analysis.population import (
     deviation_ratings,
     mean_payoffs,
     replicator_dynamics,
-    tensor_from_sums,
 )
+from coop_tui.analysis.tournament import cross_play_tensor
 
 DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
 """The games of the aggregate table (Stag Hunt and Matching Pennies are not dilemmas)."""
@@ -116,30 +116,10 @@ def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
 
 
 def _tensor(db: Any, run_id: str, g: dict[str, Any], replicate: int):
-    """Per-seating payoff sums of one replicate: one GROUP BY over the seats."""
-    where = (
-        "m.run_id = ? and m.experiment = ? and m.replicate = ? and m.matchup = 'cross' "
-        "and m.status = 'done' and m.game = ? and m.condition_key = ?"
+    """Per-seating payoff sums of one replicate."""
+    return cross_play_tensor(
+        db, run_id, g["experiment"], g["game"], g["condition_key"], replicate
     )
-    args = [run_id, g["experiment"], replicate, g["game"], g["condition_key"]]
-    n_seats = db.execute(
-        f"select max(seat) + 1 from seats where match_id = "
-        f"(select m.id from matches m where {where} limit 1)",
-        args,
-    ).fetchone()[0]
-    seats = range(int(n_seats or 0))
-    joins = " ".join(f"join seats s{k} on s{k}.match_id = m.id and s{k}.seat = {k}" for k in seats)
-    agents = ", ".join(f"s{k}.agent" for k in seats)
-    totals = ", ".join(f"coalesce(sum(s{k}.payoff), 0), count(s{k}.payoff)" for k in seats)
-    rows = db.execute(
-        f"select {agents}, {totals} from matches m {joins} where {where} group by {agents}", args
-    ).fetchall()
-    n = len(seats)
-    sums = {
-        tuple(r[:n]): ([r[n + 2 * k] for k in seats], [r[n + 2 * k + 1] for k in seats])
-        for r in rows
-    }
-    return tensor_from_sums(sums)
 
 
 def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -> dict[str, float]:

@@ -82,13 +82,22 @@ def tournament_metrics(store: Store, run_id: str, experiment: int) -> dict[str, 
 
 
 def _tensor(store: Store, run_id: str, experiment: int, game: str, ckey: str) -> MatchupTensor:
-    """Per-seating payoff sums and counts, one GROUP BY over the seats of every match."""
-    db = store.db
+    return cross_play_tensor(store.db, run_id, experiment, game, ckey)
+
+
+def cross_play_tensor(
+    db: Any, run_id: str, experiment: int, game: str, ckey: str, replicate: int | None = None
+) -> MatchupTensor:
+    """Per-seating payoff sums and counts, one GROUP BY over the seats of every match
+    (of one replicate when ``replicate`` is given; all of them pooled otherwise)."""
     where = (
         "m.run_id = ? and m.experiment = ? and m.matchup = 'cross' and m.status = 'done' "
         "and m.game = ? and m.condition_key = ?"
     )
-    args = [run_id, experiment, game, ckey]
+    args: list[Any] = [run_id, experiment, game, ckey]
+    if replicate is not None:
+        where += " and m.replicate = ?"
+        args.append(replicate)
     n_seats = db.execute(  # every match of one game has the same seats: ask one of them
         f"select max(seat) + 1 from seats where match_id = (select m.id from matches m where {where} limit 1)",
         args,
