@@ -15,11 +15,7 @@ directly: importing litellm costs seconds).
 from __future__ import annotations
 
 import asyncio
-import functools
-import importlib.util
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from coop_tui.spec import Sweep
@@ -27,7 +23,6 @@ from coop_tui.spec import Sweep
 CHARS_PER_TOKEN = 4
 MAX_PROBES = 200
 """Distinct grid points rendered at most; beyond that a spread sample stands for the rest."""
-PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:
@@ -119,23 +114,13 @@ def measure_sync(sweep: Sweep) -> PromptSizes:
     return asyncio.run(measure(sweep))
 
 
-@functools.lru_cache(maxsize=1)
-def _model_map() -> dict[str, Any]:
-    found = importlib.util.find_spec("litellm")
-    if found is None or not found.submodule_search_locations:
-        return {}
-    for folder in found.submodule_search_locations:
-        path = Path(folder) / PRICE_MAP_FILE
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-    return {}
-
-
 def context_window(model: str) -> int | None:
     """Input tokens the model accepts, where litellm's map knows it."""
+    from coop_tui.agents.llm import price_map
+
     parts = model.split("/")
     for name in ("/".join(parts[i:]) for i in range(len(parts))):
-        entry = _model_map().get(name)
+        entry = price_map().get(name)
         if isinstance(entry, dict):
             limit = entry.get("max_input_tokens") or entry.get("max_tokens")
             if isinstance(limit, int) and limit > 0:

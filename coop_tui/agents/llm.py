@@ -182,7 +182,7 @@ PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
 @functools.cache
-def _price_map() -> dict[str, Any]:
+def price_map() -> dict[str, Any]:
     """litellm's offline price map, read straight from its package data.
 
     It is the same file litellm loads with ``LITELLM_LOCAL_MODEL_COST_MAP=True``; reading
@@ -203,7 +203,7 @@ def cost_for(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """USD cost of one call from litellm's offline price map; None when the model is unknown."""
     if not model:
         return None
-    prices = _price_map()
+    prices = price_map()
     parts = model.split("/")
     # "openrouter/openai/gpt-4o" -> that, "openai/gpt-4o", "gpt-4o": the map keys vary
     candidates = ["/".join(parts[i:]) for i in range(len(parts))]
