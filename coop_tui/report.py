@@ -225,6 +225,9 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "mechanisms": actions_report(store, run_id),
     }
     out.update(_paper_tables(store, run_id))
+    from coop_tui.analysis.sections import build_sections
+
+    out.update(build_sections(store, run_id, out))
     return out
 
 
@@ -441,6 +444,11 @@ def render_text(report: dict[str, Any]) -> Any:
         from coop_tui.analysis.coopeval_tables import render_rich
 
         parts.extend(render_rich(report["tables"]))
+    from coop_tui.analysis.sections import rendered
+
+    for section, value in rendered(report):
+        parts.append(Text(section.title, style="bold"))
+        parts.extend(section.render(value))
     return Group(*parts)
 
 

@@ -149,6 +149,7 @@ class AnalysisScreen(NavScreen):
             tables = Static("", id="an-paper-tables")
             tables.border_title = "Paper tables: Mean / Fitness / DevRank, mean ± SE over replicates"
             yield tables
+            yield Vertical(id="an-sections")
         with Horizontal(id="an-export"):
             yield Static("Export to", id="an-export-label")
             yield Input(str(self.export_dir), id="an-export-dir")
@@ -206,7 +207,25 @@ class AnalysisScreen(NavScreen):
         self._show_counts()
         self._show_experiment()
         self._show_paper_tables()
+        self._show_sections()
         self.loaded += 1
+
+    def _show_sections(self) -> None:
+        """One bordered panel per report section the run has (see analysis.sections)."""
+        from rich.console import Group
+
+        from coop_tui.analysis.sections import rendered
+
+        box = self.query_one("#an-sections", Vertical)
+        box.remove_children()
+        for section, value in rendered(self.report or {}):
+            panel = Vertical(classes="an-section", id=f"an-section-{section.key}")
+            panel.border_title = section.title
+            box.mount(panel)
+            if section.widgets is not None:
+                panel.mount(*section.widgets(value))
+            else:
+                panel.mount(Static(Group(*section.render(value))))
 
     def _show_paper_tables(self) -> None:
         """CoopEval's tables for the whole run (every game and mechanism at once)."""

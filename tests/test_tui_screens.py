@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 from textual.coordinate import Coordinate
-from textual.widgets import DataTable, Input, TextArea
+from textual.widgets import DataTable, Input, Static, TextArea
 
 from coop_tui.app import CoopApp
 from coop_tui.report import build_report
@@ -569,3 +569,57 @@ async def test_analysis_shows_ballots_of_an_imported_mediation_tournament(tmp_pa
                  for r in range(ballots.row_count)}
         for v in votes:
             assert shown[v["agent"]] == (str(v["adopted"]), f"{100 * v['delegate_rate']:.1f}%")
+
+
+# ====================================================================== report sections
+@pytest.fixture
+def decisions_per_agent_section() -> Iterator[None]:
+    """A report section defined by the test: play decisions per agent, from the store."""
+    from rich.table import Table
+
+    from coop_tui.analysis import sections
+
+    def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, int] | None:
+        rows = store.db.execute(
+            """select s.agent, count(*) from decisions d
+               join matches m on m.id = d.match_id
+               join seats s on s.match_id = d.match_id and s.seat = d.seat
+               where m.run_id = ? and d.phase = 'play' group by s.agent""", [run_id]).fetchall()
+        return {agent: n for agent, n in rows} or None
+
+    def render(value: dict[str, int]) -> list[Any]:
+        table = Table("agent", "play decisions")
+        for agent, n in sorted(value.items()):
+            table.add_row(agent, str(n))
+        return [table]
+
+    section = sections.register(sections.Section(
+        key="test_play_counts", title="Play decisions per agent", build=build, render=render))
+    yield
+    sections._SECTIONS.pop(section.key)
+
+
+async def test_a_report_section_appears_in_json_text_and_the_analysis_screen(
+        db: Path, tmp_path: Path, decisions_per_agent_section: None) -> None:
+    from rich.console import Console
+
+    from coop_tui.report import render_text
+
+    store = Store(db)
+    report = build_report(store, TOUR_RUN)
+    # cross-play of 3 agents x 4 rounds: each agent sits in 5 of 9 seatings (self-play twice)
+    assert report["test_play_counts"] == {"tft": 24, "alld": 24, "grim": 24}
+    console = Console(width=120, record=True, color_system=None)
+    console.print(render_text(report))
+    text = console.export_text()
+    assert "Play decisions per agent" in text and "grim" in text.split("Play decisions per agent")[1]
+    store.close()
+    app = ScreenApp(db, lambda s: AnalysisScreen(s, TOUR_RUN, export_dir=tmp_path / "out"))
+    async with app.run_test(size=(140, 48)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen.loaded >= 1)
+        await pilot.pause()
+        panel = screen.query_one("#an-section-test_play_counts")
+        assert panel.border_title == "Play decisions per agent"
+        shown = static_text(panel.query_one(Static))
+        assert "alld" in shown and "24" in shown
