@@ -746,6 +746,10 @@ def _expand(
             if budget is not None:  # count first: a huge grid fails here, not in memory
                 _spend_grid(budget, _seating_count(exp, n_seats, pooled=mech_cls.pooled), where)
             seat_lists = _seatings(exp, n_seats, where, pooled=mech_cls.pooled)
+            try:  # parameters keyed by agent names must cover every seating
+                mech.check_seatings(seat_lists, sweep.agents)
+            except ValueError as exc:
+                raise SpecError(f"{where}.{getattr(exc, 'field', 'matchup')}", str(exc)) from None
             for seats in seat_lists:
                 try:
                     mech.check_game(game, len(seats))
@@ -754,6 +758,7 @@ def _expand(
 
                     # a move-by-move game under another mechanism: the mechanism is wrong
                     bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
+                    bad = getattr(exc, "field", bad)  # a parameter that does not fit the seats
                     raise SpecError(f"{where}.{bad}", str(exc)) from None
                 _check_strategies_fit(sweep, seats, game)
                 cells.append(

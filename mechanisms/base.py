@@ -7,12 +7,23 @@ the match context, awaits answers and returns the match payoffs, so each protoco
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
+
+
+class SeatingError(ValueError):
+    """A parameter that does not fit the seats an experiment plays (an agent-keyed score
+    missing for a pair, a per-seat table of the wrong size); ``field`` names the parameter
+    so the sweep error points at it rather than at the matchup."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class MechanismParams(BaseModel):
@@ -53,6 +64,11 @@ class Mechanism:
             raise ValueError(
                 f"{game.key} needs {game.n_players} seats, the matchup gives {n_seats}"
             )
+
+    def check_seatings(self, seatings: Sequence[Sequence[str]], agents: Collection[str]) -> None:
+        """Raise :class:`SeatingError` when parameters keyed by agent names do not fit the
+        seatings an experiment plays (``agents``: every agent the sweep defines). Called
+        once per parameter set with all its seatings, so one message can list every gap."""
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         """Roughly how many decisions one match asks for (for the pre-run estimate)."""

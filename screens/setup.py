@@ -302,6 +302,9 @@ class SetupScreen(NavScreen):
         values = values or {}
         rows = []
         for name, info in fields.items():
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            if extra.get("form") is False:  # sweep-file only (e.g. scores keyed by agent name)
+                continue
             value = values.get(name, info.default if not info.is_required() else None)
             options = _literal_options(info.annotation)
             wid = f"param-{name}"
