@@ -117,11 +117,15 @@ def test_every_reachable_mean_and_fitness_cell_matches_the_paper(study_report, c
         else:
             differ.add((c["table"], c["mechanism"], c["order"], c["metric"], c["agent"]))
     vertex_agree = _devrank_agreement(study_report["_db"], freeze="vertex")
+    emulated_agree = _devrank_agreement(study_report["_db"], freeze="coopeval")
     with capsys.disabled():
         print(f"\nCoopEval tables: {agree}/{compared} Mean/Fitness cells reproduced exactly "
               f"({', '.join(sorted(tables))}); DevRank agreement {dr_agree}/{dr_compared} cells "
               f"(our solver-independent ratings), {vertex_agree}/{dr_compared} with "
-              f"freeze='vertex' (HiGHS's vertex; the paper used Gurobi's)")
+              f"freeze='vertex' (HiGHS's vertex of our LP), {emulated_agree}/{dr_compared} with "
+              f"freeze='coopeval' (CoopEval's LP, HiGHS interior point + crossover; the paper "
+              f"used Gurobi's barrier + crossover)")
+    assert (dr_agree, vertex_agree, emulated_agree, dr_compared) == (3, 7, 9, 14)
     assert compared == 56
     assert differ == set()
     assert agree == compared
@@ -148,6 +152,32 @@ def test_reputation_first_order_pd_matches_each_runs_printed_averages(study_repo
     claude = _cell(study_report, "prisoners", "reputation", "first", "mean",
                    "anthropic/claude-sonnet-4.5(CoT)")
     assert (f"{claude['value']:.3f}", f"{claude['se']:.3f}") == ("1.535", "0.049")
+
+
+def test_coopeval_lp_emulation_gives_run_1_stag_hunts_published_ratings(study_report):
+    """run1_20260319_153052/no_mechanism_stag_hunt/deviation_ratings.json (the one rating
+    file of the fixture's tournaments in the index): CoopEval's LP as emulated gives it
+    exactly; on this replicate our solver-independent ratings happen to agree as well."""
+    from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
+    from coop_tui.analysis.coopeval_tables import _groups, _tensor
+    from coop_tui.analysis.population import deviation_ratings
+    from coop_tui.store import Store
+
+    published = {
+        "anthropic/claude-sonnet-4.5(CoT)": -2.2, "google/gemini-3-flash-preview(CoT)": -1.0,
+        "google/gemini-3-flash-preview(IO)": -1.0, "openai/gpt-5.2(CoT)": -1.5,
+        "openai/gpt-4o-2024-05-13(CoT)": -1.6, "qwen/qwen3-30b-a3b-instruct-2507(CoT)": -1.6,
+    }
+    store = Store(Path(study_report["_db"]))
+    try:
+        run_id = store.db.execute("select id from runs").fetchone()[0]
+        group = next(g for g in _groups(store.db, run_id)
+                     if (g["game"], g["mechanism"]) == ("stag_hunt", "none"))
+        tensor = _tensor(store.db, run_id, group, 0)
+    finally:
+        store.close()
+    for ratings in (coopeval_deviation_ratings(tensor.payoffs), deviation_ratings(tensor.payoffs)):
+        assert dict(zip(tensor.agents, ratings.tolist(), strict=True)) == pytest.approx(published, abs=1e-9)
 
 
 def test_fitness_average_is_weighted_by_the_final_population(study_report):
