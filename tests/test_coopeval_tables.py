@@ -410,7 +410,7 @@ def test_contracting_travellers_matches_table_5_and_every_runs_published_metrics
     """tests/data/coopeval_contracting_travellers: Contracting on the Traveler's Dilemma,
     all three runs. Each match's points were copied from the runs' records.jsonl
     (contract transfers included: 11 / -5, 12 / -4, -1 / 7 ...; run 1's file is 853,100
-    characters, two answers of it runaway reasoning loops, and was read whole). Every
+    characters, four of its answers runaway reasoning loops, and was read to every match's points). Every
     agent's per-run Mean equals that run's published averages (runs 1 and 2
     agent_average_payoff.json, run 3's stdout), runs 1 and 3's Fitness equal the fitness
     CoopEval printed after 1000 steps, and the Contracting row of Table 5 (Mean and
