@@ -405,33 +405,53 @@ def test_table_2_follows_from_the_printed_tables_3_to_6():
     assert (agree, len(dr)) == (26, 28)
 
 
-def test_contracting_travellers_runs_2_and_3_match_their_published_metrics(tmp_path, capsys):
+def test_contracting_travellers_matches_table_5_and_every_runs_published_metrics(
+        tmp_path, capsys):
     """tests/data/coopeval_contracting_travellers: Contracting on the Traveler's Dilemma,
-    runs 2 and 3 only (run 1's records.jsonl is 853,100 characters, mostly two runaway
-    reasoning texts, and could not be copied through the index's page reader; see the
-    study fixture's README). Each match's points were copied from the runs' records.jsonl
-    (contract transfers included: 12 / -4, -5 / 9 ...). Every agent's Mean equals run 2's
-    agent_average_payoff.json and run 3's printed averages, and run 3's Fitness equals
-    the fitness CoopEval printed after 1000 steps; with two runs of three, the cells are
-    not compared with Table 5."""
+    all three runs. Each match's points were copied from the runs' records.jsonl
+    (contract transfers included: 11 / -5, 12 / -4, -1 / 7 ...; run 1's file is 853,100
+    characters, four of its answers runaway reasoning loops, and was read to every match's points). Every
+    agent's per-run Mean equals that run's published averages (runs 1 and 2
+    agent_average_payoff.json, run 3's stdout), runs 1 and 3's Fitness equal the fitness
+    CoopEval printed after 1000 steps, and the Contracting row of Table 5 (Mean and
+    Fitness, every agent and the LLM average, value and ±) is reproduced."""
     db = tmp_path / "ct.db"
     assert main(["import", "coopeval", str(STUDY.parent / "coopeval_contracting_travellers"),
                  "--db", str(db)]) == 0
     capsys.readouterr()
     code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
     assert code == 0
-    reps = sorted((r for r in json.loads(out)["per_replicate"]
+    report = json.loads(out)
+    reps = sorted((r for r in report["per_replicate"]
                    if (r["table"], r["mechanism"]) == ("travelers", "contracting")),
                   key=lambda r: r["replicate"])
-    assert [r["replicate"] for r in reps] == [0, 1]
+    assert [r["replicate"] for r in reps] == [0, 1, 2]
     c, gr, gb, g5, g4, q = (
         "anthropic/claude-sonnet-4.5(CoT)", "google/gemini-3-flash-preview(CoT)",
         "google/gemini-3-flash-preview(IO)", "openai/gpt-5.2(CoT)",
         "openai/gpt-4o-2024-05-13(CoT)", "qwen/qwen3-30b-a3b-instruct-2507(CoT)")
+    run1_mean = {c: 4.333333333333333, gr: 4.583333333333333, gb: 5.666666666666667,
+                 g4: 1.9166666666666667, g5: 4.333333333333333, q: 3.5}
+    assert reps[0]["mean"] == pytest.approx(run1_mean, abs=1e-12)
+    run1_fitness = {c: 5.0, gr: 5.0, gb: 5.0, g5: 5.0, g4: 0.4600832180686748,
+                    q: 3.8540447520053096}
+    assert reps[0]["fitness"] == pytest.approx(run1_fitness, abs=1e-9)
     run2_mean = {c: 4.75, gr: 4.916666666666667, gb: 5.0, g4: 1.8333333333333333,
                  g5: 4.333333333333333, q: 3.3333333333333335}
-    assert reps[0]["mean"] == pytest.approx(run2_mean, abs=1e-12)
+    assert reps[1]["mean"] == pytest.approx(run2_mean, abs=1e-12)
     run3_mean = {c: 4.5, gr: 4.8333, gb: 5.3333, g4: 3.1667, g5: 4.5, q: 3.5}
-    assert {a: round(v, 4) for a, v in reps[1]["mean"].items()} == run3_mean
+    assert {a: round(v, 4) for a, v in reps[2]["mean"].items()} == run3_mean
     run3_fitness = {c: 5.0, gr: 5.0, gb: 5.0, g5: 5.0, g4: 2.675212165811488, q: 3.347505659237597}
-    assert reps[1]["fitness"] == pytest.approx(run3_fitness, abs=1e-9)
+    assert reps[2]["fitness"] == pytest.approx(run3_fitness, abs=1e-9)
+    # Table 5, Contracting: Mean and Fitness of every agent and the LLM average.
+    compared, off = 0, []
+    for metric in ("mean", "fitness"):
+        printed = PAPER_TABLES["travelers"][("contracting", None, metric)]
+        assert len(printed) == 7
+        for agent, (value, se) in printed.items():
+            cell = _cell(report, "travelers", "contracting", None, metric, agent)
+            assert cell["n"] == 3
+            compared += 1
+            if (f"{cell['value']:.3f}", f"{cell['se']:.3f}") != (value, se):
+                off.append((metric, agent, cell["value"], cell["se"], value, se))
+    assert (compared, off) == (14, [])
