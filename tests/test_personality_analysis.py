@@ -242,3 +242,49 @@ def test_endgame_types_follow_the_papers_thresholds() -> None:
 ])
 def test_provider_from_model_string(model: str, provider: str) -> None:
     assert provider_of(model) == provider
+
+
+async def test_the_analysis_screen_shows_archetype_map_endgame_curves_and_cohens_h(
+        db: Path, tmp_path: Path) -> None:
+    import shutil
+    import time
+
+    from textual.widgets import DataTable
+
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.analysis import AnalysisScreen
+    from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
+
+    path = tmp_path / "copy.db"
+    shutil.copy(db, path)
+
+    class App(CoopApp):
+        def on_mount(self, event) -> None:  # open on the analysis screen only
+            event.prevent_default()
+            self.push_screen(AnalysisScreen(self.store, RUN, export_dir=tmp_path / "out"))
+
+    app = App(path, replay_speed=0)
+    async with app.run_test(size=(160, 60)) as pilot:
+        screen = app.screen
+        deadline = time.monotonic() + 30
+        while not screen.query("#an-section-strategic_personality"):
+            assert time.monotonic() < deadline, "the section panel never appeared"
+            await pilot.pause(0.05)
+        await pilot.pause()
+        panel = screen.query_one("#an-section-strategic_personality")
+        assert panel.border_title.startswith("Strategic personality")
+        amap = panel.query_one(ArchetypeMap)
+        points = {name: (x, y, kind) for name, x, y, kind in amap.points}
+        assert points["wsls"] == (pytest.approx(300 / 7), pytest.approx(87.5),
+                                  "moderate reciprocator")
+        assert points["tft"] == (0, 100, "grudge-holder")
+        assert "etft" not in points  # no P(C|D): not placed on the map
+        curves = {name: ys for name, _, ys in panel.query_one(EndgameCurves).series}
+        assert curves["etft"] == [100, 100, 100, 100, 100, 0]
+        table = panel.query_one("#sp-cohens-h", DataTable)
+        names = [str(c.label) for c in table.columns.values()][1:]
+        assert names == sorted(["alld", "etft", "grim", "tf2t", "tft", "tft_self", "wsls"])
+        row = names.index("tf2t")
+        assert str(table.get_row_at(row)[names.index("alld") + 1]) == \
+            f"{2 * math.asin(math.sqrt(14 / 18)):+.2f}"
+        assert amap.size.height > 5 and amap.size.width > 20  # really drawn on screen
