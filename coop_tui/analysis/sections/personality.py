@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
     from coop_tui.analysis.personality_profile import has_repeated_pairs, personality_profile
 
+    # the core report already knows whether any experiment has per-round data: runs of
+    # one-shot matches stop here without a query
+    if not any(e.get("per_round") for e in report.get("experiments", [])):
+        return None
     if not has_repeated_pairs(store.db, run_id):
         return None
     return personality_profile(store.db, run_id)
