@@ -1,10 +1,10 @@
 """Seed 003's profile of a run's repeated two-player play, from stored rounds.
 
-SQL does the per-round work: one query returns one row per (match, seat) with the
-seat's counts (rounds, cooperations, first/last/second-to-last round, joint cooperation,
-cooperations after the co-player cooperated / defected); a second returns cooperation
-counts per agent × game × opponent × round. Python then touches one row per match seat,
-which keeps the analysis interactive at a million decisions.
+Reading is two small queries (seats, agents) and one row per finished match carrying
+its rounds as one string (a correlated subquery over the rounds primary key: no
+temporary B-tree to group a million rows); Python then counts per match seat — round
+pairs after the co-player cooperated or defected, first / last / second-to-last round,
+joint cooperation — in one pass, about a second per million stored rounds.
 
 Who is profiled: every seat of a two-seat match whose rounds record cooperation, except
 in ``matchup = "versus"`` (an agent against fixed strategies), where only the agent in
@@ -41,19 +41,6 @@ METHODS = {
     "cooperation rates (one value per match and agent), Cohen's h of pooled rates",
 }
 
-_BASE = """
-    from matches m
-    join rounds r on r.match_id = m.id
-    join rounds o on o.match_id = m.id and o.round = r.round and o.seat != r.seat
-    join seats s on s.match_id = m.id and s.seat = r.seat
-    join seats so on so.match_id = m.id and so.seat = o.seat
-    where m.run_id = ? and m.status = 'done'
-      and r.cooperated is not null and o.cooperated is not null
-      and (select count(*) from seats x where x.match_id = m.id) = 2
-      and (m.matchup != 'versus' or r.seat = 0)
-"""
-
-
 @dataclass(frozen=True)
 class SeatRun:
     """One seat's sequence in one match, as counts."""
@@ -76,6 +63,8 @@ class SeatRun:
     coop_after_c: int
     after_d: int
     coop_after_d: int
+    moves: tuple[tuple[int, int], ...] = ()
+    """(round, cooperated) of this seat, in round order."""
 
 
 def has_repeated_pairs(db: Any, run_id: str) -> bool:
@@ -94,54 +83,84 @@ def _condition(text: str | None) -> tuple[str | None, bool]:
     return cond.get("condition"), cond.get("horizon") == "known"
 
 
+def _seat_run(base: tuple[Any, ...], seat: int, mine: dict[int, int],
+              theirs: dict[int, int]) -> SeatRun:
+    """Counts for one seat from both seats' moves by round (rounds both recorded)."""
+    mid, agent, opponent, provider, game, label, known = base
+    rounds = sorted(t for t in mine if t in theirs)
+    first, last = rounds[0], rounds[-1]
+    ac = cac = ad = cad = 0
+    for t in rounds:
+        prev = theirs.get(t - 1)
+        if prev is None or t - 1 not in mine:
+            continue
+        if prev:
+            ac += 1
+            cac += mine[t]
+        else:
+            ad += 1
+            cad += mine[t]
+    return SeatRun(
+        mid, seat, agent, opponent, provider, game, label, known, len(rounds),
+        sum(mine[t] for t in rounds), mine[first], sum(mine[t] * theirs[t] for t in rounds),
+        mine[last], mine.get(last - 1) if last - 1 in theirs else None,
+        ac, cac, ad, cad, tuple((t, mine[t]) for t in rounds),
+    )
+
+
 def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
-    """One row per profiled (match, seat), aggregated in SQL."""
-    sql = """
-    select r.match_id, r.seat, s.agent, so.agent, s.agent_kind, s.agent_spec, m.game,
-           m.condition, count(*), sum(r.cooperated),
-           sum(case when r.round = lim.first then r.cooperated end),
-           sum(r.cooperated * o.cooperated),
-           sum(case when r.round = lim.last then r.cooperated end),
-           sum(case when r.round = lim.last - 1 then r.cooperated end),
-           coalesce(sum(p.cooperated = 1), 0),
-           coalesce(sum(case when p.cooperated = 1 then r.cooperated else 0 end), 0),
-           coalesce(sum(p.cooperated = 0), 0),
-           coalesce(sum(case when p.cooperated = 0 then r.cooperated else 0 end), 0)
-    from (select id, min_round as first, max_round as last from (
-            select m2.id, (select min(round) from rounds where match_id = m2.id) as min_round,
-                   (select max(round) from rounds where match_id = m2.id) as max_round
-            from matches m2 where m2.run_id = ? and m2.status = 'done')) lim
-    join matches m on m.id = lim.id
-    join rounds r on r.match_id = m.id
-    join rounds o on o.match_id = m.id and o.round = r.round and o.seat != r.seat
-    left join rounds p on p.match_id = m.id and p.round = r.round - 1 and p.seat = o.seat
-    join seats s on s.match_id = m.id and s.seat = r.seat
-    join seats so on so.match_id = m.id and so.seat = o.seat
-    where m.run_id = ? and r.cooperated is not null and o.cooperated is not null
-      and (select count(*) from seats x where x.match_id = m.id) = 2
-      and (m.matchup != 'versus' or r.seat = 0)
-    group by r.match_id, r.seat
-    having lim.last > lim.first
+    """One :class:`SeatRun` per profiled (match, seat).
+
+    Each finished match's rounds come back as one string (a correlated subquery on the
+    rounds primary key, so SQLite needs no temporary B-tree to group a million rows);
+    agents' specs are read once per agent and conditions parsed once per distinct text.
     """
-    out = []
-    for row in db.execute(sql, [run_id, run_id]).fetchall():
-        (mid, seat, agent, opp, kind, spec, game, cond, n, c, first, joint, last, before,
-         ac, cac, ad, cad) = row
-        label, known = _condition(cond)
-        out.append(SeatRun(mid, seat, agent, opp, provider_from_spec(kind, spec), game, label,
-                           known, n, c, first, joint, last, before, ac, cac, ad, cad))
+    providers = {agent: provider_from_spec(kind, spec) for agent, kind, spec in db.execute(
+        """select distinct s.agent, s.agent_kind, s.agent_spec from seats s
+           join matches m on m.id = s.match_id where m.run_id = ?""", [run_id]).fetchall()}
+    seats: dict[str, dict[int, str]] = defaultdict(dict)
+    for mid, seat, agent in db.execute(
+            """select s.match_id, s.seat, s.agent from matches m join seats s
+               on s.match_id = m.id where m.run_id = ? and m.status = 'done'""", [run_id]):
+        seats[mid][seat] = agent
+    conditions: dict[str | None, tuple[str | None, bool]] = {}
+    out: list[SeatRun] = []
+    rows = db.execute(
+        """select m.id, m.game, m.condition, m.matchup,
+                  (select group_concat(r.round || ' ' || r.seat || ' ' || r.cooperated, ' ')
+                   from rounds r where r.match_id = m.id and r.cooperated is not null)
+           from matches m where m.run_id = ? and m.status = 'done'""", [run_id])
+    for mid, game, cond, matchup, moves in rows:
+        pair = seats.get(mid, {})
+        if not moves or sorted(pair) != [0, 1]:
+            continue
+        values = list(map(int, moves.split(" ")))
+        rounds, which, coop = values[0::3], values[1::3], values[2::3]
+        by_seat: tuple[dict[int, int], dict[int, int]] = (
+            {t: c for t, w, c in zip(rounds, which, coop, strict=True) if w == 0},
+            {t: c for t, w, c in zip(rounds, which, coop, strict=True) if w == 1},
+        )
+        common = [t for t in by_seat[0] if t in by_seat[1]]
+        if len(common) < 2:
+            continue  # one round: nothing repeated to profile
+        if cond not in conditions:
+            conditions[cond] = _condition(cond)
+        label, known = conditions[cond]
+        for seat in (0, 1) if matchup != "versus" else (0,):
+            agent, opponent = pair[seat], pair[1 - seat]
+            base = (mid, agent, opponent, providers[agent], game, label, known)
+            out.append(_seat_run(base, seat, by_seat[seat], by_seat[1 - seat]))
     return out
 
 
-def load_round_counts(db: Any, run_id: str) -> list[tuple[Any, ...]]:
-    """(agent, opponent, game, condition JSON, round, sequences, cooperations)."""
-    return db.execute(
-        f"""select s.agent, so.agent, m.game, m.condition, r.round, count(*), sum(r.cooperated)
-            {_BASE}
-            and exists (select 1 from rounds q where q.match_id = m.id and q.round = 2)
-            group by s.agent, so.agent, m.game, m.condition, r.round""",
-        [run_id],
-    ).fetchall()
+def _curve_counts(runs: list[SeatRun]) -> dict[int, list[int]]:
+    counts: dict[int, list[int]] = {}
+    for r in runs:
+        for t, c in r.moves:
+            acc = counts.setdefault(t, [0, 0])
+            acc[0] += 1
+            acc[1] += c
+    return counts
 
 
 def _wilson(successes: float, n: int) -> list[float] | None:
@@ -287,20 +306,6 @@ def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:
     runs = load_seat_runs(db, run_id)
     if not runs:
         return None
-    round_rows = load_round_counts(db, run_id)
-    cell_curves: dict[tuple[str, str, str, str | None], dict[int, list[int]]] = defaultdict(dict)
-    agent_curves: dict[str, dict[int, list[int]]] = defaultdict(dict)
-    known_agents = {r.agent for r in runs if r.known_horizon}
-    for agent, opp, game, cond, rnd, n, c in round_rows:
-        label, known = _condition(cond)
-        acc = cell_curves[(agent, game, opp, label)].setdefault(rnd, [0, 0])
-        acc[0] += n
-        acc[1] += c
-        if known or agent not in known_agents:
-            acc = agent_curves[agent].setdefault(rnd, [0, 0])
-            acc[0] += n
-            acc[1] += c
-
     cells: dict[tuple[str, str, str, str | None], list[SeatRun]] = defaultdict(list)
     per_agent: dict[str, list[SeatRun]] = defaultdict(list)
     providers: dict[str, str] = {}
@@ -316,17 +321,22 @@ def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:
         if cond is not None:
             row["condition"] = cond
         row.update(_cooperation(cells[key]))
-        curve = _curve(cell_curves.get(key, {}))
+        curve = _curve(_curve_counts(cells[key]))
         row["curve"] = curve["rate"]
         row["curve_n"] = curve["n"]
-        row.update({k: v for k, v in _conditional(cells[key]).items()
-                    if k in ("p_c_after_c", "n_after_c", "p_c_after_d", "n_after_d")})
+        ac = sum(r.after_c for r in cells[key])
+        ad = sum(r.after_d for r in cells[key])
+        row.update(p_c_after_c=_rate(sum(r.coop_after_c for r in cells[key]), ac),
+                   n_after_c=ac,
+                   p_c_after_d=_rate(sum(r.coop_after_d for r in cells[key]), ad),
+                   n_after_d=ad)
         cell_rows.append(row)
 
     agents: dict[str, Any] = {}
     for agent in sorted(per_agent):
         a_runs = per_agent[agent]
-        curve = _curve(agent_curves.get(agent, {}))
+        known = [r for r in a_runs if r.known_horizon]
+        curve = _curve(_curve_counts(known or a_runs))
         agents[agent] = {
             "provider": providers[agent],
             "cooperation": _cooperation(a_runs),
