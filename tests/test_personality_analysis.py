@@ -288,3 +288,48 @@ async def test_the_analysis_screen_shows_archetype_map_endgame_curves_and_cohens
         assert str(table.get_row_at(row)[names.index("alld") + 1]) == \
             f"{2 * math.asin(math.sqrt(14 / 18)):+.2f}"
         assert amap.size.height > 5 and amap.size.width > 20  # really drawn on screen
+
+
+def test_the_text_report_prints_archetypes_and_endgame_types(db: Path) -> None:
+    from rich.console import Console
+
+    from coop_tui.report import build_report, render_text
+
+    store = Store(db)
+    report = build_report(store, RUN)
+    store.close()
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render_text(report))
+    text = console.export_text()
+    section = text.split("Reciprocity and endgame")[1]
+    wsls = next(line for line in section.splitlines() if line.startswith("│ wsls "))
+    assert "moderate reciprocator" in wsls and "87.5 (8)" in wsls and "42.9 (7)" in wsls
+    assert "terminal-value cooperation" in wsls and "-33.3" in wsls
+    assert "Cohen's h" in text and "Cooperation per agent × game × opponent" in text
+
+
+def test_provider_tests_compare_per_match_rates_between_providers() -> None:
+    from scipy.stats import kruskal, mannwhitneyu
+
+    from coop_tui.analysis.personality_profile import SeatRun, _provider_tests
+
+    def seat(match: str, agent: str, coop: int) -> SeatRun:
+        return SeatRun(match, 0, agent, "tft", "x", "pd", None, True, 10, coop, 1, 0, 0, 0,
+                       0, 0, 0, 0)
+
+    runs = {
+        "claude-a": [seat("m1", "claude-a", 9), seat("m2", "claude-a", 8)],
+        "claude-b": [seat("m3", "claude-b", 7)],
+        "gpt-a": [seat("m4", "gpt-a", 1), seat("m5", "gpt-a", 2), seat("m6", "gpt-a", 0)],
+    }
+    providers = {"claude-a": "anthropic", "claude-b": "anthropic", "gpt-a": "openai"}
+    out = _provider_tests(runs, providers)
+    anthropic, openai = [0.9, 0.8, 0.7], [0.1, 0.2, 0.0]
+    assert out["groups"] == {"anthropic": {"trials": 3, "rate": pytest.approx(0.8)},
+                             "openai": {"trials": 3, "rate": pytest.approx(0.1)}}
+    assert out["kruskal"]["p"] == pytest.approx(kruskal(anthropic, openai).pvalue)
+    pair = out["pairwise"]["anthropic vs openai"]
+    assert pair["U"] == 9.0
+    assert pair["p"] == pytest.approx(mannwhitneyu(anthropic, openai).pvalue)
+    assert pair["cohens_h"] == pytest.approx(2 * math.asin(math.sqrt(0.8)) - 2 * math.asin(math.sqrt(0.1)))
+    assert _provider_tests({"gpt-a": runs["gpt-a"]}, providers) is None  # one provider

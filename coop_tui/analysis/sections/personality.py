@@ -71,6 +71,8 @@ def cohens_table(value: dict[str, Any]) -> Any:
 
 
 _BARS = "▁▂▃▄▅▆▇█"
+MAX_CELL_ROWS = 200
+"""Cells shown in the text report and on the screen (the JSON has every one)."""
 
 
 def sparkline(rates: list[float]) -> str:
@@ -84,13 +86,16 @@ def cells_table(value: dict[str, Any]) -> Any:
     table = Table("agent", "game", "opponent", "coop %", "trial CI", "trials",
                   "R1 %", "joint %", "curve R1..RT",
                   title="Cooperation per agent × game × opponent")
-    for c in value["cells"]:
+    for c in value["cells"][:MAX_CELL_ROWS]:
         game = c["game"] + (f" [{c['condition']}]" if c.get("condition") else "")
         table.add_row(
             c["agent"], game, c["opponent"], _pct(c["rate"]),
             _ci(c["trial_interval"]), str(c["trials"]), _pct(c["first_round"]),
             _pct(c["joint"]), sparkline(c["curve"]),
         )
+    if len(value["cells"]) > MAX_CELL_ROWS:
+        table.caption = (f"first {MAX_CELL_ROWS} of {len(value['cells'])} cells; "
+                         "all of them in report --json")
     return table
 
 
