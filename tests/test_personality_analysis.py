@@ -332,4 +332,5 @@ def test_provider_tests_compare_per_match_rates_between_providers() -> None:
     assert pair["U"] == 9.0
     assert pair["p"] == pytest.approx(mannwhitneyu(anthropic, openai).pvalue)
     assert pair["cohens_h"] == pytest.approx(2 * math.asin(math.sqrt(0.8)) - 2 * math.asin(math.sqrt(0.1)))
+    assert pair["cohens_d"] == pytest.approx(0.7 / 0.1)  # both sds are 0.1
     assert _provider_tests({"gpt-a": runs["gpt-a"]}, providers) is None  # one provider

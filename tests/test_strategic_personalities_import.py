@@ -97,8 +97,9 @@ def test_cooperation_by_model_matches_an_independent_count(
             sd = statistics.stdev(values)
             assert row["sd"] == pytest.approx(sd, abs=1e-3)
             half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+            mean = statistics.fmean(values)
             assert row["ci"] == pytest.approx(
-                [statistics.fmean(values) - half, statistics.fmean(values) + half], abs=1e-3)
+                [max(0.0, mean - half), min(100.0, mean + half)], abs=1e-3)
         else:
             assert row["sd"] is None and row["ci"] is None
 

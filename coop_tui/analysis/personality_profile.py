@@ -38,7 +38,8 @@ METHODS = {
     "curve": "per-round rate aligned from round 1, Wilson 95% over the sequences reaching "
     "that round",
     "provider_tests": "Kruskal-Wallis and pairwise Mann-Whitney U over per-match "
-    "cooperation rates (one value per match and agent), Cohen's h of pooled rates",
+    "cooperation rates (one value per match and agent), Cohen's h of pooled rates and "
+    "Cohen's d of the per-match rates",
 }
 
 @dataclass(frozen=True)
@@ -296,9 +297,19 @@ def _provider_tests(per_agent: dict[str, list[SeatRun]],
             pairs[f"{a} vs {b}"] = {
                 "U": float(u), "p": float(pval),
                 "cohens_h": cohens_h(out["groups"][a]["rate"], out["groups"][b]["rate"]),
+                "cohens_d": _cohens_d(groups[a], groups[b]),
             }
     out["pairwise"] = pairs
     return out
+
+
+def _cohens_d(x: list[float], y: list[float]) -> float | None:
+    """Mean difference over the pooled sd (the effect size seed 003's code reports)."""
+    nx, ny = len(x), len(y)
+    mx, my = sum(x) / nx, sum(y) / ny
+    pooled = ((sum((v - mx) ** 2 for v in x) + sum((v - my) ** 2 for v in y))
+              / (nx + ny - 2)) ** 0.5
+    return (mx - my) / pooled if pooled > 0 else None
 
 
 def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@
 the paper's Supplementary Table 2 recipe: each trial's cooperation of the model itself
 (derived at import from the pair's mean, joint cooperation and the two totals), over the
 four prisoner's dilemma variants, baseline condition, 10 rounds, trials 1-5, the model
-in seat 0; mean and sample sd over trials, t-interval (n − 1 degrees of freedom).
+in seat 0; mean and sample sd over trials, t-interval (n − 1 degrees of freedom)
+clipped to 0..100 as the public code clips it.
 
 ``published_trials``: what the import holds and what it cannot give (no per-round
 choices, so no reciprocity or endgame; no reasoning, so no fingerprints).
@@ -24,7 +25,7 @@ TABLE2_GAMES = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild")
 SELECTION = {
     "games": list(TABLE2_GAMES), "condition": "baseline", "rounds": 10, "max_trial": 5,
     "seat": "the model in seat 0 (its own cooperation, not the pair's mean)",
-    "interval": "t-interval over per-trial rates, n - 1 degrees of freedom",
+    "interval": "t-interval over per-trial rates, n - 1 degrees of freedom, clipped to 0..100",
 }
 
 
@@ -56,8 +57,8 @@ def cooperation_by_model(store: Store, run_id: str) -> dict[str, Any]:
         out[model] = {
             "mean": round(100 * mean, 4), "sd": None if sd is None else round(100 * sd, 4),
             "n": n,
-            "ci": None if half is None else [round(100 * (mean - half), 4),
-                                             round(100 * (mean + half), 4)],
+            "ci": None if half is None else [round(100 * max(0.0, mean - half), 4),
+                                             round(100 * min(1.0, mean + half), 4)],
         }
     return out
 
