@@ -55,11 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(rep)
 
     imp = sub.add_parser("import", help="import results from another tool")
-    imp.add_argument("source", choices=["coopeval"], help="format of the directory")
+    imp.add_argument("source", choices=["coopeval", "strategic-personalities"],
+                     help="format of the input")
     imp.add_argument(
         "directory",
         help="a CoopEval tournament directory, a run directory of tournaments, or a study "
-        "directory of runs (data/main_study: run*/<mechanism>_<game>/)",
+        "directory of runs (data/main_study: run*/<mechanism>_<game>/); for "
+        "strategic-personalities, seed 003's trial table (strategic_personalities.csv.gz)",
     )
     _db_arg(imp)
 
@@ -165,6 +167,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.export import export_command
 
         return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
+    if args.command == "import" and args.source == "strategic-personalities":
+        from coop_tui.importers.strategic_personalities import import_command as import_sp
+
+        return import_sp(Path(args.directory), _db_path(args))
     if args.command == "import":
         from coop_tui.importers.coopeval import import_command
 

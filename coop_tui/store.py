@@ -305,6 +305,26 @@ def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
         db["decisions"].add_column("options", str)
 
 
+@migration
+def m040_strategic_personalities(db: sqlite_utils.Database) -> None:
+    # Seed 003's published trial table (coop-tui import strategic-personalities): one row
+    # per trial with both seats' totals and cooperation, no per-round choices. Each
+    # seat's own cooperation is derived once at import (see importers/strategic_personalities).
+    db["sp_trials"].create(
+        {
+            "run_id": str, "line": int, "game": str, "game_name": str, "category": str,
+            "game_type": str, "model": str, "opponent": str, "matchup": str,
+            "condition": str, "trial": int, "rounds": int, "seat0": str, "seat1": str,
+            "payoff0": float, "payoff1": float, "coop_mean": float, "joint": float,
+            "modal0": str, "modal1": str, "tokens0": int, "tokens1": int, "cost_usd": float,
+            "flag": str, "timestamp": str, "own_coop0": float, "own_coop1": float,
+        },
+        pk=("run_id", "line"),
+        if_not_exists=True,
+    )
+    db["sp_trials"].create_index(["run_id", "game", "condition", "model"], if_not_exists=True)
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -660,6 +680,8 @@ class Store:
             for table in ("decisions", "rounds", "seats", "phases"):
                 self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
             self.db.execute("delete from failures where run_id = ?", [run_id])
+            if "sp_trials" in self.db.table_names():  # an imported seed-003 trial table
+                self.db.execute("delete from sp_trials where run_id = ?", [run_id])
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
