@@ -18,7 +18,7 @@ from coop_tui.grounded.items import Item
 VIEWS = ("decision", "explanation", "both")
 REDACTED = "[answer removed]"
 _JSON = re.compile(r"```(?:json)?\s*\{.*?\}\s*```|\{[^{}]*\}", re.DOTALL)
-_ANSWER_LINE = re.compile(r"^.*\b(?:final\s+)?(?:answer|choice|rating|value)\b\s*[:=].*$",
+_ANSWER_LINE = re.compile(r"\b(?:final\s+)?(?:answer|choice|rating|value)\b\s*[:=].*$",
                           re.IGNORECASE | re.MULTILINE)
 
 
