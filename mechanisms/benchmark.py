@@ -92,7 +92,8 @@ class BenchmarkAdministration(Mechanism):
         assert isinstance(self.params, BenchmarkParams)
         bench = load_benchmark(self.params.benchmark, length=self.params.length)
         return {"benchmark": benchmark_key(self.params.benchmark), "items": self.params.items,
-                "metric": bench.metric, "scale": list(bench.scale) if bench.scale else None}
+                "metric": bench.metric, "scale": list(bench.scale) if bench.scale else None,
+                "ref": self.params.benchmark, "length": self.params.length}
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         assert isinstance(self.params, BenchmarkParams)
