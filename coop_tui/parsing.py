@@ -537,6 +537,10 @@ def _parse_score(text: str, options: Mapping[str, Any]) -> tuple[int, str | None
         raise ParseError(f"give the score on the scale {lo} to {hi}, not out of {out_of}")
     if len(hits) > 1:
         notes.insert(0, f"{len(hits)} scores given, the last one used")
+    if options.get("decimals"):  # seed 000's judges may answer 72.5
+        if not lo <= value <= hi:
+            raise ParseError(f"the score {_fmt(value)} is outside the range {lo} to {hi}")
+        return (int(value) if value.is_integer() else value), _note(notes)  # type: ignore[return-value]
     if not value.is_integer():
         raise ParseError(f"the score must be a whole number from {lo} to {hi}, not {_fmt(value)}")
     score = int(value)
