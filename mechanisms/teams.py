@@ -101,8 +101,8 @@ class TeamsParams(MechanismParams):
         m = matches_per_player(d["structure"], d["teams"], d["team_size"])
         if v >= d["rounds"] * m:
             raise ValueError(
-                f"must be below n*m = {d['rounds']} rounds x {m} matches per player = "
-                f"{d['rounds'] * m} (seed 004's rule N < n*m); lower budget or raise rounds"
+                f"must be below n*m = {d['rounds'] * m} ({d['rounds']} rounds x {m} matches per "
+                "player; seed 004's rule N < n*m); lower budget or raise rounds"
             )
         return v
 
@@ -287,12 +287,12 @@ class Teams(Mechanism):
             "used": state.used[seat],
             "left": max(0, p.budget - state.used[seat]),
             "bonus_pct": f"{100 * p.winner_bonus:g}" if p.winner_bonus and (p.structure != "RI" or p.bonus_in_ri) else "",
-            "me": f"Player {seat + 1}",
-            "opponent": "Player unknown" if unknown else f"Player {other + 1}",
+            "me": f"Agent #{seat + 1}",
+            "opponent": "Agent unknown" if unknown else f"Agent #{other + 1}",
             "show_groups": p.structure != "RI",
             "my_group": f"Group {mine + 1}",
             "opponent_group": "Group unknown" if unknown else f"Group {team_of(other, p.team_size) + 1}",
-            "members": [f"Player {s + 1}" for s in range(mine * p.team_size, (mine + 1) * p.team_size)],
+            "members": [f"Agent #{s + 1}" for s in range(mine * p.team_size, (mine + 1) * p.team_size)],
             "standings": [{"name": f"Group {g + 1}", "score": _pts(team_scores[g])} for g in ranked],
             "rank": ranked.index(mine) + 1,
             "match_round": r,
@@ -410,7 +410,7 @@ class Teams(Mechanism):
             questions = battery(pay, labels, log.view_of(seat), cooperate, ctx.rng("meta", log.index, seat))
             s = self._rules_context(ctx, state, log, seat, len(log.rounds)) if ctx.reads_prompt(seat) else None
             if s is not None:
-                s["opponent"] = f"Player {log.other(seat) + 1}"
+                s["opponent"] = f"Agent #{log.other(seat) + 1}"
                 s["opponent_group"] = f"Group {team_of(log.other(seat), self.p.team_size) + 1}"
                 s["match"] = _match_block(log, seat, "The match you just finished", lambda a: labels[a])
             for q in questions:
@@ -493,7 +493,7 @@ def _history(state: _State, seat: int) -> list[dict[str, Any]]:
 
     labels = _neutral(2).labels
     return [
-        _match_block(log, seat, f"Match against Player {log.other(seat) + 1}", lambda a: labels[a])
+        _match_block(log, seat, f"Match against Agent #{log.other(seat) + 1}", lambda a: labels[a])
         for log in state.logs if seat in log.players and log.rounds
     ]
 
