@@ -285,3 +285,39 @@ async def test_prompts_unknown_opponent_plans_and_exit_timing(
     assert by_key["tit_for_tat"]["correct"] is False  # the co-player did play tit-for-tat-like C, C, C
     kinds = {d.phase for d in store.decisions(m["id"])}
     assert kinds == {"play", "exit", "plan", "critique", "meta"}
+
+
+# ------------------------------------------------------------------ report section
+async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) -> None:
+    from rich.console import Console
+
+    from coop_tui.report import build_report, render_text
+
+    data = sweep_data(teams_exp(
+        ["tft", "alld", "allc", "grim"], structure="SA", teams=2, team_size=2, rounds=3,
+        budget=8, plan_every=2, winner_bonus=1.0))
+    data["replicates"] = 2  # strategies: both replications play the same transcript
+    store, matches = await run(tmp_path, data)
+    assert len(matches) == 2
+    report = build_report(store, matches[0]["run_id"])
+    (c,) = report["teams"]["conditions"]
+    assert c["structure"] == "SA" and c["tournaments"] == 2
+    # 21 of 24 moves cooperate (alld's three Ds); identical replications: a zero-width interval
+    assert c["mu_c"]["mean"] == pytest.approx(21 / 24) and c["mu_c"]["ci"] == pytest.approx([21 / 24] * 2)
+    # first rounds: (C,D) (C,C) (C,C) (D,C) (D,C) (C,C); intra = pairings 0 and 5
+    assert c["one_shot"]["all"]["mean"] == pytest.approx(9 / 12)
+    assert c["one_shot"]["intra"]["mean"] == pytest.approx(3 / 4)
+    assert c["one_shot"]["inter"]["mean"] == pytest.approx(6 / 8)
+    assert c["intra"]["mean"] == pytest.approx(7 / 8) and c["inter"]["mean"] == pytest.approx(14 / 16)
+    # the paper's curve: alld (3 rounds) pulls rounds 1-3 down to 3/4; rounds 4-7 are 1
+    assert c["per_round"] == pytest.approx([0.75, 0.75, 0.75, 1, 1, 1, 1])
+    assert c["exits"]["left"]["mean"] == 0.5 and c["exits"]["match_length"]["mean"] == 2.0
+    assert [t["points"]["mean"] for t in c["teams"]] == [32, 34] and [t["wins"] for t in c["teams"]] == [0, 2]
+    assert [p["final"]["mean"] for p in c["players"]] == [17, 15, 34, 34]
+    # strategies answer 0 / false: right only where the truth is 0 or false
+    assert 0 < c["meta_accuracy"]["all"]["mean"] < 0.5
+    assert c["meta_accuracy"]["by_question"]["payoff_range"] == 0
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render_text(report))
+    text = console.export_text()
+    assert "Team tournaments" in text and "0.88" in text
