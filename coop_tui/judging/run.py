@@ -37,7 +37,12 @@ PAGE = 200
 """Judged matches read per query: the pass streams, it never lists a run in memory."""
 PHASES_WITH_TEXT = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
 
-_TEXT_SQL = "(coalesce(d.response, '') != '' or coalesce(d.reasoning, '') != '')"
+_TEXT_SQL = (
+    "(coalesce(d.response, '') != '' or coalesce(d.reasoning, '') != '')"
+    " and not exists (select 1 from seats s where s.match_id = d.match_id"
+    " and s.seat = d.seat and s.agent_kind = 'strategy')"
+)
+"""Decisions with a text a person or model wrote (a strategy's fixed JSON is no reasoning)."""
 
 
 @dataclass
