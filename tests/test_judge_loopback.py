@@ -359,3 +359,60 @@ async def test_analysis_screen_and_inspector_show_the_judgements(judged: Any, tm
         assert "Judgements (2)" in details
         assert "Reciprocity 0.90" in details and "Trust evaluation 0.80" in details
         assert "Judged text" in details and "TEXT-0: I weigh" in details
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+
+
+def test_an_imported_coopeval_run_is_judged_from_its_stored_responses(tmp_path: Path) -> None:
+    """CoopEval's records keep each model's full response: every play decision is judged
+    once, by agent as CoopEval labels them, with both built-in rubrics side by side."""
+    from coop_tui.judging.rubric import load_rubric
+
+    source = SAMPLES / "no_mechanism_prisoners_dilemma"
+    db = tmp_path / "ce.db"
+    imported = cli("import", "coopeval", str(source), "--db", str(db))
+    assert imported.returncode == 0, imported.stderr
+    seen: list[str] = []
+
+    def judge(body: dict[str, Any]) -> str:
+        prompt = body["messages"][0]["content"]
+        seen.append(prompt)
+        rubric = "similarity-reasoning" if "similarity information" in prompt else "justifications"
+        ids = load_rubric(rubric).ids
+        # "dominant" in the judged text -> the first category, else none
+        judged = prompt[prompt.index("=== BEGIN TEXT ===\n") + 19:prompt.rindex("\n=== END TEXT ===")]
+        first = 0.9 if "dominant" in judged.lower() else 0.0
+        return json.dumps({cid: first if i == 0 else 0.0 for i, cid in enumerate(ids)})
+
+    with LoopbackServer(latency=0.0, chunks=1, answer=judge) as server:
+        agents = tmp_path / "agents.toml"
+        agents.write_text(f'[agents.j]\nmodel = "openai/j"\napi_base = "{server.url}"\n')
+        for rubric in ("justifications", "similarity-reasoning"):
+            done = cli("judge", "--judge", "j", "--agents", str(agents), "--rubric", rubric,
+                       "--db", str(db), "--concurrency", "8")
+            assert done.returncode == 0, done.stdout + done.stderr
+    plays = rows(db, """select d.id, d.agent, d.response from decisions d
+                        join matches m on m.id = d.match_id join runs r on r.id = m.run_id
+                        where r.kind = 'import' and d.phase = 'play'""")
+    assert plays and all(text for _, _, text in plays)
+    for rubric in ("justifications", "similarity-reasoning"):
+        linked = rows(db, "select judged_decision_id from judgements where rubric = ? and valid = 1",
+                      (rubric,))
+        assert sorted(r[0] for r in linked) == sorted(p[0] for p in plays)
+    # identical texts are asked once: requests = distinct judged prompts of both passes
+    assert len(seen) == len(set(seen)) <= 2 * len(plays)
+
+    report = json.loads(cli("report", "--db", str(db), "--json", rows(
+        db, "select id from runs where kind = 'import'")[0][0]).stdout)["judgements"]
+    freq = {(r["rubric"], r["agent"]): r for r in report["frequencies"]}
+    agents_seen = {a for _, a, _ in plays}
+    assert {a for _, a in freq} == agents_seen
+    for agent in agents_seen:
+        texts = [t for _, a, t in plays if a == agent]
+        expected = sum("dominant" in t.lower() for t in texts) / len(texts)
+        row = freq[("justifications", agent)]
+        assert row["mechanism"] == "none" and row["game"] == "prisoners"
+        assert row["categories"]["Individual utility"] == pytest.approx(expected)
+        assert freq[("similarity-reasoning", agent)]["categories"]["Causal"] == pytest.approx(expected)
+    assert report["agreement"] == []  # different rubrics are never compared

@@ -32,10 +32,10 @@ Categories (id: meaning):
 
 Context: {context}
 
-The text to classify, between the lines of dashes:
-----------
+The text to classify, between the BEGIN and END lines:
+=== BEGIN TEXT ===
 {text}
-----------
+=== END TEXT ===
 
 Answer with one JSON object and nothing after it. Give every category id above as a key, \
 and as its value your confidence that the category is present in the text: a number from \

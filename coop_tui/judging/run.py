@@ -219,6 +219,7 @@ async def judge_pass(
     placeholder = load_game("prisoners")  # the judge plays no game; the context needs one
     spent = store.run_cost(run_id)
     budget_hit = asyncio.Event()
+    inflight: dict[str, asyncio.Future[None]] = {}
     status = "done"
 
     async def judge_one(ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> None:
@@ -233,15 +234,27 @@ async def judge_pass(
             view=SeatView(game=placeholder, seat=0, round=int(row["round"])),
             labels=rubric.ids, schema=None,
         )
-        async with slots:
-            if budget_hit.is_set():
-                return
-            try:
-                decision = await ctx.ask(request)
-            except Exception as exc:  # transport gave up: counted, retried by a rerun
-                stats.failed += 1
-                stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
-                return
+        # The same text judged twice at once (CoopEval repeats answers) is asked once: the
+        # second waits for the first and then finds it in the store by its keys.
+        same = stable_hash([request.round, prompt])
+        first = inflight.get(same)
+        if first is not None:
+            await asyncio.shield(first)
+        else:
+            inflight[same] = asyncio.get_running_loop().create_future()
+        try:
+            async with slots:
+                if budget_hit.is_set():
+                    return
+                try:
+                    decision = await ctx.ask(request)
+                except Exception as exc:  # transport gave up: counted, retried by a rerun
+                    stats.failed += 1
+                    stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
+                    return
+        finally:
+            if first is None:
+                inflight.pop(same).set_result(None)
         link(store, judge_run_id=run_id, judged_run_id=judged_run["id"],
              judged_decision_id=int(row["id"]), decision=decision, judge=judge_name, rubric=rubric)
         ctx.decisions.clear()  # the store holds them; a long pass keeps nothing in memory
