@@ -416,3 +416,37 @@ def test_an_imported_coopeval_run_is_judged_from_its_stored_responses(tmp_path: 
         assert row["categories"]["Individual utility"] == pytest.approx(expected)
         assert freq[("similarity-reasoning", agent)]["categories"]["Causal"] == pytest.approx(expected)
     assert report["agreement"] == []  # different rubrics are never compared
+
+
+def test_a_budget_stops_the_pass_and_a_rerun_asks_only_the_rest(tmp_path: Path) -> None:
+    """A judge with a known price (gpt-4o-mini's, from litellm's offline map) served by the
+    loopback server: the first paid judgement exhausts a tiny budget."""
+    script = Script()
+    with LoopbackServer(latency=0.01, chunks=2, answer=script) as server:
+        sweep = write_sweep(tmp_path / "sweep.toml", server.url)
+        db = tmp_path / "b.db"
+        assert cli("--batch", str(sweep), "--db", str(db)).returncode == 0
+        agents = tmp_path / "judge.toml"
+        agents.write_text(f'[agents.priced]\nmodel = "openai/gpt-4o-mini"\napi_base = "{server.url}"\n')
+
+        def answer(body: dict[str, Any]) -> str:
+            marker = int(MARKER.search(body["messages"][0]["content"]).group(1))
+            return json.dumps({cid: JUDGE_B[marker].get(cid, LOW) for cid in category_ids()})
+
+        server.configure(answer=answer)
+        args = ("judge", "--judge", "priced", "--agents", str(agents), "--rubric",
+                "justifications", "--db", str(db), "--concurrency", "1")
+        dry = cli(*args, "--dry-run")
+        assert dry.returncode == 0 and "estimated" not in dry.stderr
+        assert re.search(r"~\$0\.0\d*[1-9]", dry.stdout.replace("\n", " ")), dry.stdout
+        stopped = cli(*args, "--budget", "0.0000001")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "budget of $1e-07 reached" in stopped.stdout.replace("\n", " ")
+        assert len(server.chat_requests) == 1  # one judgement (configure reset the log)
+        assert rows(db, "select status from runs where kind = 'judge'") == [("stopped",)]
+        assert rows(db, "select count(*), sum(cost_usd > 0) from decisions where phase = 'judge'") == [(1, 1)]
+        rest = cli(*args)
+        assert rest.returncode == 0, rest.stderr
+        assert len(server.chat_requests) == 4
+    assert rows(db, "select status from runs where kind = 'judge'") == [("done",)]
+    assert rows(db, "select count(distinct judged_decision_id) from judgements where valid = 1") == [(4,)]

@@ -222,7 +222,8 @@ async def judge_pass(
     inflight: dict[str, asyncio.Future[None]] = {}
     status = "done"
 
-    async def judge_one(ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> None:
+    async def judge_one(ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> bool:
+        """Judge one decision and link it; False when it was not (budget, transport)."""
         nonlocal spent
         from coop_tui.decisions import DecisionRequest, SeatView
 
@@ -245,13 +246,13 @@ async def judge_pass(
         try:
             async with slots:
                 if budget_hit.is_set():
-                    return
+                    return False
                 try:
                     decision = await ctx.ask(request)
                 except Exception as exc:  # transport gave up: counted, retried by a rerun
                     stats.failed += 1
                     stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
-                    return
+                    return False
         finally:
             if first is None:
                 inflight.pop(same).set_result(None)
@@ -268,6 +269,7 @@ async def judge_pass(
             stats.invalid += 1
         if budget_usd is not None and spent >= budget_usd:
             budget_hit.set()
+        return True
 
     async def judge_match(match: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         match_id = stable_hash([run_id, match["id"]])[:16]
@@ -285,11 +287,13 @@ async def judge_pass(
             lookup=store,
         )
         before = stats.failed
-        await asyncio.gather(*(judge_one(ctx, match, row) for row in rows))
+        linked = await asyncio.gather(*(judge_one(ctx, match, row) for row in rows))
         failed = stats.failed - before
-        bus.emit(MatchDone(match_id, (), status="failed" if failed else "done",
-                           error=f"{failed} judgement(s) not answered: {stats.errors[-1]}"
-                           if failed else None))
+        if failed:
+            bus.emit(MatchDone(match_id, (), status="failed",
+                               error=f"{failed} judgement(s) not answered: {stats.errors[-1]}"))
+        else:  # stopped: the budget left some of its decisions unjudged
+            bus.emit(MatchDone(match_id, (), status="done" if all(linked) else "stopped"))
 
     try:
         left = limit
