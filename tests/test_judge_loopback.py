@@ -437,7 +437,7 @@ def test_a_budget_stops_the_pass_and_a_rerun_asks_only_the_rest(tmp_path: Path) 
         args = ("judge", "--judge", "priced", "--agents", str(agents), "--rubric",
                 "justifications", "--db", str(db), "--concurrency", "1")
         dry = cli(*args, "--dry-run")
-        assert dry.returncode == 0 and "estimated" not in dry.stderr
+        assert dry.returncode == 0, dry.stderr
         assert re.search(r"~\$0\.0\d*[1-9]", dry.stdout.replace("\n", " ")), dry.stdout
         stopped = cli(*args, "--budget", "0.0000001")
         assert stopped.returncode == 0, stopped.stderr
