@@ -78,6 +78,28 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
     _db_arg(play)
 
+    jdg = sub.add_parser(
+        "judge", help="classify a run's stored reasoning texts with a judge agent and a rubric"
+    )
+    jdg.add_argument("run", nargs="?", help="run id, id prefix or name (default: the latest "
+                     "run that is not itself a judge pass)")
+    jdg.add_argument("--judge", required=True, metavar="AGENT",
+                     help="a model string (local/smollm2, openai/gpt-4o-mini, ...) or the name "
+                     "of an [agents.NAME] table of --agents FILE")
+    jdg.add_argument("--rubric", required=True, metavar="NAME|FILE",
+                     help="justifications, similarity-reasoning, or a rubric .toml file")
+    jdg.add_argument("--agents", metavar="FILE", help="a sweep (or agents-only) file whose "
+                     "[agents.NAME] tables --judge may name")
+    jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
+    jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
+    jdg.add_argument("--resume", action="store_true",
+                     help="continue an earlier judge pass (refused when there is none)")
+    jdg.add_argument("--concurrency", type=int, metavar="N", help="judge requests at once (4)")
+    jdg.add_argument("--budget", type=float, metavar="USD", help="stop once this much is spent")
+    jdg.add_argument("--dry-run", action="store_true", help="estimate, ask nothing")
+    jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
+    _db_arg(jdg)
+
     lst = sub.add_parser("list", help="list games, strategies, mechanisms or runs")
     lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs"])
     _db_arg(lst)
@@ -175,6 +197,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.importers.coopeval import import_command
 
         return import_command(Path(args.directory), _db_path(args))
+    if args.command == "judge":
+        from coop_tui.judging.run import judge_command
+
+        return judge_command(
+            _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
+            agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
+            concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
+            assume_yes=args.yes,
+        )
     if args.command == "list":
         from coop_tui.listing import list_command
 

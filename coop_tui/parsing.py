@@ -716,7 +716,28 @@ def _parse_other(
         return _parse_contract(text, labels, opts)
     if kind in ("number", "allocation"):
         return _parse_numeric(kind, text, opts)
+    if kind == "judgement":
+        return _parse_judgement(text, labels)
     raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def _parse_judgement(text: str, labels: Sequence[str]) -> tuple[dict[str, float], str | None]:
+    """A judge's answer (see :mod:`coop_tui.judging`): every category id of the rubric
+    (``labels``) with a confidence in [0, 1]. Percentages are refused, not rescaled: 1
+    could mean 1% or certainty, and guessing would change the labels."""
+    if not labels:
+        raise ValueError("a judgement needs the rubric's category ids as labels")
+    given, notes = _keyed_answer(text, labels, "every category needs a confidence from 0 to 1")
+    out: dict[str, float] = {}
+    for label in labels:
+        value = _number(label, given[label], notes)
+        if not 0.0 <= value <= 1.0:
+            raise ParseError(
+                f"the confidence for {label} is {_fmt(value)}; write a number from 0 to 1 "
+                "(for example 0.8, not 80)"
+            )
+        out[label] = value
+    return out, _note(notes)
 
 
 def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:
