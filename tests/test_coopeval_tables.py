@@ -465,6 +465,10 @@ _C, _GR, _GI, _G5, _G4, _Q = (
 # What each run's stdout.txt printed for contracting_public_goods: the agents' average
 # payoffs (4 decimals) and the fitness printed as "Step 1000" of the replicator dynamics.
 PUBLIC_GOODS_CONTRACTING_PRINTED = {
+    "run1_20260319_153052": (
+        {_C: 1.4583, _GR: 1.4028, _GI: 1.4954, _G4: 1.2685, _G5: 1.4815, _Q: 1.4907},
+        {_C: 1.499997616918491, _GR: 1.401359796829171, _GI: 1.499722565743487,
+         _G5: 1.4996549132118207, _G4: 1.447419639290721, _Q: 1.4453783646175162}),
     "run2_20260124_025842": (
         {_C: 1.4815, _GR: 1.4769, _GI: 1.4815, _G4: 1.2315, _G5: 1.5046, _Q: 1.4769},
         {_C: 1.499999999985904, _GR: 1.487836566469022, _GI: 1.495980907793961,
@@ -488,8 +492,11 @@ def _fixture_tensor(run_dir: Path):
 
 def test_contracting_public_goods_runs_match_their_printed_averages_and_fitness(tmp_path, capsys):
     """tests/data/coopeval_contracting_public_goods: Contracting on Public Goods (3 players,
-    216 seatings per run, contract transfers included: 3 / 3 / -2, -99 / 51.5 / 51.5 ...).
-    Imported, every agent's per-run Mean is the average CoopEval printed in that run.
+    216 seatings per run, contract transfers included: 3 / 3 / -2, -99 / 51.5 / 51.5 ...;
+    run 1's records file is 2,419,670 characters of answer text, read to every match's
+    points). Imported, every agent's per-run Mean is the average CoopEval printed in that
+    run, and the Contracting row of Table 4 (Mean and Fitness, every agent and the LLM
+    average, value and ±) is reproduced.
 
     CoopEval prints as "Step t" the fitness *before* the t-th update, so its "Step 1000"
     is the fitness after 999 updates; ours (the population after all 1000 updates) is one
@@ -503,7 +510,8 @@ def test_contracting_public_goods_runs_match_their_printed_averages_and_fitness(
     capsys.readouterr()
     code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
     assert code == 0
-    reps = sorted((r for r in json.loads(out)["per_replicate"]
+    report = json.loads(out)
+    reps = sorted((r for r in report["per_replicate"]
                    if (r["table"], r["mechanism"]) == ("public_good", "contracting")),
                   key=lambda r: r["replicate"])
     runs = sorted(p.name for p in PUBLIC_GOODS_CONTRACTING.iterdir() if p.is_dir())
@@ -523,4 +531,16 @@ def test_contracting_public_goods_runs_match_their_printed_averages_and_fitness(
         assert rep["fitness"] == pytest.approx(final, abs=1e-12), run
         assert rep["fitness"] != pytest.approx(printed_fitness, abs=1e-6), run
         checked += 1
-    assert checked == 2
+    assert checked == 3
+    # Table 4, Contracting: Mean and Fitness of every agent and the LLM average.
+    compared, off = 0, []
+    for metric in ("mean", "fitness"):
+        printed = PAPER_TABLES["public_good"][("contracting", None, metric)]
+        assert len(printed) == 7
+        for agent, (value, se) in printed.items():
+            cell = _cell(report, "public_good", "contracting", None, metric, agent)
+            assert cell["n"] == 3
+            compared += 1
+            if (f"{cell['value']:.3f}", f"{cell['se']:.3f}") != (value, se):
+                off.append((metric, agent, cell["value"], cell["se"], value, se))
+    assert (compared, off) == (14, [])
