@@ -450,3 +450,22 @@ def test_a_budget_stops_the_pass_and_a_rerun_asks_only_the_rest(tmp_path: Path) 
         assert len(server.chat_requests) == 4
     assert rows(db, "select status from runs where kind = 'judge'") == [("done",)]
     assert rows(db, "select count(distinct judged_decision_id) from judgements where valid = 1") == [(4,)]
+
+
+def test_the_present_mask_migration_fills_judgements_stored_before_it(judged: Any,
+                                                                      tmp_path: Path) -> None:
+    from coop_tui.store import Store
+
+    db = tmp_path / "old.db"
+    shutil.copy(judged[0], db)
+    written = rows(db, "select judge_run_id, judged_decision_id, present_mask from judgements"
+                       " order by 1, 2")
+    assert {m for _, _, m in written} - {0}, "no judgement has a category present"
+    conn = sqlite3.connect(db)
+    with conn:  # as a database written before m071: no mask yet
+        conn.execute("update judgements set present_mask = null")
+        conn.execute("delete from _migrations where name = 'm071_judge_present_mask'")
+    conn.close()
+    Store(db).close()
+    assert rows(db, "select judge_run_id, judged_decision_id, present_mask from judgements"
+                    " order by 1, 2") == written
