@@ -25,6 +25,7 @@ from coop_tui.agents.strategies import (
     strategy_aliases,
     strategy_class,
 )
+from coop_tui.agents.strategies.base import first_option, second_option
 from coop_tui.decisions import Move, SeatView
 from coop_tui.games import get_game, load_game
 from coop_tui.games.kinds import options_game
@@ -412,3 +413,61 @@ def test_seeded_generator_is_the_match_seed_per_move() -> None:
     assert derived_seed(3, "strategy", 1, 1, "return") == derived_seed(3, "strategy", 1, 1, "return")
     assert derived_seed(3, "strategy", 1, 1, "return") != derived_seed(3, "strategy", 2, 1, "return")
     assert np.random.default_rng(derived_seed(3, "strategy", 1, 1, "return")).integers(100) >= 0
+
+
+# ---------------------------------------------------------------------- the published table
+SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
+          / "strategic_personalities.sample.csv.gz")
+STUDY = Path(__file__).resolve().parent.parent / "data" / "studies" / "strategic-personalities.toml"
+GAME_KEYS = {"chicken": "chicken_sp"}
+FIXED = {"always_cooperate", "always_defect", "always_ballet", "always_football", "always_stag",
+         "always_hare", "always_swerve", "always_straight", "defect_once", "alternate"}
+"""Opponents whose moves do not depend on the model's: a published row then fixes how
+often the model cooperated against each of their moves, and so both totals."""
+
+
+def published_rows() -> list[list[str]]:
+    import csv
+    import gzip
+
+    with gzip.open(SAMPLE, "rt") as fh:
+        return [r for r in csv.reader(fh)
+                if r[6] == "model_vs_strategy" and r[5] in FIXED and r[7] == "baseline"
+                and r[14] and get_game(GAME_KEYS.get(r[0], r[0])).n_players == 2]
+
+
+def test_the_study_opponents_reproduce_the_published_totals_of_fixed_opponents() -> None:
+    """Against an opponent that ignores the model, a published row's cooperation columns
+    fix the model's cooperation count (from the mean of both seats) and how many of those
+    fell on the opponent's cooperative rounds (the joint rate); the totals then follow
+    from the game's table. Played with the study file's strategy for that opponent name,
+    every such row of the published sample comes out to the point."""
+    from coop_tui.spec import load_sweep
+
+    agents = load_sweep(STUDY, check_keys=False).spec.agents
+    rows = published_rows()
+    assert len(rows) >= 12
+    for r in rows:
+        game = get_game(GAME_KEYS.get(r[0], r[0]))
+        rounds = int(float(r[9]))
+        strategy = get_strategy(agents[r[5]].strategy, **agents[r[5]].params)
+        own: list[int] = []
+        history: list[Move] = []
+        c0 = first_option(SeatView(game=game, seat=0, round=1))
+        for t in range(1, rounds + 1):
+            dist = strategy.distribution(SeatView(game=game, seat=1, round=t, history=tuple(history)))
+            a = dist.index(1.0)
+            own.append(a)
+            history.append(Move(t, a, (c0,), 0.0, (0.0,)))
+        c1 = first_option(SeatView(game=game, seat=1, round=1))
+        d0 = second_option(SeatView(game=game, seat=0, round=1))
+        strat_coop = sum(a == c1 for a in own)
+        model_coop = round(2 * float(r[14]) * rounds) - strat_coop
+        joint = round(float(r[15]) * rounds)
+        on_coop, on_defect = joint, model_coop - joint  # model C against strategy C / D
+        n_coop = strat_coop
+        assert 0 <= on_coop <= n_coop and 0 <= on_defect <= rounds - n_coop, r
+        cells = {(c0, c1): on_coop, (d0, c1): n_coop - on_coop,
+                 (c0, 1 - c1): on_defect, (d0, 1 - c1): rounds - n_coop - on_defect}
+        totals = [sum(k * game.payoff(p)[s] for p, k in cells.items()) for s in (0, 1)]
+        assert totals == pytest.approx([float(r[12]), float(r[13])]), (r[0], r[4], r[5])
