@@ -433,7 +433,7 @@ def published_rows() -> list[list[str]]:
     with gzip.open(SAMPLE, "rt") as fh:
         return [r for r in csv.reader(fh)
                 if r[6] == "model_vs_strategy" and r[5] in FIXED and r[7] == "baseline"
-                and r[14] and get_game(GAME_KEYS.get(r[0], r[0])).n_players == 2]
+                and r[14] and r[9].endswith(".0") and get_game(GAME_KEYS.get(r[0], r[0])).n_players == 2]
 
 
 def test_the_study_opponents_reproduce_the_published_totals_of_fixed_opponents() -> None:
@@ -471,3 +471,67 @@ def test_the_study_opponents_reproduce_the_published_totals_of_fixed_opponents()
                  (c0, 1 - c1): on_defect, (d0, 1 - c1): rounds - n_coop - on_defect}
         totals = [sum(k * game.payoff(p)[s] for p, k in cells.items()) for s in (0, 1)]
         assert totals == pytest.approx([float(r[12]), float(r[13])]), (r[0], r[4], r[5])
+
+
+REACTIVE = {"tit_for_tat", "suspicious_tft", "tit_for_two_tats", "reverse_tft", "hard_tft",
+            "grim_trigger", "pavlov", "false_defector", "stag_tft", "chicken_tft",
+            "chicken_bully", "mirror", "anti_mirror"}
+
+
+def outcomes(game: Any, strategy: Strategy, model: tuple[int, ...]) -> set[tuple[float, ...]]:
+    """(model total, strategy total, cooperations of both, joint cooperations) for every way
+    the strategy's random choices (mirror's opening) can fall against ``model``."""
+    c0 = first_option(SeatView(game=game, seat=0, round=1))
+    c1 = first_option(SeatView(game=game, seat=1, round=1))
+    found = set()
+    paths: list[list[Move]] = [[]]
+    for t, m in enumerate(model, start=1):
+        nxt = []
+        for hist in paths:
+            dist = strategy.distribution(SeatView(game=game, seat=1, round=t, history=tuple(hist)))
+            for a, p in enumerate(dist):
+                if p > 0:
+                    nxt.append([*hist, Move(t, a, (m,), 0.0, (0.0,))])
+        paths = nxt
+    for hist in paths:
+        pays = [game.payoff((mv.others[0], mv.own)) for mv in hist]
+        found.add((sum(p[0] for p in pays), sum(p[1] for p in pays),
+                   sum(mv.others[0] == c0 for mv in hist) + sum(mv.own == c1 for mv in hist),
+                   sum(mv.others[0] == c0 and mv.own == c1 for mv in hist)))
+    return found
+
+
+def test_reactive_opponents_admit_the_published_rows() -> None:
+    """Against a reactive opponent the model's moves are not in the table, but some
+    sequence of them must give the published totals, cooperation and joint cooperation
+    when the study's strategy answers it: every 10-round two-player row of the sample is
+    checked against all 1,024 model sequences."""
+    import csv
+    import gzip
+    import itertools
+
+    from coop_tui.spec import load_sweep
+
+    agents = load_sweep(STUDY, check_keys=False).spec.agents
+    with gzip.open(SAMPLE, "rt") as fh:
+        rows = [r for r in csv.reader(fh)
+                if r[6] == "model_vs_strategy" and r[5] in REACTIVE and r[7] == "baseline"
+                and r[14] and r[9] == "10.0"
+                and get_game(GAME_KEYS.get(r[0], r[0])).n_players == 2]
+    assert len(rows) >= 20
+    for r in rows:
+        game = get_game(GAME_KEYS.get(r[0], r[0]))
+        strategy = get_strategy(agents[r[5]].strategy, **agents[r[5]].params)
+        c0 = first_option(SeatView(game=game, seat=0, round=1))
+        d0 = second_option(SeatView(game=game, seat=0, round=1))
+        target = (float(r[12]), float(r[13]))
+        reached = False
+        for model in itertools.product((c0, d0), repeat=10):
+            for total0, total1, coop, joint in outcomes(game, strategy, model):
+                if ((total0, total1) == target and joint == round(float(r[15]) * 10)
+                        and coop == round(2 * float(r[14]) * 10)):
+                    reached = True
+                    break
+            if reached:
+                break
+        assert reached, (r[0], r[4], r[5], r[12:16])
