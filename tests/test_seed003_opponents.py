@@ -535,3 +535,52 @@ def test_reactive_opponents_admit_the_published_rows() -> None:
             if reached:
                 break
         assert reached, (r[0], r[4], r[5], r[12:16])
+
+
+def crowd_outcomes(game: Any, strategy: Strategy, model: tuple[int, ...]) -> set[tuple[float, ...]]:
+    """:func:`outcomes` for a game whose seats 2.. are all copies of the strategy."""
+    import itertools
+
+    n = game.n_players
+    coop = [first_option(SeatView(game=game, seat=j, round=1)) for j in range(n)]
+    paths: list[list[list[Move]]] = [[[] for _ in range(n)]]
+    for t, m in enumerate(model, start=1):
+        nxt = []
+        for hists in paths:
+            choices = [[m]] + [
+                [a for a, p in enumerate(strategy.distribution(
+                    SeatView(game=game, seat=j, round=t, history=tuple(hists[j])))) if p > 0]
+                for j in range(1, n)]
+            for prof in itertools.product(*choices):
+                pay = game.payoff(prof)
+                nxt.append([h + [Move(t, prof[j], prof[:j] + prof[j + 1:], pay[j],
+                                      pay[:j] + pay[j + 1:])] for j, h in enumerate(hists)])
+        paths = nxt
+    return {(sum(mv.payoff for mv in h[0]), sum(mv.payoff for mv in h[1]),
+             sum(mv.own == coop[0] for mv in h[0]) + sum(mv.own == coop[1] for mv in h[1]),
+             sum(a.own == coop[0] and b.own == coop[1] for a, b in zip(h[0], h[1], strict=True)))
+            for h in paths}
+
+
+def test_four_player_diners_rows_with_the_copies_in_every_other_seat() -> None:
+    """Diner's dilemma rows of the sample (10 rounds, the opponent's copies in seats 2-4,
+    each watching the model): some model sequence gives the published numbers."""
+    import csv
+    import gzip
+    import itertools
+
+    from coop_tui.spec import load_sweep
+
+    agents = load_sweep(STUDY, check_keys=False).spec.agents
+    game = get_game("diners_dilemma")
+    c0 = first_option(SeatView(game=game, seat=0, round=1))
+    d0 = second_option(SeatView(game=game, seat=0, round=1))
+    with gzip.open(SAMPLE, "rt") as fh:
+        rows = [r for r in csv.reader(fh) if r[0] == "diners_dilemma" and r[7] == "baseline"
+                and r[6] == "model_vs_strategy" and r[5] in REACTIVE | FIXED]
+    assert {r[5] for r in rows} >= {"hard_tft", "false_defector", "mirror", "defect_once"}
+    for r in rows:
+        strategy = get_strategy(agents[r[5]].strategy, **agents[r[5]].params)
+        want = (float(r[12]), float(r[13]), round(2 * float(r[14]) * 10), round(float(r[15]) * 10))
+        assert any(want in crowd_outcomes(game, strategy, model)
+                   for model in itertools.product((c0, d0), repeat=10)), (r[4], r[5])
