@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from coop_tui.analysis.intervals import cluster_ratio_interval, t_interval
@@ -64,8 +65,10 @@ class SeatRun:
     coop_after_c: int
     after_d: int
     coop_after_d: int
-    moves: tuple[tuple[int, int], ...] = ()
-    """(round, cooperated) of this seat, in round order."""
+    start: int = 1
+    """The match's first round."""
+    pattern: str = ""
+    """This seat's moves from ``start`` on, one character per round: 1 cooperated, 0 not."""
 
 
 def has_repeated_pairs(db: Any, run_id: str) -> bool:
@@ -84,37 +87,47 @@ def _condition(text: str | None) -> tuple[str | None, bool]:
     return cond.get("condition"), cond.get("horizon") == "known"
 
 
-def _seat_run(base: tuple[Any, ...], seat: int, mine: dict[int, int],
-              theirs: dict[int, int]) -> SeatRun:
-    """Counts for one seat from both seats' moves by round (rounds both recorded)."""
-    mid, agent, opponent, provider, game, label, known = base
-    rounds = sorted(t for t in mine if t in theirs)
-    first, last = rounds[0], rounds[-1]
-    ac = cac = ad = cad = 0
-    for t in rounds:
-        prev = theirs.get(t - 1)
-        if prev is None or t - 1 not in mine:
-            continue
-        if prev:
-            ac += 1
-            cac += mine[t]
-        else:
-            ad += 1
-            cad += mine[t]
-    return SeatRun(
-        mid, seat, agent, opponent, provider, game, label, known, len(rounds),
-        sum(mine[t] for t in rounds), mine[first], sum(mine[t] * theirs[t] for t in rounds),
-        mine[last], mine.get(last - 1) if last - 1 in theirs else None,
-        ac, cac, ad, cad, tuple((t, mine[t]) for t in rounds),
-    )
+def _counts(mine: str, theirs: str) -> tuple[int, ...]:
+    """(coop, first, joint, last, before_last, after_c, coop_after_c, after_d,
+    coop_after_d) from two equally long 0/1 strings, by bit arithmetic."""
+    m, t = int(mine, 2), int(theirs, 2)
+    prev = int(theirs[:-1], 2)  # the co-player's move one round earlier, aligned with...
+    nxt = int(mine[1:], 2)      # ...this seat's move in rounds 2..T
+    after_c = prev.bit_count()
+    coop_after_c = (prev & nxt).bit_count()
+    return (m.bit_count(), int(mine[0]), (m & t).bit_count(), int(mine[-1]), int(mine[-2]),
+            after_c, coop_after_c, len(mine) - 1 - after_c, nxt.bit_count() - coop_after_c)
+
+
+def _regular(db: Any, mid: str) -> tuple[int, str, str] | None:
+    """A match whose rounds have gaps or unrecorded cooperation, read round by round:
+    only rounds both seats recorded, consecutive from the first such round, are kept."""
+    rows = db.execute("select round, seat, cooperated from rounds where match_id = ?"
+                      " and cooperated is not null", [mid]).fetchall()
+    by_seat: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    for t, seat, c in rows:
+        if seat in (0, 1):
+            by_seat[seat][t] = c
+    both = sorted(t for t in by_seat[0] if t in by_seat[1])
+    if not both:
+        return None
+    run = [both[0]]
+    for t in both[1:]:
+        if t != run[-1] + 1:
+            break
+        run.append(t)
+    return (run[0], "".join(str(by_seat[0][t]) for t in run),
+            "".join(str(by_seat[1][t]) for t in run))
 
 
 def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
     """One :class:`SeatRun` per profiled (match, seat).
 
-    Each finished match's rounds come back as one string (a correlated subquery on the
-    rounds primary key, so SQLite needs no temporary B-tree to group a million rows);
-    agents' specs are read once per agent and conditions parsed once per distinct text.
+    Each finished match comes back as one row holding both seats' moves as one 0/1
+    string in (round, seat) order (correlated subqueries over the rounds primary key: no
+    temporary B-tree to group a million rows). Counts come from bit arithmetic on those strings,
+    cached per distinct pair (strategies repeat themselves). Agents' specs are read once
+    per agent, conditions parsed once per distinct text.
     """
     providers = {agent: provider_from_spec(kind, spec) for agent, kind, spec in db.execute(
         """select distinct s.agent, s.agent_kind, s.agent_spec from seats s
@@ -125,42 +138,56 @@ def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
                on s.match_id = m.id where m.run_id = ? and m.status = 'done'""", [run_id]):
         seats[mid][seat] = agent
     conditions: dict[str | None, tuple[str | None, bool]] = {}
+    cache: dict[tuple[str, str], tuple[int, ...]] = {}
     out: list[SeatRun] = []
     rows = db.execute(
         """select m.id, m.game, m.condition, m.matchup,
-                  (select group_concat(r.round || ' ' || r.seat || ' ' || r.cooperated, ' ')
-                   from rounds r where r.match_id = m.id and r.cooperated is not null)
+                  (select min(round) || ' ' || max(round) || ' ' || count(*)
+                   from rounds where match_id = m.id),
+                  (select group_concat(coalesce(c, '.'), '') from (select cooperated as c
+                   from rounds where match_id = m.id order by round, seat))
            from matches m where m.run_id = ? and m.status = 'done'""", [run_id])
-    for mid, game, cond, matchup, moves in rows:
+    for mid, game, cond, matchup, shape, both in rows:
         pair = seats.get(mid, {})
-        if not moves or sorted(pair) != [0, 1]:
+        if not both or sorted(pair) != [0, 1]:
             continue
-        values = list(map(int, moves.split(" ")))
-        rounds, which, coop = values[0::3], values[1::3], values[2::3]
-        by_seat: tuple[dict[int, int], dict[int, int]] = (
-            {t: c for t, w, c in zip(rounds, which, coop, strict=True) if w == 0},
-            {t: c for t, w, c in zip(rounds, which, coop, strict=True) if w == 1},
-        )
-        common = [t for t in by_seat[0] if t in by_seat[1]]
-        if len(common) < 2:
+        first, last, n = map(int, shape.split(" "))
+        if n == 2 * (last - first + 1) == len(both) and "." not in both:
+            s0, s1 = both[0::2], both[1::2]  # rounds in order, seat 0 then seat 1
+        else:  # gaps, unrecorded cooperation: read this match round by round
+            fixed = _regular(db, mid)
+            if fixed is None:
+                continue
+            first, s0, s1 = fixed
+        if len(s0) < 2:
             continue  # one round: nothing repeated to profile
         if cond not in conditions:
             conditions[cond] = _condition(cond)
         label, known = conditions[cond]
+        patterns = (s0, s1)
         for seat in (0, 1) if matchup != "versus" else (0,):
+            mine, theirs = patterns[seat], patterns[1 - seat]
+            counts = cache.get((mine, theirs))
+            if counts is None:
+                counts = cache[(mine, theirs)] = _counts(mine, theirs)
+            coop, first_c, joint, last_c, before, ac, cac, ad, cad = counts
             agent, opponent = pair[seat], pair[1 - seat]
-            base = (mid, agent, opponent, providers[agent], game, label, known)
-            out.append(_seat_run(base, seat, by_seat[seat], by_seat[1 - seat]))
+            out.append(SeatRun(mid, seat, agent, opponent, providers[agent], game, label,
+                               known, len(mine), coop, first_c, joint, last_c, before,
+                               ac, cac, ad, cad, first, mine))
     return out
 
 
 def _curve_counts(runs: list[SeatRun]) -> dict[int, list[int]]:
+    """Sequences and cooperations per round, counted once per distinct pattern."""
+    from collections import Counter
+
     counts: dict[int, list[int]] = {}
-    for r in runs:
-        for t, c in r.moves:
-            acc = counts.setdefault(t, [0, 0])
-            acc[0] += 1
-            acc[1] += c
+    for (start, pattern), k in Counter((r.start, r.pattern) for r in runs).items():
+        for offset, ch in enumerate(pattern):
+            acc = counts.setdefault(start + offset, [0, 0])
+            acc[0] += k
+            acc[1] += k * (ch == "1")
     return counts
 
 
@@ -183,15 +210,18 @@ def _trial_rates(runs: list[SeatRun]) -> list[float]:
 
 
 def _clustered(runs: list[SeatRun], successes: str, trials: str) -> dict[str, Any]:
-    by_match: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    by_match: dict[str, list[float]] = {}
+    get_y, get_n = attrgetter(successes), attrgetter(trials)
     for r in runs:
-        acc = by_match[r.match_id]
-        value = getattr(r, successes)
-        count = getattr(r, trials)
+        value, count = get_y(r), get_n(r)
         if value is None or count is None:
             continue
-        acc[0] += value
-        acc[1] += count
+        acc = by_match.get(r.match_id)
+        if acc is None:
+            by_match[r.match_id] = [value, count]
+        else:
+            acc[0] += value
+            acc[1] += count
     return cluster_ratio_interval([tuple(v) for v in by_match.values()])
 
 
