@@ -334,3 +334,31 @@ def test_provider_tests_compare_per_match_rates_between_providers() -> None:
     assert pair["cohens_h"] == pytest.approx(2 * math.asin(math.sqrt(0.8)) - 2 * math.asin(math.sqrt(0.1)))
     assert pair["cohens_d"] == pytest.approx(0.7 / 0.1)  # both sds are 0.1
     assert _provider_tests({"gpt-a": runs["gpt-a"]}, providers) is None  # one provider
+
+
+def test_a_round_without_recorded_cooperation_drops_only_its_own_pairs(
+        db: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from coop_tui.analysis.personality_profile import personality_profile
+
+    path = tmp_path / "gap.db"
+    shutil.copy(db, path)
+    store = Store(path)
+    mid = store.db.execute(
+        """select m.id from matches m join seats a on a.match_id = m.id and a.seat = 0
+           join seats b on b.match_id = m.id and b.seat = 1
+           where m.run_id = ? and a.agent = 'wsls' and b.agent = 'alt'""", [RUN]).fetchone()[0]
+    # wsls C C D D C C against alt C D C D C D; forget alt's round-4 move
+    store.db.execute("update rounds set cooperated = null where match_id = ? and round = 4"
+                     " and seat = 1", [mid])
+    store.db.conn.commit()
+    cell = next(c for c in personality_profile(store.db, RUN)["cells"]
+                if (c["agent"], c["opponent"]) == ("wsls", "alt"))
+    store.close()
+    assert cell["decisions"] == 5  # rounds 1, 2, 3, 5, 6
+    assert cell["rate"] == pytest.approx(4 / 5)  # C C D . C C
+    assert cell["curve"] == [1, 1, 0, 1, 1] and cell["curve_n"] == [1, 1, 1, 1, 1]
+    # pairs (1,2), (2,3) and (5,6) survive: after C at t = 2 and 6, after D at t = 3
+    assert (cell["n_after_c"], cell["p_c_after_c"]) == (2, 1.0)
+    assert (cell["n_after_d"], cell["p_c_after_d"]) == (1, 0.0)

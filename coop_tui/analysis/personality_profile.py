@@ -68,7 +68,8 @@ class SeatRun:
     start: int = 1
     """The match's first round."""
     pattern: str = ""
-    """This seat's moves from ``start`` on, one character per round: 1 cooperated, 0 not."""
+    """This seat's moves from ``start`` on, one character per round: 1 cooperated, 0 not,
+    ``.`` not recorded (for either seat)."""
 
 
 def has_repeated_pairs(db: Any, run_id: str) -> bool:
@@ -99,25 +100,42 @@ def _counts(mine: str, theirs: str) -> tuple[int, ...]:
             after_c, coop_after_c, len(mine) - 1 - after_c, nxt.bit_count() - coop_after_c)
 
 
-def _regular(db: Any, mid: str) -> tuple[int, str, str] | None:
+def _counts_with_gaps(mine: str, theirs: str) -> tuple[Any, ...]:
+    """:func:`_counts` for strings with ``.`` where a seat's move is not recorded: only
+    rounds both seats recorded count, and a round pair only when both of its rounds do.
+    Also returns the number of rounds used."""
+    both = [i for i in range(len(mine)) if mine[i] != "." and theirs[i] != "."]
+    used = set(both)
+    coop = sum(mine[i] == "1" for i in both)
+    joint = sum(mine[i] == "1" and theirs[i] == "1" for i in both)
+    ac = cac = ad = cad = 0
+    for i in both:
+        if i - 1 in used:
+            if theirs[i - 1] == "1":
+                ac += 1
+                cac += mine[i] == "1"
+            else:
+                ad += 1
+                cad += mine[i] == "1"
+    last = both[-1]
+    before = int(mine[last - 1]) if last - 1 in used else None
+    return (coop, int(mine[both[0]]), joint, int(mine[last]), before, ac, cac, ad, cad,
+            len(both))
+
+
+def _with_gaps(db: Any, mid: str) -> tuple[int, str, str] | None:
     """A match whose rounds have gaps or unrecorded cooperation, read round by round:
-    only rounds both seats recorded, consecutive from the first such round, are kept."""
+    (first round, seat 0 moves, seat 1 moves) with ``.`` for every missing move."""
     rows = db.execute("select round, seat, cooperated from rounds where match_id = ?"
-                      " and cooperated is not null", [mid]).fetchall()
-    by_seat: tuple[dict[int, int], dict[int, int]] = ({}, {})
-    for t, seat, c in rows:
-        if seat in (0, 1):
-            by_seat[seat][t] = c
-    both = sorted(t for t in by_seat[0] if t in by_seat[1])
-    if not both:
+                      " and cooperated is not null and seat in (0, 1)", [mid]).fetchall()
+    if not rows:
         return None
-    run = [both[0]]
-    for t in both[1:]:
-        if t != run[-1] + 1:
-            break
-        run.append(t)
-    return (run[0], "".join(str(by_seat[0][t]) for t in run),
-            "".join(str(by_seat[1][t]) for t in run))
+    first = min(t for t, _, _ in rows)
+    span = max(t for t, _, _ in rows) - first + 1
+    moves = [["."] * span, ["."] * span]
+    for t, seat, c in rows:
+        moves[seat][t - first] = str(c)
+    return first, "".join(moves[0]), "".join(moves[1])
 
 
 def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
@@ -155,12 +173,13 @@ def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
         if n == 2 * (last - first + 1) == len(both) and "." not in both:
             s0, s1 = both[0::2], both[1::2]  # rounds in order, seat 0 then seat 1
         else:  # gaps, unrecorded cooperation: read this match round by round
-            fixed = _regular(db, mid)
+            fixed = _with_gaps(db, mid)
             if fixed is None:
                 continue
             first, s0, s1 = fixed
         if len(s0) < 2:
             continue  # one round: nothing repeated to profile
+        gaps = "." in s0 or "." in s1
         if cond not in conditions:
             conditions[cond] = _condition(cond)
         label, known = conditions[cond]
@@ -169,11 +188,17 @@ def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
             mine, theirs = patterns[seat], patterns[1 - seat]
             counts = cache.get((mine, theirs))
             if counts is None:
-                counts = cache[(mine, theirs)] = _counts(mine, theirs)
-            coop, first_c, joint, last_c, before, ac, cac, ad, cad = counts
+                counts = cache[(mine, theirs)] = (
+                    _counts_with_gaps(mine, theirs) if gaps
+                    else (*_counts(mine, theirs), len(mine)))
+            coop, first_c, joint, last_c, before, ac, cac, ad, cad, n = counts
+            if n < 2:
+                continue
+            if gaps:  # the curve counts only rounds both seats recorded
+                mine = "".join(c if o != "." else "." for c, o in zip(mine, theirs, strict=True))
             agent, opponent = pair[seat], pair[1 - seat]
             out.append(SeatRun(mid, seat, agent, opponent, providers[agent], game, label,
-                               known, len(mine), coop, first_c, joint, last_c, before,
+                               known, n, coop, first_c, joint, last_c, before,
                                ac, cac, ad, cad, first, mine))
     return out
 
@@ -185,6 +210,8 @@ def _curve_counts(runs: list[SeatRun]) -> dict[int, list[int]]:
     counts: dict[int, list[int]] = {}
     for (start, pattern), k in Counter((r.start, r.pattern) for r in runs).items():
         for offset, ch in enumerate(pattern):
+            if ch == ".":
+                continue
             acc = counts.setdefault(start + offset, [0, 0])
             acc[0] += k
             acc[1] += k * (ch == "1")
