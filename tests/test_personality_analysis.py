@@ -124,6 +124,9 @@ def test_round_curves_endgame_effect_and_type(profile: dict, agent: str) -> None
     assert end["before_last"] == pytest.approx(thirds[4] / 3)
     assert end["effect"] == pytest.approx((thirds[5] - thirds[4]) / 3)
     assert end["type"] == kind
+    if agent == "wsls":  # per-match differences 0 (allc), -1 (alld), 0 (alt)
+        half = 4.302652729911275 * math.sqrt(1 / 3) / math.sqrt(3)
+        assert end["effect_interval"] == pytest.approx([-1 / 3 - half, -1 / 3 + half])
 
 
 def test_a_model_that_defects_only_in_the_last_round_is_a_strategic_exploiter(profile: dict) -> None:

@@ -35,7 +35,8 @@ METHODS = {
     "conditional": "P(C|C), P(C|D): pooled round pairs with Wilson 95% (paper) and a "
     "cluster-robust CR1 interval clustered by match (ours)",
     "endgame": "rates at each match's last and second-to-last round, Wilson over sequences "
-    "and a cluster-robust interval by match",
+    "and a cluster-robust interval by match; the effect's interval is a t-interval over "
+    "per-match differences (last minus the round before)",
     "curve": "per-round rate aligned from round 1, Wilson 95% over the sequences reaching "
     "that round",
     "provider_tests": "Kruskal-Wallis and pairwise Mann-Whitney U over per-match "
@@ -314,9 +315,15 @@ def _endgame(runs: list[SeatRun], curve: dict[str, list[Any]]) -> dict[str, Any]
         return [tuple(v) for v in by.values()]
 
     cl_last = cluster_ratio_interval(ones("last"))
+    diffs: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in pairs:  # the effect per match (both seats of a self-play match together)
+        diffs[r.match_id][0] += r.last - r.before_last
+        diffs[r.match_id][1] += 1
+    effect = t_interval([d / k for d, k in diffs.values()])
     return {
         "horizon": "known" if known else "not told (continuation or unknown)",
         "sequences": n, "last": last, "before_last": before, "effect": last - before,
+        "effect_interval": None if effect["lo"] is None else [effect["lo"], effect["hi"]],
         "wilson_last": _wilson(last * n, n), "wilson_before_last": _wilson(before * n, n),
         "cluster_last": None if cl_last["lo"] is None else [cl_last["lo"], cl_last["hi"]],
         "type": endgame_type(last, before, curve["rate"]),
