@@ -365,3 +365,20 @@ def test_a_round_without_recorded_cooperation_drops_only_its_own_pairs(
     # pairs (1,2), (2,3) and (5,6) survive: after C at t = 2 and 6, after D at t = 3
     assert (cell["n_after_c"], cell["p_c_after_c"]) == (2, 1.0)
     assert (cell["n_after_d"], cell["p_c_after_d"]) == (1, 0.0)
+
+
+def test_own_runs_carry_cooperation_by_model_like_the_published_table(db: Path) -> None:
+    from coop_tui.report import build_report
+
+    store = Store(db)
+    table = build_report(store, RUN)["cooperation_by_model"]
+    store.close()
+    # tft: 6/6, 1/6, 4/6 per trial (seat 0 against allc, alld, alt)
+    tft = table["tft"]
+    values = [100.0, 100 / 6, 400 / 6]
+    mean = sum(values) / 3
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+    assert tft["n"] == 3 and tft["mean"] == pytest.approx(mean, abs=1e-3)
+    assert tft["sd"] == pytest.approx(sd, abs=1e-3)
+    assert table["tft_self"]["n"] == 3  # self-play: the seat-0 copy only, one per match
+    assert "alt" not in table and "allc" not in table  # the yardstick strategies
