@@ -314,7 +314,7 @@ def test_the_text_report_prints_archetypes_and_endgame_types(db: Path) -> None:
 def test_provider_tests_compare_per_match_rates_between_providers() -> None:
     from scipy.stats import kruskal, mannwhitneyu
 
-    from coop_tui.analysis.personality_profile import SeatRun, _provider_tests
+    from coop_tui.analysis.personality_profile import SeatRun, _by_match, _provider_tests
 
     def seat(match: str, agent: str, coop: int) -> SeatRun:
         return SeatRun(match, 0, agent, "tft", "x", "pd", None, True, 10, coop, 1, 0, 0, 0,
@@ -326,7 +326,7 @@ def test_provider_tests_compare_per_match_rates_between_providers() -> None:
         "gpt-a": [seat("m4", "gpt-a", 1), seat("m5", "gpt-a", 2), seat("m6", "gpt-a", 0)],
     }
     providers = {"claude-a": "anthropic", "claude-b": "anthropic", "gpt-a": "openai"}
-    out = _provider_tests(runs, providers)
+    out = _provider_tests({a: _by_match(v) for a, v in runs.items()}, providers)
     anthropic, openai = [0.9, 0.8, 0.7], [0.1, 0.2, 0.0]
     assert out["groups"] == {"anthropic": {"trials": 3, "rate": pytest.approx(0.8)},
                              "openai": {"trials": 3, "rate": pytest.approx(0.1)}}
@@ -336,7 +336,7 @@ def test_provider_tests_compare_per_match_rates_between_providers() -> None:
     assert pair["p"] == pytest.approx(mannwhitneyu(anthropic, openai).pvalue)
     assert pair["cohens_h"] == pytest.approx(2 * math.asin(math.sqrt(0.8)) - 2 * math.asin(math.sqrt(0.1)))
     assert pair["cohens_d"] == pytest.approx(0.7 / 0.1)  # both sds are 0.1
-    assert _provider_tests({"gpt-a": runs["gpt-a"]}, providers) is None  # one provider
+    assert _provider_tests({"gpt-a": _by_match(runs["gpt-a"])}, providers) is None
 
 
 def test_a_round_without_recorded_cooperation_drops_only_its_own_pairs(
