@@ -218,3 +218,14 @@ async def test_the_analysis_screen_opens_on_the_imported_table(imported: Path, t
         shown = console.export_text()
         assert "gpt-4o-mini" in shown and "76.7" in shown  # (100 + 40 + 90) / 3 in the sample
         assert screen.query("#an-section-published_trials")
+
+
+def test_export_writes_the_trial_table(imported: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert run_cli(["export", "--db", str(imported), "--out", str(out)]) == 0
+    with (out / "trials.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 201
+    pd_row = next(r for r in rows if r["game"] == "pd_medium" and r["model"] == "deepseek-v3")
+    assert (float(pd_row["own_coop0"]), float(pd_row["own_coop1"])) == pytest.approx((0.1, 0.2))
