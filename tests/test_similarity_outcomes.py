@@ -119,6 +119,9 @@ def test_table_2_groups_by_benchmark_and_method_and_curves_follow_the_figure_tol
     assert [(p["told"], p["coop_rate"], p["n"]) for p in curve["a · endogenous (both) · prisoners"]] == [
         (20.0, 0.2, 2), (90.0, 0.9, 2)]
     assert [(p["told"], p["coop_rate"]) for p in curve["b · exogenous · prisoners"]] == [(0.0, 0.0)]
+    # b*: full cooperation is a b-similarity equilibrium from 1/2 in Prisoners (2 >= 3 - 2b
+    # ... 3(1-b) + b) and in 3-player public goods with alpha 1.5 (1.5 >= 1 + (1-b))
+    assert table["b_star"] == {"newcomb": 0.5, "unlabelled": 0.5}
     # scores without a label: their own row, in the public goods game's table
     pg = table["tables"]["public_good"]
     assert pg["rows"]["unlabelled"]["given scores"]["expected"] == pytest.approx((1.75 + 2.2) / 3, abs=1e-4)

@@ -14,8 +14,8 @@ outcome, 1 point) and everyone cooperating (1: 2 points): in Prisoners
 ``(payoff - 1) / (2 - 1)``, so Table 2's 1.272 is 27% recovered.
 
 Scale: one GROUP BY per condition over the matches' play decisions, keyed by the seats'
-agents and their stated distributions (LLM answers are whole percentages, so a million
-decisions fold into a few thousand distinct rows); Python only sees those rows.
+agents; the expected payoff of each match is computed in SQL (one term per action profile:
+its payoff times the seats' stated probabilities), so Python sees one row per seating.
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ class _Moments:
     squares: float = 0.0
 
     def add(self, value: float, count: float = 1.0, squares: float | None = None) -> None:
+        """One value ``count`` times; or, with ``squares``, a sum of ``count`` values and
+        the sum of their squares."""
         self.n += count
         self.total += value * count if squares is None else value
         self.squares += value * value * count if squares is None else squares
@@ -145,9 +147,17 @@ def one_shot_outcomes(store: Store, run_id: str) -> list[_Condition] | None:
     return out or None
 
 
+MAX_PROFILES = 1024
+"""Games with more action profiles than this get no expected payoffs (the SQL sum has one
+term per profile)."""
+
+
 def _aggregate(store: Store, run_id: str, experiment: int, ckey: str, cjson: str,
                gspec: str | None, n_matches: int, mechanism: str) -> _Condition | None:
-    import numpy as np
+    """One condition's sums per seating of agents, all computed in SQL: each match's
+    expected payoffs are the payoff table's terms times the seats' stated probabilities,
+    so Python sees one row per seating however many matches were played."""
+    import itertools
 
     from coop_tui.report import game_from_spec
 
@@ -157,60 +167,64 @@ def _aggregate(store: Store, run_id: str, experiment: int, ckey: str, cjson: str
     if spec.get("protocol"):  # move-by-move games have no payoff table to take expectations over
         return None
     game = game_from_spec(spec)
-    n = game.n_players
+    n, counts = game.n_players, game.action_counts
+    profiles = list(itertools.product(*(range(c) for c in counts)))
+    if len(profiles) > MAX_PROFILES:
+        return None
     cond = _Condition(experiment, ckey, json.loads(cjson or "{}"), game, n, mechanism)
     joins = " ".join(
         f"join seats s{k} on s{k}.match_id = m.id and s{k}.seat = {k} "
         f"join decisions d{k} on d{k}.match_id = m.id and d{k}.round = 1 and d{k}.seat = {k} "
-        f"and d{k}.phase = 'play' and d{k}.distribution is not null"
+        f"and d{k}.phase = 'play' and json_array_length(d{k}.distribution) = {counts[k]}"
         for k in range(n)
     )
-    agents = ", ".join(f"s{k}.agent" for k in range(n))
-    dists = ", ".join(f"d{k}.distribution" for k in range(n))
-    sums = ", ".join(f"sum(s{k}.payoff), sum(s{k}.payoff * s{k}.payoff)" for k in range(n))
+    columns = ", ".join(
+        [f"s{k}.agent as g{k}, s{k}.payoff as r{k}, d{k}.coop_prob as c{k}" for k in range(n)]
+        + [f"json_extract(d{k}.distribution, '$[{a}]') as p{k}_{a}"
+           for k in range(n) for a in range(counts[k])]
+    )
+
+    def expected(i: int) -> str:
+        terms = [
+            f"{float(game.payoffs[profile][i])!r} * " + " * ".join(
+                f"p{k}_{a}" for k, a in enumerate(profile))
+            for profile in profiles if float(game.payoffs[profile][i]) != 0.0
+        ]
+        return "(" + (" + ".join(terms) or "0.0") + ")"
+
+    agents = ", ".join(f"g{k}" for k in range(n))
+    sums = ", ".join(
+        f"sum(r{k}), sum(r{k} * r{k}), sum({expected(k)}), sum({expected(k)} * {expected(k)}), "
+        f"sum(c{k}), sum(c{k} * c{k}), count(c{k})"
+        for k in range(n)
+    )
     rows = store.db.execute(
-        f"""select {agents}, {dists}, count(*), {sums}
-            from matches m {joins}
-            where m.run_id = ? and m.experiment = ? and m.condition_key = ? and m.status = 'done'
-            group by {agents}, {dists}""",
+        f"""with x as materialized (
+                select {columns} from matches m {joins}
+                where m.run_id = ? and m.experiment = ? and m.condition_key = ?
+                  and m.status = 'done')
+            select {agents}, count(*), {sums} from x group by {agents}""",
         [run_id, experiment, ckey],
     ).fetchall()
-    told_cache: dict[tuple[str, ...], list[float | None]] = {}
     for row in rows:
-        seats = tuple(row[:n])
-        strategies = [np.asarray(json.loads(d), dtype=float) for d in row[n:2 * n]]
-        if any(len(s) != c for s, c in zip(strategies, game.action_counts, strict=True)):
-            continue  # an action outside the base game (none here; guards imported data)
-        count = row[2 * n]
-        sums = row[2 * n + 1:]
-        expected = [float(x) for x in game.expected_payoffs(strategies)]
+        seats, count = tuple(row[:n]), row[n]
+        told = _told(cond.condition, seats)
+        pair: dict[str, Any] = {"n": count, "expected": [], "realised": [], "coop": [], "told": told}
         cond.matches += count
-        if seats not in told_cache:
-            told_cache[seats] = _told(cond.condition, seats)
-        told = told_cache[seats]
-        pair = cond.pairs.setdefault(seats, {
-            "n": 0, "expected": [0.0] * n, "realised": [0.0] * n, "coop": [0.0] * n,
-            "told": told,
-        })
-        pair["n"] += count
         for k in range(n):
-            pay_sum, pay_sq = sums[2 * k], sums[2 * k + 1]
-            cond.expected[seats[k]].add(expected[k], count)
-            cond.realised[seats[k]].add(float(pay_sum), count, float(pay_sq))
-            cond.expected_all.add(expected[k], count)
-            cond.realised_all.add(float(pay_sum), count, float(pay_sq))
-            pair["expected"][k] += expected[k] * count
-            pair["realised"][k] += float(pay_sum)
-            coop = game.cooperation_mass(k, strategies[k])
-            if coop is not None:
-                pair["coop"][k] += coop * count
-                if told[k] is not None:
-                    cond.coop_by_told[(seats[k], told[k])].add(coop, count)
-    for pair in cond.pairs.values():
-        for key in ("expected", "realised", "coop"):
-            pair[key] = [v / pair["n"] for v in pair[key]]
+            r_sum, r_sq, e_sum, e_sq, c_sum, c_sq, c_n = row[n + 1 + 7 * k: n + 8 + 7 * k]
+            for into in (cond.realised[seats[k]], cond.realised_all):
+                into.add(float(r_sum or 0.0), count, float(r_sq or 0.0))
+            for into in (cond.expected[seats[k]], cond.expected_all):
+                into.add(float(e_sum), count, float(e_sq))
+            pair["realised"].append(float(r_sum or 0.0) / count)
+            pair["expected"].append(float(e_sum) / count)
+            pair["coop"].append(float(c_sum) / c_n if c_n else None)
+            if c_n and told[k] is not None:
+                cond.coop_by_told[(seats[k], told[k])].add(float(c_sum), c_n, float(c_sq))
         if not game.has_cooperation:
             pair["coop"] = None
+        cond.pairs[seats] = pair
     return cond if cond.matches else None
 
 
@@ -355,6 +369,7 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
     cells: dict[tuple[str, str, str], dict[str, Any]] = {}
     curves: dict[str, dict[str, dict[float, _Moments]]] = defaultdict(lambda: defaultdict(dict))
     several_games = len({c.game.key for c in conds if benchmark_and_method(c.condition)}) > 1
+    bench_games: dict[str, set[Any]] = defaultdict(set)
     for c in conds:
         bm = benchmark_and_method(c.condition)
         if bm is None:
@@ -371,6 +386,8 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
             cell["realised"].n += c.realised_all.n
             cell["realised"].squares += c.realised_all.squares
             cell["matches"] += c.matches
+        if c.coop_by_told:
+            bench_games[bench].add(c.game)
         for (agent, told), m in c.coop_by_told.items():
             series = agent + suffix
             point = curves[bench][series].setdefault(told, _Moments())
@@ -415,7 +432,25 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
             }
             for bench, by_series in sorted(curves.items())
         },
+        "b_star": {bench: _b_star(bench_games[bench]) for bench in sorted(curves)},
     }
+
+
+def _b_star(games: set[Any]) -> float | None:
+    """The similarity above which full cooperation is a b-similarity equilibrium (seed
+    000, Section 3), when every condition of a curve plays the same symmetric game."""
+    if len({g.key for g in games}) != 1:
+        return None
+    game = next(iter(games))
+    if not game.has_cooperation or not game.symmetric:
+        return None
+    try:
+        from coop_tui.analysis.theory import b_star
+
+        value = b_star(game)
+    except Exception:  # noqa: BLE001 - theory is a bonus here, never a reason to fail
+        return None
+    return None if value is None else round(float(value), 6)
 
 
 def _series_parts(c: _Condition, method: str, several_games: bool) -> list[str]:

@@ -76,9 +76,10 @@ def widgets(value: dict[str, Any]) -> list[Any]:
     class CurvePlot(PlotextPlot):
         """Cooperation over the figure told, one line per series, drawn once mounted."""
 
-        def __init__(self, bench: str, by_series: dict[str, list[dict[str, Any]]], **kw: Any) -> None:
+        def __init__(self, bench: str, by_series: dict[str, list[dict[str, Any]]],
+                     b_star: float | None, **kw: Any) -> None:
             super().__init__(**kw)
-            self.bench, self.by_series = bench, by_series
+            self.bench, self.by_series, self.b_star = bench, by_series, b_star
             self.styles.height = 16
 
         def on_mount(self) -> None:
@@ -87,6 +88,9 @@ def widgets(value: dict[str, Any]) -> list[Any]:
                 xs = [p["told"] for p in points]
                 ys = [p["coop_rate"] for p in points]
                 plt.plot(xs, ys, label=series, color=COLOURS[i % len(COLOURS)], marker="braille")
+            if self.b_star is not None:  # full cooperation is an equilibrium above b*
+                plt.vline(100 * self.b_star, "red")
+                plt.text(f" b*={self.b_star:g}", 100 * self.b_star + 1, 0.93, color="red")
             plt.title(f"cooperation over the similarity told: {self.bench}")
             plt.xlim(0, 100)
             plt.ylim(0, 1.05)
@@ -98,7 +102,8 @@ def widgets(value: dict[str, Any]) -> list[Any]:
     if parts:
         out.append(Static(Group(*parts), classes="similarity-table"))
     for i, (bench, by_series) in enumerate((value.get("curves") or {}).items()):
-        out.append(CurvePlot(bench, by_series, id=f"similarity-curve-{i}"))
+        b_star = (value.get("b_star") or {}).get(bench)
+        out.append(CurvePlot(bench, by_series, b_star, id=f"similarity-curve-{i}"))
     return out
 
 
