@@ -55,11 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(rep)
 
     imp = sub.add_parser("import", help="import results from another tool")
-    imp.add_argument("source", choices=["coopeval"], help="format of the directory")
+    imp.add_argument("source", choices=["coopeval", "strategic-personalities"],
+                     help="format of the input")
     imp.add_argument(
         "directory",
         help="a CoopEval tournament directory, a run directory of tournaments, or a study "
-        "directory of runs (data/main_study: run*/<mechanism>_<game>/)",
+        "directory of runs (data/main_study: run*/<mechanism>_<game>/); for "
+        "strategic-personalities, seed 003's trial table (strategic_personalities.csv.gz)",
     )
     _db_arg(imp)
 
@@ -75,6 +77,28 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--rounds", type=int, default=1, help="rounds to play")
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
     _db_arg(play)
+
+    jdg = sub.add_parser(
+        "judge", help="classify a run's stored reasoning texts with a judge agent and a rubric"
+    )
+    jdg.add_argument("run", nargs="?", help="run id, id prefix or name (default: the latest "
+                     "run that is not itself a judge pass)")
+    jdg.add_argument("--judge", required=True, metavar="AGENT",
+                     help="a model string (local/smollm2, openai/gpt-4o-mini, ...) or the name "
+                     "of an [agents.NAME] table of --agents FILE")
+    jdg.add_argument("--rubric", required=True, metavar="NAME|FILE",
+                     help="justifications, similarity-reasoning, or a rubric .toml file")
+    jdg.add_argument("--agents", metavar="FILE", help="a sweep (or agents-only) file whose "
+                     "[agents.NAME] tables --judge may name")
+    jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
+    jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
+    jdg.add_argument("--resume", action="store_true",
+                     help="continue an earlier judge pass (refused when there is none)")
+    jdg.add_argument("--concurrency", type=int, metavar="N", help="judge requests at once (4)")
+    jdg.add_argument("--budget", type=float, metavar="USD", help="stop once this much is spent")
+    jdg.add_argument("--dry-run", action="store_true", help="estimate, ask nothing")
+    jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
+    _db_arg(jdg)
 
     lst = sub.add_parser("list", help="list games, strategies, mechanisms or runs")
     lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs"])
@@ -165,10 +189,23 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.export import export_command
 
         return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
+    if args.command == "import" and args.source == "strategic-personalities":
+        from coop_tui.importers.strategic_personalities import import_command as import_sp
+
+        return import_sp(Path(args.directory), _db_path(args))
     if args.command == "import":
         from coop_tui.importers.coopeval import import_command
 
         return import_command(Path(args.directory), _db_path(args))
+    if args.command == "judge":
+        from coop_tui.judging.run import judge_command
+
+        return judge_command(
+            _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
+            agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
+            concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
+            assume_yes=args.yes,
+        )
     if args.command == "list":
         from coop_tui.listing import list_command
 

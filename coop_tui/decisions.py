@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 AnswerKind = Literal[
     "mixed", "choice", "approvals", "sign", "score", "text", "mediator", "contract", "number",
-    "allocation",
+    "allocation", "judgement",
 ]
 """mixed: percentages per action label; choice: exactly one action ``{"choice": "A1"}``;
 approvals: {"M1": true, ...}; sign: {"sign": bool}; number/allocation: one value in a range,

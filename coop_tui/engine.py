@@ -50,7 +50,10 @@ from coop_tui.prompts import (
     payoff_description,
 )
 
-PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
+PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta", "item")
+ITEM_PHASE = "item"
+"""A benchmark answer (seed 000's grounded similarity): a choice or mixed answer in this
+phase is an answer to a question, never a move, so nothing is sampled or played."""
 PLAY_KINDS = ("mixed", "choice")
 """Answer kinds a play decision can take; both end in a distribution and a sampled action
 (a choice is a one-hot distribution)."""
@@ -542,10 +545,10 @@ class MatchContext:
             latency_ms=(time.perf_counter() - started) * 1000.0, input_tokens=0,
             output_tokens=0, cost_usd=0.0, created_at=time.time(),
         )
-        if request.kind in PLAY_KINDS:
+        if request.kind in PLAY_KINDS and request.phase != ITEM_PHASE:
             self._finish_mixed(decision, request, parsed)
         else:
-            decision.parsed = parsed
+            decision.parsed = _plain(parsed, request.labels)
         return decision
 
     def plays_directly(self) -> bool:
@@ -755,10 +758,10 @@ class MatchContext:
             options=dict(request.options)
             if request.kind in ("number", "allocation") or "meanings" in request.options else {},
         )
-        if request.kind in PLAY_KINDS:
+        if request.kind in PLAY_KINDS and request.phase != ITEM_PHASE:
             self._finish_mixed(decision, request, parsed)
         else:
-            decision.parsed = parsed
+            decision.parsed = _plain(parsed, request.labels)
         if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
@@ -893,6 +896,15 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
     if kind == "choice":
         return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
     return ""
+
+
+def _plain(parsed: Any, labels: Sequence[str]) -> Any:
+    """A parsed answer as stored when nothing is played: a mixed strategy becomes its
+    percentages per label (fractions), everything else stays as parsed."""
+    probabilities = getattr(parsed, "probabilities", None)
+    if probabilities is not None:
+        return dict(zip(labels, (float(p) for p in probabilities), strict=True))
+    return parsed
 
 
 def _rebind(decision: Decision, match_id: str, cache_key: str) -> Decision:

@@ -22,13 +22,18 @@ def list_command(what: str, db_path: Path) -> int:
                      if getattr(g, "protocol", None) else ", ".join(g.action_names[0]))
             table.add_row(key, str(g.n_players), moves, g.title)
     elif what == "strategies":
-        from coop_tui.agents.strategies import get_strategy, strategy_names
+        from coop_tui.agents.strategies import get_strategy, strategy_aliases, strategy_names
 
+        aliases: dict[str, list[str]] = {}
+        for alias, (target, preset) in strategy_aliases().items():
+            implied = ", ".join(f"{k} = {v}" for k, v in preset.items())
+            aliases.setdefault(target, []).append(f"{alias} ({implied})" if implied else alias)
         table.add_column("name")
+        table.add_column("aliases")
         table.add_column("what it does")
         for name in strategy_names():
             doc = (type(get_strategy(name)).__doc__ or "").strip().splitlines()
-            table.add_row(name, doc[0] if doc else "")
+            table.add_row(name, ", ".join(aliases.get(name, [])), doc[0] if doc else "")
     elif what == "mechanisms":
         from coop_tui.mechanisms import mechanism_class, mechanism_keys
 

@@ -537,6 +537,10 @@ def _parse_score(text: str, options: Mapping[str, Any]) -> tuple[int, str | None
         raise ParseError(f"give the score on the scale {lo} to {hi}, not out of {out_of}")
     if len(hits) > 1:
         notes.insert(0, f"{len(hits)} scores given, the last one used")
+    if options.get("decimals"):  # seed 000's judges may answer 72.5
+        if not lo <= value <= hi:
+            raise ParseError(f"the score {_fmt(value)} is outside the range {lo} to {hi}")
+        return (int(value) if value.is_integer() else value), _note(notes)  # type: ignore[return-value]
     if not value.is_integer():
         raise ParseError(f"the score must be a whole number from {lo} to {hi}, not {_fmt(value)}")
     score = int(value)
@@ -712,7 +716,28 @@ def _parse_other(
         return _parse_contract(text, labels, opts)
     if kind in ("number", "allocation"):
         return _parse_numeric(kind, text, opts)
+    if kind == "judgement":
+        return _parse_judgement(text, labels)
     raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def _parse_judgement(text: str, labels: Sequence[str]) -> tuple[dict[str, float], str | None]:
+    """A judge's answer (see :mod:`coop_tui.judging`): every category id of the rubric
+    (``labels``) with a confidence in [0, 1]. Percentages are refused, not rescaled: 1
+    could mean 1% or certainty, and guessing would change the labels."""
+    if not labels:
+        raise ValueError("a judgement needs the rubric's category ids as labels")
+    given, notes = _keyed_answer(text, labels, "every category needs a confidence from 0 to 1")
+    out: dict[str, float] = {}
+    for label in labels:
+        value = _number(label, given[label], notes)
+        if not 0.0 <= value <= 1.0:
+            raise ParseError(
+                f"the confidence for {label} is {_fmt(value)}; write a number from 0 to 1 "
+                "(for example 0.8, not 80)"
+            )
+        out[label] = value
+    return out, _note(notes)
 
 
 def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:

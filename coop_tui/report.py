@@ -192,6 +192,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
             )
         stars = {c["b_star"] for c in e["conditions"]}
         e["b_star"] = stars.pop() if len(stars) == 1 else None
+        e["game_specs"] = _distinct_game_specs(cond_specs, exp)
         e["curve"] = _curve(e["conditions"], labels)
         e["per_round"] = {
             _series(agent, labels.get(ckey, "")): points
@@ -244,6 +245,13 @@ def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
         return {}
     return {"tables": result["tables"], "evolution": result["evolution"],
             "per_replicate": result["per_replicate"]}
+
+
+def _distinct_game_specs(cond_specs: dict[tuple[int, str], str | None], exp: int) -> list[dict[str, Any]]:
+    """Every distinct game of one experiment (a multi-game grid has one per game), so
+    the analysis screen can show each game's payoff table, not only the first one's."""
+    seen = sorted({g for (x, _c), g in cond_specs.items() if x == exp and g})
+    return [json.loads(g) for g in seen]
 
 
 def _conditions(db: Any, run_id: str) -> dict[tuple[int, str], tuple[Any, ...]]:

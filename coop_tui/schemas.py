@@ -65,6 +65,8 @@ def answer_schema(
         return _object({str(opts.get("name", "value")): _grid(opts)})
     if kind == "allocation":
         return _object({str(key): _grid(opts) for key in opts.get("keys") or ()})
+    if kind == "judgement":  # a reasoning judge: a confidence per rubric category
+        return _object({label: {"type": "number", "minimum": 0, "maximum": 1} for label in labels})
     raise ValueError(f"unknown answer kind {kind!r}")
 
 

@@ -102,10 +102,10 @@ def agent_entry(text: str, *, max_tokens: int | None = None, temperature: float 
         raise SpecError(field_name, "is empty; type local/smollm2, a strategy name, human or provider/model")
     if value.lower() == HUMAN:
         return {"human": True}
-    from coop_tui.agents.strategies import strategy_names
+    from coop_tui.agents.strategies import strategy_aliases, strategy_names
 
     key = value.lower().replace("-", "_").replace(" ", "_")
-    if key in strategy_names():
+    if key in strategy_names() or key in strategy_aliases():
         return {"strategy": key}
     if value.startswith("strategy:"):
         return {"strategy": value.split(":", 1)[1].strip()}

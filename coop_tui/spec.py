@@ -226,6 +226,14 @@ class ExperimentSpec(BaseModel):
     condition: str | list[str] = Field(
         default="baseline", description="seed 003's named prompt conditions (a grid axis)"
     )
+    similarity_source: str | list[str] | None = Field(
+        default=None,
+        description='seed 000: play under computed scores, "exogenous:<benchmark>" or '
+        '"endogenous:<benchmark>:<view>" (a grid axis); see coop_tui.grounded.stages',
+    )
+    source_run: str | None = Field(
+        default=None, description="read benchmark answers / judgements from this stored run"
+    )
 
     @field_validator("randomize_labels", mode="before")
     @classmethod
@@ -308,6 +316,10 @@ class Cell:
     """Independent copies of the tournament this cell belongs to."""
     answers: str = "lenient"
     """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
+    source: str | None = None
+    """seed 000: the similarity source whose matrix this match is told (grounded.stages)."""
+    source_run: str | None = None
+    """The stored run the source is read from (None: this run)."""
 
     # A cell's matches are numbered by one *slot* index, replicate-major:
     # slot = replicate * samples + sample. With one replicate the slot is the sample,
@@ -355,6 +367,10 @@ class Cell:
             data["a"] = self.answer
         if self.condition != "baseline":
             data["c"] = self.condition
+        if self.source is not None:
+            data["src"] = self.source
+        if self.source_run is not None:
+            data["srun"] = self.source_run
         return data
 
 
@@ -556,6 +572,9 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
+    from coop_tui.grounded.stages import check_sweep
+
+    check_sweep(spec, source.parent if source else None)  # stage links (seed 000's pipeline)
     grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
         sweep.cells.extend(
@@ -724,8 +743,9 @@ def _expand(
     answer_rule = exp.answers or sweep.answers
     cells: list[Cell] = []
     names = list(axes)
-    for game_ref, scale, bonus, answer, condition in itertools.product(
-        games, scales, bonuses, answers, conditions
+    sources = exp.similarity_source if isinstance(exp.similarity_source, list) else [exp.similarity_source]
+    for game_ref, scale, bonus, answer, condition, source in itertools.product(
+        games, scales, bonuses, answers, conditions, sources
     ):
         scale = _condition_scale(where, condition, scale)
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
@@ -737,9 +757,10 @@ def _expand(
         for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
             params = dict(fixed, **dict(zip(names, combo, strict=True)))
             try:
-                validated = mech_cls.Params.model_validate(params)
+                validated = mech_cls.Params.model_validate(_with_source(params, source, mech_cls))
             except ValidationError as exc:
                 raise spec_error_from(exc, where) from None
+
             mech = mech_cls(validated)
             roster = len(exp.agents) if exp.matchup == "cross" else None
             n_seats = mech.seat_count(game, roster)
@@ -767,7 +788,7 @@ def _expand(
                         game=str(game_ref),
                         game_params=gp,
                         mechanism=exp.mechanism,
-                        mechanism_params=validated.model_dump(mode="json"),
+                        mechanism_params=_without_standin(validated.model_dump(mode="json"), params, source),
                         seats=tuple(seats),
                         matchup=_matchup_label(exp, mech_cls.pooled),
                         samples=samples,
@@ -778,6 +799,8 @@ def _expand(
                         answers=answer_rule,
                         answer=answer,
                         condition=condition,
+                        source=source,
+                        source_run=exp.source_run,
                     )
                 )
     seen: set[str] = set()
@@ -791,6 +814,20 @@ def _expand(
             )
         seen.add(key)
     return cells
+
+
+def _with_source(params: dict[str, Any], source: str | None, mech_cls: Any) -> dict[str, Any]:
+    """A source-fed similarity experiment names no score: validate it with a stand-in
+    (the real per-pair scores replace it when the match runs)."""
+    if source is None or "similarity" in params or "similarity_scores" in params:
+        return params
+    return {**params, "similarity": 50.0}
+
+
+def _without_standin(dumped: dict[str, Any], params: dict[str, Any], source: str | None) -> dict[str, Any]:
+    if source is not None and "similarity" not in params:
+        dumped["similarity"] = None
+    return dumped
 
 
 def _expand_experiment(

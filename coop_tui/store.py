@@ -305,6 +305,53 @@ def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
         db["decisions"].add_column("options", str)
 
 
+@migration
+def m040_strategic_personalities(db: sqlite_utils.Database) -> None:
+    # Seed 003's published trial table (coop-tui import strategic-personalities): one row
+    # per trial with both seats' totals and cooperation, no per-round choices. Each
+    # seat's own cooperation is derived once at import (see importers/strategic_personalities).
+    db["sp_trials"].create(
+        {
+            "run_id": str, "line": int, "game": str, "game_name": str, "category": str,
+            "game_type": str, "model": str, "opponent": str, "matchup": str,
+            "condition": str, "trial": int, "rounds": int, "seat0": str, "seat1": str,
+            "payoff0": float, "payoff1": float, "coop_mean": float, "joint": float,
+            "modal0": str, "modal1": str, "tokens0": int, "tokens1": int, "cost_usd": float,
+            "flag": str, "timestamp": str, "own_coop0": float, "own_coop1": float,
+        },
+        pk=("run_id", "line"),
+        if_not_exists=True,
+    )
+    db["sp_trials"].create_index(["run_id", "game", "condition", "model"], if_not_exists=True)
+
+
+@migration
+def m070_judge_links(db: sqlite_utils.Database) -> None:
+    # A reasoning judge (coop_tui.judging) stores each judgement as a decision of its own
+    # run; these rows link it to the decision it judged, and hold its labels one per
+    # category so the analysis aggregates in SQL over indexes.
+    db.execute(
+        """create table if not exists judgements (
+               judge_run_id text not null, judged_decision_id integer not null,
+               judge_decision_id integer, judged_run_id text not null, judge text not null,
+               rubric text not null, rubric_version text not null, rubric_digest text,
+               valid integer not null, created_at real,
+               primary key (judge_run_id, judged_decision_id))"""
+    )
+    db.execute("create index if not exists idx_judgements_judged_run"
+               " on judgements (judged_run_id, rubric)")
+    db.execute("create index if not exists idx_judgements_judged_decision"
+               " on judgements (judged_decision_id)")
+    db.execute("create index if not exists idx_judgements_judge_decision"
+               " on judgements (judge_decision_id)")
+    db.execute(
+        """create table if not exists judgement_labels (
+               judge_decision_id integer not null, category text not null,
+               confidence real not null, present integer not null,
+               primary key (judge_decision_id, category))"""
+    )
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
@@ -660,6 +707,12 @@ class Store:
             for table in ("decisions", "rounds", "seats", "phases"):
                 self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
             self.db.execute("delete from failures where run_id = ?", [run_id])
+            if "sp_trials" in self.db.table_names():  # an imported seed-003 trial table
+                self.db.execute("delete from sp_trials where run_id = ?", [run_id])
+            self.db.execute(  # a judge run's links and labels (coop_tui.judging)
+                "delete from judgement_labels where judge_decision_id in"
+                " (select judge_decision_id from judgements where judge_run_id = ?)", [run_id])
+            self.db.execute("delete from judgements where judge_run_id = ?", [run_id])
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])

@@ -236,10 +236,10 @@ async def run_sweep(
     done_keys = {key for key, st in status.items() if st == "done"}
     summary.matches_skipped = len(done_keys)  # the run's matches all come from this sweep
     summary.matches_done = summary.matches_skipped
-    pending = (
-        (cell, sample) for cell, sample in sweep.matches()
-        if not done_keys or cell.match_key(sample) not in done_keys
-    )
+    from coop_tui.grounded.stages import experiment_stages
+
+    stage_of = experiment_stages(sweep)  # stage 0 first; a later stage reads earlier ones
+    pending: Any = iter(())
     n_todo = summary.matches_total - summary.matches_skipped
     names = {n for cell in sweep.cells for n in cell.seats}
     try:
@@ -292,7 +292,15 @@ async def run_sweep(
     n_workers = max(1, min(n_todo, match_workers or sweep.spec.concurrency * 2))
     progress()
     try:
-        await asyncio.gather(*(worker() for _ in range(n_workers)))
+        for stage_now in sorted(set(stage_of)):  # each stage waits for the ones before it
+            pending = (
+                (cell, sample) for cell, sample in sweep.matches()
+                if stage_of[cell.experiment] == stage_now
+                and (not done_keys or cell.match_key(sample) not in done_keys)
+            )
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
+            if stop.is_set():
+                break
         if stop.is_set():  # the user, or the budget, ended the run early
             summary.status = "stopped"
         else:
@@ -367,7 +375,16 @@ async def play_cell(
     seed = derived_seed(sweep.spec.seed, match_key)
     game = cell_game(cell, base)
     mech_cls = mechanism_class(cell.mechanism)
-    mechanism = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
+    params, missing = _stage_inputs(cell, store, run_id)
+    if missing is not None:  # an earlier stage left no usable input: the match fails, says why
+        bus.emit(MatchStarted(run_id=run_id, match_id=match_id, experiment=cell.experiment,
+                              game=game.key, mechanism=cell.mechanism, seats=cell.seats,
+                              condition=_game_condition(cell), sample=sample, seed=seed,
+                              info={"match_key": match_key, "matchup": cell.matchup,
+                                    "replicate": replicate}))
+        bus.emit(MatchDone(match_id, (), status="failed", error=missing))
+        return "failed"
+    mechanism = mech_cls(mech_cls.Params.model_validate(params))
     seat_agents = [agents[name] for name in cell.seats]
     condition = {**mechanism.condition(), **_game_condition(cell)}
     if cell.mechanism_axis:  # several mechanisms in one experiment: never pool them
@@ -449,6 +466,19 @@ async def play_cell(
     return "done"
 
 
+def _stage_inputs(cell: Cell, store: Store | None, run_id: str) -> tuple[dict[str, Any], str | None]:
+    """A dependent stage's parameters with its inputs (seed 000: a judge's dossier, the
+    per-pair scores); (params, None) or (params, why they are missing)."""
+    from coop_tui.grounded.stages import needs_inputs, resolve_params
+
+    if not needs_inputs(cell):
+        return cell.mechanism_params, None
+    try:
+        return resolve_params(cell, store, run_id), None
+    except ValueError as exc:
+        return cell.mechanism_params, f"missing input from an earlier stage: {exc}"
+
+
 def _game_condition(cell: Cell) -> dict[str, Any]:
     """The game is part of the condition: an experiment may list several games, scales,
     bonuses or sizes, and their results must never be pooled."""
@@ -457,6 +487,8 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["answer"] = cell.answer
     if cell.condition != "baseline":
         condition["condition"] = cell.condition
+    if cell.source is not None:  # seed 000: scores computed from this source
+        condition["similarity_source"] = cell.source
     return condition
 
 
@@ -509,7 +541,9 @@ def decisions_per_match(sweep: Sweep) -> list[int]:
             if gkey not in games:
                 games[gkey] = cell_game(cell, base)
             mech_cls = mechanism_class(cell.mechanism)
-            mech = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params))
+            from coop_tui.grounded.stages import planning_params
+
+            mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
             per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
         out.append(per_match[key])
     return out

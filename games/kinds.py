@@ -223,7 +223,7 @@ class Turn:
             messages=({"role": "user", "content": text},),
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
-                          total_rounds=self.game.rounds, extra=self._extra(phase, facts)),
+                          total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
             labels=own.labels, label_to_action=own.label_to_action,
             schema=answer_schema("choice", own.labels, {}),
             options={"meanings": [opts[a] for a in own.label_to_action],
@@ -234,9 +234,15 @@ class Turn:
         return int(decision.action)
 
     # ------------------------------------------------------------ internals
-    def _extra(self, phase: str, facts: dict[str, Any] | None) -> dict[str, Any]:
+    def _extra(self, seat: int, phase: str, facts: dict[str, Any] | None) -> dict[str, Any]:
+        """What a strategy in ``seat`` may read: the move's facts, past rounds' moves, the
+        game's parameters, and ``seed``, drawn from the match seed for this round, seat and
+        move, for strategies that pick a number at random (a rerun draws the same)."""
+        from coop_tui.engine import derived_seed
+
         return {"phase": phase, "facts": dict(facts or {}),
-                "past": [r.moves for r in self.past], "game_params": dict(self.game.params)}
+                "past": [r.moves for r in self.past], "game_params": dict(self.game.params),
+                "seed": derived_seed(self.ctx.seed, "strategy", self.round, seat, phase)}
 
     def _request(self, seat: int, phase: str, query: str, kind: str,
                  options: dict[str, Any], facts: dict[str, Any] | None) -> DecisionRequest:
@@ -249,7 +255,7 @@ class Turn:
             messages=({"role": "user", "content": text},),
             view=SeatView(game=self.game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
-                          total_rounds=self.game.rounds, extra=self._extra(phase, facts)),
+                          total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
             schema=answer_schema(kind, (), options), options=options,
         )
 

@@ -360,17 +360,22 @@ class AnalysisScreen(NavScreen):
 
     # ------------------------------------------------------------ tables
     def _show_payoffs(self, e: dict[str, Any]) -> None:
+        """The payoff table of every game the experiment plays (one per game spec)."""
         widget = self.query_one("#an-payoff", PayoffTable)
-        spec = e.get("game_spec")
-        if not spec:
+        specs = e.get("game_specs") or ([e["game_spec"]] if e.get("game_spec") else [])
+        widget.border_title = "Payoff table" if len(specs) <= 1 else f"Payoff tables ({len(specs)} games)"
+        if not specs:
             widget.show(None, "the game of this experiment was not stored")
             return
         from coop_tui.report import game_from_spec
 
-        try:
-            widget.show(game_from_spec(spec))
-        except (KeyError, TypeError, ValueError) as exc:
-            widget.show(None, f"cannot rebuild the game: {exc}")
+        games, problems = [], []
+        for spec in specs:
+            try:
+                games.append(game_from_spec(spec))
+            except (KeyError, TypeError, ValueError) as exc:
+                problems.append(f"cannot rebuild the game: {exc}")
+        widget.show_games(games, "; ".join(problems))
 
     def _show_tournament(self, e: dict[str, Any]) -> None:
         views = tournament_views(e)

@@ -126,6 +126,40 @@ def decision_details(decision: Any, game: Any = None) -> Group:
     return Group(*parts)
 
 
+def judgement_texts(decision: Any, judgements: list[dict[str, Any]], judged: int | None) -> list[Text]:
+    """Judgements of this decision (coop-tui judge) first: judge, rubric, labels with their
+    confidence, then the judged text; for a judge's own decision, the decision it judged."""
+    from coop_tui.judging.links import judged_text
+
+    parts: list[Text] = []
+    if judged is not None:
+        parts.append(_heading("Judgement"))
+        parts.append(Text(f"this decision judges decision #{judged} (its text is in the "
+                          "request below)", style="dim"))
+    if not judgements:
+        return parts
+    parts.append(_heading(f"Judgements ({len(judgements)})"))
+    for j in judgements:
+        head = Text.assemble((f"{j['judge']}", "bold"), f" · {j['rubric']} v{j['version']} · ",
+                             (f"decision #{j['judge_decision']}", "dim"))
+        parts.append(head)
+        if not j["valid"]:
+            parts.append(Text("  invalid: the judge gave no usable answer", style="red"))
+            continue
+        present = [lab for lab in j["labels"] if lab["present"]]
+        line = Text("  ")
+        for lab in present:
+            line.append(f"{lab['category']} {lab['confidence']:.2f}", style="bold green")
+            line.append("  ")
+        if not present:
+            line.append("no category present", style="dim")
+        parts.append(line)
+    parts.append(_heading("Judged text"))
+    text = judged_text(decision.response, decision.reasoning)
+    parts.append(Text(text) if text else Text("(empty)", style="dim"))
+    return parts
+
+
 class InspectorScreen(NavScreen):
     """One decision in full, with an editor to re-ask it."""
 
@@ -148,6 +182,8 @@ class InspectorScreen(NavScreen):
         self.result: Any = None
         """The last :class:`~coop_tui.reask.ReaskResult` (tests read it)."""
         self.reasking = False
+        self.judgements: list[dict[str, Any]] = []
+        """Judgements of the decision (coop-tui judge), as shown (tests read them)."""
         self.error: str | None = None
         self.queue: collections.deque[Event] = collections.deque()
         self.new_text = ""
@@ -194,7 +230,11 @@ class InspectorScreen(NavScreen):
         except ReaskError as exc:
             self.app.call_from_thread(self._show_error, str(exc))
             return
-        self.app.call_from_thread(self._show, target, reasks, run)
+        from coop_tui.judging.links import judged_by, judgements_of
+
+        judgements = judgements_of(self.store, self.decision_id)
+        judged = judged_by(self.store, self.decision_id)
+        self.app.call_from_thread(self._show, target, reasks, run, judgements, judged)
 
     def _show_error(self, message: str) -> None:
         self.error = message
@@ -203,7 +243,8 @@ class InspectorScreen(NavScreen):
             Text.assemble((" coop-tui ", "bold reverse"), (" inspector ", "bold"),
                           f" decision #{self.decision_id}  ", ("not found", "red")))
 
-    def _show(self, target: Any, reasks: list[dict[str, Any]], run: dict[str, Any]) -> None:
+    def _show(self, target: Any, reasks: list[dict[str, Any]], run: dict[str, Any],
+              judgements: list[dict[str, Any]] | None = None, judged: int | None = None) -> None:
         from coop_tui.reask import editable_prompt
 
         self.target = target
@@ -225,6 +266,9 @@ class InspectorScreen(NavScreen):
                               + ("" if r["valid"] else " (invalid)"), style="dim")
                          for r in reasks)
             details = Group(details, *lines)
+        if judgements or judged is not None:
+            details = Group(*judgement_texts(d, judgements or [], judged), details)
+        self.judgements = judgements or []
         self.query_one("#insp-details", Static).update(details)
         self.original_prompt = editable_prompt(d)
         self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)

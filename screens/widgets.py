@@ -93,6 +93,23 @@ class PayoffTable(Static):
 
         self.update(Group(title, payoff_table(game)))
 
+    def show_games(self, games: list[Any], message: str = "") -> None:
+        """Each game's title and table, one under the other (a multi-game experiment)."""
+        if len(games) <= 1:
+            self.show(games[0] if games else None, message)
+            return
+        from rich.console import Group
+
+        parts: list[Any] = []
+        for i, game in enumerate(games):
+            if i:
+                parts.append(Text(""))
+            parts.append(Text.assemble((game.title, "bold"), "  ", (_game_summary(game), "dim")))
+            parts.append(payoff_table(game))
+        if message:
+            parts.append(Text(message, style="dim yellow"))
+        self.update(Group(*parts))
+
 
 def _game_summary(game: Any) -> str:
     parts = [f"{game.n_players} players"]

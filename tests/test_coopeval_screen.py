@@ -43,3 +43,37 @@ async def test_analysis_shows_paper_tables_and_evolution(tmp_path: Path) -> None
         assert screen.experiment["mechanism"] == "reputation"
         assert not evolution.display
         assert tables.display  # the tables cover the whole run, whatever the experiment
+
+
+async def test_a_multi_game_experiment_shows_every_games_payoff_table(tmp_path: Path) -> None:
+    """One experiment over two games: the payoff panel shows both tables, not the first."""
+    from coop_tui.games import get_game
+    from coop_tui.spec import build_sweep
+    from coop_tui.sweep import run_sweep
+
+    db = tmp_path / "multi.db"
+    store = Store(db)
+    sweep = build_sweep({
+        "name": "multi", "seed": 4, "concurrency": 1,
+        "agents": {"tft": {"strategy": "tit_for_tat"}, "alld": {"strategy": "always_defect"}},
+        "experiments": [{"game": ["prisoners", "stag_hunt"], "mechanism": "none",
+                         "matchup": "cross", "agents": ["tft", "alld"]}],
+    })
+    await run_sweep(sweep, store, run_id="run-multi")
+    store.close()
+    app = ScreenApp(db, lambda s: AnalysisScreen(s, "run-multi", export_dir=tmp_path / "out"))
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen.loaded >= 1)
+        e = screen.experiment
+        assert sorted(spec["key"] for spec in e["game_specs"]) == ["prisoners", "stag_hunt"]
+        payoff = screen.query_one("#an-payoff")
+        text = static_text(payoff)
+        pd, sh = get_game("prisoners"), get_game("stag_hunt")
+        assert pd.title in text and sh.title in text
+        # each table carries its own game's payoffs: Stag Hunt's 5 is no PD payoff
+        i_pd, i_sh = text.index(pd.title), text.index(sh.title)
+        pd_part = text[i_pd:i_sh] if i_pd < i_sh else text[i_pd:]
+        sh_part = text[i_sh:i_pd] if i_sh < i_pd else text[i_sh:]
+        assert "5" in sh_part and "5" not in pd_part
+        assert payoff.border_title == "Payoff tables (2 games)"

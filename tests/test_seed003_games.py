@@ -123,7 +123,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "alld": {"strategy": "always_defect"},
     "tft": {"strategy": "tit_for_tat"},
     "alt": {"strategy": "alternator"},
-    "mirror": {"strategy": "mirror"},
+    "mirror": {"strategy": "mirror", "params": {"opening": "cooperate"}},
     "cycle": {"strategy": "cycle"},
     "first": {"strategy": "mixed", "params": {"probs": [1, 0, 0, 0]}},
     "uniform": {"strategy": "mixed"},

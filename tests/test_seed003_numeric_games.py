@@ -405,12 +405,18 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
     sweep = load_sweep(study, check_keys=False)
     cells = [c for c in sweep.cells if c.mechanism == "none"]
     assert {c.game for c in cells} == set(SEED003_NUMERIC)
+    # seed 003's opponents per game: its fairness / trust / bargaining / signalling sets
+    # plus random, mirror and anti_mirror; the other 14 games get those three alone
+    per_model = 3 * 6 + 2 * 6 + 3 * 7 + 1 * 6 + 14 * 3
     assert Counter(c.matchup for c in cells) == Counter(
-        {"versus": 23 * (9 + 16) * 4, "self": 23 * 16, "pairs": 23 * 120})
+        {"versus": per_model * (9 + 16), "self": 23 * 16, "pairs": 23 * 120})
+    ultimatum = {c.seats[1] for c in cells if c.game == "ultimatum" and c.matchup == "versus"}
+    assert ultimatum == {"reject_unfair", "accept_all", "fair_offer", "random", "mirror",
+                         "anti_mirror"}
     for c in cells:
         assert c.game_params == {} and c.mechanism_params == {}  # the code's rounds per game
         if c.game == "pg_low_mpcr" and c.matchup == "pairs":
-            assert c.seats[2:] == ("fixed_half", "fixed_half")
+            assert c.seats[2:] == ("random", "random")
 
 
 async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_path: Any) -> None:

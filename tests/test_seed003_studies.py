@@ -61,6 +61,37 @@ def test_the_full_study_is_the_papers_design() -> None:
     assert set(counts) == {"versus", "self", "pairs"}
 
 
+PD_SET = {"always_cooperate", "always_defect", "tit_for_tat", "suspicious_tft",
+          "tit_for_two_tats", "reverse_tft", "hard_tft", "grim_trigger", "pavlov",
+          "false_defector", "defect_once", "noise_10", "noise_20", "random", "mirror",
+          "anti_mirror"}
+EXTRA = {"bos_standard": {"always_ballet", "always_football", "alternate"},
+         "bos_transposed": {"always_ballet", "always_football", "alternate"},
+         "stag_hunt_standard": {"always_stag", "always_hare", "stag_tft"},
+         "stag_hunt_risky": {"always_stag", "always_hare", "stag_tft"},
+         "chicken_sp": {"always_swerve", "always_straight", "chicken_tft", "chicken_bully"},
+         "chicken_high_stakes": {"always_swerve", "always_straight", "chicken_tft",
+                                 "chicken_bully"}}
+
+
+def test_the_full_study_plays_each_game_against_the_codes_opponents() -> None:
+    """Seed 003's code plays, per binary game, its 13 prisoner's-dilemma strategies plus
+    random / mirror / anti_mirror, and the game family's own strategies; every agent key is
+    the code's name and resolves to a strategy that plays that game."""
+    from coop_tui.agents.strategies import get_strategy
+
+    sweep = load_sweep(FULL, check_keys=False)
+    for game in MATRIX_GAMES:
+        for design, n in (("G", 1), ("F", 5)):
+            cells = [c for c in sweep.cells if c.matchup == "versus" and c.game == game
+                     and c.samples == n]
+            assert {c.seats[1] for c in cells} == PD_SET | EXTRA.get(game, set()), (game, design)
+    agents = sweep.spec.agents
+    assert agents["pavlov"].strategy == "pavlov"
+    assert get_strategy(agents["noise_20"].strategy).params == {"noise": 0.2}
+    assert agents["tit_for_tat"].strategy == "tit_for_tat_sp"  # plays BoS and focal point too
+
+
 async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path) -> None:
     """Every experiment (design) of the offline study, shrunk: one round, at most one
     opponent, and per experiment its first game plus any 4-player game."""

@@ -95,9 +95,9 @@ def moves(s1: Spec, s2: Spec, rounds: int, **kwargs: Any) -> str:
         ("hard_majority", "alternator", "DC CD DC CD DC"),
         ("prober", "always_cooperate", "DC CC CC DC DC"),
         ("prober", "tit_for_tat", "DC CD CC CC CC"),
-        ("mirror", "alternator", "CC CD DC CD DC CD"),
-        ("anti_mirror", "always_cooperate", "CC DC DC"),
-        ("anti_mirror", "always_defect", "CD CD CD"),
+        (("mirror", {"opening": "cooperate"}), "alternator", "CC CD DC CD DC CD"),
+        (("anti_mirror", {"opening": "cooperate"}), "always_cooperate", "CC DC DC"),
+        (("anti_mirror", {"opening": "cooperate"}), "always_defect", "CD CD CD"),
         (("cycle", {"actions": [0, 0, 1]}), "always_cooperate", "CC CC DC CC CC DC"),
         (("always_action", {"action": 1}), "tit_for_tat", "DC DD DD"),
         (("random", {"p": 1}), "always_defect", "CD CD CD"),
@@ -179,7 +179,8 @@ def test_games_without_cooperation_get_a_clear_error_or_index_strategies() -> No
     with pytest.raises(StrategyError, match="matching_pennies"):
         get_strategy("tit_for_tat").distribution(_view(g, [(0, 1)]))
     mirror = get_strategy("mirror")
-    assert mirror.distribution(_view(g, [])) == [1.0, 0.0]
+    assert mirror.distribution(_view(g, [])) == [0.5, 0.5]  # seed 003's random opening
+    assert get_strategy("mirror", opening="cooperate").distribution(_view(g, [])) == [1.0, 0.0]
     assert mirror.distribution(_view(g, [(0, 1)])) == [0.0, 1.0]
     assert get_strategy("anti_mirror").distribution(_view(g, [(0, 1)])) == [1.0, 0.0]
     assert get_strategy("always_action", action=1).distribution(_view(g, [])) == [0.0, 1.0]
@@ -213,7 +214,7 @@ def test_unknown_strategy_suggests_and_lists_names() -> None:
     assert "did you mean 'tit_for_tat'" in text
     assert "grim_trigger" in text and "win_stay_lose_shift" in text
     assert isinstance(err.value, ValueError)
-    with pytest.raises(StrategyError, match="known: alternator"):
+    with pytest.raises(StrategyError, match="known: accept_all, accept_fair"):
         get_strategy("zzzz")
     assert get_strategy("Tit-For-Tat").name == "tit_for_tat"
 

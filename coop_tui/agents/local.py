@@ -505,6 +505,10 @@ def answer_grammar(
         return "gbnf", mixed_gbnf(labels)
     if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
         return "gbnf", choice_gbnf(labels)
+    if kind == "judgement" and labels:  # number ranges are beyond the schema converter
+        from coop_tui.judging.rubric import judgement_gbnf
+
+        return "gbnf", judgement_gbnf(labels)
     return "schema", json.dumps(grammar_schema(schema))  # key order kept: label order
 
 

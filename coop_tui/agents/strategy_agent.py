@@ -22,7 +22,14 @@ Documented defaults for the other phases (a strategy has no opinion there):
   (games without one: the action the strategy itself would play now);
 - contract proposal: no transfers (0 for every action);
 - similarity score: 50 (clamped into ``options["min"]..options["max"]`` when given);
-- free text (plans, critiques): one sentence naming the strategy and what it does.
+- free text (plans, critiques): one sentence naming the strategy and what it does;
+- leaving a match (phase ``exit``, ``{"leave": ...}``, team tournaments): leave exactly when
+  the strategy would not cooperate in the next round against this co-player (it walks away
+  from a partner it would punish; ALLD leaves after every first round, ALLC never leaves,
+  a stochastic strategy that may still cooperate stays);
+- comprehension questions (phase ``meta``): 0 for every number (clamped into the range)
+  and false for every yes/no entry - a strategy states no beliefs, so its accuracy is only
+  what those constants happen to match.
 """
 
 from __future__ import annotations
@@ -100,6 +107,10 @@ class StrategyAgent:
     def answer(self, request: DecisionRequest) -> str:
         """The answer text for any request kind (see the module docstring)."""
         kind = request.kind
+        if request.phase == "exit":
+            return json.dumps({"leave": self._would_not_cooperate(request.view)})
+        if request.phase == "meta":
+            return self._meta(request)
         if kind == "mixed":
             return self._mixed(request)
         if kind == "choice":
@@ -117,6 +128,23 @@ class StrategyAgent:
         if kind in ("number", "allocation"):
             return self._numeric(request)
         return self.describe()
+
+    def _would_not_cooperate(self, view: SeatView) -> bool:
+        probs = game_distribution(self.strategy, view)
+        return sum(probs[a] for a in view.game.cooperative[view.seat] if a < len(probs)) <= 0
+
+    @staticmethod
+    def _meta(request: DecisionRequest) -> str:
+        opts = request.options
+
+        def zero() -> int:
+            return int(min(max(0, opts.get("min", 0)), opts.get("max", 0)))
+
+        if request.kind == "number":
+            return json.dumps({str(opts.get("name", "value")): zero()})
+        if request.kind == "allocation":
+            return json.dumps({str(k): zero() for k in opts.get("keys") or ()})
+        return json.dumps({label: False for label in request.labels})
 
     def describe(self) -> str:
         summary = self.strategy.summary().rstrip(".")

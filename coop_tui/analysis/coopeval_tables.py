@@ -141,12 +141,20 @@ def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -
 def replicate_metrics(tensor, *, freeze: str = "every_optimum") -> dict[str, Any]:
     """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory.
 
-    ``freeze="vertex"`` rates agents as CoopEval does (whatever is tight at the LP vertex
-    the solver returns); the default is our solver-independent rating.
+    ``freeze="vertex"`` rates agents by CoopEval's rule (whatever is tight at the LP vertex
+    the solver returns) on our LP; ``freeze="coopeval"`` builds CoopEval's own LP (ordered
+    seatings, seat and rated equalities, its tolerance: see
+    :mod:`coop_tui.analysis.coopeval_devrating`); the default is our solver-independent
+    rating.
     """
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
-    ratings = deviation_ratings(tensor.payoffs, freeze=freeze)  # type: ignore[arg-type]
+    if freeze == "coopeval":
+        from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
+
+        ratings = coopeval_deviation_ratings(tensor.payoffs)
+    else:
+        ratings = deviation_ratings(tensor.payoffs, freeze=freeze)  # type: ignore[arg-type]
     ranks = deviation_ranks(ratings)
     agents = list(tensor.agents)
     return {

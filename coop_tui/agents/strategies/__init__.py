@@ -17,6 +17,7 @@ from typing import Any
 from coop_tui.agents.strategies.base import (
     Strategy,
     StrategyError,
+    alias_table,
     parameter_defaults,
     register,
     registry,
@@ -28,6 +29,8 @@ __all__ = [
     "StrategyError",
     "get_strategy",
     "register",
+    "resolve_name",
+    "strategy_aliases",
     "strategy_class",
     "strategy_names",
 ]
@@ -48,22 +51,42 @@ def strategy_names() -> list[str]:
     return sorted(registry())
 
 
-def strategy_class(name: str) -> type[Strategy]:
-    """The class registered under ``name`` (case, hyphens and spaces are forgiven)."""
+def strategy_aliases() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every alias (seed 003's names among them) -> (strategy name, implied parameters)."""
+    _load()
+    return dict(sorted(alias_table().items()))
+
+
+def resolve_name(name: str) -> tuple[str, dict[str, Any]]:
+    """The registered name behind ``name`` (itself, or what its alias stands for) and the
+    parameters an alias implies."""
     _load()
     key = _key(name)
+    if key in alias_table():
+        target, preset = alias_table()[key]
+        return target, dict(preset)
+    return key, {}
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """The class registered under ``name`` or one of its aliases (case, hyphens and spaces
+    are forgiven)."""
+    key, _ = resolve_name(name)
     cls = registry().get(key)
     if cls is None:
         names = sorted(registry())
-        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(key, names + sorted(alias_table()), n=3, cutoff=0.5)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise StrategyError(f"unknown strategy {name!r}; {hint}known: {', '.join(names)}")
     return cls
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:
-    """Build the named strategy; unknown names raise StrategyError, bad params TypeError/ValueError."""
+    """Build the named strategy; unknown names raise StrategyError, bad params TypeError/ValueError.
+
+    An alias supplies its implied parameters; parameters given here override them."""
     cls = strategy_class(name)
+    params = {**resolve_name(name)[1], **params}
     accepted = parameter_defaults(cls)
     unknown = sorted(set(params) - set(accepted))
     if unknown:

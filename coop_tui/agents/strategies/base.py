@@ -43,6 +43,9 @@ class Strategy:
     needs_cooperation: ClassVar[bool] = True
     """False for strategies defined on action indices alone (fixed actions, cycles, mixes),
     which therefore also play games without a cooperative/defect action."""
+    aliases: ClassVar[dict[str, dict[str, Any]]] = {}
+    """Other names this strategy answers to, each with the parameters it implies (seed
+    003's ``noise_10`` is ``noisy_tit_for_tat`` with ``noise = 0.1``)."""
 
     def distribution(self, view: SeatView) -> list[float]:
         """Probability of each of the seat's actions in the game the strategy knows."""
@@ -86,12 +89,27 @@ def register(cls: S) -> S:
     known = _REGISTRY.get(cls.name)
     if known is not None and known is not cls:
         raise TypeError(f"strategy name {cls.name!r} is used by {known.__qualname__} already")
+    if cls.name in _ALIASES:
+        raise TypeError(f"strategy name {cls.name!r} is an alias of {_ALIASES[cls.name][0]!r}")
+    for alias, preset in cls.aliases.items():
+        taken = _ALIASES.get(alias)
+        if alias in _REGISTRY or (taken is not None and taken[0] != cls.name):
+            raise TypeError(f"{cls.__qualname__}: alias {alias!r} names another strategy")
+        _ALIASES[alias] = (cls.name, dict(preset))
     _REGISTRY[cls.name] = cls
     return cls
 
 
 def registry() -> dict[str, type[Strategy]]:
     return _REGISTRY
+
+
+def alias_table() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Alias -> (registered name, the parameters the alias implies)."""
+    return _ALIASES
+
+
+_ALIASES: dict[str, tuple[str, dict[str, Any]]] = {}
 
 
 def parameter_defaults(cls: type[Strategy]) -> dict[str, Any]:
@@ -275,3 +293,55 @@ def check_probs(name: str, probs: Sequence[Any]) -> list[float]:
     if not math.isclose(total, 1.0, abs_tol=1e-6):
         raise ValueError(f"{name} sums to {total:g}, not 1; give one probability per action")
     return values
+
+
+# ---------------------------------------------------------------------- seed 003's convention
+# Seed 003's code treats every game's first option as "cooperate" and its second as
+# "defect" (also in Battle of the Sexes, Matching Pennies and the focal-point game), and the
+# copies of a strategy that fill the seats of a 4-player game all react to the model in
+# seat 1 only. The strategies written to play as that code plays share these helpers.
+def watched_seat(view: SeatView) -> int:
+    """The co-player seed 003's strategies react to: seat 1 (index 0), or seat 2 for seat 1."""
+    return 0 if view.seat != 0 else 1
+
+
+def first_option(view: SeatView, seat: int | None = None) -> int:
+    """The seat's cooperative action when the game names one, else its first action."""
+    seat = view.seat if seat is None else seat
+    coop = view.game.cooperative[seat]
+    return min(coop) if coop else 0
+
+
+def second_option(view: SeatView, seat: int | None = None) -> int:
+    """The seat's defect action when the game names one, else its second action."""
+    seat = view.seat if seat is None else seat
+    d = view.game.defect[seat]
+    if d is not None:
+        return d
+    return 1 if known_actions(view, seat) > 1 else 0
+
+
+def watched_action(move: Move) -> int:
+    """What the watched co-player did in ``move`` (the first co-player in seat order)."""
+    return move.others[0]
+
+
+def watched_played_second(view: SeatView, move: Move) -> bool:
+    """Whether the watched co-player took its second ("defect") option in ``move``."""
+    return watched_action(move) == second_option(view, watched_seat(view))
+
+
+def watched_played_first(view: SeatView, move: Move) -> bool:
+    return watched_action(move) == first_option(view, watched_seat(view))
+
+
+def copy_action(view: SeatView, action: int) -> list[float]:
+    """Play the same action index as the co-player did (the code copies the option)."""
+    if 0 <= action < known_actions(view):
+        return pure(view, action)
+    return pure(view, second_option(view))
+
+
+def uniform(view: SeatView) -> list[float]:
+    n = known_actions(view)
+    return [1.0 / n] * n

@@ -2,23 +2,26 @@
 
 They work on action indices, so they also play coordination and zero-sum games that have no
 cooperative action (Battle of the Sexes, Matching Pennies). With several co-players they
-react to the action most of them took (ties go to the lower index).
+react to the first co-player (seat 1, or seat 2 for seat 1), as seed 003's copies react
+to the model.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from typing import Any
 
 from coop_tui.agents.strategies.base import (
     Strategy,
-    StrategyError,
     cooperate,
     defect,
     known_actions,
     others_cooperated,
     pure,
     register,
+    uniform,
+    watched_action,
 )
+from coop_tui.agents.strategies.numeric import anti_mirror_number, mirror_number
 from coop_tui.decisions import SeatView
 
 
@@ -29,57 +32,85 @@ def _opening(view: SeatView) -> list[float]:
     return pure(view, 0)
 
 
-def _last_common_action(view: SeatView) -> int:
-    counts = Counter(view.history[-1].others)
-    return min(counts, key=lambda a: (-counts[a], a))
+OPENINGS = ("random", "cooperate")
+
+
+def _check_opening(opening: str) -> str:
+    if opening not in OPENINGS:
+        raise ValueError(f"opening = {opening!r}; use one of {', '.join(OPENINGS)}")
+    return opening
+
+
+def _protocol_move(view: SeatView) -> bool:
+    """A named-option move of a move-by-move game (accept/reject, signal or not), or its
+    one-action placeholder."""
+    return view.game.key == "options" or view.game.action_counts[view.seat] == 1
 
 
 @register
 class Mirror(Strategy):
-    """Opens cooperatively, then plays the co-player's last action.
+    """Opens at random, then plays the co-player's last action (seed 003's "mirror").
 
-    The "mirror" opponent of seed 003. It opens with the cooperative action (action 0 if the
-    game has none). On a prisoner's dilemma it is tit for tat; on a coordination game it
-    follows the co-player's last choice. If the co-player's action does not exist for this
-    seat (asymmetric games) it falls back to tit for tat.
+    Seed 003's code opens with a random option and then copies the model's last option;
+    in its 4-player games every copy watches the model in seat 1, as this one watches the
+    first co-player. ``opening = "cooperate"`` opens with the cooperative action (action 0
+    if the game has none) instead: then it is tit for tat on a prisoner's dilemma. If the
+    co-player's action does not exist for this seat (asymmetric games) it falls back to tit
+    for tat. In the move-by-move games it answers numbers with the co-player's number
+    (round 1: the middle of the range) and picks an option at random, as the code's
+    answer there is no option and its parser falls back to a random one.
     """
 
     name = "mirror"
-    classifier = {"memory_depth": 1, "stochastic": False}
+    classifier = {"memory_depth": 1, "stochastic": True}
     needs_cooperation = False
 
+    def __init__(self, opening: str = "random") -> None:
+        self.opening = _check_opening(opening)
+
     def distribution(self, view: SeatView) -> list[float]:
+        if _protocol_move(view):
+            return uniform(view)
         if not view.history or not view.history[-1].others:
-            return _opening(view)
-        action = _last_common_action(view)
+            return uniform(view) if self.opening == "random" else _opening(view)
+        action = watched_action(view.history[-1])
         if action < known_actions(view):
             return pure(view, action)
         return cooperate(view) if others_cooperated(view, view.history[-1]) else defect(view)
 
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        return mirror_number(view, options)
+
 
 @register
 class AntiMirror(Strategy):
-    """Opens cooperatively, then plays the opposite of the co-player's last action.
+    """Opens at random, then plays the other action than the co-player's last one.
 
-    The "anti-mirror" opponent of seed 003 (Anti Tit For Tat in the Axelrod library). It
-    opens with the cooperative action (action 0 if the game has none). With two actions the
-    opposite is the other action; with more it is defect after cooperation and cooperate
-    after defection, which needs a game with cooperative/defect actions.
+    Seed 003's "anti_mirror": with two options it answers the model's last option with the
+    other one (after a random opening); with more options its code plays at random every
+    round, and so does this. ``opening = "cooperate"`` opens with the cooperative action
+    (action 0 if none): then it is the Axelrod library's Anti Tit For Tat. In the
+    move-by-move games it answers numbers with the co-player's number reflected in the
+    range (round 1: random), and picks the first option (accept, send the signal), as the
+    code's "option unlike the co-player's move" always is there.
     """
 
     name = "anti_mirror"
-    classifier = {"memory_depth": 1, "stochastic": False}
+    classifier = {"memory_depth": 1, "stochastic": True}
     needs_cooperation = False
 
+    def __init__(self, opening: str = "random") -> None:
+        self.opening = _check_opening(opening)
+
     def distribution(self, view: SeatView) -> list[float]:
+        if _protocol_move(view):
+            return pure(view, 0)
+        if known_actions(view) != 2:
+            return uniform(view)
         if not view.history or not view.history[-1].others:
-            return _opening(view)
-        action = _last_common_action(view)
-        if known_actions(view) == 2 and action in (0, 1):
-            return pure(view, 1 - action)
-        if not view.game.cooperative[view.seat]:
-            raise StrategyError(
-                f"strategy 'anti_mirror' cannot name the opposite of action {action} in game "
-                f"{view.game.key!r}: it has more than two actions and no cooperative action"
-            )
-        return defect(view) if others_cooperated(view, view.history[-1]) else cooperate(view)
+            return uniform(view) if self.opening == "random" else _opening(view)
+        action = watched_action(view.history[-1])
+        return pure(view, 1 - action) if action in (0, 1) else uniform(view)
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        return anti_mirror_number(view, options)

@@ -16,8 +16,84 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from coop_tui.agents.strategies.base import INF, Strategy, number, register, whole
+import numpy as np
+
+from coop_tui.agents.strategies.base import (
+    INF,
+    Strategy,
+    number,
+    register,
+    watched_seat,
+    whole,
+)
 from coop_tui.decisions import SeatView
+
+CODE_RANGES: dict[tuple[str, str], tuple[float, float]] = {
+    ("trust_berg", "return"): (0, 30),
+    ("gift_exchange", "effort"): (0, 100),
+    ("third_party_punishment", "punishment"): (0, 100),
+}
+"""Moves whose range in seed 003's code is wider than the move's range here: its random
+and anti-mirror opponents draw and reflect on the code's range, and the payoff then clamps
+the number (coop-tui clamps it into the move's range, with the same result)."""
+
+FIRST_MOVE_FACTS = ("offer", "sent", "wage", "gift", "demand", "message")
+"""Facts that carry the first mover's number to a later mover (the code's "their choice"
+for a second mover is the first mover's move of the same round)."""
+
+
+def code_range(view: SeatView, options: dict[str, Any]) -> tuple[float, float]:
+    """The range seed 003's code draws from for this move (the move's own range unless it
+    is one of :data:`CODE_RANGES`)."""
+    key = (view.game.key, str(options.get("name", "")))
+    if key in CODE_RANGES:
+        return CODE_RANGES[key]
+    return float(options["min"]), float(options["max"])
+
+
+def first_move(view: SeatView) -> float | None:
+    """This round's first-mover number shown to a second mover, if any."""
+    facts = view.extra.get("facts", {})
+    for key in FIRST_MOVE_FACTS:
+        if key in facts:
+            return float(facts[key])
+    return None
+
+
+def their_move(view: SeatView) -> Any:
+    """The watched co-player's number: this round's first move for a second mover, else its
+    move of the last round (a number, or a list for allocations); None in round 1."""
+    first = first_move(view)
+    if first is not None:
+        return first
+    past = view.extra.get("past") or []
+    if not past:
+        return None
+    j = watched_seat(view)
+    for value in past[-1].values():
+        if isinstance(value, list) and len(value) == view.game.n_players:
+            return value[j]
+    return None
+
+
+def move_rng(view: SeatView) -> np.random.Generator:
+    """A generator seeded by the match for this round, seat and move (``extra["seed"]``)."""
+    return np.random.default_rng(int(view.extra.get("seed", 0)))
+
+
+def random_number(view: SeatView, options: dict[str, Any]) -> Any:
+    """Seed 003's random number: a whole number drawn uniformly from the code's range, then
+    brought into the move's range; allocations get a uniformly random split."""
+    rng = move_rng(view)
+    if "keys" in options:
+        keys = list(options["keys"])
+        if options.get("total") is not None:
+            split = rng.multinomial(int(options["total"]), [1 / len(keys)] * len(keys))
+            return {k: int(v) for k, v in zip(keys, split, strict=True)}
+        lo, hi = int(options["min"]), int(options["max"])
+        return {k: int(rng.integers(lo, hi + 1)) for k in keys}
+    lo, hi = code_range(view, options)
+    return _snap(float(rng.integers(int(lo), int(hi) + 1)), options)
 
 
 def _snap(value: float, options: dict[str, Any]) -> float:
@@ -35,6 +111,38 @@ def _even_split(options: dict[str, Any]) -> dict[str, float]:
         return dict.fromkeys(keys, _snap((float(options["min"]) + float(options["max"])) / 2, options))
     base, extra = divmod(int(total), len(keys))
     return {k: base + (1 if i < extra else 0) for i, k in enumerate(keys)}
+
+
+def mirror_number(view: SeatView, options: dict[str, Any]) -> Any:
+    """Seed 003's numeric mirror: the co-player's number (this round's first move for a
+    second mover, else its last one); in round 1 the middle of the code's range
+    (allocations: an even split)."""
+    theirs = their_move(view)
+    if "keys" in options:
+        keys = list(options["keys"])
+        if isinstance(theirs, list) and len(theirs) == len(keys):
+            return {k: _snap(float(v), options) for k, v in zip(keys, theirs, strict=True)}
+        return _even_split(options)
+    if theirs is None or isinstance(theirs, list):
+        lo, hi = code_range(view, options)
+        return _snap(float((int(lo) + int(hi)) // 2), options)
+    return _snap(float(theirs), options)
+
+
+def anti_mirror_number(view: SeatView, options: dict[str, Any]) -> Any:
+    """Seed 003's numeric anti-mirror: the co-player's number reflected in the code's range
+    (low + high - theirs); in round 1 a random number. For allocations (which the code
+    read as one number) our own choice: the co-player's split in reverse key order."""
+    theirs = their_move(view)
+    if "keys" in options:
+        keys = list(options["keys"])
+        if isinstance(theirs, list) and len(theirs) == len(keys):
+            return {k: _snap(float(v), options) for k, v in zip(keys, reversed(theirs), strict=True)}
+        return random_number(view, options)
+    if theirs is None or isinstance(theirs, list):
+        return random_number(view, options)
+    lo, hi = code_range(view, options)
+    return _snap(lo + hi - float(theirs), options)
 
 
 class _NumericStrategy(Strategy):
@@ -147,9 +255,11 @@ class TruthfulBidder(_NumericStrategy):
 class TrustProportional(_NumericStrategy):
     """Trust games: sends half its endowment and returns half of what arrives (rounded down).
 
-    Seed 003's proportional trust opponent. As an investor it sends half of the most it
-    may send; as a trustee it returns half of the multiplied amount it received; other
-    number moves get the middle of their range.
+    Seed 003's ``trust_proportional``. As an investor it sends half of the most it may
+    send; as a second mover it returns 1.5 times the first mover's amount (half of the
+    tripled amount; in the gift-exchange game 1.5 times the wage, clamped to the effort
+    range, as the code plays it), rounded down onto the move's grid where the code would
+    return a half point; other number moves get the middle of their range.
     """
 
     name = "trust_proportional"
@@ -159,6 +269,9 @@ class TrustProportional(_NumericStrategy):
         if "keys" in options:
             return _even_split(options)
         received = view.extra.get("facts", {}).get("received")
+        first = first_move(view)
+        if received is None and first is not None:
+            received = 3 * first  # the code's trustee formula, applied to any first move
         if received is not None:  # half, rounded down onto the move's grid (7.5 -> 7)
             step = float(options.get("step", 1) or 1)
             return _snap(math.floor(float(received) / 2 / step) * step, options)

@@ -17,6 +17,7 @@ from coop_tui.agents.strategies.base import (
     probability,
     pure,
     register,
+    require_cooperation,
     whole,
 )
 from coop_tui.decisions import SeatView
@@ -81,18 +82,35 @@ class Alternator(Strategy):
 class Random(Strategy):
     """Cooperates with probability p (default 0.5) and defects otherwise, every round.
 
-    The "random" entrant of Axelrod's first tournament and seed 003's 50/50 opponent. The
-    mixture is returned as is; the engine draws the move with the match's seeded RNG.
+    The "random" entrant of Axelrod's first tournament and seed 003's ``random``
+    (``random_strategy`` in its code). The mixture is returned as is; the engine draws the
+    move with the match's seeded RNG. Where the seat has no cooperative action (Battle of
+    the Sexes, the focal-point game, accept/reject moves) it plays every action equally
+    likely, as seed 003's does; p must then stay 0.5. In the move-by-move games it answers
+    a number drawn from the match seed, uniformly from the range seed 003's code draws
+    from (see ``numeric.CODE_RANGES``), brought into the move's range.
     """
 
     name = "random"
+    aliases = {"random_strategy": {}}
     classifier = {"memory_depth": 0, "stochastic": True}
+    needs_cooperation = False
 
     def __init__(self, p: float = 0.5) -> None:
         self.p = probability("p", p)
 
     def distribution(self, view: SeatView) -> list[float]:
+        if not view.game.cooperative[view.seat]:
+            if self.p != 0.5:
+                require_cooperation(view, self.name)
+            n = known_actions(view)
+            return [1.0 / n] * n
         return cooperate_with(view, self.p)
+
+    def numeric_answer(self, view: SeatView, options: dict[str, Any]) -> Any:
+        from coop_tui.agents.strategies.numeric import random_number
+
+        return random_number(view, options)
 
 
 @register

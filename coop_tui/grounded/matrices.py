@@ -1,0 +1,111 @@
+"""Agent x agent similarity matrices of a stored run (percent, 0-100).
+
+Exogenous (per benchmark): every pair of runs of two agents is compared with the
+benchmark's metric and the comparisons are averaged; the diagonal compares an agent's
+*separate* runs with each other (None with a single run). Endogenous (per benchmark and
+view): the judge's scores of the target, averaged over repeats; rows are judges, columns
+targets, and the matrix stays asymmetric.
+
+Reads are SQL over the run's matches (indexed by run), grouped here per benchmark: the
+answers of one benchmark are a few hundred values per agent and run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from itertools import combinations, product
+from typing import Any
+
+from coop_tui.grounded.metrics import similarity
+
+Answers = dict[str, dict[str, dict[int, dict[str, Any]]]]
+"""benchmark -> agent -> run (sample) -> {item id: value}"""
+
+
+def item_answers(db: Any, run_id: str) -> tuple[Answers, dict[str, dict[str, Any]]]:
+    """Every benchmark answer of the run, and per benchmark its metric and scale."""
+    rows = db.execute(
+        "select m.condition, m.sample, m.replicate, s.agent, p.info from matches m"
+        " join seats s on s.match_id = m.id and s.seat = 0"
+        " join phases p on p.match_id = m.id and p.phase = 'item'"
+        " where m.run_id = ? and m.mechanism = 'benchmark' and m.status = 'done'",
+        [run_id],
+    ).fetchall()
+    answers: Answers = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    meta: dict[str, dict[str, Any]] = {}
+    for condition, sample, replicate, agent, info in rows:
+        cond = json.loads(condition)
+        bench = cond["benchmark"]
+        meta.setdefault(bench, {"metric": cond.get("metric", "agreement"), "scale": cond.get("scale")})
+        run = int(sample) + 1000 * int(replicate or 0)
+        for item, value in (json.loads(info or "{}").get("answers") or {}).items():
+            answers[bench][agent][run][item] = tuple(value) if isinstance(value, list) else value
+    return answers, meta
+
+
+def _pair(metric: str, scale: Any, runs_a: dict[int, dict[str, Any]],
+          runs_b: dict[int, dict[str, Any]], same: bool) -> float | None:
+    pairs = combinations(sorted(runs_a), 2) if same else product(sorted(runs_a), sorted(runs_b))
+    values = [
+        v for ra, rb in pairs
+        if (v := similarity(metric, runs_a[ra], runs_b[rb], tuple(scale) if scale else None)) is not None
+    ]
+    return 100.0 * sum(values) / len(values) if values else None
+
+
+def exogenous(db: Any, run_id: str) -> dict[str, dict[str, Any]]:
+    """{benchmark: {"metric", "agents", "matrix": {a: {b: pct}}}} for the run."""
+    answers, meta = item_answers(db, run_id)
+    out: dict[str, dict[str, Any]] = {}
+    for bench in sorted(answers):
+        by_agent = answers[bench]
+        agents = sorted(by_agent)
+        metric, scale = meta[bench]["metric"], meta[bench]["scale"]
+        matrix = {
+            a: {b: _pair(metric, scale, by_agent[a], by_agent[b], a == b) for b in agents}
+            for a in agents
+        }
+        runs = {a: len(by_agent[a]) for a in agents}
+        out[bench] = {"metric": metric, "agents": agents, "runs": runs, "matrix": matrix}
+    return out
+
+
+def endogenous(db: Any, run_id: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """{benchmark: {view: {"agents", "matrix": {judge: {target: mean score}}}}}."""
+    rows = db.execute(
+        "select m.condition, j.agent, t.agent, d.parsed from matches m"
+        " join seats j on j.match_id = m.id and j.seat = 0"
+        " join seats t on t.match_id = m.id and t.seat = 1"
+        " join decisions d on d.match_id = m.id and d.phase = 'score' and d.valid = 1"
+        " where m.run_id = ? and m.mechanism = 'score' and m.status = 'done'",
+        [run_id],
+    ).fetchall()
+    sums: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+    for condition, judge, target, parsed in rows:
+        cond = json.loads(condition)
+        sums[(cond["benchmark"], cond["view"])][(judge, target)].append(float(json.loads(parsed)))
+    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for (bench, view), cells in sorted(sums.items()):
+        agents = sorted({a for pair in cells for a in pair})
+        matrix = {
+            j: {t: (sum(cells[(j, t)]) / len(cells[(j, t)]) if cells.get((j, t)) else None) for t in agents}
+            for j in agents
+        }
+        out[bench][view] = {"agents": agents, "matrix": matrix}
+    return dict(out)
+
+
+def matrix_for(db: Any, run_id: str, source: str) -> dict[str, dict[str, float | None]]:
+    """The matrix a ``similarity_source`` names: ``exogenous:<benchmark>`` or
+    ``endogenous:<benchmark>:<view>`` (KeyError naming what is missing)."""
+    parts = source.split(":")
+    if parts[0] == "exogenous":
+        found = exogenous(db, run_id).get(parts[1])
+        if found is None:
+            raise KeyError(f"run {run_id} has no answers to benchmark {parts[1]!r}")
+        return found["matrix"]
+    found_view = endogenous(db, run_id).get(parts[1], {}).get(parts[2])
+    if found_view is None:
+        raise KeyError(f"run {run_id} has no {parts[2]!r} similarity judgements on benchmark {parts[1]!r}")
+    return found_view["matrix"]

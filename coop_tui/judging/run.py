@@ -1,0 +1,456 @@
+"""``coop-tui judge``: a judge agent classifies the stored reasoning of a run's decisions.
+
+The judge pass is a run of its own (kind ``judge``) whose id is derived from what it
+does — the judged run, the rubric (name, version and content) and the judge agent's
+public spec — so running the same command again continues the same pass: decisions
+already linked are skipped by one indexed query, a decision asked but not yet linked
+(a kill in between) is found by its cache key, and an identical request made in any
+earlier run is reused by its content key. Nothing is paid for twice.
+
+Every judged match gets one judge match (same game, mechanism and condition; seat 0 is
+the judge); every judgement goes through the engine's ``ask`` like any decision: it is
+streamed, parsed (kind ``judgement``), re-asked with the reason when malformed, stored
+with its prompt, raw answer, timing, tokens and cost. The embedded model answers under
+a grammar, so its answers always have the rubric's shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coop_tui.judging.links import JUDGE_KIND, context_line, judged_text, link
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from coop_tui.judging.rubric import Rubric
+    from coop_tui.spec import AgentSpec
+    from coop_tui.store import Store
+
+PAGE = 200
+"""Judged matches read per query: the pass streams, it never lists a run in memory."""
+PHASES_WITH_TEXT = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
+
+_TEXT_SQL = (
+    "(coalesce(d.response, '') != '' or coalesce(d.reasoning, '') != '')"
+    " and not exists (select 1 from seats s where s.match_id = d.match_id"
+    " and s.seat = d.seat and s.agent_kind = 'strategy')"
+)
+"""Decisions with a text a person or model wrote (a strategy's fixed JSON is no reasoning)."""
+
+
+@dataclass
+class JudgeStats:
+    to_judge: int = 0
+    asked: int = 0
+    reused: int = 0
+    invalid: int = 0
+    failed: int = 0
+    cost_usd: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------- choosing the judge
+def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
+    """``--judge``: an agent table of ``--agents FILE`` by name, else a model string."""
+    from pydantic import ValidationError
+
+    from coop_tui.spec import AgentSpec, SpecError, _check_agent, read_sweep_file, spec_error_from
+
+    base: Path | None = None
+    if agents_file is not None:
+        path = Path(agents_file).expanduser()
+        data = read_sweep_file(path)
+        base = path.parent
+        tables = data.get("agents")
+        if not isinstance(tables, dict) or not tables:
+            raise SpecError("--agents", f"{path} has no [agents.NAME] tables; add one for the judge")
+        if ref in tables:
+            if not isinstance(tables[ref], dict):
+                raise SpecError(f"agents.{ref}", "must be a table of agent settings")
+            try:
+                spec = AgentSpec.model_validate(tables[ref])
+            except ValidationError as exc:
+                raise spec_error_from(exc, f"agents.{ref}") from None
+            _check_judge(ref, spec, f"agents.{ref}")
+            _check_agent(ref, spec, check_keys=True, base=base)
+            return ref, spec
+        if "/" not in ref:
+            raise SpecError("--judge", f"{path} has no agent table {ref!r}; known: "
+                            f"{', '.join(sorted(tables))} (or give a model string)")
+    if "/" not in ref and not ref.startswith("local:"):
+        raise SpecError("--judge", f"{ref!r} is not a model string; write provider/model "
+                        "(e.g. local/smollm2, openai/gpt-4o-mini) or name an agent table of "
+                        "--agents FILE")
+    spec = AgentSpec(model=ref)
+    _check_judge(ref, spec, "--judge")
+    try:
+        _check_agent(ref, spec, check_keys=True, base=base)
+    except SpecError as exc:
+        raise SpecError("--judge", exc.message) from None
+    return ref, spec
+
+
+def _check_judge(name: str, spec: AgentSpec, where: str) -> None:
+    from coop_tui.spec import SpecError
+
+    if spec.kind not in ("llm", "local"):
+        raise SpecError(where, f"{name} is a {spec.kind}; a judge must be a model that reads "
+                        "text (model = \"local/smollm2\" or a provider/model)")
+
+
+def judge_run_id(judged_run: str, rubric: Rubric, spec: dict[str, Any], phase: str) -> str:
+    from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
+
+    public = {k: v for k, v in spec.items() if k not in NOT_IN_CONTENT_KEY}
+    return "judge-" + stable_hash([judged_run, rubric.name, rubric.version, rubric.digest,
+                                   public, phase])[:16]
+
+
+# ----------------------------------------------------------------- what to judge
+def pending_counts(store: Store, judged_run: str, judge_run: str, phase: str) -> dict[str, int]:
+    """Decisions with text in ``phase``; how many are judged already; characters to read."""
+    row = store.db.execute(
+        f"""select count(*),
+                   coalesce(sum(j.judged_decision_id is not null), 0),
+                   coalesce(sum(case when j.judged_decision_id is null then
+                       length(coalesce(d.response, '')) + length(coalesce(d.reasoning, ''))
+                       else 0 end), 0)
+            from matches m join decisions d on d.match_id = m.id
+            left join judgements j on j.judge_run_id = ? and j.judged_decision_id = d.id
+            where m.run_id = ? and d.phase = ? and {_TEXT_SQL}""",
+        [judge_run, judged_run, phase],
+    ).fetchone()
+    return {"eligible": row[0], "judged": row[1], "pending": row[0] - row[1], "chars": row[2]}
+
+
+def _pages(store: Store, judged_run: str, judge_run: str, phase: str):  # noqa: ANN202
+    """Judged matches with their decisions still to judge, a page of matches at a time."""
+    last = -1
+    while True:
+        matches = store.db.execute(
+            "select rowid, * from matches where run_id = ? and rowid > ? order by rowid limit ?",
+            [judged_run, last, PAGE],
+        )
+        cols = [c[0] for c in matches.description]
+        page = [dict(zip(cols, r, strict=True)) for r in matches.fetchall()]
+        if not page:
+            return
+        last = page[-1]["rowid"]
+        out = []
+        for match in page:
+            cur = store.db.execute(
+                f"""select d.id, d.round, d.seat, d.phase, d.agent, d.response, d.reasoning,
+                           d.answer, d.parsed
+                    from decisions d
+                    where d.match_id = ? and d.phase = ? and {_TEXT_SQL}
+                      and not exists (select 1 from judgements j where j.judge_run_id = ?
+                                      and j.judged_decision_id = d.id)
+                    order by d.id""",
+                [match["id"], phase, judge_run],
+            )
+            dcols = [c[0] for c in cur.description]
+            rows = [dict(zip(dcols, r, strict=True)) for r in cur.fetchall()]
+            if rows:
+                out.append((match, rows))
+        yield out
+
+
+# ----------------------------------------------------------------- estimate
+def estimate(spec: AgentSpec, rubric: Rubric, n: int, chars: int) -> dict[str, Any]:
+    """Calls and cost before anything is asked, as the sweep estimates them: prompt
+    characters / 4 for input, the agent's ``max_tokens`` (else 800) for output."""
+    from coop_tui.prompt_size import CHARS_PER_TOKEN
+    from coop_tui.runner import OUTPUT_TOKENS_GUESS
+
+    overhead = len(rubric.prompt("", "")) + 200
+    tokens_in = (chars + n * overhead) // CHARS_PER_TOKEN
+    cost: float | None = 0.0
+    if spec.kind == "llm" and n:
+        from coop_tui.agents.llm import cost_for
+
+        cost = cost_for(spec.model or "", int(tokens_in), int(n * (spec.max_tokens or OUTPUT_TOKENS_GUESS)))
+    return {"calls": n, "input_tokens": int(tokens_in), "cost_usd": cost}
+
+
+# ----------------------------------------------------------------- the pass
+async def judge_pass(
+    store: Store, *, judged_run: dict[str, Any], judge_name: str, judge_spec: AgentSpec,
+    rubric: Rubric, phase: str = "play", limit: int | None = None, concurrency: int = 4,
+    budget_usd: float | None = None, max_attempts: int = 3, listener: Any = None,
+    agent: Any = None,
+) -> tuple[str, JudgeStats]:
+    """Judge every not yet judged decision of ``judged_run`` in ``phase``; (run id, stats).
+
+    ``listener`` receives the engine's events (progress bars, tests); ``agent`` replaces
+    the agent built from ``judge_spec`` (tests).
+    """
+    from coop_tui.agents.factory import build_agent
+    from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
+    from coop_tui.events import EventBus, MatchDone, MatchStarted
+    from coop_tui.games import load_game
+    from coop_tui.sweep import RunLease
+
+    public = judge_spec.public()
+    run_id = judge_run_id(judged_run["id"], rubric, public, phase)
+    if store.run(run_id) is None:
+        store.create_run(
+            run_id, f"{rubric.name} by {judge_name} of {judged_run.get('name')}",
+            kind=JUDGE_KIND, seed=0, sweep_hash=rubric.digest,
+            spec={"judge_of_run": judged_run["id"], "judge": judge_name, "agent_spec": public,
+                  "rubric": rubric.public(), "rubric_digest": rubric.digest, "phase": phase},
+        )
+    lease = RunLease(store, run_id)
+    lease.acquire()
+    keep_alive = asyncio.create_task(lease.keep_alive())
+    stats = JudgeStats()
+    agent = agent if agent is not None else build_agent(judge_name, judge_spec, concurrency=concurrency)
+    bus = EventBus()
+    bus.subscribe(store, critical=True)
+    if listener is not None:
+        bus.subscribe(listener)
+    slots = asyncio.Semaphore(max(1, concurrency))
+    placeholder = load_game("prisoners")  # the judge plays no game; the context needs one
+    spent = store.run_cost(run_id)
+    budget_hit = asyncio.Event()
+    inflight: dict[str, asyncio.Future[None]] = {}
+    status = "done"
+
+    async def judge_one(ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> bool:
+        """Judge one decision and link it; False when it was not (budget, transport)."""
+        nonlocal spent
+        from coop_tui.decisions import DecisionRequest, SeatView
+
+        text = judged_text(row["response"], row["reasoning"])
+        prompt = rubric.prompt(text, context_line(match, row))
+        request = DecisionRequest(
+            seat=0, round=int(row["round"]), phase=JUDGE_KIND, kind="judgement",
+            messages=({"role": "user", "content": prompt},),
+            view=SeatView(game=placeholder, seat=0, round=int(row["round"])),
+            labels=rubric.ids, schema=None,
+        )
+        # The same text judged twice at once (CoopEval repeats answers) is asked once: the
+        # second waits for the first and then finds it in the store by its keys.
+        same = stable_hash([request.round, prompt])
+        first = inflight.get(same)
+        if first is not None:
+            await asyncio.shield(first)
+        else:
+            inflight[same] = asyncio.get_running_loop().create_future()
+        try:
+            async with slots:
+                if budget_hit.is_set():
+                    return False
+                try:
+                    decision = await ctx.ask(request)
+                except Exception as exc:  # transport gave up: counted, retried by a rerun
+                    stats.failed += 1
+                    stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
+                    return False
+        finally:
+            if first is None:
+                inflight.pop(same).set_result(None)
+        link(store, judge_run_id=run_id, judged_run_id=judged_run["id"],
+             judged_decision_id=int(row["id"]), decision=decision, judge=judge_name, rubric=rubric)
+        ctx.decisions.clear()  # the store holds them; a long pass keeps nothing in memory
+        if decision.reused:
+            stats.reused += 1
+        else:
+            stats.asked += 1
+            stats.cost_usd += decision.cost_usd or 0.0
+            spent += decision.cost_usd or 0.0
+        if not decision.valid:
+            stats.invalid += 1
+        if budget_usd is not None and spent >= budget_usd:
+            budget_hit.set()
+        return True
+
+    async def judge_match(match: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        match_id = stable_hash([run_id, match["id"]])[:16]
+        bus.emit(MatchStarted(
+            run_id=run_id, match_id=match_id, experiment=match.get("experiment") or 0,
+            game=match["game"], mechanism=match["mechanism"], seats=(judge_name,),
+            condition=json.loads(match.get("condition") or "{}"), sample=0, seed=0,
+            info={"match_key": match_id, "matchup": JUDGE_KIND, "agent_specs": [public],
+                  "agent_kinds": [judge_spec.kind], "judge_of": {"run_id": judged_run["id"],
+                                                                  "match_id": match["id"]}},
+        ))
+        ctx = MatchContext(
+            run_id=run_id, match_id=match_id, game=placeholder, agents=[agent], bus=bus,
+            seed=0, policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort"),
+            lookup=store,
+        )
+        before = stats.failed
+        linked = await asyncio.gather(*(judge_one(ctx, match, row) for row in rows))
+        failed = stats.failed - before
+        if failed:
+            bus.emit(MatchDone(match_id, (), status="failed",
+                               error=f"{failed} judgement(s) not answered: {stats.errors[-1]}"))
+        else:  # stopped: the budget left some of its decisions unjudged
+            bus.emit(MatchDone(match_id, (), status="done" if all(linked) else "stopped"))
+
+    try:
+        left = limit
+        for page in _pages(store, judged_run["id"], run_id, phase):
+            batch = []
+            for match, rows in page:
+                if left is not None:
+                    rows = rows[:left]
+                    left -= len(rows)
+                if rows:
+                    batch.append(judge_match(match, rows))
+                    stats.to_judge += len(rows)
+            # matches of a page run together; the semaphore bounds requests in flight
+            await asyncio.gather(*batch)
+            if budget_hit.is_set() or (left is not None and left <= 0):
+                break
+        if budget_hit.is_set():
+            stats.errors.append(f"budget of ${budget_usd:g} reached; the rest is not judged")
+            status = "stopped"
+        elif stats.failed:
+            status = "failed"
+    except BaseException:
+        status = "stopped"
+        raise
+    finally:
+        keep_alive.cancel()
+        store.set_run_status(run_id, status, "; ".join(stats.errors[:3]) or None)
+        lease.release()
+    return run_id, stats
+
+
+# ----------------------------------------------------------------- the command
+def judge_command(
+    db_path: Path, run_ref: str | None, *, judge: str, rubric_ref: str, agents_file: str | None,
+    phase: str, limit: int | None, resume: bool, concurrency: int | None,
+    budget_usd: float | None, dry_run: bool, assume_yes: bool,
+    console: Console | None = None,
+) -> int:
+    from rich.console import Console
+
+    from coop_tui.errors import fail
+    from coop_tui.judging.rubric import load_rubric
+    from coop_tui.spec import SpecError
+
+    console = console or Console()
+    if limit is not None and limit < 1:
+        raise SpecError("--limit", f"{limit} is not a positive number of decisions; give 1 or more")
+    if budget_usd is not None and not budget_usd > 0:
+        raise SpecError("--budget", f"{budget_usd} is not a positive amount of dollars")
+    if phase not in PHASES_WITH_TEXT:
+        raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
+    rubric = load_rubric(rubric_ref)
+    judge_name, spec = resolve_judge(judge, agents_file)
+    if not db_path.exists():
+        return fail(f"--db: no database at {db_path}; run a sweep or import a run first")
+    from coop_tui.runner import open_store
+
+    store = open_store(db_path)
+    judged = _judged_run(store, run_ref)
+    if judged is None:
+        return fail(f"RUN: no run {run_ref!r} in {db_path}; see coop-tui list runs"
+                    if run_ref else f"RUN: {db_path} holds no run to judge")
+    run_id = judge_run_id(judged["id"], rubric, spec.public(), phase)
+    exists = store.run(run_id) is not None
+    if resume and not exists:
+        return fail(f"--resume: there is no judge pass of run {judged['id']} with {judge_name} "
+                    f"and rubric {rubric.name} to continue; run it without --resume")
+    counts = pending_counts(store, judged["id"], run_id, phase)
+    n = counts["pending"] if limit is None else min(limit, counts["pending"])
+    chars = counts["chars"] * n // counts["pending"] if counts["pending"] else 0
+    est = estimate(spec, rubric, n, chars)
+    price = "unknown price" if est["cost_usd"] is None else f"~${est['cost_usd']:.4f}"
+    console.print(
+        f"[bold]judge[/] run {judged['id']} ({judged.get('name')}): {counts['eligible']} "
+        f"{phase} decisions with text, {counts['judged']} already judged; asking {judge_name} "
+        f"about {n} with rubric {rubric.name} v{rubric.version} ({len(rubric.ids)} categories): "
+        f"~{est['calls']} model calls, ~{est['input_tokens']:,} input tokens, {price}"
+    )
+    if budget_usd is not None and (est["cost_usd"] or 0) > budget_usd:
+        console.print(f"[yellow]the estimate exceeds the budget of ${budget_usd:g}: the pass "
+                      "stops when the budget is spent")
+    if dry_run or n == 0:
+        if n == 0:
+            console.print(f"nothing to ask: judge run {run_id} is complete")
+        return 0
+    confirm = (est["cost_usd"] or 0) > 1.0 and not assume_yes and sys.stdin.isatty()
+    if confirm and console.input("Start? [y/N] ").strip().lower() not in ("y", "yes"):
+        return 1
+    console.print(f"database: {db_path}\n{'continuing' if exists else 'judge'} run {run_id}")
+    view = _Progress(console, n)
+    started = time.perf_counter()
+    with view.progress:
+        run_id, stats = asyncio.run(judge_pass(
+            store, judged_run=judged, judge_name=judge_name, judge_spec=spec, rubric=rubric,
+            phase=phase, limit=limit, concurrency=concurrency or 4, budget_usd=budget_usd,
+            listener=view,
+        ))
+    console.print(
+        f"judged {stats.to_judge - stats.failed} of {stats.to_judge} in "
+        f"{time.perf_counter() - started:.1f} s: asked {stats.asked}, reused {stats.reused}, "
+        f"invalid {stats.invalid}, failed {stats.failed}, cost ${stats.cost_usd:.4f}"
+    )
+    for error in stats.errors[:5]:
+        console.print(f"[red]{error}")
+    console.print(f"analysis: coop-tui report {judged['id']} --db {db_path}")
+    store.close()
+    return 1 if stats.failed else 0
+
+
+def _judged_run(store: Store, ref: str | None) -> dict[str, Any] | None:
+    """RUN, or the latest run that is not itself a judge pass or a re-ask."""
+    if ref is not None:
+        return store.resolve_run(ref)
+    rows = list(store.db["runs"].rows_where(
+        "kind not in (?, ?) or kind is null", [JUDGE_KIND, "reask"],
+        order_by="created_at desc", limit=1))
+    return rows[0] if rows else None
+
+
+class _Progress:
+    """One bar over the judgements: done / total, ETA, asked, reused, invalid, cost."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+            MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+            TextColumn("{task.fields[stats]}"), console=console,
+        )
+        self.task = self.progress.add_task("judge", total=total, stats="")
+        self.counts = {"asked": 0, "reused": 0, "invalid": 0, "re-asks": 0}
+        self.cost = 0.0
+
+    def __call__(self, event: Any) -> None:
+        from coop_tui.events import DecisionDone
+
+        if not isinstance(event, DecisionDone):
+            return
+        d = event.decision
+        self.counts["reused" if d.reused else "asked"] += 1
+        if not d.valid:
+            self.counts["invalid"] += 1
+        if not d.reused:
+            self.counts["re-asks"] += max(0, len(d.retries) - (0 if d.valid else 1))
+            self.cost += d.cost_usd or 0.0
+        stats = "  ".join(f"{k} {v}" for k, v in self.counts.items()) + f"  ${self.cost:.4f}"
+        self.progress.update(self.task, advance=1, stats=stats)
+
+
+__all__ = ["JudgeStats", "estimate", "judge_command", "judge_pass", "judge_run_id",
+           "pending_counts", "resolve_judge"]

@@ -1,0 +1,323 @@
+"""Team tournaments (seed 004) as expected transcripts, Axelrod style.
+
+Players are numbered team by team (2 x 2: players 0, 1 in group 0; 2, 3 in group 1).
+Strategies leave a match exactly when they would not cooperate next (documented default
+in strategy_agent.py), answer 0 / false to comprehension questions and write one
+sentence as a plan. Every number below is worked out by hand from those rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from coop_tui.mechanisms._teams import (
+    MatchLog,
+    Round,
+    battery,
+    forgiveness,
+    pairings,
+    schedule,
+    score_answer,
+    tft_share,
+)
+from coop_tui.spec import SpecError, build_sweep
+from coop_tui.store import Store
+from coop_tui.testing.server import LoopbackServer, last_user_message
+from tests.test_mechanisms import STRATEGIES, phases, rounds, run, seat_payoffs, sweep_data
+
+C, D = 0, 1
+
+
+def teams_exp(seats: list[str], **params: Any) -> dict[str, Any]:
+    return {"game": "ipd", "mechanism": "teams", "matchup": [seats], "schedule": "ordered",
+            **params}
+
+
+def tournament(store: Store, match_id: str) -> dict[str, Any]:
+    return phases(store, match_id)["tournament"]
+
+
+def transcript(store: Store, match_id: str) -> list[tuple[int, int, str, str]]:
+    """(pairing, match round, seat a's move, seat b's move) per tournament round, C/D."""
+    out = []
+    for _t, seats in sorted(rounds(store, match_id).items()):
+        (a, ra), (b, rb) = sorted(seats.items())
+        out.append((ra["info"]["pairing"], ra["info"]["match_round"], "CD"[ra["action"]], "CD"[rb["action"]]))
+    return out
+
+
+# ------------------------------------------------------------------ schedules
+def test_pairings_follow_the_paper_for_every_structure() -> None:
+    assert len(pairings("RI", 2, 3)) == len(pairings("SA", 2, 3)) == 15  # C(6, 2)
+    gc = pairings("GC", 2, 3)
+    assert len(gc) == 9 and all(a // 3 != b // 3 for a, b in gc)
+    # three teams: every inter-team pair survives (the public code keeps only the last
+    # team pair's 4 matches)
+    gc3 = pairings("GC", 3, 2)
+    assert gc3 == [(0, 2), (0, 3), (1, 2), (1, 3), (0, 4), (0, 5), (1, 4), (1, 5),
+                   (2, 4), (2, 5), (3, 4), (3, 5)]
+    shuffled = schedule("SA", 2, 3, "shuffled", np.random.default_rng(7))
+    assert sorted(tuple(sorted(p)) for p in shuffled) == pairings("SA", 2, 3)
+    assert shuffled == schedule("SA", 2, 3, "shuffled", np.random.default_rng(7))
+    assert shuffled != schedule("SA", 2, 3, "shuffled", np.random.default_rng(8))
+    assert schedule("RI", 2, 3, "ordered", np.random.default_rng(7)) == pairings("RI", 2, 3)
+
+
+@pytest.mark.parametrize(("params", "field", "words"), [
+    ({"rounds": 3, "budget": 9}, "budget", "n*m = 9"),           # 2 x 2 SA: m = 3
+    ({"structure": "GC", "rounds": 3, "budget": 6}, "budget", "n*m = 6"),  # GC: m = 2
+    ({"team_size": 0}, "team_size", "greater than or equal to 1"),
+    ({"teams": 0}, "teams", "greater than or equal to 1"),
+    ({"plan_every": 0}, "plan_every", "greater than or equal to 1"),
+    ({"structure": "GC", "teams": 1}, "teams", "at least 2 teams"),
+])
+def test_bad_tournament_settings_name_the_field(params: dict[str, Any], field: str, words: str) -> None:
+    exp = {"game": "ipd", "mechanism": "teams", "matchup": "self", "agents": ["tft"],
+           "teams": 2, "team_size": 2, "rounds": 3, "budget": 5, **params}
+    with pytest.raises(SpecError) as err:
+        build_sweep(sweep_data(exp), check_keys=False)
+    assert err.value.field == f"experiments[0].{field}"
+    assert words in str(err.value)
+
+
+def test_bad_budget_is_an_exit_2_error_and_writes_nothing(tmp_path: Any) -> None:
+    sweep = tmp_path / "t.toml"
+    sweep.write_text(
+        'name = "t"\n[agents.tft]\nstrategy = "tit_for_tat"\n[[experiments]]\ngame = "ipd"\n'
+        'mechanism = "teams"\nmatchup = "self"\nagents = ["tft"]\nteams = 2\nteam_size = 3\n'
+        "rounds = 20\nbudget = 100\n"
+    )
+    db = tmp_path / "t.db"
+    proc = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(db)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "budget" in proc.stderr and "n*m = 100" in proc.stderr
+    assert not db.exists()
+
+
+# ------------------------------------------------------------------ transcripts
+async def test_sa_transcript_exits_plans_and_scores(tmp_path: Any) -> None:
+    # 0 tft, 1 alld (group 0); 2 allc, 3 grim (group 1); n = 3, N = 8 (< 3 * 3), K = 2
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["tft", "alld", "allc", "grim"], structure="SA", teams=2, team_size=2, rounds=3,
+        budget=8, plan_every=2, winner_bonus=1.0)))
+    assert transcript(store, m["id"]) == [
+        (0, 1, "C", "D"),                                # tft meets alld: both walk away
+        (1, 1, "C", "C"), (1, 2, "C", "C"), (1, 3, "C", "C"),  # tft-allc: full length
+        (2, 1, "C", "C"), (2, 2, "C", "C"), (2, 3, "C", "C"),  # tft-grim
+        (3, 1, "D", "C"),                                # alld-allc: alld leaves
+        (4, 1, "D", "C"),                                # alld-grim: both leave
+        (5, 1, "C", "C"), (5, 2, "C", "C"), (5, 3, "C", "C"),  # allc-grim (intra, group 1)
+    ]
+    info = tournament(store, m["id"])
+    assert [(x["players"], x["rounds"], x["ended"], x["left"]) for x in info["matches"]] == [
+        ([0, 1], 1, "left", [0, 1]), ([0, 2], 3, "max_rounds", []), ([0, 3], 3, "max_rounds", []),
+        ([1, 2], 1, "left", [1]), ([1, 3], 1, "left", [1, 3]), ([2, 3], 3, "max_rounds", []),
+    ]
+    assert info["used"] == [7, 3, 7, 7]
+    assert info["points"] == [17, 15, 17, 17]     # -1+9+9, 5+5+5, 9-1+9, 9-1+9
+    assert info["team_points"] == [32, 34] and info["winners"] == [1]
+    assert seat_payoffs(store, m["id"]) == [17, 15, 34, 34]  # 100% bonus for group 1
+    r = rounds(store, m["id"])
+    assert [r[t][min(r[t])]["info"]["intra"] for t in sorted(r)] == [True] + [False] * 8 + [True] * 3
+    assert all(r[t][min(r[t])]["info"]["first"] == (r[t][min(r[t])]["info"]["match_round"] == 1) for t in r)
+    counts = dict(store.db.execute(
+        "select phase, count(*) from decisions where match_id = ? group by phase", [m["id"]]).fetchall())
+    # exits after every round except the last of a full match; plans when a player's own
+    # count reaches 2, 4, 6 before a move: player 0 at t 3, 5, 7; 1 at t 9; 2 at t 4, 10, 12;
+    # 3 at t 7, 10, 12 -> 10 plannings (draft + revision + critique)
+    assert counts == {"play": 24, "exit": 18, "plan": 20, "critique": 10, "meta": 120}
+    ph = store.db.execute("select round, info from phases where match_id = ? and phase = 'plan'",
+                          [m["id"]]).fetchall()
+    planned = sorted((t, int(s)) for t, info_ in ph for s in json.loads(info_))
+    assert planned == [(3, 0), (4, 2), (5, 0), (7, 0), (7, 3), (9, 1), (10, 2), (10, 3),
+                       (12, 2), (12, 3)]
+
+
+async def test_budget_hard_skips_and_soft_plays_one_round(tmp_path: Any) -> None:
+    # four cooperators, n = 3, N = 5: nobody leaves, only limits end matches
+    seats = ["allc"] * 4
+    common = {"structure": "SA", "teams": 2, "team_size": 2, "rounds": 3, "budget": 5,
+              "planning": False, "meta": "off"}
+    store, (hard,) = await run(tmp_path / "h", sweep_data(teams_exp(seats, **common)))
+    info = tournament(store, hard["id"])
+    assert [(x["rounds"], x["ended"]) for x in info["matches"]] == [
+        (3, "max_rounds"), (2, "budget"), (0, "skipped"), (2, "budget"), (0, "skipped"), (1, "budget")]
+    assert info["used"] == [5, 5, 5, 1] and info["points"] == [15, 15, 15, 3]
+    store, (soft,) = await run(tmp_path / "s", sweep_data(teams_exp(seats, budget_rule="soft", **common)))
+    info = tournament(store, soft["id"])
+    # the public code checks the budget after a round: every later match plays one
+    assert [(x["rounds"], x["ended"]) for x in info["matches"]] == [
+        (3, "max_rounds"), (2, "budget"), (1, "budget"), (2, "budget"), (1, "budget"), (1, "budget")]
+    assert info["used"] == [6, 6, 5, 3] and info["points"] == [18, 18, 15, 9]
+
+
+async def test_gc_three_teams_meets_only_other_groups(tmp_path: Any) -> None:
+    seats = ["tft", "alld", "allc", "tft", "grim", "alld"]  # groups {0,1} {2,3} {4,5}
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        seats, structure="GC", teams=3, team_size=2, rounds=2, budget=7, planning=False, meta="off")))
+    info = tournament(store, m["id"])
+    assert [tuple(x["players"]) for x in info["matches"]] == pairings("GC", 3, 2)
+    assert not any(x["intra"] for x in info["matches"])
+    # e.g. 0 tft vs 2 allc: two cooperative rounds; 1 alld vs 2 allc: one round, alld leaves
+    by_pair = {tuple(x["players"]): (x["rounds"], x["ended"]) for x in info["matches"]}
+    assert by_pair[(0, 2)] == (2, "max_rounds") and by_pair[(1, 2)] == (1, "left")
+    assert by_pair[(1, 5)] == (1, "left")  # alld vs alld: D/D, both leave
+    assert sum(x["rounds"] for x in info["matches"]) == len(rounds(store, m["id"]))
+
+
+async def test_ri_shuffled_schedule_is_seeded(tmp_path: Any) -> None:
+    exp = {"game": "ipd", "mechanism": "teams", "matchup": [["tft", "allc", "alld", "grim"]],
+           "structure": "RI", "teams": 2, "team_size": 2, "rounds": 2, "budget": 5,
+           "planning": False, "meta": "off"}
+    store, (m,) = await run(tmp_path / "a", sweep_data(exp, seed=3))
+    again, (m2,) = await run(tmp_path / "b", sweep_data(exp, seed=3))
+    first = [x["players"] for x in tournament(store, m["id"])["matches"]]
+    assert first == [x["players"] for x in tournament(again, m2["id"])["matches"]]
+    assert sorted(tuple(sorted(p)) for p in first) == pairings("RI", 2, 2)
+    expected = schedule("RI", 2, 2, "shuffled", _match_rng(store, m["id"]))
+    assert [tuple(p) for p in first] == expected
+
+
+def _match_rng(store: Store, match_id: str) -> np.random.Generator:
+    from coop_tui.engine import derived_seed
+
+    seed = store.db.execute("select seed from matches where id = ?", [match_id]).fetchone()[0]
+    return np.random.default_rng(derived_seed(seed, "schedule"))
+
+
+# ------------------------------------------------------------------ meta battery
+def test_meta_truths_are_computed_from_the_match() -> None:
+    log = MatchLog(0, (0, 1), [Round((C, C), (3, 3)), Round((D, C), (5, -1)), Round((C, D), (-1, 5))])
+    view = log.view_of(0)  # co-player: C, C, D = tit-for-tat on player 0's C, D
+    assert tft_share(view, C) == 1.0
+    assert forgiveness(view, C) == 0.0  # after player 0's D (round 2) it played D
+    assert forgiveness([(C, C, 3, 3)], C) is None
+
+    def pay(a: int, b: int) -> float:
+        return [[3, -1], [5, 0]][a][b]
+
+    qs = {q.key: q for q in battery(pay, ("A0", "A1"), view, C, np.random.default_rng(1))}
+    assert qs["payoff_range"].truth == {"lowest": -1, "highest": 5}
+    assert qs["rounds"].truth == 3 and qs["co_total"].truth == 7
+    assert qs["tit_for_tat"].truth == {"tit_for_tat": True}
+    assert qs["forgiving"].truth == {"forgiving": False}
+    assert qs["actions"].truth == {"A0": True, "A1": True, "A2": False}
+    assert score_answer(qs["rounds"], 3) and not score_answer(qs["rounds"], 2)
+    assert score_answer(qs["payoff_range"], {"lowest": -1, "highest": 5})
+    assert not score_answer(qs["payoff_range"], None)  # unparseable: wrong, not guessed
+    assert score_answer(qs["tit_for_tat"], {"tit_for_tat": True})
+
+
+# ------------------------------------------------------------------ prompts (loopback model)
+def teams_model(body: dict[str, Any]) -> str:
+    """Cooperates, stays, writes DRAFT / CRITIQUE / REVISED, and knows the payoff range."""
+    text = last_user_message(body)
+    if "You write the strategy" in text:
+        return "REVISED plan" if "A critic reviewed the plan" in text and "DRAFT" in text else "DRAFT plan"
+    if "You review the strategy" in text:
+        return "CRITIQUE: be concrete"
+    if '"leave"' in text:
+        return '{"leave": false}'
+    if "Question:" in text:
+        if "lowest and the highest" in text:
+            return '{"lowest": -1, "highest": 5}'
+        keys = re.findall(r'"(\w+)": (?:false|<)', text.split("Question:")[1])
+        if keys and keys != ["answer"]:
+            return json.dumps({k: False for k in keys})
+        return '{"answer": 3}'
+    return '{"A0": 100, "A1": 0}'
+
+
+@pytest.fixture
+def model() -> Any:
+    with LoopbackServer(latency=0.0, chunks=1, answer=teams_model) as server:
+        yield server
+
+
+def llm(server: LoopbackServer) -> dict[str, Any]:
+    return {"model": "openai/loopback", "api_base": server.url, "api_key": "sk-test", "style": "direct"}
+
+
+def play_prompts(store: Store, match_id: str, seat: int) -> list[str]:
+    return [d.prompt[0]["content"] for d in store.decisions(match_id) if d.phase == "play" and d.seat == seat]
+
+
+@pytest.mark.parametrize(("structure", "revised", "timing"), [
+    ("SA", True, "after_round"), ("RI", False, "with_move")])
+async def test_prompts_unknown_opponent_plans_and_exit_timing(
+    tmp_path: Any, model: LoopbackServer, structure: str, revised: bool, timing: str
+) -> None:
+    # one player per group: n = 4, N = 3, K = 2 -> plan before round 3, budget ends round 3
+    agents = {**STRATEGIES, "m": llm(model)}
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m", "m"], structure=structure, teams=2, team_size=1, rounds=4, budget=3, plan_every=2,
+        revised_plan=revised, exit_timing=timing), agents=agents))
+    prompts = play_prompts(store, m["id"], 0)
+    assert len(prompts) == 3
+    assert "co-player in this match is Agent unknown" in prompts[0] and "is Agent #2" not in prompts[0]
+    assert "co-player in this match is Agent #2" in prompts[1]
+    if structure == "SA":
+        assert "Group unknown" in prompts[0] and "from Group 2" in prompts[1]
+        assert "group score" in prompts[0]
+    else:
+        assert "Group" not in prompts[0] and "highest personal score" in prompts[0]
+    assert "plan" not in prompts[1].split("This match so far")[1]
+    assert ("REVISED plan" in prompts[2]) is revised
+    assert ("DRAFT plan" in prompts[2]) is (not revised)
+    ph = phases(store, m["id"])
+    exits = store.db.execute("select round from phases where match_id = ? and phase = 'exit' "
+                             "order by round", [m["id"]]).fetchall()
+    # after a round: not after the budget's last round; with the move: every round
+    assert [t for (t,) in exits] == ([1, 2] if timing == "after_round" else [1, 2, 3])
+    assert tournament(store, m["id"])["matches"][0]["ended"] == "budget"
+    meta = ph["meta"]["0"]["questions"]
+    by_key = {q["key"]: q for q in meta}
+    assert by_key["payoff_range"]["correct"] is True
+    assert by_key["rounds"]["correct"] is True   # 3 rounds, the model says 3
+    assert by_key["tit_for_tat"]["correct"] is False  # the co-player did play tit-for-tat-like C, C, C
+    kinds = {d.phase for d in store.decisions(m["id"])}
+    assert kinds == {"play", "exit", "plan", "critique", "meta"}
+
+
+# ------------------------------------------------------------------ report section
+async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) -> None:
+    from rich.console import Console
+
+    from coop_tui.report import build_report, render_text
+
+    data = sweep_data(teams_exp(
+        ["tft", "alld", "allc", "grim"], structure="SA", teams=2, team_size=2, rounds=3,
+        budget=8, plan_every=2, winner_bonus=1.0))
+    data["replicates"] = 2  # strategies: both replications play the same transcript
+    store, matches = await run(tmp_path, data)
+    assert len(matches) == 2
+    report = build_report(store, matches[0]["run_id"])
+    (c,) = report["teams"]["conditions"]
+    assert c["structure"] == "SA" and c["tournaments"] == 2
+    # 21 of 24 moves cooperate (alld's three Ds); identical replications: a zero-width interval
+    assert c["mu_c"]["mean"] == pytest.approx(21 / 24) and c["mu_c"]["ci"] == pytest.approx([21 / 24] * 2)
+    # first rounds: (C,D) (C,C) (C,C) (D,C) (D,C) (C,C); intra = pairings 0 and 5
+    assert c["one_shot"]["all"]["mean"] == pytest.approx(9 / 12)
+    assert c["one_shot"]["intra"]["mean"] == pytest.approx(3 / 4)
+    assert c["one_shot"]["inter"]["mean"] == pytest.approx(6 / 8)
+    assert c["intra"]["mean"] == pytest.approx(7 / 8) and c["inter"]["mean"] == pytest.approx(14 / 16)
+    # the paper's curve: alld (3 rounds) pulls rounds 1-3 down to 3/4; rounds 4-7 are 1
+    assert c["per_round"] == pytest.approx([0.75, 0.75, 0.75, 1, 1, 1, 1])
+    assert c["exits"]["left"]["mean"] == 0.5 and c["exits"]["match_length"]["mean"] == 2.0
+    assert [t["points"]["mean"] for t in c["teams"]] == [32, 34] and [t["wins"] for t in c["teams"]] == [0, 2]
+    assert [p["final"]["mean"] for p in c["players"]] == [17, 15, 34, 34]
+    # strategies answer 0 / false: right only where the truth is 0 or false
+    assert 0 < c["meta_accuracy"]["all"]["mean"] < 0.5
+    assert c["meta_accuracy"]["by_question"]["payoff_range"] == 0
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render_text(report))
+    text = console.export_text()
+    assert "Team tournaments" in text and "0.88" in text
