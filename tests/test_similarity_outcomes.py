@@ -184,3 +184,32 @@ async def test_analysis_screen_shows_table_2_and_a_curve_per_benchmark(played: A
         assert [p.id for p in plots] == ["similarity-curve-0", "similarity-curve-1"]
         assert [p.size.height for p in plots] == [16, 16]
         assert screen.query_one("#an-section-welfare") is not None
+
+
+def test_seatings_given_their_own_slice_of_one_source_are_one_condition() -> None:
+    """A stage may hand each seating only its own pair of the matrix; the conditions that
+    differ in nothing else are pooled (sums add, seatings are kept apart)."""
+    from coop_tui.analysis.similarity_play import _Condition, _merge_sources, welfare_section
+    from coop_tui.games import get_game
+
+    game = get_game("prisoners")
+
+    def cond(scores: dict[str, Any], seats: tuple[str, str], expected: float, n: int) -> Any:
+        c = _Condition(2, "k", {"similarity_source": "exogenous:hle", "similarity_scores": scores,
+                                "framing": "similar"}, game, 2)
+        c.matches = n
+        for k in range(2):
+            c.expected[seats[k]].add(expected, n)
+            c.expected_all.add(expected, n)
+            c.realised_all.add(expected * n, n, expected * expected * n)
+        c.pairs[seats] = {"n": n}
+        return c
+
+    pooled = _merge_sources([cond({"a": {"a": 50}}, ("a", "a"), 1.0, 3),
+                             cond({"a": {"b": 0}, "b": {"a": 10}}, ("a", "b"), 1.5, 1)])
+    (one,) = pooled
+    assert one.matches == 4 and set(one.pairs) == {("a", "a"), ("a", "b")}
+    assert "similarity_scores" not in one.condition
+    assert one.expected_all.mean() == pytest.approx((1.0 * 6 + 1.5 * 2) / 8)
+    (row,) = welfare_section(pooled)["conditions"]
+    assert row["label"] == "hle · exogenous" and row["recovered_expected"] == pytest.approx(0.125)

@@ -142,9 +142,42 @@ def one_shot_outcomes(store: Store, run_id: str) -> list[_Condition] | None:
     key = json.dumps([str(getattr(store, "path", id(store))), run_id, conditions])
     if _CACHE.get("key") == key:
         return _CACHE["value"]
-    out = [c for c in (_aggregate(store, run_id, *row) for row in conditions) if c is not None]
+    out = _merge_sources(
+        [c for c in (_aggregate(store, run_id, *row) for row in conditions) if c is not None]
+    )
     _CACHE.update(key=key, value=out or None)
     return out or None
+
+
+def _merge_sources(conds: list[_Condition]) -> list[_Condition]:
+    """Pool the conditions of one computed source that differ only in the scores handed to
+    each seating (a stage may give every seating just its own pair of the matrix): they
+    are one experimental condition, "play under the scores from <source>"."""
+    from coop_tui.store import condition_key
+
+    merged: dict[tuple[int, str, str], _Condition] = {}
+    out: list[_Condition] = []
+    for c in conds:
+        if not c.condition.get("similarity_source") or "similarity_scores" not in c.condition:
+            out.append(c)
+            continue
+        shared = {k: v for k, v in c.condition.items() if k != "similarity_scores"}
+        key = (c.experiment, c.game.key, condition_key(shared))
+        into = merged.get(key)
+        if into is None:
+            c.condition, c.condition_key = shared, key[2]
+            merged[key] = c
+            out.append(c)
+            continue
+        into.matches += c.matches
+        for mine, theirs in ((into.expected, c.expected), (into.realised, c.realised),
+                             (into.coop_by_told, c.coop_by_told)):
+            for k, m in theirs.items():
+                mine[k].add(m.total, m.n, m.squares)
+        for mine_m, theirs_m in ((into.expected_all, c.expected_all), (into.realised_all, c.realised_all)):
+            mine_m.add(theirs_m.total, theirs_m.n, theirs_m.squares)
+        into.pairs.update(c.pairs)  # one seating per stored condition: no overlap
+    return out
 
 
 MAX_PROFILES = 1024
