@@ -148,6 +148,10 @@ def test_text_report_prints_the_three_sections(played: Any) -> None:
     assert "Welfare recovered" in text and "70%" in text
     assert "endogenous (both)" in text and "1.700 (70%)" in text
     assert "Expected and realised payoffs" in text
+    # the matchup table of experiment 0 (row / column expected payoffs)
+    block = text.split("experiment 0, newcomb · endogenous (both): expected payoff row / column")[1]
+    a_row = next(line for line in block.splitlines() if line.startswith("│ a "))
+    assert "1.90 / 1.90" in a_row and "2.20 / 0.70" in a_row
 
 
 async def test_analysis_screen_shows_table_2_and_a_curve_per_benchmark(played: Any, tmp_path: Path) -> None:
