@@ -25,6 +25,7 @@ from coop_tui import summaries
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.events import (
     DecisionDone,
+    DirectDecisions,
     Event,
     MatchDone,
     MatchStarted,
@@ -489,8 +490,62 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+DIRECT_COLUMNS: dict[str, str] = {
+    "match_id": "?", "round": "?", "phase": "'play'", "seat": "?", "kind": "'mixed'",
+    "agent": "?", "response": "?", "reasoning": "''", "parsed": "?", "valid": "1",
+    "attempts": "1", "normalisation": "?", "labels": "?", "label_map": "?",
+    "distribution": "?", "action": "?", "coop_prob": "?", "cooperated": "?",
+    "constrained": "0", "latency_ms": "?", "input_tokens": "0", "output_tokens": "0",
+    "cost_usd": "0.0", "transport_retries": "0", "retries": "'[]'", "reused": "0",
+    "created_at": "?",
+}
+"""A strategy play decision's row (:class:`DirectDecisions`): the same values
+:func:`decision_values` writes for it, the fixed ones as SQL literals (columns left out
+are NULL there too: prompt, answer, error, keys, queue, options)."""
+INSERT_DIRECT = (
+    f"insert into decisions ({', '.join(DIRECT_COLUMNS)}) values ({', '.join(DIRECT_COLUMNS.values())})"
+)
+
+
+def direct_values(events: list[DirectDecisions]) -> list[tuple[Any, ...]]:
+    """The ``?`` values of :data:`INSERT_DIRECT` for strategy rounds, in order; each
+    distinct answer is encoded once (rows share their answer tuple)."""
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    encoded: dict[int, tuple[Any, ...]] = {}  # by id: every answer is alive during the call
+    for e in events:
+        match_id, rnd, created = e.match_id, e.round, e.created_at
+        for seat, agent, latency_ms, answer in e.rows:
+            tail = encoded.get(id(answer))
+            if tail is None:
+                tail = encoded[id(answer)] = _direct_answer_values(answer)
+            append((match_id, rnd, seat, agent, *tail, latency_ms, created))
+    return out
+
+
+def _direct_answer_values(answer: tuple[Any, ...]) -> tuple[Any, ...]:
+    """response .. cooperated of :data:`INSERT_DIRECT`, encoded as :func:`decision_values`
+    encodes them."""
+    response, parsed, labels, mapping, dist, action, coop_prob, cooperated, note = answer
+    if parsed is None:
+        parsed_json = None
+    elif type(parsed) is dict and len(parsed) <= 8:
+        parsed_json = _small_json(("p", *parsed.items()), parsed)
+    else:
+        parsed_json = json.dumps(parsed, default=str)
+    return (
+        response, parsed_json, note, _small_json(("l", *labels), list(labels)),
+        _small_json(("m", *mapping), list(mapping)),
+        None if dist is None else _small_json(("d", *dist), list(dist)),
+        action, coop_prob, None if cooperated is None else int(cooperated),
+    )
+
+
 class Store:
     """One SQLite file. Writes come from events; reads serve resume, report and TUI."""
+
+    accepts_direct_decisions = True
+    """Reads :class:`DirectDecisions` (strategy rounds as one event)."""
 
     def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path)
@@ -508,8 +563,11 @@ class Store:
         self._handlers: dict[type, Any] = {}
         self._batches: dict[str, _MatchBatch] = {}
         """Writes held back until the match ends, for matches of cheap seats only."""
+        self._folds = summaries.DirectFolds()
+        """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
 
     def close(self) -> None:
+        self.flush_folds()
         self.db.conn.close()
 
     @contextmanager
@@ -655,6 +713,7 @@ class Store:
         return self.latest_run(name=ref)
 
     def delete_run(self, run_id: str) -> None:
+        self.flush_folds()
         with self.db.conn:
             ids = "select id from matches where run_id = ?"
             for table in ("decisions", "rounds", "seats", "phases"):
@@ -856,6 +915,8 @@ class Store:
             "started_at": time.time(),
             "finished_at": None,
         }
+        if e.match_id in self._folds:  # played again before its fold was written
+            self.flush_folds()
         with self.db.conn:
             # A match played again leaves the summaries, and its strategy decisions of the
             # earlier attempt go: they are recomputed, identically, by this one.
@@ -903,6 +964,14 @@ class Store:
                 )
             self.db.conn.execute(INSERT_DECISION, values)
 
+    def _on_DirectDecisions(self, e: DirectDecisions) -> None:  # noqa: N802
+        batch = self._batches.get(e.match_id)
+        if batch is not None:
+            batch.decisions.append(e)
+            return
+        for decision in e.decisions():
+            self._on_DecisionDone(DecisionDone(decision))
+
     def _on_RoundDone(self, e: RoundDone) -> None:  # noqa: N802
         seats = e.seats or tuple(range(len(e.actions)))
         game_coop = e.info.get("cooperated")
@@ -942,6 +1011,23 @@ class Store:
                 summaries.fold(self.db.conn, match_id)
             return
         conn = self.db.conn
+        if batch.decisions and all(type(item) is DirectDecisions for item in batch.decisions):
+            # strategy rounds only: narrow rows, their fixed fields written by the SQL
+            direct: list[DirectDecisions] = batch.decisions  # type: ignore[assignment]
+            conn.executemany(INSERT_DIRECT, direct_values(direct))
+            conn.executemany(INSERT_ROUND, batch.rounds)
+            conn.executemany(INSERT_PHASE, batch.phases)
+            if done:
+                self._folds.add(batch.match, batch.agents, direct, batch.rounds)
+                if len(self._folds) >= FOLD_EVERY:
+                    self._write_folds()
+            return
+        batch.decisions = [
+            row for item in batch.decisions for row in (
+                [decision_values(d) for d in item.decisions()]
+                if type(item) is DirectDecisions else [item]
+            )
+        ]
         texts = []
         for values in batch.decisions:
             prompt = values[PROMPT_AT]
@@ -958,6 +1044,18 @@ class Store:
             summaries.fold_rows(
                 conn, batch.match, batch.agents, batch.decisions, batch.rounds, DECISION_COLUMNS
             )
+
+    def _write_folds(self) -> None:
+        """Fold the finished strategy matches held back (the caller holds the transaction).
+        Until then they are done but not folded, which the report aggregates live."""
+        folds, self._folds = self._folds, summaries.DirectFolds()
+        folds.write(self.db.conn)
+
+    def flush_folds(self) -> None:
+        """Write the held-back folds now (at the end of a run, on close, before a delete)."""
+        if self._folds:
+            with self.db.conn:
+                self._write_folds()
 
     def _on_MatchDone(self, e: MatchDone) -> None:  # noqa: N802
         with self.db.conn:
@@ -996,6 +1094,7 @@ class Store:
                 summaries.unfold(self.db.conn, e.match_id)
 
     def _on_RunDone(self, e: RunDone) -> None:  # noqa: N802
+        self.flush_folds()
         self.set_run_status(e.run_id, e.status, e.error)
         # Keep the planner's statistics current as the tables grow (cheap: it only
         # analyses what changed a lot since the last time).
@@ -1010,10 +1109,14 @@ class _MatchBatch:
     def __init__(self, match: tuple[str, str, int, str], agents: list[str]) -> None:
         self.match = match
         self.agents = agents
-        self.decisions: list[list[Any]] = []
+        self.decisions: list[Any] = []
+        """Rows in DECISION_COLUMNS order, or DirectDecisions events, in arrival order."""
         self.rounds: list[tuple[Any, ...]] = []
         self.phases: list[tuple[Any, ...]] = []
 
+
+FOLD_EVERY = 64
+"""Finished strategy matches folded into the summaries in one write (see _write_folds)."""
 
 INSERT_ROUND = (
     "insert or replace into rounds (match_id, round, seat, action, payoff, cooperated, info)"
