@@ -279,6 +279,12 @@ def run_batch(
         )
         return 1
     print_summary(summary, console)
+    if summary.run_id and summary.matches_done:
+        # deviation ratings solved now, once, so `report` reads them without scipy
+        from coop_tui.analysis.ratings_cache import rate_run
+
+        with contextlib.suppress(sqlite3.Error):
+            rate_run(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
 

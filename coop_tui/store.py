@@ -17,11 +17,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from coop_tui import summaries
+from coop_tui.database import Database
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.events import (
     DecisionDone,
@@ -38,6 +37,9 @@ from coop_tui.events import (
 )
 from coop_tui.redact import scrub
 
+if TYPE_CHECKING:
+    import sqlite_utils
+
 DB_ENV = "COOP_TUI_DB"
 
 
@@ -51,7 +53,7 @@ def default_db_path() -> Path:
 
 
 # ----------------------------------------------------------------- migrations
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
 
@@ -306,17 +308,40 @@ def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
         db["decisions"].add_column("options", str)
 
 
-def _migrate(db: sqlite_utils.Database) -> list[str]:
+@migration
+def m040_engine_speed_rating_results(db: sqlite_utils.Database) -> None:
+    # Deviation ratings by a hash of their inputs (coop_tui.analysis.ratings_cache), so
+    # a report reads them instead of importing scipy and solving the LPs again.
+    db.execute(
+        "create table if not exists rating_results (key text primary key, ratings text not null)"
+    )
+
+
+@migration
+def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
+    # Deleting a run deletes the prompt texts no other decision uses: finding whether one
+    # still does needs an index (partial: strategy decisions have no prompt).
+    db.execute(
+        "create index if not exists idx_decisions_prompt_hash on decisions (prompt_hash)"
+        " where prompt_hash is not null"
+    )
+
+
+def _migrate(db: Database) -> list[str]:
+    # Plain SQL when nothing is pending, so opening a current database (every ``report``)
+    # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
-    done = {row["name"] for row in db["_migrations"].rows}
+    done = {row[0] for row in db.conn.execute("select name from _migrations")}
     applied = []
     for name, fn in MIGRATIONS:
         if name in done:
             continue
         with db.conn:
-            fn(db)
-            db["_migrations"].insert({"name": name, "applied_at": time.time()})
+            fn(db.utils)
+            db.conn.execute(
+                "insert into _migrations (name, applied_at) values (?, ?)", [name, time.time()]
+            )
         applied.append(name)
     return applied
 
@@ -556,7 +581,7 @@ class Store:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        self.db = sqlite_utils.Database(conn)
+        self.db = Database(conn)
         self.applied = _migrate(self.db)
         self._match_seats: dict[str, int] = {}
         self._match_runs: dict[str, str] = {}
@@ -597,8 +622,9 @@ class Store:
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.db.conn:
-            self.db["runs"].update(
-                run_id, {"status": status, "finished_at": time.time(), "error": scrub(error)}
+            self.db.conn.execute(
+                "update runs set status = ?, finished_at = ?, error = ? where id = ?",
+                [status, time.time(), scrub(error), run_id],
             )
 
     # ------------------------------------------------------------ run leases (one writer)
@@ -670,11 +696,11 @@ class Store:
         return ordered[:limit]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        rows = list(self.db.query("select * from runs where id = ?", [run_id]))
         return rows[0] if rows else None
 
     def runs(self) -> list[dict[str, Any]]:
-        return list(self.db["runs"].rows_where(order_by="created_at desc"))
+        return list(self.db.query("select * from runs order by created_at desc"))
 
     def latest_run(self, name: str | None = None, sweep_hash: str | None = None) -> dict[str, Any] | None:
         where, args = [], []
@@ -684,11 +710,8 @@ class Store:
         if sweep_hash is not None:
             where.append("sweep_hash = ?")
             args.append(sweep_hash)
-        rows = list(
-            self.db["runs"].rows_where(
-                " and ".join(where) or None, args, order_by="created_at desc", limit=1
-            )
-        )
+        sql = "select * from runs" + (" where " + " and ".join(where) if where else "")
+        rows = list(self.db.query(sql + " order by created_at desc limit 1", args))
         return rows[0] if rows else None
 
     def run_cost(self, run_id: str) -> float:
@@ -707,7 +730,7 @@ class Store:
         run = self.run(ref)
         if run:
             return run
-        rows = list(self.db["runs"].rows_where("id like ?", [ref + "%"], limit=2))
+        rows = list(self.db.query("select * from runs where id like ? limit 2", [ref + "%"]))
         if len(rows) == 1:
             return rows[0]
         return self.latest_run(name=ref)
@@ -716,12 +739,25 @@ class Store:
         self.flush_folds()
         with self.db.conn:
             ids = "select id from matches where run_id = ?"
+            # the run's prompt texts, to drop those no decision of another run shares
+            self.db.execute("create temp table if not exists _dropped_texts (hash text primary key)")
+            self.db.execute("delete from _dropped_texts")
+            self.db.execute(
+                "insert or ignore into _dropped_texts select d.prompt_hash from decisions d"
+                f" where d.match_id in ({ids}) and d.prompt_hash is not null",
+                [run_id],
+            )
             for table in ("decisions", "rounds", "seats", "phases"):
                 self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
             self.db.execute("delete from failures where run_id = ?", [run_id])
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
+            self.db.execute(
+                "delete from texts where hash in (select x.hash from _dropped_texts x where not"
+                " exists (select 1 from decisions d where d.prompt_hash = x.hash))"
+            )
+            self.db.execute("delete from _dropped_texts")
 
     # ------------------------------------------------------------ matches
     def match_status(self, run_id: str) -> dict[str, str]:
@@ -733,10 +769,10 @@ class Store:
         }
 
     def matches(self, run_id: str) -> list[dict[str, Any]]:
-        return list(self.db["matches"].rows_where("run_id = ?", [run_id], order_by="rowid"))
+        return list(self.db.query("select * from matches where run_id = ? order by rowid", [run_id]))
 
     def seats(self, match_id: str) -> list[dict[str, Any]]:
-        return list(self.db["seats"].rows_where("match_id = ?", [match_id], order_by="seat"))
+        return list(self.db.query("select * from seats where match_id = ? order by seat", [match_id]))
 
     def decisions(self, match_id: str) -> list[Decision]:
         return [
@@ -746,7 +782,7 @@ class Store:
 
     def rounds(self, match_id: str) -> list[dict[str, Any]]:
         return list(
-            self.db["rounds"].rows_where("match_id = ?", [match_id], order_by="round, seat")
+            self.db.query("select * from rounds where match_id = ? order by round, seat", [match_id])
         )
 
     # ------------------------------------------------------------ lookups (engine cache)
@@ -773,18 +809,25 @@ class Store:
         ``query`` holds whitespace-separated terms that must all match (see
         :func:`search_clause`): plain words match any field; ``game:``, ``mech:``,
         ``agent:``, ``date:``, ``kind:``, ``status:``, ``name:`` and ``id:`` narrow a term.
+        Decisions and cost come from ``match_totals`` for folded matches, and are counted
+        only for the others (running, failed, not folded yet): no scan of a million rows.
         """
         where, args = search_clause(query, RUN_SEARCH)
         sql = f"""
             select r.id, r.name, r.kind, r.status, r.created_at, r.finished_at, r.error,
                    {RUN_DATE} as date,
-                   coalesce(mc.n, 0) as matches, coalesce(dc.n, 0) as decisions,
-                   coalesce(dc.cost, 0.0) as cost_usd
+                   coalesce(mc.n, 0) as matches,
+                   coalesce(ft.n, 0) + coalesce(dc.n, 0) as decisions,
+                   coalesce(ft.cost, 0.0) + coalesce(dc.cost, 0.0) as cost_usd
             from runs r
             left join (select run_id, count(*) as n from matches group by run_id) mc
                    on mc.run_id = r.id
+            left join (select run_id, sum(decisions) as n, sum(cost_usd) as cost
+                       from match_totals group by run_id) ft
+                   on ft.run_id = r.id
             left join (select m.run_id, count(*) as n, sum(d.cost_usd) as cost
-                       from decisions d join matches m on m.id = d.match_id
+                       from matches m join decisions d on d.match_id = m.id
+                       where not exists (select 1 from match_totals t where t.match_id = m.id)
                        group by m.run_id) dc
                    on dc.run_id = r.id
             {"where " + where if where else ""}
@@ -811,7 +854,7 @@ class Store:
         return list(self.db.query(sql, [run_id, *args, limit]))
 
     def match(self, match_id: str) -> dict[str, Any] | None:
-        rows = list(self.db["matches"].rows_where("id = ?", [match_id], limit=1))
+        rows = list(self.db.query("select * from matches where id = ? limit 1", [match_id]))
         return rows[0] if rows else None
 
     def decision_list(self, match_id: str) -> list[dict[str, Any]]:

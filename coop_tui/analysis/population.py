@@ -400,11 +400,14 @@ def population_metrics(
     steps: int = 1000,
     lr: float = 0.1,
     method: str = "highs-ds",
+    ratings: np.ndarray | None = None,
 ) -> dict[str, dict[str, float]]:
-    """``{agent: {mean_payoff, fitness, final_share, deviation_rating}}`` of a complete tensor."""
+    """``{agent: {mean_payoff, fitness, final_share, deviation_rating}}`` of a complete tensor
+    (``ratings``: the tensor's deviation ratings when the caller has them already)."""
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=steps, lr=lr)
-    ratings = deviation_ratings(tensor.payoffs, method=method)
+    if ratings is None:
+        ratings = deviation_ratings(tensor.payoffs, method=method)
     return {
         agent: {
             "mean_payoff": float(mean[i]),
