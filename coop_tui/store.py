@@ -15,7 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -592,7 +592,9 @@ class Store:
         """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
 
     def close(self) -> None:
-        self.flush_folds()
+        # on a failing database those matches stay done but unfolded: read live
+        with suppress(sqlite3.Error):
+            self.flush_folds()
         self.db.conn.close()
 
     @contextmanager

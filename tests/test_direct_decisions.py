@@ -196,3 +196,45 @@ def test_direct_decisions_rebuild_the_decisions_they_carry() -> None:
     assert first.parsed == {"A0": 1.0, "A1": 0.0} and first.parsed is not second.parsed
     assert first.valid and first.attempts == 1 and first.prompt == [] and first.cost_usd == 0.0
     assert first.kind == "mixed" and first.phase == "play" and first.cooperated is True
+
+
+def test_a_strategy_match_played_again_before_its_fold_is_written_counts_once(tmp_path: Path) -> None:
+    """Summaries of finished strategy matches are held back and written many at a time;
+    a match started again meanwhile (a replay in the same process) must leave them
+    exactly as if only its last play had happened, as must closing the store early."""
+    from coop_tui.events import MatchDone, MatchStarted, RoundDone
+    from coop_tui.summaries import pending
+
+    def play_once(bus: EventBus, actions: tuple[int, int]) -> None:
+        bus.emit(MatchStarted("r", "m", 0, "prisoners", "repetition", ("tft", "alld"),
+                              info={"agent_kinds": ["strategy", "strategy"]}))
+        for rnd in (1, 2):
+            rows = tuple(
+                (seat, agent, 0.01, (f"answer {a}", {"A0": 1.0 - a, "A1": float(a)}, ("A0", "A1"),
+                                     (0, 1), (1.0 - a, float(a)), a, 1.0 - a, a == 0, None))
+                for seat, (agent, a) in enumerate(zip(("tft", "alld"), actions, strict=True))
+            )
+            bus.emit(DirectDecisions("m", rnd, 5.0, rows))
+            bus.emit(RoundDone("m", rnd, actions, (1.0, 1.0), (0, 1), {}))
+        bus.emit(MatchDone("m", (1.0, 1.0)))
+
+    db = tmp_path / "again.db"
+    store = Store(db)
+    store.create_run("r", "again", kind="sweep", seed=1, sweep_hash="h", spec={})
+    bus = EventBus()
+    bus.subscribe(store, critical=True)
+    assert bus.direct_batches
+    play_once(bus, (0, 1))
+    assert pending(store.db.conn, "r") == ["m"]  # held back: read live meanwhile
+    play_once(bus, (1, 1))
+    store.close()  # no RunDone: closing writes what was held back
+    conn = sqlite3.connect(db)
+    assert conn.execute("select count(*), sum(action) from decisions").fetchone() == (4, 4)
+    assert conn.execute("select decisions from match_totals").fetchall() == [(4,)]
+    coop = conn.execute("select agent, round, n, coop_sum, cooperated from coop_rounds"
+                        " order by agent, round").fetchall()
+    assert coop == [("alld", 1, 1, 0.0, 0), ("alld", 2, 1, 0.0, 0),
+                    ("tft", 1, 1, 0.0, 0), ("tft", 2, 1, 0.0, 0)]
+    acts = conn.execute("select agent, action, n, sampled from action_counts order by 1, 2").fetchall()
+    assert acts == [("alld", 0, 2, 0), ("alld", 1, 2, 2), ("tft", 0, 2, 0), ("tft", 1, 2, 2)]
+    conn.close()
