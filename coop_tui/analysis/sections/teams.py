@@ -42,10 +42,10 @@ def t_interval(values: Sequence[float]) -> dict[str, Any]:
     mean = sum(vals) / len(vals)
     if len(vals) < 2:
         return {"mean": mean, "ci": None, "n": len(vals)}
-    from scipy.stats import t
+    from coop_tui.analysis.stats import t_quantile
 
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
-    half = float(t.ppf(0.975, len(vals) - 1)) * sd / math.sqrt(len(vals))
+    half = t_quantile(len(vals) - 1) * sd / math.sqrt(len(vals))
     return {"mean": mean, "ci": [mean - half, mean + half], "n": len(vals)}
 
 
