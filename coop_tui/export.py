@@ -32,6 +32,11 @@ TABLES = {
     "phases": ("phases", "select {cols} from phases t join matches m on m.id = t.match_id where m.run_id = ?"),
 }
 
+OPTIONAL_TABLES = {
+    # an imported seed-003 trial table (``import strategic-personalities``), when the run has one
+    "trials": ("sp_trials", "select {cols} from sp_trials t where t.run_id = ? order by t.line"),
+}
+
 
 def _columns(conn: Any, table: str) -> list[tuple[str, str]]:
     """(name, declared type) of every column, as the table has them now."""
@@ -40,7 +45,7 @@ def _columns(conn: Any, table: str) -> list[tuple[str, str]]:
 
 def table_query(conn: Any, name: str) -> tuple[list[tuple[str, str]], str]:
     """The columns and the SQL that streams one exported table of a run."""
-    table, template = TABLES[name]
+    table, template = TABLES[name] if name in TABLES else OPTIONAL_TABLES[name]
     columns = [c for c in _columns(conn, table) if not (table == "decisions" and c[0] == "prompt_hash")]
     exprs = []
     for col, _type in columns:
@@ -110,7 +115,11 @@ def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[
     out.mkdir(parents=True, exist_ok=True)
     written = []
     try:
-        for name in TABLES:
+        tables = set(store.db.table_names())
+        extra = [name for name, (table, _) in OPTIONAL_TABLES.items() if table in tables
+                 and store.db.execute(f"select 1 from {table} where run_id = ? limit 1",
+                                      [run_id]).fetchone()]
+        for name in [*TABLES, *extra]:
             path = out / f"{name}.{fmt}"
             if fmt == "csv":
                 _write_csv(store.db.conn, name, run_id, path)

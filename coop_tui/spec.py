@@ -939,7 +939,8 @@ def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> 
             if getattr(game, "protocol", None) and not hasattr(strategy, "numeric_answer"):
                 raise ValueError(  # seed 003's move-by-move games ask for numbers
                     "it answers only matrix games; use fixed_number, threshold_responder, "
-                    "truthful_bidder or trust_proportional")
+                    "truthful_bidder, trust_proportional, random, mirror, anti_mirror or one "
+                    "of seed 003's responders (coop-tui list strategies)")
             strategy.distribution(SeatView(game=game, seat=seat, round=1))
         except Exception as exc:  # noqa: BLE001 - any failure means it cannot play
             raise SpecError(

@@ -352,6 +352,29 @@ def m070_judge_links(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m071_judge_present_mask(db: sqlite_utils.Database) -> None:
+    # The categories a judgement found present, as bits in rubric order (bit i: the i-th
+    # category of the judge run's rubric), so the judgements analysis aggregates one row
+    # per judgement instead of one per category. Filled for judgements already stored.
+    if "present_mask" not in db["judgements"].columns_dict:
+        db["judgements"].add_column("present_mask", int)
+    runs = db.execute("select distinct j.judge_run_id, r.spec from judgements j"
+                      " join runs r on r.id = j.judge_run_id").fetchall()
+    for run_id, spec in runs:
+        try:
+            ids = [c["id"] for c in json.loads(spec or "{}")["rubric"]["categories"]]
+        except (ValueError, KeyError, TypeError):
+            continue
+        bits = " ".join(f"when ? then {1 << i}" for i in range(len(ids)))
+        db.execute(
+            f"update judgements set present_mask = (select coalesce(sum(case l.category {bits}"
+            " else 0 end), 0) from judgement_labels l where l.judge_decision_id ="
+            " judgements.judge_decision_id and l.present = 1) where judge_run_id = ?",
+            [*ids, run_id],
+        )
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")

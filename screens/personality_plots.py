@@ -32,9 +32,15 @@ class ArchetypeMap(PlotextPlot):
         plt = self.plt
         plt.clear_figure()
         plt.title("archetype map")
-        for i, (name, x, y, kind) in enumerate(self.points):
-            plt.scatter([x], [y], label=f"{name}: {kind}", color=COLOURS[i % len(COLOURS)],
-                        marker="dot")
+        # names are written beside the points (a legend would cover the busy corner
+        # where P(C|D) is near 0); agents on the same spot share one label
+        spots: dict[tuple[float, float], list[str]] = {}
+        for name, x, y, _kind in self.points:
+            spots.setdefault((round(x, 1), round(y, 1)), []).append(name)
+        for i, ((x, y), names) in enumerate(sorted(spots.items())):
+            colour = COLOURS[i % len(COLOURS)]
+            plt.scatter([x], [y], color=colour, marker="●")
+            plt.text(" " + ", ".join(names), x, y, color=colour, alignment="left")
         plt.hline(60, "gray")  # strict / grudge reciprocators above
         plt.vline(10, "gray")  # strict reciprocators left of it
         plt.vline(3, "gray")   # grudge-holders left of it

@@ -455,3 +455,92 @@ def test_contracting_travellers_matches_table_5_and_every_runs_published_metrics
             if (f"{cell['value']:.3f}", f"{cell['se']:.3f}") != (value, se):
                 off.append((metric, agent, cell["value"], cell["se"], value, se))
     assert (compared, off) == (14, [])
+
+
+PUBLIC_GOODS_CONTRACTING = STUDY.parent / "coopeval_contracting_public_goods"
+_C, _GR, _GI, _G5, _G4, _Q = (
+    "anthropic/claude-sonnet-4.5(CoT)", "google/gemini-3-flash-preview(CoT)",
+    "google/gemini-3-flash-preview(IO)", "openai/gpt-5.2(CoT)",
+    "openai/gpt-4o-2024-05-13(CoT)", "qwen/qwen3-30b-a3b-instruct-2507(CoT)")
+# What each run's stdout.txt printed for contracting_public_goods: the agents' average
+# payoffs (4 decimals) and the fitness printed as "Step 1000" of the replicator dynamics.
+PUBLIC_GOODS_CONTRACTING_PRINTED = {
+    "run1_20260319_153052": (
+        {_C: 1.4583, _GR: 1.4028, _GI: 1.4954, _G4: 1.2685, _G5: 1.4815, _Q: 1.4907},
+        {_C: 1.499997616918491, _GR: 1.401359796829171, _GI: 1.499722565743487,
+         _G5: 1.4996549132118207, _G4: 1.447419639290721, _Q: 1.4453783646175162}),
+    "run2_20260124_025842": (
+        {_C: 1.4815, _GR: 1.4769, _GI: 1.4815, _G4: 1.2315, _G5: 1.5046, _Q: 1.4769},
+        {_C: 1.499999999985904, _GR: 1.487836566469022, _GI: 1.495980907793961,
+         _G5: 1.4985279754758951, _G4: 1.3346631314820305, _Q: 1.4833648092289615}),
+    "run3_20260125_095939": (
+        {_C: -0.4028, _GR: 1.9352, _GI: 1.9491, _G4: 1.2824, _G5: 1.5046, _Q: 2.3611},
+        {_C: 0.4563341861036273, _GR: 1.485064578840735, _GI: 1.4972478004455618,
+         _G5: 1.500000000032624, _G4: 1.2990697713666262, _Q: 1.4875995138264393}),
+}
+
+
+def _fixture_tensor(run_dir: Path):
+    from coop_tui.analysis.population import tensor_from_profiles
+
+    data = json.loads((run_dir / "contracting_public_goods" / "matchup_payoffs.json").read_text())
+    return tensor_from_profiles(
+        ([f"{p['llm']['model']}({'IO' if p['type'] == 'IOAgent' else 'CoT'})" for p in prof["players"]],
+         prof["payoffs"][0][0])
+        for prof in data["profile"])
+
+
+def test_contracting_public_goods_runs_match_their_printed_averages_and_fitness(tmp_path, capsys):
+    """tests/data/coopeval_contracting_public_goods: Contracting on Public Goods (3 players,
+    216 seatings per run, contract transfers included: 3 / 3 / -2, -99 / 51.5 / 51.5 ...;
+    run 1's records file is 2,419,670 characters of answer text, read to every match's
+    points). Imported, every agent's per-run Mean is the average CoopEval printed in that
+    run, and the Contracting row of Table 4 (Mean and Fitness, every agent and the LLM
+    average, value and ±) is reproduced.
+
+    CoopEval prints as "Step t" the fitness *before* the t-th update, so its "Step 1000"
+    is the fitness after 999 updates; ours (the population after all 1000 updates) is one
+    step further on. Both are checked: the printed numbers are reproduced by our dynamics
+    from the same payoffs, and our final fitness is the next step of the same trajectory.
+    """
+    from coop_tui.analysis.population import expected_payoffs, replicator_dynamics
+
+    db = tmp_path / "pg.db"
+    assert main(["import", "coopeval", str(PUBLIC_GOODS_CONTRACTING), "--db", str(db)]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(["report", "--json", "--db", str(db)], capsys)
+    assert code == 0
+    report = json.loads(out)
+    reps = sorted((r for r in report["per_replicate"]
+                   if (r["table"], r["mechanism"]) == ("public_good", "contracting")),
+                  key=lambda r: r["replicate"])
+    runs = sorted(p.name for p in PUBLIC_GOODS_CONTRACTING.iterdir() if p.is_dir())
+    assert [r["replicate"] for r in reps] == list(range(len(runs)))
+    checked = 0
+    for run, rep in zip(runs, reps, strict=True):
+        if run not in PUBLIC_GOODS_CONTRACTING_PRINTED:
+            continue
+        printed_mean, printed_fitness = PUBLIC_GOODS_CONTRACTING_PRINTED[run]
+        assert {a: round(v, 4) for a, v in rep["mean"].items()} == printed_mean, run
+        tensor = _fixture_tensor(PUBLIC_GOODS_CONTRACTING / run)
+        trajectory = replicator_dynamics(tensor.payoffs, steps=1000, record=True).trajectory
+        agents = tensor.agents
+        before_last = dict(zip(agents, expected_payoffs(tensor.payoffs, trajectory[999]), strict=True))
+        assert before_last == pytest.approx(printed_fitness, abs=1e-9), run
+        final = dict(zip(agents, expected_payoffs(tensor.payoffs, trajectory[1000]), strict=True))
+        assert rep["fitness"] == pytest.approx(final, abs=1e-12), run
+        assert rep["fitness"] != pytest.approx(printed_fitness, abs=1e-6), run
+        checked += 1
+    assert checked == 3
+    # Table 4, Contracting: Mean and Fitness of every agent and the LLM average.
+    compared, off = 0, []
+    for metric in ("mean", "fitness"):
+        printed = PAPER_TABLES["public_good"][("contracting", None, metric)]
+        assert len(printed) == 7
+        for agent, (value, se) in printed.items():
+            cell = _cell(report, "public_good", "contracting", None, metric, agent)
+            assert cell["n"] == 3
+            compared += 1
+            if (f"{cell['value']:.3f}", f"{cell['se']:.3f}") != (value, se):
+                off.append((metric, agent, cell["value"], cell["se"], value, se))
+    assert (compared, off) == (14, [])

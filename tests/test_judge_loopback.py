@@ -450,3 +450,44 @@ def test_a_budget_stops_the_pass_and_a_rerun_asks_only_the_rest(tmp_path: Path) 
         assert len(server.chat_requests) == 4
     assert rows(db, "select status from runs where kind = 'judge'") == [("done",)]
     assert rows(db, "select count(distinct judged_decision_id) from judgements where valid = 1") == [(4,)]
+
+
+def test_the_present_mask_migration_fills_judgements_stored_before_it(judged: Any,
+                                                                      tmp_path: Path) -> None:
+    from coop_tui.store import Store
+
+    db = tmp_path / "old.db"
+    shutil.copy(judged[0], db)
+    written = rows(db, "select judge_run_id, judged_decision_id, present_mask from judgements"
+                       " order by 1, 2")
+    assert {m for _, _, m in written} - {0}, "no judgement has a category present"
+    conn = sqlite3.connect(db)
+    with conn:  # as a database written before m071: no mask yet
+        conn.execute("update judgements set present_mask = null")
+        conn.execute("delete from _migrations where name = 'm071_judge_present_mask'")
+    conn.close()
+    Store(db).close()
+    assert rows(db, "select judge_run_id, judged_decision_id, present_mask from judgements"
+                    " order by 1, 2") == written
+
+
+def test_a_judgement_the_provider_refuses_is_counted_and_a_rerun_asks_only_it(tmp_path: Path) -> None:
+    script = Script()
+    with LoopbackServer(latency=0.01, chunks=2, answer=script) as server:
+        sweep = write_sweep(tmp_path / "sweep.toml", server.url)
+        db = tmp_path / "f.db"
+        assert cli("--batch", str(sweep), "--db", str(db)).returncode == 0
+        server.configure(fault_script=["401"])  # the first judge request is refused
+        args = ("judge", "--judge", "dear", "--agents", str(sweep), "--rubric", "justifications",
+                "--db", str(db), "--concurrency", "1")
+        first = cli(*args)
+        assert first.returncode == 1, first.stdout + first.stderr
+        assert "failed 1" in first.stdout and "HTTP 401" in first.stdout.replace("\n", " ")
+        assert rows(db, "select status from runs where kind = 'judge'") == [("failed",)]
+        assert rows(db, "select count(*) from judgements") == [(3,)]
+        asked = len(script.judged)
+        again = cli(*args)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert len(script.judged) == asked + 1
+    assert rows(db, "select status from runs where kind = 'judge'") == [("done",)]
+    assert rows(db, "select count(*), sum(valid) from judgements") == [(4, 4)]

@@ -185,3 +185,18 @@ def test_a_strategy_or_a_missing_table_cannot_judge(db: Path, tmp_path: Path) ->
                "--db", str(db), "--dry-run")
     assert done.returncode == 0 and "0 play decisions with text" in done.stdout
     assert json.dumps(snapshot(db))  # still a readable database
+
+
+def test_a_provider_judge_without_its_key_is_refused_before_anything_is_written(
+        db: Path, tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    before = snapshot(db)
+    done = subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", "judge", "--judge", "anthropic/claude-sonnet-4-5",
+         "--rubric", "justifications", "--db", str(db)],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--judge: no API key for anthropic/claude-sonnet-4-5: set ANTHROPIC_API_KEY" in done.stderr
+    assert snapshot(db) == before

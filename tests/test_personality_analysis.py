@@ -124,6 +124,9 @@ def test_round_curves_endgame_effect_and_type(profile: dict, agent: str) -> None
     assert end["before_last"] == pytest.approx(thirds[4] / 3)
     assert end["effect"] == pytest.approx((thirds[5] - thirds[4]) / 3)
     assert end["type"] == kind
+    if agent == "wsls":  # per-match differences 0 (allc), -1 (alld), 0 (alt)
+        half = 4.302652729911275 * math.sqrt(1 / 3) / math.sqrt(3)
+        assert end["effect_interval"] == pytest.approx([-1 / 3 - half, -1 / 3 + half])
 
 
 def test_a_model_that_defects_only_in_the_last_round_is_a_strategic_exploiter(profile: dict) -> None:
@@ -311,7 +314,7 @@ def test_the_text_report_prints_archetypes_and_endgame_types(db: Path) -> None:
 def test_provider_tests_compare_per_match_rates_between_providers() -> None:
     from scipy.stats import kruskal, mannwhitneyu
 
-    from coop_tui.analysis.personality_profile import SeatRun, _provider_tests
+    from coop_tui.analysis.personality_profile import SeatRun, _by_match, _provider_tests
 
     def seat(match: str, agent: str, coop: int) -> SeatRun:
         return SeatRun(match, 0, agent, "tft", "x", "pd", None, True, 10, coop, 1, 0, 0, 0,
@@ -323,7 +326,7 @@ def test_provider_tests_compare_per_match_rates_between_providers() -> None:
         "gpt-a": [seat("m4", "gpt-a", 1), seat("m5", "gpt-a", 2), seat("m6", "gpt-a", 0)],
     }
     providers = {"claude-a": "anthropic", "claude-b": "anthropic", "gpt-a": "openai"}
-    out = _provider_tests(runs, providers)
+    out = _provider_tests({a: _by_match(v) for a, v in runs.items()}, providers)
     anthropic, openai = [0.9, 0.8, 0.7], [0.1, 0.2, 0.0]
     assert out["groups"] == {"anthropic": {"trials": 3, "rate": pytest.approx(0.8)},
                              "openai": {"trials": 3, "rate": pytest.approx(0.1)}}
@@ -333,4 +336,49 @@ def test_provider_tests_compare_per_match_rates_between_providers() -> None:
     assert pair["p"] == pytest.approx(mannwhitneyu(anthropic, openai).pvalue)
     assert pair["cohens_h"] == pytest.approx(2 * math.asin(math.sqrt(0.8)) - 2 * math.asin(math.sqrt(0.1)))
     assert pair["cohens_d"] == pytest.approx(0.7 / 0.1)  # both sds are 0.1
-    assert _provider_tests({"gpt-a": runs["gpt-a"]}, providers) is None  # one provider
+    assert _provider_tests({"gpt-a": _by_match(runs["gpt-a"])}, providers) is None
+
+
+def test_a_round_without_recorded_cooperation_drops_only_its_own_pairs(
+        db: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from coop_tui.analysis.personality_profile import personality_profile
+
+    path = tmp_path / "gap.db"
+    shutil.copy(db, path)
+    store = Store(path)
+    mid = store.db.execute(
+        """select m.id from matches m join seats a on a.match_id = m.id and a.seat = 0
+           join seats b on b.match_id = m.id and b.seat = 1
+           where m.run_id = ? and a.agent = 'wsls' and b.agent = 'alt'""", [RUN]).fetchone()[0]
+    # wsls C C D D C C against alt C D C D C D; forget alt's round-4 move
+    store.db.execute("update rounds set cooperated = null where match_id = ? and round = 4"
+                     " and seat = 1", [mid])
+    store.db.conn.commit()
+    cell = next(c for c in personality_profile(store.db, RUN)["cells"]
+                if (c["agent"], c["opponent"]) == ("wsls", "alt"))
+    store.close()
+    assert cell["decisions"] == 5  # rounds 1, 2, 3, 5, 6
+    assert cell["rate"] == pytest.approx(4 / 5)  # C C D . C C
+    assert cell["curve"] == [1, 1, 0, 1, 1] and cell["curve_n"] == [1, 1, 1, 1, 1]
+    # pairs (1,2), (2,3) and (5,6) survive: after C at t = 2 and 6, after D at t = 3
+    assert (cell["n_after_c"], cell["p_c_after_c"]) == (2, 1.0)
+    assert (cell["n_after_d"], cell["p_c_after_d"]) == (1, 0.0)
+
+
+def test_own_runs_carry_cooperation_by_model_like_the_published_table(db: Path) -> None:
+    from coop_tui.report import build_report
+
+    store = Store(db)
+    table = build_report(store, RUN)["cooperation_by_model"]
+    store.close()
+    # tft: 6/6, 1/6, 4/6 per trial (seat 0 against allc, alld, alt)
+    tft = table["tft"]
+    values = [100.0, 100 / 6, 400 / 6]
+    mean = sum(values) / 3
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+    assert tft["n"] == 3 and tft["mean"] == pytest.approx(mean, abs=1e-3)
+    assert tft["sd"] == pytest.approx(sd, abs=1e-3)
+    assert table["tft_self"]["n"] == 3  # self-play: the seat-0 copy only, one per match
+    assert "alt" not in table and "allc" not in table  # the yardstick strategies

@@ -25,6 +25,7 @@ from coop_tui.agents.strategies import (
     strategy_aliases,
     strategy_class,
 )
+from coop_tui.agents.strategies.base import first_option, second_option
 from coop_tui.decisions import Move, SeatView
 from coop_tui.games import get_game, load_game
 from coop_tui.games.kinds import options_game
@@ -412,3 +413,174 @@ def test_seeded_generator_is_the_match_seed_per_move() -> None:
     assert derived_seed(3, "strategy", 1, 1, "return") == derived_seed(3, "strategy", 1, 1, "return")
     assert derived_seed(3, "strategy", 1, 1, "return") != derived_seed(3, "strategy", 2, 1, "return")
     assert np.random.default_rng(derived_seed(3, "strategy", 1, 1, "return")).integers(100) >= 0
+
+
+# ---------------------------------------------------------------------- the published table
+SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
+          / "strategic_personalities.sample.csv.gz")
+STUDY = Path(__file__).resolve().parent.parent / "data" / "studies" / "strategic-personalities.toml"
+GAME_KEYS = {"chicken": "chicken_sp"}
+FIXED = {"always_cooperate", "always_defect", "always_ballet", "always_football", "always_stag",
+         "always_hare", "always_swerve", "always_straight", "defect_once", "alternate"}
+"""Opponents whose moves do not depend on the model's: a published row then fixes how
+often the model cooperated against each of their moves, and so both totals."""
+
+
+def published_rows() -> list[list[str]]:
+    import csv
+    import gzip
+
+    with gzip.open(SAMPLE, "rt") as fh:
+        return [r for r in csv.reader(fh)
+                if r[6] == "model_vs_strategy" and r[5] in FIXED and r[7] == "baseline"
+                and r[14] and r[9].endswith(".0") and get_game(GAME_KEYS.get(r[0], r[0])).n_players == 2]
+
+
+def test_the_study_opponents_reproduce_the_published_totals_of_fixed_opponents() -> None:
+    """Against an opponent that ignores the model, a published row's cooperation columns
+    fix the model's cooperation count (from the mean of both seats) and how many of those
+    fell on the opponent's cooperative rounds (the joint rate); the totals then follow
+    from the game's table. Played with the study file's strategy for that opponent name,
+    every such row of the published sample comes out to the point."""
+    from coop_tui.spec import load_sweep
+
+    agents = load_sweep(STUDY, check_keys=False).spec.agents
+    rows = published_rows()
+    assert len(rows) >= 12
+    for r in rows:
+        game = get_game(GAME_KEYS.get(r[0], r[0]))
+        rounds = int(float(r[9]))
+        strategy = get_strategy(agents[r[5]].strategy, **agents[r[5]].params)
+        own: list[int] = []
+        history: list[Move] = []
+        c0 = first_option(SeatView(game=game, seat=0, round=1))
+        for t in range(1, rounds + 1):
+            dist = strategy.distribution(SeatView(game=game, seat=1, round=t, history=tuple(history)))
+            a = dist.index(1.0)
+            own.append(a)
+            history.append(Move(t, a, (c0,), 0.0, (0.0,)))
+        c1 = first_option(SeatView(game=game, seat=1, round=1))
+        d0 = second_option(SeatView(game=game, seat=0, round=1))
+        strat_coop = sum(a == c1 for a in own)
+        model_coop = round(2 * float(r[14]) * rounds) - strat_coop
+        joint = round(float(r[15]) * rounds)
+        on_coop, on_defect = joint, model_coop - joint  # model C against strategy C / D
+        n_coop = strat_coop
+        assert 0 <= on_coop <= n_coop and 0 <= on_defect <= rounds - n_coop, r
+        cells = {(c0, c1): on_coop, (d0, c1): n_coop - on_coop,
+                 (c0, 1 - c1): on_defect, (d0, 1 - c1): rounds - n_coop - on_defect}
+        totals = [sum(k * game.payoff(p)[s] for p, k in cells.items()) for s in (0, 1)]
+        assert totals == pytest.approx([float(r[12]), float(r[13])]), (r[0], r[4], r[5])
+
+
+REACTIVE = {"tit_for_tat", "suspicious_tft", "tit_for_two_tats", "reverse_tft", "hard_tft",
+            "grim_trigger", "pavlov", "false_defector", "stag_tft", "chicken_tft",
+            "chicken_bully", "mirror", "anti_mirror"}
+
+
+def outcomes(game: Any, strategy: Strategy, model: tuple[int, ...]) -> set[tuple[float, ...]]:
+    """(model total, strategy total, cooperations of both, joint cooperations) for every way
+    the strategy's random choices (mirror's opening) can fall against ``model``."""
+    c0 = first_option(SeatView(game=game, seat=0, round=1))
+    c1 = first_option(SeatView(game=game, seat=1, round=1))
+    found = set()
+    paths: list[list[Move]] = [[]]
+    for t, m in enumerate(model, start=1):
+        nxt = []
+        for hist in paths:
+            dist = strategy.distribution(SeatView(game=game, seat=1, round=t, history=tuple(hist)))
+            for a, p in enumerate(dist):
+                if p > 0:
+                    nxt.append([*hist, Move(t, a, (m,), 0.0, (0.0,))])
+        paths = nxt
+    for hist in paths:
+        pays = [game.payoff((mv.others[0], mv.own)) for mv in hist]
+        found.add((sum(p[0] for p in pays), sum(p[1] for p in pays),
+                   sum(mv.others[0] == c0 for mv in hist) + sum(mv.own == c1 for mv in hist),
+                   sum(mv.others[0] == c0 and mv.own == c1 for mv in hist)))
+    return found
+
+
+def test_reactive_opponents_admit_the_published_rows() -> None:
+    """Against a reactive opponent the model's moves are not in the table, but some
+    sequence of them must give the published totals, cooperation and joint cooperation
+    when the study's strategy answers it: every 10-round two-player row of the sample is
+    checked against all 1,024 model sequences."""
+    import csv
+    import gzip
+    import itertools
+
+    from coop_tui.spec import load_sweep
+
+    agents = load_sweep(STUDY, check_keys=False).spec.agents
+    with gzip.open(SAMPLE, "rt") as fh:
+        rows = [r for r in csv.reader(fh)
+                if r[6] == "model_vs_strategy" and r[5] in REACTIVE and r[7] == "baseline"
+                and r[14] and r[9] == "10.0"
+                and get_game(GAME_KEYS.get(r[0], r[0])).n_players == 2]
+    assert len(rows) >= 20
+    for r in rows:
+        game = get_game(GAME_KEYS.get(r[0], r[0]))
+        strategy = get_strategy(agents[r[5]].strategy, **agents[r[5]].params)
+        c0 = first_option(SeatView(game=game, seat=0, round=1))
+        d0 = second_option(SeatView(game=game, seat=0, round=1))
+        target = (float(r[12]), float(r[13]))
+        reached = False
+        for model in itertools.product((c0, d0), repeat=10):
+            for total0, total1, coop, joint in outcomes(game, strategy, model):
+                if ((total0, total1) == target and joint == round(float(r[15]) * 10)
+                        and coop == round(2 * float(r[14]) * 10)):
+                    reached = True
+                    break
+            if reached:
+                break
+        assert reached, (r[0], r[4], r[5], r[12:16])
+
+
+def crowd_outcomes(game: Any, strategy: Strategy, model: tuple[int, ...]) -> set[tuple[float, ...]]:
+    """:func:`outcomes` for a game whose seats 2.. are all copies of the strategy."""
+    import itertools
+
+    n = game.n_players
+    coop = [first_option(SeatView(game=game, seat=j, round=1)) for j in range(n)]
+    paths: list[list[list[Move]]] = [[[] for _ in range(n)]]
+    for t, m in enumerate(model, start=1):
+        nxt = []
+        for hists in paths:
+            choices = [[m]] + [
+                [a for a, p in enumerate(strategy.distribution(
+                    SeatView(game=game, seat=j, round=t, history=tuple(hists[j])))) if p > 0]
+                for j in range(1, n)]
+            for prof in itertools.product(*choices):
+                pay = game.payoff(prof)
+                nxt.append([h + [Move(t, prof[j], prof[:j] + prof[j + 1:], pay[j],
+                                      pay[:j] + pay[j + 1:])] for j, h in enumerate(hists)])
+        paths = nxt
+    return {(sum(mv.payoff for mv in h[0]), sum(mv.payoff for mv in h[1]),
+             sum(mv.own == coop[0] for mv in h[0]) + sum(mv.own == coop[1] for mv in h[1]),
+             sum(a.own == coop[0] and b.own == coop[1] for a, b in zip(h[0], h[1], strict=True)))
+            for h in paths}
+
+
+def test_four_player_diners_rows_with_the_copies_in_every_other_seat() -> None:
+    """Diner's dilemma rows of the sample (10 rounds, the opponent's copies in seats 2-4,
+    each watching the model): some model sequence gives the published numbers."""
+    import csv
+    import gzip
+    import itertools
+
+    from coop_tui.spec import load_sweep
+
+    agents = load_sweep(STUDY, check_keys=False).spec.agents
+    game = get_game("diners_dilemma")
+    c0 = first_option(SeatView(game=game, seat=0, round=1))
+    d0 = second_option(SeatView(game=game, seat=0, round=1))
+    with gzip.open(SAMPLE, "rt") as fh:
+        rows = [r for r in csv.reader(fh) if r[0] == "diners_dilemma" and r[7] == "baseline"
+                and r[6] == "model_vs_strategy" and r[5] in REACTIVE | FIXED]
+    assert {r[5] for r in rows} >= {"hard_tft", "false_defector", "mirror", "defect_once"}
+    for r in rows:
+        strategy = get_strategy(agents[r[5]].strategy, **agents[r[5]].params)
+        want = (float(r[12]), float(r[13]), round(2 * float(r[14]) * 10), round(float(r[15]) * 10))
+        assert any(want in crowd_outcomes(game, strategy, model)
+                   for model in itertools.product((c0, d0), repeat=10)), (r[4], r[5])

@@ -180,3 +180,52 @@ def test_own_cooperation_is_refused_when_the_totals_do_not_add_up() -> None:
         == pytest.approx((0.3, 0.1))
     assert canonical.own_cooperation(10, 11, 20, 0.2, 0.1) is None  # joint rate contradicts
     assert canonical.own_cooperation(10, 50, 0, 0.2, 0.1) is None   # rates leave 0..1
+
+
+async def test_the_analysis_screen_opens_on_the_imported_table(imported: Path, tmp_path: Path) -> None:
+    import shutil
+    import time
+
+    from textual.widgets import Static
+
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.analysis import AnalysisScreen
+
+    path = tmp_path / "copy.db"
+    shutil.copy(imported, path)
+    store = Store(path)
+    run_id = store.runs()[0]["id"]
+    store.close()
+
+    class App(CoopApp):
+        def on_mount(self, event) -> None:
+            event.prevent_default()
+            self.push_screen(AnalysisScreen(self.store, run_id, export_dir=tmp_path / "out"))
+
+    app = App(path, replay_speed=0)
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = app.screen
+        deadline = time.monotonic() + 30
+        while not screen.query("#an-section-cooperation_by_model"):
+            assert time.monotonic() < deadline, "the imported table never showed"
+            await pilot.pause(0.05)
+        await pilot.pause()
+        panel = screen.query_one("#an-section-cooperation_by_model")
+        from rich.console import Console
+
+        console = Console(width=200, record=True, color_system=None)
+        console.print(panel.query_one(Static).content)
+        shown = console.export_text()
+        assert "gpt-4o-mini" in shown and "76.7" in shown  # (100 + 40 + 90) / 3 in the sample
+        assert screen.query("#an-section-published_trials")
+
+
+def test_export_writes_the_trial_table(imported: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert run_cli(["export", "--db", str(imported), "--out", str(out)]) == 0
+    with (out / "trials.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 201
+    pd_row = next(r for r in rows if r["game"] == "pd_medium" and r["model"] == "deepseek-v3")
+    assert (float(pd_row["own_coop0"]), float(pd_row["own_coop1"])) == pytest.approx((0.1, 0.2))

@@ -234,7 +234,8 @@ class StrategyAgent:
 
             raise StrategyError(
                 f"strategy {self.strategy.name!r} cannot answer a {request.kind} move; use one "
-                "of the numeric strategies (fixed_number, threshold_responder, truthful_bidder)"
+                "of the numeric strategies (fixed_number, threshold_responder, truthful_bidder, "
+                "random, mirror, anti_mirror, seed 003's responders)"
             )
         value = answer(request.view, dict(request.options))
         if request.kind == "number":

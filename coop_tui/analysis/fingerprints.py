@@ -106,8 +106,12 @@ def fingerprints(texts: Sequence[str], agents: Sequence[str], providers: dict[st
     labels = [providers[a] for a in agents]
     overall = None
     if 2 <= len(set(labels)) <= len(texts) - 1:
-        overall = float(silhouette_score(emb, labels, metric="cosine",
-                                         sample_size=min(len(texts), 5000), random_state=seed))
+        try:
+            overall = float(silhouette_score(emb, labels, metric="cosine",
+                                             sample_size=min(len(texts), 5000),
+                                             random_state=seed))
+        except ValueError:  # the drawn sample held a single provider
+            overall = None
     within, between = [], []
     for i, a in enumerate(names):
         for j in range(i + 1, len(names)):

@@ -24,10 +24,10 @@ __all__ = ["cluster_ratio_interval", "t_interval", "t_quantile"]
 
 
 def t_quantile(df: int, level: float = 0.95) -> float:
-    """Two-sided Student t quantile (scipy, imported here so callers stay light)."""
-    from scipy.stats import t
+    """Two-sided Student t quantile (scipy.special: far lighter to import than scipy.stats)."""
+    from scipy.special import stdtrit
 
-    return float(t.ppf(0.5 + level / 2.0, df))
+    return float(stdtrit(df, 0.5 + level / 2.0))
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict[str, float | int | None]:

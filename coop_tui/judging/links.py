@@ -60,13 +60,14 @@ def link(
     """Write the link and labels of one judgement; the judge decision's row id."""
     judge_id = store.decision_id(decision.cache_key)
     parsed = decision.parsed if decision.valid and isinstance(decision.parsed, dict) else None
+    mask = None if parsed is None else present_mask(rubric, parsed)
     with store.db.conn:
         store.db.conn.execute(
             "insert or replace into judgements (judge_run_id, judged_decision_id,"
             " judge_decision_id, judged_run_id, judge, rubric, rubric_version, rubric_digest,"
-            " valid, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " valid, created_at, present_mask) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [judge_run_id, judged_decision_id, judge_id, judged_run_id, judge, rubric.name,
-             rubric.version, rubric.digest, int(parsed is not None), time.time()],
+             rubric.version, rubric.digest, int(parsed is not None), time.time(), mask],
         )
         if parsed is not None and judge_id is not None:
             store.db.conn.executemany(
@@ -76,6 +77,12 @@ def link(
                  for cid in rubric.ids if cid in parsed],
             )
     return judge_id
+
+
+def present_mask(rubric: Rubric, confidences: dict[str, Any]) -> int:
+    """Bit i set when the rubric's i-th category reaches the threshold (at most 60 bits)."""
+    return sum(1 << i for i, cid in enumerate(rubric.ids)
+               if float(confidences.get(cid, 0.0)) >= rubric.threshold)
 
 
 def judgements_of(store: Store, decision_id: int) -> list[dict[str, Any]]:
@@ -115,7 +122,8 @@ def judged_by(store: Store, judge_decision_id: int) -> int | None:
 
 
 def rubric_names(spec_json: str | None) -> dict[str, str]:
-    """Category id -> display name, from a judge run's stored spec."""
+    """Category id -> display name, in rubric order (bit order of ``present_mask``),
+    from a judge run's stored spec."""
     try:
         rubric = json.loads(spec_json or "{}").get("rubric") or {}
         return {c["id"]: c.get("name") or c["id"] for c in rubric.get("categories") or []}
@@ -130,5 +138,6 @@ __all__ = [
     "judged_text",
     "judgements_of",
     "link",
+    "present_mask",
     "rubric_names",
 ]

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 PAGE = 200
 """Judged matches read per query: the pass streams, it never lists a run in memory."""
+MAX_ERRORS_KEPT = 100
+"""Transport failures kept as examples for the summary (each is counted regardless)."""
 PHASES_WITH_TEXT = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
 
 _TEXT_SQL = (
@@ -251,7 +253,8 @@ async def judge_pass(
                     decision = await ctx.ask(request)
                 except Exception as exc:  # transport gave up: counted, retried by a rerun
                     stats.failed += 1
-                    stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
+                    if len(stats.errors) < MAX_ERRORS_KEPT:
+                        stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
                     return False
         finally:
             if first is None:
@@ -291,7 +294,8 @@ async def judge_pass(
         failed = stats.failed - before
         if failed:
             bus.emit(MatchDone(match_id, (), status="failed",
-                               error=f"{failed} judgement(s) not answered: {stats.errors[-1]}"))
+                               error=f"{failed} judgement(s) not answered: {stats.errors[-1]}"
+                               if stats.errors else f"{failed} judgement(s) not answered"))
         else:  # stopped: the budget left some of its decisions unjudged
             bus.emit(MatchDone(match_id, (), status="done" if all(linked) else "stopped"))
 

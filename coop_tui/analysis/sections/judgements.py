@@ -67,38 +67,31 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     }
 
 
+def _bits(n: int, template: str) -> str:
+    """One SQL expression per category bit: ``template`` with {bit} = the mask's bit i."""
+    return ", ".join(template.format(bit=f"((j.present_mask >> {i}) & 1)") for i in range(n))
+
+
 def _frequencies(db: Any, judged: str, by_run: dict[str, Any],
                  names: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
     """Share of validly judged decisions showing each category, per judge × agent ×
-    mechanism × game."""
-    totals = db.execute(
-        """select j.judge_run_id, d.agent, m.mechanism, m.game, count(*)
-           from judgements j join decisions d on d.id = j.judged_decision_id
-           join matches m on m.id = d.match_id
-           where j.judged_run_id = ? and j.valid = 1
-           group by 1, 2, 3, 4""", [judged]).fetchall()
-    present = db.execute(
-        """select j.judge_run_id, d.agent, m.mechanism, m.game, l.category, sum(l.present),
-                  avg(l.confidence)
-           from judgements j join decisions d on d.id = j.judged_decision_id
-           join matches m on m.id = d.match_id
-           join judgement_labels l on l.judge_decision_id = j.judge_decision_id
-           where j.judged_run_id = ? and j.valid = 1
-           group by 1, 2, 3, 4, 5""", [judged]).fetchall()
-    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for jrun, agent, mech, game, n in totals:
-        rows[(jrun, agent, mech, game)] = {
-            "judge": by_run[jrun]["judge"], "rubric": by_run[jrun]["rubric"],
-            "judge_run": jrun, "agent": agent, "mechanism": mech, "game": game, "n": n,
-            "categories": {name: 0.0 for name in names[jrun].values()},
-            "mean_confidence": {},
-        }
-    for jrun, agent, mech, game, cat, k, conf in present:
-        row = rows[(jrun, agent, mech, game)]
-        name = names[jrun].get(cat, cat)
-        row["categories"][name] = (k or 0) / row["n"]
-        row["mean_confidence"][name] = conf
-    return list(rows.values())
+    mechanism × game (one row per judgement read: the categories are bits of a mask)."""
+    out = []
+    for jrun, cats in names.items():
+        rows = db.execute(
+            f"""select d.agent, m.mechanism, m.game, count(*), {_bits(len(cats), "sum({bit})")}
+                from judgements j join decisions d on d.id = j.judged_decision_id
+                join matches m on m.id = d.match_id
+                where j.judge_run_id = ? and j.judged_run_id = ? and j.valid = 1
+                group by 1, 2, 3 order by 1, 2, 3""", [jrun, judged]).fetchall()
+        for agent, mech, game, n, *present in rows:
+            out.append({
+                "judge": by_run[jrun]["judge"], "rubric": by_run[jrun]["rubric"],
+                "judge_run": jrun, "agent": agent, "mechanism": mech, "game": game, "n": n,
+                "categories": {name: (k or 0) / n for name, k in zip(cats.values(), present,
+                                                                      strict=True)},
+            })
+    return out
 
 
 def _cooperation(db: Any, judged: str, by_run: dict[str, Any],
@@ -106,24 +99,26 @@ def _cooperation(db: Any, judged: str, by_run: dict[str, Any],
     """Cooperation of the judged decisions that show each category (and of all of them):
     mean stated cooperation mass and share of sampled cooperative actions."""
     out = []
-    base = db.execute(
-        """select j.judge_run_id, count(*), avg(d.coop_prob), avg(d.cooperated)
-           from judgements j join decisions d on d.id = j.judged_decision_id
-           where j.judged_run_id = ? and j.valid = 1 group by 1""", [judged]).fetchall()
-    for jrun, n, coop, sampled in base:
-        out.append({"judge": by_run[jrun]["judge"], "rubric": by_run[jrun]["rubric"],
-                    "judge_run": jrun, "category": None, "n": n, "coop_rate": coop,
-                    "sampled_coop_rate": sampled})
-    rows = db.execute(
-        """select j.judge_run_id, l.category, count(*), avg(d.coop_prob), avg(d.cooperated)
-           from judgements j join decisions d on d.id = j.judged_decision_id
-           join judgement_labels l on l.judge_decision_id = j.judge_decision_id
-           where j.judged_run_id = ? and j.valid = 1 and l.present = 1
-           group by 1, 2 order by 1, 3 desc, 2""", [judged]).fetchall()
-    for jrun, cat, n, coop, sampled in rows:
-        out.append({"judge": by_run[jrun]["judge"], "rubric": by_run[jrun]["rubric"],
-                    "judge_run": jrun, "category": names[jrun].get(cat, cat), "n": n,
-                    "coop_rate": coop, "sampled_coop_rate": sampled})
+    for jrun, cats in names.items():
+        k = len(cats)
+        row = db.execute(
+            f"""select count(*), avg(d.coop_prob), avg(d.cooperated),
+                       {_bits(k, "sum({bit})")},
+                       {_bits(k, "avg(case when {bit} then d.coop_prob end)")},
+                       {_bits(k, "avg(case when {bit} then d.cooperated end)")}
+                from judgements j join decisions d on d.id = j.judged_decision_id
+                where j.judge_run_id = ? and j.judged_run_id = ? and j.valid = 1""",
+            [jrun, judged]).fetchone()
+        head = {"judge": by_run[jrun]["judge"], "rubric": by_run[jrun]["rubric"], "judge_run": jrun}
+        if not row[0]:
+            continue
+        out.append({**head, "category": None, "n": row[0], "coop_rate": row[1],
+                    "sampled_coop_rate": row[2]})
+        counts, coop, sampled = row[3:3 + k], row[3 + k:3 + 2 * k], row[3 + 2 * k:]
+        found = [(name, counts[i], coop[i], sampled[i]) for i, name in enumerate(cats.values())
+                 if counts[i]]
+        for name, n, c, s in sorted(found, key=lambda f: (-f[1], f[0])):
+            out.append({**head, "category": name, "n": n, "coop_rate": c, "sampled_coop_rate": s})
     return out
 
 
@@ -144,35 +139,36 @@ def cohen_kappa(both: int, only_a: int, only_b: int, neither: int) -> float | No
 def _agreement(db: Any, judged: str, judges: list[dict[str, Any]],
                names: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
     """Cohen's kappa per category for every pair of judge passes with the same rubric
-    (name and version), on the decisions both judged validly."""
+    (name and version, so the same category bits), on the decisions both judged validly."""
     out = []
     for a, b in combinations(judges, 2):
         if (a["rubric"], a["version"]) != (b["rubric"], b["version"]):
             continue
-        rows = db.execute(
-            """select la.category, sum(la.present * lb.present),
-                      sum(la.present * (1 - lb.present)), sum((1 - la.present) * lb.present),
-                      sum((1 - la.present) * (1 - lb.present))
-               from judgements ja join judgements jb
-                 on jb.judged_decision_id = ja.judged_decision_id and jb.judge_run_id = ?
-               join judgement_labels la on la.judge_decision_id = ja.judge_decision_id
-               join judgement_labels lb on lb.judge_decision_id = jb.judge_decision_id
-                                       and lb.category = la.category
-               where ja.judge_run_id = ? and ja.judged_run_id = ? and ja.valid = 1
-                 and jb.valid = 1
-               group by la.category""",
-            [b["judge_run"], a["judge_run"], judged]).fetchall()
-        if not rows:
+        cats = names[a["judge_run"]]
+        k = len(cats)
+        pair = ("((ja.present_mask >> {i}) & 1)", "((jb.present_mask >> {i}) & 1)")
+        cells = ", ".join(
+            f"sum({x} * {y}), sum({x} * (1 - {y})), sum((1 - {x}) * {y})"
+            for x, y in ((pair[0].format(i=i), pair[1].format(i=i)) for i in range(k)))
+        row = db.execute(
+            f"""select count(*), {cells}
+                from judgements ja join judgements jb
+                  on jb.judge_run_id = ? and jb.judged_decision_id = ja.judged_decision_id
+                where ja.judge_run_id = ? and ja.judged_run_id = ? and ja.valid = 1
+                  and jb.valid = 1""",
+            [b["judge_run"], a["judge_run"], judged]).fetchone()
+        n = row[0]
+        if not n:
             continue
-        n = sum(rows[0][1:])
-        label = names[a["judge_run"]]
-        out.append({
-            "rubric": a["rubric"], "judges": [a["judge"], b["judge"]],
-            "judge_runs": [a["judge_run"], b["judge_run"]], "n": n,
-            "kappa": {label.get(cat, cat): cohen_kappa(*counts) for cat, *counts in rows},
-            "agreement": {label.get(cat, cat): (counts[0] + counts[3]) / n
-                          for cat, *counts in rows},
-        })
+        kappa, agreement = {}, {}
+        for i, name in enumerate(cats.values()):
+            both, only_a, only_b = row[1 + 3 * i:4 + 3 * i]
+            neither = n - both - only_a - only_b
+            kappa[name] = cohen_kappa(both, only_a, only_b, neither)
+            agreement[name] = (both + neither) / n
+        out.append({"rubric": a["rubric"], "judges": [a["judge"], b["judge"]],
+                    "judge_runs": [a["judge_run"], b["judge_run"]], "n": n,
+                    "kappa": kappa, "agreement": agreement})
     return out
 
 

@@ -7,6 +7,10 @@ four prisoner's dilemma variants, baseline condition, 10 rounds, trials 1-5, the
 in seat 0; mean and sample sd over trials, t-interval (n − 1 degrees of freedom)
 clipped to 0..100 as the public code clips it.
 
+A run of our own that plays those games gets the same key, computed the same way from
+its stored rounds (each agent's cooperation per match, in seat 0), so a user's models
+can be set beside the 25 published ones.
+
 ``published_trials``: what the import holds and what it cannot give (no per-round
 choices, so no reciprocity or endgame; no reasoning, so no fingerprints).
 """
@@ -63,10 +67,36 @@ def cooperation_by_model(store: Store, run_id: str) -> dict[str, Any]:
     return out
 
 
+def own_cooperation_by_model(store: Store, run_id: str) -> dict[str, Any]:
+    """The same recipe on one of our runs, so its models can be set beside the published
+    ones: each agent's own cooperation per match seat 0 over the four PD variants, no
+    condition or ``baseline``, every horizon (the paper's table has 10 rounds)."""
+    from coop_tui.analysis.intervals import t_interval
+    from coop_tui.analysis.personality_profile import load_seat_runs
+
+    rates: dict[str, list[float]] = {}
+    for r in load_seat_runs(store.db, run_id):
+        if r.seat == 0 and r.game in TABLE2_GAMES and r.condition in (None, "baseline"):
+            rates.setdefault(r.agent, []).append(r.coop / r.rounds)
+    out = {}
+    for agent, values in sorted(rates.items()):
+        t = t_interval(values)
+        out[agent] = {
+            "mean": round(100 * t["mean"], 4),
+            "sd": None if t["sd"] is None else round(100 * t["sd"], 4), "n": t["n"],
+            "ci": None if t["lo"] is None else [round(100 * max(0.0, t["lo"]), 4),
+                                                round(100 * min(1.0, t["hi"]), 4)],
+        }
+    return out
+
+
 def build_cooperation(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    if not _has_trials(store, run_id):
+    if _has_trials(store, run_id):
+        return cooperation_by_model(store, run_id) or None
+    games = {e.get("game") for e in report.get("experiments", []) if e.get("per_round")}
+    if not games & set(TABLE2_GAMES):
         return None
-    return cooperation_by_model(store, run_id) or None
+    return own_cooperation_by_model(store, run_id) or None
 
 
 def build_summary(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
