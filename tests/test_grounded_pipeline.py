@@ -280,3 +280,44 @@ def test_cli_exits_2_and_writes_nothing_for_a_broken_item_file(tmp_path: Path) -
     assert result.returncode == 2
     assert "mine.jsonl:1.scale" in result.stderr + result.stdout
     assert not db.exists()
+
+
+async def test_matrices_appear_as_heat_tables_on_the_analysis_screen(tmp_path: Path) -> None:
+    from rich.console import Console
+    from textual.widgets import Static
+
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.analysis import AnalysisScreen
+    from coop_tui.spec import load_sweep
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    with LoopbackServer(latency=0.01, chunks=2, answer=scripted) as srv:
+        sweep = load_sweep(write(tmp_path, srv.url))
+        store = Store(tmp_path / "ui.db")
+        summary = await run_sweep(sweep, store)
+        store.close()
+    assert summary.status == "done"
+
+    class App(CoopApp):
+        def on_mount(self, event: Any) -> None:
+            event.prevent_default()
+            self.push_screen(AnalysisScreen(self.store, summary.run_id, export_dir=tmp_path / "out"))
+
+    def shown(widget: Any) -> str:
+        console = Console(width=200, record=True, color_system=None)
+        console.print(widget.content)
+        return console.export_text()
+
+    app = App(tmp_path / "ui.db", replay_speed=0)
+    async with app.run_test(size=(160, 60)) as pilot:
+        deadline = time.monotonic() + 30
+        while not app.screen.query("#an-section-endogenous") and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        exo = app.screen.query_one("#an-section-exogenous")
+        endo = app.screen.query_one("#an-section-endogenous")
+        assert exo.border_title.startswith("Exogenous similarity")
+        text = "".join(shown(s) for s in exo.query(Static))
+        assert "demo_choices" in text and "100.0" in text
+        assert "judge" in "".join(shown(s) for s in endo.query(Static))
+        assert app.screen.query("#an-section-baseline")
