@@ -201,6 +201,8 @@ def _value(item: Any, decision: Any, request: DecisionRequest) -> Any:
         return text_answer(decision.response)
     # mixed: fractions in action order (the game's for the similarity game)
     probs = [0.0] * len(request.label_to_action)
+    if isinstance(parsed, str):  # a choice answer (answer = "choice"): all mass on it
+        parsed = {label: float(label == parsed) for label in request.labels}
     for label, action in zip(request.labels, request.label_to_action, strict=True):
         probs[action] = float(parsed[label])
     total = sum(probs) or 1.0
