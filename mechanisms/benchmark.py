@@ -68,6 +68,8 @@ class BenchmarkAdministration(Mechanism):
     title = "Benchmark administration (grounded similarity, stage 1)"
     Params = BenchmarkParams
     phases = (ITEM_PHASE,)
+    stage = True
+    """A pipeline stage run from sweep files, not a game to play in the setup screen."""
 
     def seat_count(self, game: Game, roster: int | None = None) -> int:
         return 1
