@@ -321,3 +321,29 @@ async def test_matrices_appear_as_heat_tables_on_the_analysis_screen(tmp_path: P
         assert "demo_choices" in text and "100.0" in text
         assert "judge" in "".join(shown(s) for s in endo.query(Static))
         assert app.screen.query("#an-section-baseline")
+
+
+async def test_a_later_sweep_plays_under_scores_of_a_stored_run(tmp_path: Path) -> None:
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    with LoopbackServer(latency=0.01, chunks=2, answer=scripted) as srv:
+        agents = {"a": {"model": "openai/loopback", "api_base": srv.url, "api_key": "sk-test"},
+                  "b": {"model": "openai/loopback2", "api_base": srv.url, "api_key": "sk-test"}}
+        store = Store(tmp_path / "two.db")
+        first = await run_sweep(build_sweep({"name": "measure", "agents": agents, "experiments": [
+            {"game": "prisoners", "mechanism": "benchmark", "benchmark": "demo_choices", "agents": ["a", "b"]},
+            {"game": "prisoners", "mechanism": "score", "matchup": [["a", "b"], ["b", "a"]],
+             "benchmark": "demo_choices", "view": "both", "agents": ["a", "b"]},
+        ]}), store)
+        assert first.status == "done"
+        second = await run_sweep(build_sweep({"name": "play", "agents": agents, "experiments": [
+            {"game": "prisoners", "mechanism": "similarity", "matchup": [["a", "b"]], "agents": ["a", "b"],
+             "similarity_source": "endogenous:demo_choices:both", "source_run": first.run_id},
+        ]}), store)
+        assert second.status == "done", second.failures
+        told = store.db.execute(
+            "select json_extract(condition, '$.similarity_scores') from matches where run_id = ?",
+            [second.run_id]).fetchone()[0]
+        store.close()
+    assert json.loads(told) == {"a": {"b": 80.0}, "b": {"a": 64.5}}
