@@ -375,6 +375,14 @@ def m071_judge_present_mask(db: sqlite_utils.Database) -> None:
         )
 
 
+@migration
+def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
+    # Seed 000's grounded similarity reads a run's benchmark answers and judgements by
+    # mechanism (stage inputs, report sections); the report asks every run whether it has
+    # any, which must stay one index probe at a million decisions.
+    db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
+
+
 def _migrate(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
