@@ -82,6 +82,14 @@ async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Pat
     assert set(endo) == {"explanation", "both"}
     assert 0 <= endo["both"]["matrix"]["smol_hot"]["smol_cool"] <= 100
     assert set(report["baseline"]) == set(exo)
+    dossiers = [text for (text,) in store.db.execute(
+        "select t.text from decisions d join matches m on m.id = d.match_id join texts t"
+        " on t.hash = d.prompt_hash where m.run_id = ? and d.phase = 'score'"
+        " and json_extract(m.condition, '$.view') = 'explanation'", [run_id]).fetchall()]
+    assert len(dossiers) == 2
+    assert all("Their reasoning:" in d and "Their answer:" not in d for d in dossiers)
+    assert any(line.startswith("Their reasoning:") and "(none given)" not in line
+               for d in dossiers for line in d.splitlines())  # the agents reasoned first
     # each seat was told its own agent's figure for the co-player
     for source, told in store.db.execute(
         "select json_extract(condition, '$.similarity_source'), json_extract(condition, '$.similarity_scores')"
