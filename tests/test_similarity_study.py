@@ -82,7 +82,7 @@ async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Pat
     assert set(endo) == {"explanation", "both"}
     assert 0 <= endo["both"]["matrix"]["smol_hot"]["smol_cool"] <= 100
     assert set(report["baseline"]) == set(exo)
-    dossiers = [text for (text,) in store.db.execute(
+    dossiers = [json.loads(text)[0]["content"] for (text,) in store.db.execute(
         "select t.text from decisions d join matches m on m.id = d.match_id join texts t"
         " on t.hash = d.prompt_hash where m.run_id = ? and d.phase = 'score'"
         " and json_extract(m.condition, '$.view') = 'explanation'", [run_id]).fetchall()]
