@@ -8,12 +8,16 @@ reports its own wall time and peak resident memory:
 
 - ``report``: ``coop-tui report`` (text tables), whole command;
 - ``report --json``: ``coop-tui report --json``, whole command;
+- the same two as the user runs them: the installed ``coop-tui`` script in a subprocess,
+  timed by this process with a wall clock from spawn to exit;
 - analysis screen load: :func:`coop_tui.report.build_report`, what the screen's loader
   thread calls (no rendering), timed after its modules are imported, as in a running TUI;
 - interpreter start and imports alone, the fixed part of every command's time;
 - ``export`` to CSV and to Parquet, whole command, with its peak memory.
 
-It also prints the database size per stored decision. The database is kept under
+Before measuring, the run's deviation ratings are solved and stored as ``coop-tui
+--batch`` does when a run finishes (:func:`coop_tui.analysis.ratings_cache.rate_run`),
+timed on its own row. It also prints the database size per stored decision. The database is kept under
 ``--db`` (default: a temporary directory) so it can be reused with ``--reuse``.
 
     .venv/bin/python benchmarks/bench_scale.py --decisions 1000000
@@ -43,14 +47,14 @@ start = time.perf_counter()
 task, db, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 sink = io.StringIO()
 if task == "imports":
-    import coop_tui.cli, coop_tui.report, coop_tui.analysis.tournament, scipy.optimize
+    import coop_tui.cli, coop_tui.report, coop_tui.analysis.tournament, coop_tui.store
 elif task == "load":
     from pathlib import Path
     from coop_tui.report import build_report
     from coop_tui.store import Store
     import coop_tui.analysis.tournament, coop_tui.analysis.theory, scipy.optimize  # a running TUI has them
     store = Store(Path(db))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     build_report(store, store.latest_run()["id"])
     start = t0
 else:
@@ -61,8 +65,10 @@ else:
         except SystemExit:
             pass
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"wall": wall, "peak_mb": peak}))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+peak = usage.ru_maxrss / 1024
+cpu = usage.ru_utime + usage.ru_stime if task != "load" else time.process_time() - cpu0
+print(json.dumps({"wall": wall, "peak_mb": peak, "cpu": cpu}))
 """
 
 
@@ -99,6 +105,35 @@ def child(task: str, db: Path, arg: list[str] | None = None) -> dict[str, float]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def command(db: Path, arg: list[str]) -> dict[str, float]:
+    """The installed ``coop-tui`` script as a user runs it: wall clock from spawn to exit."""
+    script = Path(sys.executable).with_name("coop-tui")
+    env = {**os.environ, "COOP_TUI_DB": str(db)}
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([str(script), *arg], capture_output=True, env=env, cwd=ROOT, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "peak_mb": after.ru_maxrss / 1024, "cpu": cpu}
+
+
+def rate(db: Path) -> dict[str, float]:
+    """Solve and store the run's deviation ratings, as ``--batch`` does at the end."""
+    sys.path.insert(0, str(ROOT))
+    from coop_tui.analysis.ratings_cache import rate_run
+    from coop_tui.store import Store
+
+    store = Store(db)
+    start, cpu = time.perf_counter(), time.process_time()
+    rate_run(store, store.latest_run()["id"])
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    store.close()
+    return {"wall": wall, "peak_mb": float("nan"), "cpu": cpu}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--decisions", type=int, default=1_000_000)
@@ -121,26 +156,35 @@ def main() -> None:
         conn.close()
         size = db.stat().st_size
         out = Path(tmp) / "out"
+        rated = rate(db)
         rows = [
+            ("deviation ratings solved and stored (end of --batch; once per run)", rated),
             ("interpreter start + imports only (part of each command below)", child("imports", db)),
             ("report", child("cli", db, ["report"])),
             ("report --json", child("cli", db, ["report", "--json"])),
+            ("`coop-tui report`, subprocess, spawn to exit", command(db, ["report"])),
+            ("`coop-tui report --json`, subprocess, spawn to exit", command(db, ["report", "--json"])),
             ("analysis screen data load (build_report, modules loaded)", child("load", db)),
             ("export csv", child("cli", db, ["export", "--format", "csv", "--out", str(out / "csv")])),
             ("export parquet", child("cli", db, ["export", "--format", "parquet", "--out", str(out / "pq")])),
         ]
     from _table import report
 
-    table = [(name, n, f"{r['wall']:.2f}", f"{r['peak_mb']:.0f}") for name, r in rows]
+    table = [(name, n, f"{r['wall']:.2f}", f"{r['cpu']:.2f}",
+              "-" if r["peak_mb"] != r["peak_mb"] else f"{r['peak_mb']:.0f}")
+             for name, r in rows]
+    load = os.getloadavg()[0]
     report(
         "scale",
         f"{n:,} decisions ({samples} samples of 8 strategies x 64 pairings x {TURNS} rounds); "
         f"database {size / 1e6:.0f} MB = {size / n:.0f} bytes per decision"
-        + (f"; built through the engine and store in {build_s:.1f} s" if build_s else ""),
-        ["task", "decisions", "wall s", "peak RSS MB"],
+        + (f"; built through the engine and store in {build_s:.1f} s" if build_s else "")
+        + f"; load average {load:.1f} on {os.cpu_count()} cores (wall clock waits for"
+        " the CPU on a loaded machine: CPU s is the process's own work)",
+        ["task", "decisions", "wall s", "CPU s", "peak RSS MB"],
         table,
         extra={"decisions": n, "db_bytes": size, "bytes_per_decision": size / n,
-               "build_s": build_s},
+               "build_s": build_s, "load_average": load},
     )
 
 

@@ -34,6 +34,7 @@ from coop_tui.events import (
     AnswerRejected,
     DecisionDone,
     DecisionStarted,
+    DirectDecisions,
     EventBus,
     PhaseDone,
     ReasoningDelta,
@@ -198,6 +199,7 @@ class MatchContext:
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
         self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]
         self._samples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._every_seat = tuple(range(len(self.agents)))
         self.announce_strategies = True
         """Emit DecisionStarted / TextDelta for strategy answers too (live panes show them);
         a headless sweep turns it off: nobody watches, and they cost more than the answer."""
@@ -579,6 +581,8 @@ class MatchContext:
         game, records, actions = self.game, self._records, []
         assert records is not None
         now = time.time()
+        if self.bus.direct_batches:
+            return self._direct_round_batched(round_, total_rounds, now)
         for seat, agent in enumerate(self.agents):
             own = self.labelling(seat, round_, "play")
             view = SeatView(game, seat, round_, tuple(self.histories[seat]), total_rounds, {},
@@ -609,6 +613,46 @@ class MatchContext:
                  decision.cooperated) = known[1:]
             self._record(decision)
             actions.append(decision.action)
+        return actions
+
+    def _direct_round_batched(self, round_: int, total_rounds: int | None, now: float) -> list[int]:
+        """:meth:`direct_round` when every listener reads :class:`DirectDecisions`: the
+        same decisions, field for field, as one row per seat in one event, without a
+        :class:`Decision` object and an event per seat (most of a strategy round's cost)."""
+        game, records, samples = self.game, self._records, self._samples
+        assert records is not None
+        rows: list[tuple[Any, ...]] = []
+        actions: list[int] = []
+        clock = time.perf_counter
+        for seat, agent in enumerate(self.agents):
+            own = self.labelling(seat, round_, "play")
+            labels, mapping = own.labels, own.label_to_action
+            view = SeatView(game, seat, round_, tuple(self.histories[seat]), total_rounds, {},
+                            tuple(records[seat]))
+            started = clock()
+            text, parsed = agent.mixed_for(view, labels, mapping)
+            latency_ms = (clock() - started) * 1000.0
+            answer = samples.get((parsed, seat, mapping, "direct"))
+            if answer is None:
+                decision = Decision(
+                    match_id=self.match_id, round=round_, phase="play", seat=seat, kind="mixed",
+                    agent=agent.name, prompt=[], response=text, reasoning="", parsed=None,
+                    valid=True, attempts=1, error=None, cache_key=None,  # type: ignore[arg-type]
+                    content_key=None, labels=labels,  # type: ignore[arg-type]
+                    label_to_action=mapping, latency_ms=latency_ms, input_tokens=0,
+                    output_tokens=0, cost_usd=0.0, created_at=now,
+                )
+                self._sample(decision, game, seat, labels, mapping, parsed)
+                answer = (text, decision.parsed, labels, mapping, decision.distribution,
+                          decision.action, decision.coop_prob, decision.cooperated,
+                          decision.normalisation)
+                if decision.distribution is not None and sum(
+                    p > 0 for p in decision.distribution
+                ) == 1:  # a pure answer: the same decision every time
+                    samples[(parsed, seat, mapping, "direct")] = answer
+            rows.append((seat, agent.name, latency_ms, answer))
+            actions.append(answer[5])
+        self.bus.emit(DirectDecisions(self.match_id, round_, now, tuple(rows)))
         return actions
 
     def _emit_reused(self, decision: Decision) -> None:
@@ -828,23 +872,26 @@ class MatchContext:
         info: dict[str, Any] | None = None,
     ) -> None:
         """Record a played round and extend each seat's own-perspective history."""
-        seats = list(seats if seats is not None else range(len(actions)))
+        every = self._every_seat
+        seats = every if seats is None and len(actions) == len(every) else tuple(
+            seats if seats is not None else range(len(actions)))
         if self._records is not None:
-            if seats != list(range(self.n_seats)):
+            if seats != every:
                 self._records = None
             else:
                 coop = [a in c for a, c in zip(actions, self.game.cooperative, strict=False)]
-                everyone = all(coop)
+                defectors = coop.count(False)
                 for pos in seats:
                     # all co-players cooperated: all cooperated, or only this seat did not
-                    self._records[pos].append(everyone or (not coop[pos] and coop.count(False) == 1))
+                    self._records[pos].append(not defectors or (not coop[pos] and defectors == 1))
         acts = tuple(int(a) for a in actions)
         pays = tuple(float(p) for p in payoffs)
+        histories = self.histories
         for pos, seat in enumerate(seats):
-            self.histories[seat].append(
+            histories[seat].append(
                 Move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
-        self.bus.emit(RoundDone(self.match_id, round_, acts, pays, tuple(seats), dict(info or {})))
+        self.bus.emit(RoundDone(self.match_id, round_, acts, pays, seats, dict(info or {})))
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))

@@ -99,6 +99,51 @@ class DecisionDone(Event):
     decision: Decision
 
 
+DIRECT_ANSWER: tuple[str, ...] = (
+    "response", "parsed", "labels", "label_to_action", "distribution", "action", "coop_prob",
+    "cooperated", "normalisation",
+)
+"""The fields of a strategy's play decision that its answer fixes, in the ``answer`` tuple
+of a :class:`DirectDecisions` row (one tuple shared by every decision with that answer);
+every field not named here or in the row has the fixed value
+:meth:`DirectDecisions.decisions` gives it."""
+
+
+@dataclass(frozen=True)
+class DirectDecisions(Event):
+    """Every seat's play decision of one round of a strategy-only match, in one event.
+
+    The engine sends this instead of one :class:`DecisionDone` per seat only when every
+    listener says it reads it (``accepts_direct_decisions = True``): the rows carry the
+    same decisions, and :meth:`decisions` rebuilds them field for field.
+    """
+
+    match_id: str
+    round: int
+    created_at: float
+    rows: tuple[tuple[Any, ...], ...]
+    """One ``(seat, agent, latency_ms, answer)`` per seat; ``answer`` in
+    :data:`DIRECT_ANSWER` order (read it, never change it: decisions share it)."""
+
+    def decisions(self) -> list[Decision]:
+        return [
+            Decision(
+                match_id=self.match_id, round=self.round, phase="play", seat=seat, kind="mixed",
+                agent=agent, prompt=[], response=response, reasoning="",
+                parsed=dict(parsed) if type(parsed) is dict else parsed,
+                valid=True, attempts=1, error=None, cache_key=None,  # type: ignore[arg-type]
+                content_key=None, labels=labels,  # type: ignore[arg-type]
+                label_to_action=label_to_action, distribution=distribution, action=action,
+                coop_prob=coop_prob, cooperated=cooperated, normalisation=normalisation,
+                latency_ms=latency_ms, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                created_at=self.created_at,
+            )
+            for seat, agent, latency_ms, (response, parsed, labels, label_to_action, distribution,
+                                          action, coop_prob, cooperated, normalisation)
+            in self.rows
+        ]
+
+
 @dataclass(frozen=True)
 class RoundDone(Event):
     match_id: str
@@ -159,6 +204,14 @@ class EventBus:
 
     def __init__(self) -> None:
         self._listeners: list[tuple[Listener, bool]] = []
+
+    @property
+    def direct_batches(self) -> bool:
+        """True when every listener reads :class:`DirectDecisions` (it says so with an
+        ``accepts_direct_decisions = True`` attribute): strategy rounds may then be sent
+        as one event each instead of one :class:`DecisionDone` per seat."""
+        return all(getattr(listener, "accepts_direct_decisions", False)
+                   for listener, _critical in self._listeners)
 
     def subscribe(self, listener: Listener, *, critical: bool = False) -> Callable[[], None]:
         entry = (listener, critical)

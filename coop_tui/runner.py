@@ -28,7 +28,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from coop_tui.events import DecisionDone, Event, EventBus, MatchDone, MatchStarted, RunStarted
+from coop_tui.events import (
+    DecisionDone,
+    DirectDecisions,
+    Event,
+    EventBus,
+    MatchDone,
+    MatchStarted,
+    RunStarted,
+)
 from coop_tui.redact import scrub
 from coop_tui.spec import Sweep, load_sweep
 from coop_tui.sweep import reasks, run_sweep
@@ -138,9 +146,15 @@ class ProgressView:
     def skip(self, n: int) -> None:
         self.progress.advance(self.overall, n)
 
+    accepts_direct_decisions = True
+    """Strategy rounds arrive as one DirectDecisions event: calls only (no retries, no cost)."""
+
     def __call__(self, event: Event) -> None:
         if isinstance(event, MatchStarted):
             self.match_exp[event.match_id] = event.experiment
+        elif type(event) is DirectDecisions:
+            for key in ("all", self.match_exp.get(event.match_id)):
+                self._bump(key, "calls", len(event.rows))
         elif isinstance(event, DecisionDone):
             d = event.decision
             exp = self.match_exp.get(d.match_id)
@@ -211,7 +225,13 @@ def run_batch(
     view = ProgressView(sweep, console)
     bus.subscribe(view)
     seen_run: list[str] = []
-    bus.subscribe(lambda e: seen_run.append(e.run_id) if isinstance(e, RunStarted) else None)
+
+    def note_run(e: Event) -> None:
+        if isinstance(e, RunStarted):
+            seen_run.append(e.run_id)
+
+    note_run.accepts_direct_decisions = True  # type: ignore[attr-defined]
+    bus.subscribe(note_run)
     if resume:
         prev = store.latest_run(name=sweep.name)
         if prev is None:
@@ -259,6 +279,12 @@ def run_batch(
         )
         return 1
     print_summary(summary, console)
+    if summary.run_id and summary.matches_done:
+        # deviation ratings solved now, once, so `report` reads them without scipy
+        from coop_tui.analysis.ratings_cache import rate_run
+
+        with contextlib.suppress(sqlite3.Error):
+            rate_run(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
 

@@ -15,16 +15,16 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from coop_tui import summaries
+from coop_tui.database import Database
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.events import (
     DecisionDone,
+    DirectDecisions,
     Event,
     MatchDone,
     MatchStarted,
@@ -36,6 +36,9 @@ from coop_tui.events import (
     TextDelta,
 )
 from coop_tui.redact import scrub
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 DB_ENV = "COOP_TUI_DB"
 
@@ -50,7 +53,7 @@ def default_db_path() -> Path:
 
 
 # ----------------------------------------------------------------- migrations
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
 
@@ -353,6 +356,15 @@ def m070_judge_links(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m040_engine_speed_rating_results(db: sqlite_utils.Database) -> None:
+    # Deviation ratings by a hash of their inputs (coop_tui.analysis.ratings_cache), so
+    # a report reads them instead of importing scipy and solving the LPs again.
+    db.execute(
+        "create table if not exists rating_results (key text primary key, ratings text not null)"
+    )
+
+
+@migration
 def m071_judge_present_mask(db: sqlite_utils.Database) -> None:
     # The categories a judgement found present, as bits in rubric order (bit i: the i-th
     # category of the judge run's rubric), so the judgements analysis aggregates one row
@@ -376,6 +388,16 @@ def m071_judge_present_mask(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
+    # Deleting a run deletes the prompt texts no other decision uses: finding whether one
+    # still does needs an index (partial: strategy decisions have no prompt).
+    db.execute(
+        "create index if not exists idx_decisions_prompt_hash on decisions (prompt_hash)"
+        " where prompt_hash is not null"
+    )
+
+
+@migration
 def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
     # Seed 000's grounded similarity reads a run's benchmark answers and judgements by
     # mechanism (stage inputs, report sections); the report asks every run whether it has
@@ -383,17 +405,21 @@ def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
 
 
-def _migrate(db: sqlite_utils.Database) -> list[str]:
+def _migrate(db: Database) -> list[str]:
+    # Plain SQL when nothing is pending, so opening a current database (every ``report``)
+    # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
-    done = {row["name"] for row in db["_migrations"].rows}
+    done = {row[0] for row in db.conn.execute("select name from _migrations")}
     applied = []
     for name, fn in MIGRATIONS:
         if name in done:
             continue
         with db.conn:
-            fn(db)
-            db["_migrations"].insert({"name": name, "applied_at": time.time()})
+            fn(db.utils)
+            db.conn.execute(
+                "insert into _migrations (name, applied_at) values (?, ?)", [name, time.time()]
+            )
         applied.append(name)
     return applied
 
@@ -567,8 +593,62 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+DIRECT_COLUMNS: dict[str, str] = {
+    "match_id": "?", "round": "?", "phase": "'play'", "seat": "?", "kind": "'mixed'",
+    "agent": "?", "response": "?", "reasoning": "''", "parsed": "?", "valid": "1",
+    "attempts": "1", "normalisation": "?", "labels": "?", "label_map": "?",
+    "distribution": "?", "action": "?", "coop_prob": "?", "cooperated": "?",
+    "constrained": "0", "latency_ms": "?", "input_tokens": "0", "output_tokens": "0",
+    "cost_usd": "0.0", "transport_retries": "0", "retries": "'[]'", "reused": "0",
+    "created_at": "?",
+}
+"""A strategy play decision's row (:class:`DirectDecisions`): the same values
+:func:`decision_values` writes for it, the fixed ones as SQL literals (columns left out
+are NULL there too: prompt, answer, error, keys, queue, options)."""
+INSERT_DIRECT = (
+    f"insert into decisions ({', '.join(DIRECT_COLUMNS)}) values ({', '.join(DIRECT_COLUMNS.values())})"
+)
+
+
+def direct_values(events: list[DirectDecisions]) -> list[tuple[Any, ...]]:
+    """The ``?`` values of :data:`INSERT_DIRECT` for strategy rounds, in order; each
+    distinct answer is encoded once (rows share their answer tuple)."""
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    encoded: dict[int, tuple[Any, ...]] = {}  # by id: every answer is alive during the call
+    for e in events:
+        match_id, rnd, created = e.match_id, e.round, e.created_at
+        for seat, agent, latency_ms, answer in e.rows:
+            tail = encoded.get(id(answer))
+            if tail is None:
+                tail = encoded[id(answer)] = _direct_answer_values(answer)
+            append((match_id, rnd, seat, agent, *tail, latency_ms, created))
+    return out
+
+
+def _direct_answer_values(answer: tuple[Any, ...]) -> tuple[Any, ...]:
+    """response .. cooperated of :data:`INSERT_DIRECT`, encoded as :func:`decision_values`
+    encodes them."""
+    response, parsed, labels, mapping, dist, action, coop_prob, cooperated, note = answer
+    if parsed is None:
+        parsed_json = None
+    elif type(parsed) is dict and len(parsed) <= 8:
+        parsed_json = _small_json(("p", *parsed.items()), parsed)
+    else:
+        parsed_json = json.dumps(parsed, default=str)
+    return (
+        response, parsed_json, note, _small_json(("l", *labels), list(labels)),
+        _small_json(("m", *mapping), list(mapping)),
+        None if dist is None else _small_json(("d", *dist), list(dist)),
+        action, coop_prob, None if cooperated is None else int(cooperated),
+    )
+
+
 class Store:
     """One SQLite file. Writes come from events; reads serve resume, report and TUI."""
+
+    accepts_direct_decisions = True
+    """Reads :class:`DirectDecisions` (strategy rounds as one event)."""
 
     def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path)
@@ -579,15 +659,20 @@ class Store:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        self.db = sqlite_utils.Database(conn)
+        self.db = Database(conn)
         self.applied = _migrate(self.db)
         self._match_seats: dict[str, int] = {}
         self._match_runs: dict[str, str] = {}
         self._handlers: dict[type, Any] = {}
         self._batches: dict[str, _MatchBatch] = {}
         """Writes held back until the match ends, for matches of cheap seats only."""
+        self._folds = summaries.DirectFolds()
+        """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
 
     def close(self) -> None:
+        # on a failing database those matches stay done but unfolded: read live
+        with suppress(sqlite3.Error):
+            self.flush_folds()
         self.db.conn.close()
 
     @contextmanager
@@ -617,8 +702,9 @@ class Store:
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.db.conn:
-            self.db["runs"].update(
-                run_id, {"status": status, "finished_at": time.time(), "error": scrub(error)}
+            self.db.conn.execute(
+                "update runs set status = ?, finished_at = ?, error = ? where id = ?",
+                [status, time.time(), scrub(error), run_id],
             )
 
     # ------------------------------------------------------------ run leases (one writer)
@@ -690,11 +776,11 @@ class Store:
         return ordered[:limit]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        rows = list(self.db.query("select * from runs where id = ?", [run_id]))
         return rows[0] if rows else None
 
     def runs(self) -> list[dict[str, Any]]:
-        return list(self.db["runs"].rows_where(order_by="created_at desc"))
+        return list(self.db.query("select * from runs order by created_at desc"))
 
     def latest_run(self, name: str | None = None, sweep_hash: str | None = None) -> dict[str, Any] | None:
         where, args = [], []
@@ -704,11 +790,8 @@ class Store:
         if sweep_hash is not None:
             where.append("sweep_hash = ?")
             args.append(sweep_hash)
-        rows = list(
-            self.db["runs"].rows_where(
-                " and ".join(where) or None, args, order_by="created_at desc", limit=1
-            )
-        )
+        sql = "select * from runs" + (" where " + " and ".join(where) if where else "")
+        rows = list(self.db.query(sql + " order by created_at desc limit 1", args))
         return rows[0] if rows else None
 
     def run_cost(self, run_id: str) -> float:
@@ -727,14 +810,23 @@ class Store:
         run = self.run(ref)
         if run:
             return run
-        rows = list(self.db["runs"].rows_where("id like ?", [ref + "%"], limit=2))
+        rows = list(self.db.query("select * from runs where id like ? limit 2", [ref + "%"]))
         if len(rows) == 1:
             return rows[0]
         return self.latest_run(name=ref)
 
     def delete_run(self, run_id: str) -> None:
+        self.flush_folds()
         with self.db.conn:
             ids = "select id from matches where run_id = ?"
+            # the run's prompt texts, to drop those no decision of another run shares
+            self.db.execute("create temp table if not exists _dropped_texts (hash text primary key)")
+            self.db.execute("delete from _dropped_texts")
+            self.db.execute(
+                "insert or ignore into _dropped_texts select d.prompt_hash from decisions d"
+                f" where d.match_id in ({ids}) and d.prompt_hash is not null",
+                [run_id],
+            )
             for table in ("decisions", "rounds", "seats", "phases"):
                 self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
             self.db.execute("delete from failures where run_id = ?", [run_id])
@@ -747,6 +839,11 @@ class Store:
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
+            self.db.execute(
+                "delete from texts where hash in (select x.hash from _dropped_texts x where not"
+                " exists (select 1 from decisions d where d.prompt_hash = x.hash))"
+            )
+            self.db.execute("delete from _dropped_texts")
 
     # ------------------------------------------------------------ matches
     def match_status(self, run_id: str) -> dict[str, str]:
@@ -758,10 +855,10 @@ class Store:
         }
 
     def matches(self, run_id: str) -> list[dict[str, Any]]:
-        return list(self.db["matches"].rows_where("run_id = ?", [run_id], order_by="rowid"))
+        return list(self.db.query("select * from matches where run_id = ? order by rowid", [run_id]))
 
     def seats(self, match_id: str) -> list[dict[str, Any]]:
-        return list(self.db["seats"].rows_where("match_id = ?", [match_id], order_by="seat"))
+        return list(self.db.query("select * from seats where match_id = ? order by seat", [match_id]))
 
     def decisions(self, match_id: str) -> list[Decision]:
         return [
@@ -771,7 +868,7 @@ class Store:
 
     def rounds(self, match_id: str) -> list[dict[str, Any]]:
         return list(
-            self.db["rounds"].rows_where("match_id = ?", [match_id], order_by="round, seat")
+            self.db.query("select * from rounds where match_id = ? order by round, seat", [match_id])
         )
 
     # ------------------------------------------------------------ lookups (engine cache)
@@ -798,18 +895,25 @@ class Store:
         ``query`` holds whitespace-separated terms that must all match (see
         :func:`search_clause`): plain words match any field; ``game:``, ``mech:``,
         ``agent:``, ``date:``, ``kind:``, ``status:``, ``name:`` and ``id:`` narrow a term.
+        Decisions and cost come from ``match_totals`` for folded matches, and are counted
+        only for the others (running, failed, not folded yet): no scan of a million rows.
         """
         where, args = search_clause(query, RUN_SEARCH)
         sql = f"""
             select r.id, r.name, r.kind, r.status, r.created_at, r.finished_at, r.error,
                    {RUN_DATE} as date,
-                   coalesce(mc.n, 0) as matches, coalesce(dc.n, 0) as decisions,
-                   coalesce(dc.cost, 0.0) as cost_usd
+                   coalesce(mc.n, 0) as matches,
+                   coalesce(ft.n, 0) + coalesce(dc.n, 0) as decisions,
+                   coalesce(ft.cost, 0.0) + coalesce(dc.cost, 0.0) as cost_usd
             from runs r
             left join (select run_id, count(*) as n from matches group by run_id) mc
                    on mc.run_id = r.id
+            left join (select run_id, sum(decisions) as n, sum(cost_usd) as cost
+                       from match_totals group by run_id) ft
+                   on ft.run_id = r.id
             left join (select m.run_id, count(*) as n, sum(d.cost_usd) as cost
-                       from decisions d join matches m on m.id = d.match_id
+                       from matches m join decisions d on d.match_id = m.id
+                       where not exists (select 1 from match_totals t where t.match_id = m.id)
                        group by m.run_id) dc
                    on dc.run_id = r.id
             {"where " + where if where else ""}
@@ -836,7 +940,7 @@ class Store:
         return list(self.db.query(sql, [run_id, *args, limit]))
 
     def match(self, match_id: str) -> dict[str, Any] | None:
-        rows = list(self.db["matches"].rows_where("id = ?", [match_id], limit=1))
+        rows = list(self.db.query("select * from matches where id = ? limit 1", [match_id]))
         return rows[0] if rows else None
 
     def decision_list(self, match_id: str) -> list[dict[str, Any]]:
@@ -940,6 +1044,8 @@ class Store:
             "started_at": time.time(),
             "finished_at": None,
         }
+        if e.match_id in self._folds:  # played again before its fold was written
+            self.flush_folds()
         with self.db.conn:
             # A match played again leaves the summaries, and its strategy decisions of the
             # earlier attempt go: they are recomputed, identically, by this one.
@@ -987,6 +1093,14 @@ class Store:
                 )
             self.db.conn.execute(INSERT_DECISION, values)
 
+    def _on_DirectDecisions(self, e: DirectDecisions) -> None:  # noqa: N802
+        batch = self._batches.get(e.match_id)
+        if batch is not None:
+            batch.decisions.append(e)
+            return
+        for decision in e.decisions():
+            self._on_DecisionDone(DecisionDone(decision))
+
     def _on_RoundDone(self, e: RoundDone) -> None:  # noqa: N802
         seats = e.seats or tuple(range(len(e.actions)))
         game_coop = e.info.get("cooperated")
@@ -1026,6 +1140,23 @@ class Store:
                 summaries.fold(self.db.conn, match_id)
             return
         conn = self.db.conn
+        if batch.decisions and all(type(item) is DirectDecisions for item in batch.decisions):
+            # strategy rounds only: narrow rows, their fixed fields written by the SQL
+            direct: list[DirectDecisions] = batch.decisions  # type: ignore[assignment]
+            conn.executemany(INSERT_DIRECT, direct_values(direct))
+            conn.executemany(INSERT_ROUND, batch.rounds)
+            conn.executemany(INSERT_PHASE, batch.phases)
+            if done:
+                self._folds.add(batch.match, batch.agents, direct, batch.rounds)
+                if len(self._folds) >= FOLD_EVERY:
+                    self._write_folds()
+            return
+        batch.decisions = [
+            row for item in batch.decisions for row in (
+                [decision_values(d) for d in item.decisions()]
+                if type(item) is DirectDecisions else [item]
+            )
+        ]
         texts = []
         for values in batch.decisions:
             prompt = values[PROMPT_AT]
@@ -1042,6 +1173,18 @@ class Store:
             summaries.fold_rows(
                 conn, batch.match, batch.agents, batch.decisions, batch.rounds, DECISION_COLUMNS
             )
+
+    def _write_folds(self) -> None:
+        """Fold the finished strategy matches held back (the caller holds the transaction).
+        Until then they are done but not folded, which the report aggregates live."""
+        folds, self._folds = self._folds, summaries.DirectFolds()
+        folds.write(self.db.conn)
+
+    def flush_folds(self) -> None:
+        """Write the held-back folds now (at the end of a run, on close, before a delete)."""
+        if self._folds:
+            with self.db.conn:
+                self._write_folds()
 
     def _on_MatchDone(self, e: MatchDone) -> None:  # noqa: N802
         with self.db.conn:
@@ -1080,6 +1223,7 @@ class Store:
                 summaries.unfold(self.db.conn, e.match_id)
 
     def _on_RunDone(self, e: RunDone) -> None:  # noqa: N802
+        self.flush_folds()
         self.set_run_status(e.run_id, e.status, e.error)
         # Keep the planner's statistics current as the tables grow (cheap: it only
         # analyses what changed a lot since the last time).
@@ -1094,10 +1238,14 @@ class _MatchBatch:
     def __init__(self, match: tuple[str, str, int, str], agents: list[str]) -> None:
         self.match = match
         self.agents = agents
-        self.decisions: list[list[Any]] = []
+        self.decisions: list[Any] = []
+        """Rows in DECISION_COLUMNS order, or DirectDecisions events, in arrival order."""
         self.rounds: list[tuple[Any, ...]] = []
         self.phases: list[tuple[Any, ...]] = []
 
+
+FOLD_EVERY = 64
+"""Finished strategy matches folded into the summaries in one write (see _write_folds)."""
 
 INSERT_ROUND = (
     "insert or replace into rounds (match_id, round, seat, action, payoff, cooperated, info)"

@@ -218,6 +218,108 @@ def fold_rows(
     )
 
 
+class DirectFolds:
+    """Finished strategy-only matches (:class:`coop_tui.events.DirectDecisions`) whose
+    summary sums are written many matches at a time by :meth:`write`: a tournament's
+    matches share summary keys, so a write costs one upsert per key rather than one per
+    key and match. Each match's sums are taken as :func:`fold_rows` takes them and added
+    to the stored ones match by match, in the same order, so every float is the one
+    folding each match on its own gives. Their decisions are play decisions, valid, asked
+    once, with no tokens or cost: a match's totals are its decision count and zeros."""
+
+    def __init__(self) -> None:
+        self.matches: dict[str, tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.matches)
+
+    def __contains__(self, match_id: object) -> bool:
+        return match_id in self.matches
+
+    def add(
+        self, match: tuple[str, str, int, str], agents: list[str], events: list[Any],
+        rounds: list[tuple[Any, ...]],
+    ) -> None:
+        """One match: (match id, run id, experiment, condition key), its seats' agents,
+        its DirectDecisions and its rounds rows."""
+        coop: dict[tuple[Any, ...], list[Any]] = {}
+        seen: Counter[tuple[Any, ...]] = Counter()
+        n = 0
+        for e in events:
+            rnd = e.round
+            for _seat, agent, _latency, answer in e.rows:
+                n += 1
+                if answer[4] is not None:
+                    seen[(agent, answer[4], answer[5])] += 1
+                prob, cooperated = answer[6], answer[7]
+                if prob is None:
+                    continue
+                acc = coop.get((agent, rnd))
+                if acc is None:
+                    acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
+                acc[0] += 1
+                acc[1] += prob
+                acc[2] += prob * prob
+                if cooperated is not None:
+                    acc[3] += cooperated
+                    acc[4] += 1
+        acts: dict[tuple[Any, ...], list[Any]] = {}
+        for (agent, dist, played), times in seen.items():
+            for act, p in enumerate(dist):
+                acc = acts.get(("play", agent, act))
+                if acc is None:
+                    acc = acts[("play", agent, act)] = [0, 0.0, 0]
+                acc[0] += times
+                acc[1] += p * times
+                acc[2] += times if played == act else 0
+        cond = {k: [v] for k, v in _conditional(agents, rounds).items()}
+        self.matches[match[0]] = (match, n, {"coop_rounds": coop, "action_counts": acts,
+                                             "conditional_counts": cond})
+
+    def write(self, conn: Any) -> None:
+        """Add the held matches to the summary tables (the caller holds the transaction).
+        A match folded meanwhile (by :func:`fold_pending`) is not added twice: then each
+        held match is folded from its stored rows instead."""
+        if not self.matches:
+            return
+        if any(is_folded(conn, mid) for mid in self.matches):
+            for mid in self.matches:
+                fold(conn, mid)
+            return
+        conn.executemany(
+            f"insert into match_totals (match_id, run_id, {', '.join(TOTALS)}) values "
+            f"({', '.join('?' * (len(TOTALS) + 2))})",
+            [(m[0], m[1], n, 0, 0, 0, 0, 0, 0, 0, 0) for m, n, _sums in self.matches.values()],
+        )
+        runs = {m[1] for m, _n, _sums in self.matches.values()}
+        for s in SUMMARIES:
+            cols = [*s.keys, *s.values]
+            width = len(s.keys)
+            totals: dict[tuple[Any, ...], list[Any]] = {}
+            for run_id in runs:
+                for row in conn.execute(
+                    f"select {', '.join(cols)} from {s.table} where run_id = ?", [run_id]
+                ):
+                    totals[tuple(row[:width])] = list(row[width:])
+            touched: dict[tuple[Any, ...], list[Any]] = {}
+            for (_mid, run_id, experiment, ckey), _n, sums in self.matches.values():
+                for key, values in sums[s.table].items():
+                    full = (run_id, experiment, ckey, *key)
+                    acc = totals.get(full)
+                    if acc is None:
+                        totals[full] = list(values)
+                    else:  # the stored sum plus this match's, as the upsert adds them
+                        for i, v in enumerate(values):
+                            acc[i] = acc[i] + v
+                    touched[full] = totals[full]
+            sets = ", ".join(f"{v} = excluded.{v}" for v in s.values)
+            conn.executemany(
+                f"insert into {s.table} ({', '.join(cols)}) values ({', '.join('?' * len(cols))})"
+                f" on conflict ({', '.join(s.keys)}) do update set {sets}",
+                [(*k, *v) for k, v in touched.items()],
+            )
+
+
 def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     """The ``conditional_counts`` SELECT for one match's rounds rows, in Python."""
     groups: dict[str, Any] = {}

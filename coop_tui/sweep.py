@@ -28,6 +28,7 @@ from coop_tui.engine import (
 )
 from coop_tui.events import (
     DecisionDone,
+    DirectDecisions,
     Event,
     EventBus,
     MatchDone,
@@ -88,11 +89,16 @@ class RunSummary:
 class _Counter:
     """Tallies decisions for progress and the final summary."""
 
+    accepts_direct_decisions = True
+    """Counts :class:`DirectDecisions` too (strategy decisions: valid, free, asked once)."""
+
     def __init__(self, summary: RunSummary) -> None:
         self.s = summary
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, DecisionDone):
+        if type(event) is DirectDecisions:
+            self.s.decisions += len(event.rows)
+        elif isinstance(event, DecisionDone):
             d = event.decision
             self.s.decisions += 1
             if d.reused:

@@ -197,6 +197,8 @@ class Repetition(Mechanism):
         weights = round_weights(p.rounds, p.continuation, p.payoff)
         totals = [0.0] * ctx.n_seats
         direct = ctx.plays_directly()  # strategies only: no prompts to build
+        # payoffs and cooperation per action profile: the game is fixed within a match
+        outcomes: dict[tuple[int, ...], tuple[Any, list[bool | None]]] = {}
         for t in range(1, p.rounds + 1):
             if direct:
                 actions = await ctx.direct_round(t, total_rounds=p.rounds)
@@ -211,9 +213,16 @@ class Repetition(Mechanism):
                 ]
                 decisions = await ctx.ask_all(requests)
                 actions = [ctx.require(d).action for d in decisions]
-            payoffs = ctx.game.payoff(actions)  # type: ignore[arg-type]
+            profile = tuple(actions)
+            known = outcomes.get(profile)  # type: ignore[arg-type]
+            if known is None:
+                known = outcomes[profile] = (  # type: ignore[index]
+                    ctx.game.payoff(actions),  # type: ignore[arg-type]
+                    [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],
+                )
+            payoffs = known[0]
             ctx.finish_round(t, actions, payoffs, info={  # type: ignore[arg-type]
-                "cooperated": [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],
+                "cooperated": list(known[1]),
             })
             for seat, x in enumerate(payoffs):
                 totals[seat] += weights[t - 1] * x

@@ -165,8 +165,6 @@ class StrategyAgent:
     ) -> tuple[str, Any]:
         """:meth:`mixed_answer` from the view and the shown labels alone (the engine's
         direct rounds build no request)."""
-        from coop_tui.parsing import MixedStrategy
-
         if self._checked != (view.game, view.seat):
             self.strategy.check(view)
             self._checked = (view.game, view.seat)
@@ -175,6 +173,8 @@ class StrategyAgent:
         found = self._answers.get(key)
         if found is not None:
             return found
+        from coop_tui.parsing import MixedStrategy
+
         full = game_distribution(self.strategy, view)  # checks the size, pads mechanism extras
         pct = percentages(full)
         labels = labels or tuple(f"A{i}" for i in range(len(pct)))

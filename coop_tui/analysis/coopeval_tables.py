@@ -138,14 +138,15 @@ def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -
 # ----------------------------------------------------------------------------- per replicate
 
 
-def replicate_metrics(tensor, *, freeze: str = "every_optimum") -> dict[str, Any]:
+def replicate_metrics(tensor, *, freeze: str = "every_optimum", db: Any = None) -> dict[str, Any]:
     """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory.
 
     ``freeze="vertex"`` rates agents by CoopEval's rule (whatever is tight at the LP vertex
     the solver returns) on our LP; ``freeze="coopeval"`` builds CoopEval's own LP (ordered
     seatings, seat and rated equalities, its tolerance: see
     :mod:`coop_tui.analysis.coopeval_devrating`); the default is our solver-independent
-    rating.
+    rating. With ``db`` the other rules' ratings are read from, or stored in, its rating
+    results (no LP when solved before).
     """
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
@@ -153,6 +154,10 @@ def replicate_metrics(tensor, *, freeze: str = "every_optimum") -> dict[str, Any
         from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
 
         ratings = coopeval_deviation_ratings(tensor.payoffs)
+    elif db is not None:
+        from coop_tui.analysis.ratings_cache import deviation_ratings as stored_ratings
+
+        ratings = stored_ratings(db, tensor.payoffs, method="highs-ds", freeze=freeze)
     else:
         ratings = deviation_ratings(tensor.payoffs, freeze=freeze)  # type: ignore[arg-type]
     ranks = deviation_ranks(ratings)
@@ -213,7 +218,7 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
             if not tensor.complete:
                 continue  # a replicate with unplayed matchups has no population metrics
             try:
-                rep = replicate_metrics(tensor, freeze=freeze)
+                rep = replicate_metrics(tensor, freeze=freeze, db=db)
             except (ValueError, RuntimeError):
                 continue  # an LP that fails must not take the whole report down
             steps, shares = _subsample(rep.pop("trajectory"))

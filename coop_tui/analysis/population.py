@@ -203,9 +203,31 @@ def replicator_dynamics(
     ``record=True`` keeps the whole trajectory (one row of shares per step), which is
     what the evolution plots show; it costs n floats per step.
     """
-    tensor = np.asarray(payoffs, dtype=float)
+    tensor = np.ascontiguousarray(payoffs, dtype=float)
     if np.isnan(tensor).any():
         raise ValueError("the matchup tensor has unobserved cells; fitness needs every matchup")
+    # A report runs the same tournament's dynamics twice (its population metrics, then the
+    # per-replicate tables): the second time is read from this memo (read-only arrays).
+    key = (tensor.tobytes(), tensor.shape, steps, lr, lr_method, tol,
+           None if initial is None else np.asarray(initial, dtype=float).tobytes())
+    known = _REPLICATOR_MEMO.get(key)
+    if known is None:
+        known = _replicate(tensor, steps, lr, lr_method, tol, initial)
+        if len(_REPLICATOR_MEMO) >= 32:
+            _REPLICATOR_MEMO.clear()
+        _REPLICATOR_MEMO[key] = known
+    return known if record else ReplicatorResult(known.population, known.fitness, known.steps)
+
+
+_REPLICATOR_MEMO: dict[tuple[object, ...], ReplicatorResult] = {}
+
+
+def _replicate(
+    tensor: np.ndarray, steps: int, lr: float, lr_method: str, tol: float,
+    initial: np.ndarray | None,
+) -> ReplicatorResult:
+    """:func:`replicator_dynamics`, its trajectory recorded."""
+    record = True
     n = tensor.shape[0]
     pop = np.full(n, 1.0 / n) if initial is None else np.asarray(initial, dtype=float)
     if pop.shape != (n,) or np.any(pop <= 0):
@@ -227,7 +249,11 @@ def replicator_dynamics(
         if history is not None:
             history.append(pop)
     trajectory = np.vstack(history) if history is not None else None
-    return ReplicatorResult(pop, expected_payoffs(tensor, pop), done, trajectory)
+    fitness = expected_payoffs(tensor, pop)
+    for array in (pop, fitness, trajectory):
+        if array is not None:
+            array.setflags(write=False)
+    return ReplicatorResult(pop, fitness, done, trajectory)
 
 
 # ----------------------------------------------------------------------------- deviation ratings
@@ -400,11 +426,14 @@ def population_metrics(
     steps: int = 1000,
     lr: float = 0.1,
     method: str = "highs-ds",
+    ratings: np.ndarray | None = None,
 ) -> dict[str, dict[str, float]]:
-    """``{agent: {mean_payoff, fitness, final_share, deviation_rating}}`` of a complete tensor."""
+    """``{agent: {mean_payoff, fitness, final_share, deviation_rating}}`` of a complete tensor
+    (``ratings``: the tensor's deviation ratings when the caller has them already)."""
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=steps, lr=lr)
-    ratings = deviation_ratings(tensor.payoffs, method=method)
+    if ratings is None:
+        ratings = deviation_ratings(tensor.payoffs, method=method)
     return {
         agent: {
             "mean_payoff": float(mean[i]),

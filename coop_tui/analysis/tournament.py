@@ -60,7 +60,7 @@ def tournament_metrics(store: Store, run_id: str, experiment: int) -> dict[str, 
             "game": game,
             "condition_key": ckey,
             "matches": n_matches,
-            **_metrics(tensor, spec),
+            **_metrics(tensor, spec, db),
         }
     out: dict[str, Any] = {"tournaments": tournaments, "population_settings": SETTINGS}
     if len(tournaments) == 1:
@@ -129,7 +129,7 @@ def _published(store: Store, run_id: str) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------- metrics
 
 
-def _metrics(tensor: MatchupTensor, game_spec: dict[str, Any] | None) -> dict[str, Any]:
+def _metrics(tensor: MatchupTensor, game_spec: dict[str, Any] | None, db: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "agents": list(tensor.agents),
         "n_players": tensor.n_players,
@@ -144,7 +144,14 @@ def _metrics(tensor: MatchupTensor, game_spec: dict[str, Any] | None) -> dict[st
             note="some matchups have no finished match; population metrics need them all",
         )
         return out
-    population = population_metrics(tensor, steps=STEPS, lr=LEARNING_RATE, method=LP_METHOD)
+    ratings = None
+    if db is not None:  # stored by their inputs: no LP (and no scipy) when solved before
+        from coop_tui.analysis.ratings_cache import deviation_ratings
+
+        ratings = deviation_ratings(db, tensor.payoffs, method=LP_METHOD, freeze="every_optimum")
+    population = population_metrics(
+        tensor, steps=STEPS, lr=LEARNING_RATE, method=LP_METHOD, ratings=ratings
+    )
     game = _game(game_spec)
     scale = tensor.n_players
 

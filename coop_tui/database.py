@@ -1,0 +1,56 @@
+"""The store's connection, with sqlite-utils' table helpers loaded only when used.
+
+sqlite-utils imports pandas when it is installed (about half a second), and most
+commands never need its helpers: ``report``, the analysis screen and the engine's writes
+are plain SQL. :class:`Database` answers the few calls they make (``execute``, ``query``,
+``table_names``, ``conn``) itself and hands everything else (``db["runs"].insert(...)``,
+``rows_where``, ``columns_dict``, ...) to a real ``sqlite_utils.Database`` on the same
+connection, created the first time it is asked for.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+class Database:
+    """A sqlite3 connection that behaves like ``sqlite_utils.Database`` where it is used."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._utils: Any = None
+
+    @property
+    def utils(self) -> Any:
+        """The ``sqlite_utils.Database`` on this connection (imported on first use)."""
+        if self._utils is None:
+            import sqlite_utils
+
+            self._utils = sqlite_utils.Database(self.conn)
+        return self._utils
+
+    def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None) -> sqlite3.Cursor:
+        if parameters is None:
+            return self.conn.execute(sql)
+        return self.conn.execute(sql, parameters)
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, like ``sqlite_utils.Database.query``."""
+        cursor = self.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        for row in cursor:
+            yield dict(zip(names, row, strict=True))
+
+    def table_names(self) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "select name from sqlite_master where type = 'table'")]
+
+    def __getitem__(self, table: str) -> Any:
+        return self.utils[table]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.utils, name)

@@ -1,0 +1,240 @@
+"""Strategy rounds sent as one event (DirectDecisions) store exactly what one
+DecisionDone per seat stores.
+
+The same sweep is played twice through the real engine, sweep runner and SQLite store:
+once as a headless sweep plays it (every listener reads DirectDecisions, so strategy
+rounds arrive as one event and are written as narrow rows, their summaries folded many
+matches at a time), once with a listener that does not read them, which makes the engine
+send one DecisionDone per seat, written through the general path. Every stored column of
+every decision, round and summary, the exported CSV and Parquet files, the decisions as
+the inspector reads them and the report must be the same; only what differs between any
+two runs (ids, clock times) is left out of the comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from coop_tui.events import DecisionDone, DirectDecisions, Event, EventBus
+from coop_tui.export import export_run
+from coop_tui.report import build_report
+from coop_tui.spec import build_sweep
+from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
+
+AGENTS = {
+    "tft": {"strategy": "tit_for_tat"},
+    "grim": {"strategy": "grim_trigger"},
+    "alt": {"strategy": "alternator"},
+    "gtft": {"strategy": "generous_tit_for_tat", "params": {"q": 0.4}},  # draws actions
+    "rand": {"strategy": "random", "params": {"p": 0.3}},
+}
+SWEEP = {
+    "name": "direct", "seed": 11, "reuse": False, "agents": AGENTS,
+    "experiments": [
+        {"game": "prisoners", "mechanism": "repetition", "rounds": 7, "matchup": "cross",
+         "samples": 2, "agents": list(AGENTS), "payoff": "mean"},
+        {"game": "stag_hunt", "mechanism": "repetition", "rounds": 4, "matchup": "cross",
+         "agents": ["tft", "rand"], "randomize_labels": True},
+        {"game": "public_good", "mechanism": "repetition", "rounds": 3, "matchup": "self",
+         "agents": ["tft", "alt"]},
+        {"game": "stag_hunt", "mechanism": "none", "matchup": "cross", "samples": 2,
+         "agents": ["tft", "rand"]},
+    ],
+}
+VARYING = {"id", "match_id", "run_id", "created_at", "latency_ms", "started_at", "finished_at"}
+
+
+class PerDecision:
+    """A listener that reads DecisionDone only: its presence turns batching off."""
+
+    def __init__(self) -> None:
+        self.decisions = 0
+        self.batches = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, DecisionDone):
+            self.decisions += 1
+        elif isinstance(event, DirectDecisions):
+            self.batches += 1
+
+
+async def play(db: Path, *, batched: bool) -> tuple[Store, str, int]:
+    store = Store(db)
+    bus = EventBus()
+    probe = PerDecision()
+    if not batched:
+        bus.subscribe(probe)
+    summary = await run_sweep(build_sweep(SWEEP, check_keys=False), store, bus=bus)
+    assert summary.status == "done", summary.errors
+    assert probe.batches == 0  # a listener that does not read them never gets them
+    if not batched:
+        assert probe.decisions == summary.decisions > 0
+    return store, summary.run_id, summary.decisions
+
+
+def rows(conn: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
+    cursor = conn.execute(sql)
+    names = [c[0] for c in cursor.description]
+    return [{k: v for k, v in zip(names, r, strict=True) if k not in VARYING} for r in cursor]
+
+
+def stored(store: Store) -> dict[str, list[dict[str, Any]]]:
+    conn = store.db.conn
+    key = "(select match_key from matches m where m.id = t.match_id)"
+    out = {
+        "decisions": rows(conn, f"select {key} as mk, t.* from decisions t order by mk, t.round, t.phase, t.seat"),
+        "rounds": rows(conn, f"select {key} as mk, t.* from rounds t order by mk, t.round, t.seat"),
+        "matches": rows(conn, "select * from matches order by match_key"),
+        "totals": rows(conn, "select (select match_key from matches m where m.id = t.match_id) as mk,"
+                             " t.* from match_totals t order by mk"),
+    }
+    for table in ("coop_rounds", "action_counts", "conditional_counts"):
+        out[table] = rows(conn, f"select * from {table} order by 2, 3, 4, 5, 6")
+    return out
+
+
+def assert_same(a: Any, b: Any, path: str = "") -> None:
+    """Equal, field by field (NaN equal to NaN), with the path of the first difference."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a == b or (a != a and b != b), path
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            assert_same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, path
+
+
+def export_rows(path: Path, run_id: str, out: Path, fmt: str) -> dict[str, list[dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    tables = {}
+    for f in export_run(path, run_id, out, fmt):
+        if fmt == "csv":
+            with f.open() as fh:
+                found = list(csv.DictReader(fh))
+        else:
+            found = pq.read_table(f).to_pylist()
+        keyed = []
+        for r in found:
+            mk = r.get("match_key") or r.get("match_id")
+            keyed.append({k: v for k, v in r.items() if k not in VARYING} | {"_n": mk is not None})
+        tables[f.stem] = keyed
+    return tables
+
+
+async def test_batched_strategy_rounds_store_what_one_event_per_decision_stores(tmp_path: Path) -> None:
+    fast, fast_run, n_fast = await play(tmp_path / "fast.db", batched=True)
+    slow, slow_run, n_slow = await play(tmp_path / "slow.db", batched=False)
+    assert n_fast == n_slow > 0
+    a, b = stored(fast), stored(slow)
+    assert len(a["decisions"]) == n_fast
+    for table in a:
+        assert len(a[table]) == len(b[table]) > 0, table
+        assert_same(a[table], b[table])
+
+    # the inspector's view of every decision, field for field
+    def decisions(store: Store) -> list[dict[str, Any]]:
+        out = []
+        for m in store.db.execute("select id from matches order by match_key").fetchall():
+            for d in store.decisions(m[0]):
+                out.append({k: v for k, v in d.__dict__.items() if k not in VARYING})
+        return out
+
+    assert decisions(fast) == decisions(slow)
+
+    # the report, whole
+    rep_a, rep_b = build_report(fast, fast_run), build_report(slow, slow_run)
+    for rep in (rep_a, rep_b):
+        rep.pop("run")
+    assert_same(json.loads(json.dumps(rep_a, default=str)), json.loads(json.dumps(rep_b, default=str)))
+    fast.close()
+    slow.close()
+
+    # the exported files, every column but ids and clock times (rows in the same order:
+    # match ids differ between runs, so decisions are compared in play order per match)
+    for fmt in ("csv", "parquet"):
+        ea = export_rows(tmp_path / "fast.db", fast_run, tmp_path / f"a-{fmt}", fmt)
+        eb = export_rows(tmp_path / "slow.db", slow_run, tmp_path / f"b-{fmt}", fmt)
+        assert ea.keys() == eb.keys() and "decisions" in ea
+        for name in ea:
+            if name == "decisions":
+                order = [r["round"] for r in ea[name]]
+                assert order == [r["round"] for r in eb[name]]
+            assert sorted(map(repr, ea[name])) == sorted(map(repr, eb[name])), (fmt, name)
+
+
+async def test_a_listener_that_reads_only_decision_events_sees_every_decision(tmp_path: Path) -> None:
+    """The TUI's live screen and any script's listener never lose a decision to batching."""
+    store = Store(tmp_path / "l.db")
+    bus = EventBus()
+    seen: list[tuple[int, int]] = []
+    bus.subscribe(lambda e: seen.append((e.decision.round, e.decision.seat))
+                  if isinstance(e, DecisionDone) else None)
+    summary = await run_sweep(build_sweep(SWEEP, check_keys=False), store, bus=bus)
+    assert summary.status == "done"
+    assert len(seen) == summary.decisions == store.db.execute("select count(*) from decisions").fetchone()[0]
+    store.close()
+
+
+def test_direct_decisions_rebuild_the_decisions_they_carry() -> None:
+    answer = ('{"A0": 100, "A1": 0}', {"A0": 1.0, "A1": 0.0}, ("A0", "A1"), (0, 1), (1.0, 0.0),
+              0, 1.0, True, None)
+    event = DirectDecisions("m", 3, 12.5, ((0, "tft", 0.01, answer), (1, "grim", 0.02, answer)))
+    first, second = event.decisions()
+    assert (first.seat, first.agent, first.round, first.action, first.latency_ms) == (0, "tft", 3, 0, 0.01)
+    assert (second.seat, second.agent, second.created_at) == (1, "grim", 12.5)
+    assert first.parsed == {"A0": 1.0, "A1": 0.0} and first.parsed is not second.parsed
+    assert first.valid and first.attempts == 1 and first.prompt == [] and first.cost_usd == 0.0
+    assert first.kind == "mixed" and first.phase == "play" and first.cooperated is True
+
+
+def test_a_strategy_match_played_again_before_its_fold_is_written_counts_once(tmp_path: Path) -> None:
+    """Summaries of finished strategy matches are held back and written many at a time;
+    a match started again meanwhile (a replay in the same process) must leave them
+    exactly as if only its last play had happened, as must closing the store early."""
+    from coop_tui.events import MatchDone, MatchStarted, RoundDone
+    from coop_tui.summaries import pending
+
+    def play_once(bus: EventBus, actions: tuple[int, int]) -> None:
+        bus.emit(MatchStarted("r", "m", 0, "prisoners", "repetition", ("tft", "alld"),
+                              info={"agent_kinds": ["strategy", "strategy"]}))
+        for rnd in (1, 2):
+            rows = tuple(
+                (seat, agent, 0.01, (f"answer {a}", {"A0": 1.0 - a, "A1": float(a)}, ("A0", "A1"),
+                                     (0, 1), (1.0 - a, float(a)), a, 1.0 - a, a == 0, None))
+                for seat, (agent, a) in enumerate(zip(("tft", "alld"), actions, strict=True))
+            )
+            bus.emit(DirectDecisions("m", rnd, 5.0, rows))
+            bus.emit(RoundDone("m", rnd, actions, (1.0, 1.0), (0, 1), {}))
+        bus.emit(MatchDone("m", (1.0, 1.0)))
+
+    db = tmp_path / "again.db"
+    store = Store(db)
+    store.create_run("r", "again", kind="sweep", seed=1, sweep_hash="h", spec={})
+    bus = EventBus()
+    bus.subscribe(store, critical=True)
+    assert bus.direct_batches
+    play_once(bus, (0, 1))
+    assert pending(store.db.conn, "r") == ["m"]  # held back: read live meanwhile
+    play_once(bus, (1, 1))
+    store.close()  # no RunDone: closing writes what was held back
+    conn = sqlite3.connect(db)
+    assert conn.execute("select count(*), sum(action) from decisions").fetchone() == (4, 4)
+    assert conn.execute("select decisions from match_totals").fetchall() == [(4,)]
+    coop = conn.execute("select agent, round, n, coop_sum, cooperated from coop_rounds"
+                        " order by agent, round").fetchall()
+    assert coop == [("alld", 1, 1, 0.0, 0), ("alld", 2, 1, 0.0, 0),
+                    ("tft", 1, 1, 0.0, 0), ("tft", 2, 1, 0.0, 0)]
+    acts = conn.execute("select agent, action, n, sampled from action_counts order by 1, 2").fetchall()
+    assert acts == [("alld", 0, 2, 0), ("alld", 1, 2, 2), ("tft", 0, 2, 0), ("tft", 1, 2, 2)]
+    conn.close()
