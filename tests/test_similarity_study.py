@@ -82,6 +82,14 @@ async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Pat
     assert set(endo) == {"explanation", "both"}
     assert 0 <= endo["both"]["matrix"]["smol_hot"]["smol_cool"] <= 100
     assert set(report["baseline"]) == set(exo)
+    # sim-play's outcome sections see the computed scores: Table 2's shape and welfare
+    table = report["similarity_table"]["tables"]["prisoners"]["rows"]
+    assert set(table["demo_ratings"]) == {"exogenous"}
+    assert set(table["demo_choices"]) == {"endogenous (explanations)"}
+    cell = table["demo_ratings"]["exogenous"]
+    assert 0 <= cell["expected"] <= 3 and 0 <= cell["realised"] <= 3
+    assert {c["source"] for c in report["welfare"]["conditions"]} == {
+        "exogenous:demo_ratings", "endogenous:demo_choices:explanation"}
     dossiers = [json.loads(text)[0]["content"] for (text,) in store.db.execute(
         "select t.text from decisions d join matches m on m.id = d.match_id join texts t"
         " on t.hash = d.prompt_hash where m.run_id = ? and d.phase = 'score'"
