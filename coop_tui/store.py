@@ -397,6 +397,14 @@ def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
+    # Seed 000's grounded similarity reads a run's benchmark answers and judgements by
+    # mechanism (stage inputs, report sections); the report asks every run whether it has
+    # any, which must stay one index probe at a million decisions.
+    db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
