@@ -148,11 +148,12 @@ def setup_to_sweep(setup: MatchSetup) -> dict[str, Any]:
     experiment: dict[str, Any] = {"game": setup.game, "mechanism": setup.mechanism}
     from coop_tui.mechanisms import mechanism_class
 
-    pooled = getattr(mechanism_class(setup.mechanism), "pooled", False)
+    mech_cls = mechanism_class(setup.mechanism)
+    pooled = getattr(mech_cls, "pooled", False)
     if len(set(names)) == 1:
         experiment["matchup"] = "self"
         experiment["agents"] = [names[0]]
-    elif pooled:
+    elif pooled and not getattr(mech_cls, "seats_are_players", False):
         # a population mechanism (Reputation) fills its population from the seats' agents
         # in turn, however many seats the form shows
         experiment["matchup"] = "cross"
