@@ -121,6 +121,8 @@ class LiveScreen(NavScreen):
         has_human = "human" in self.session.seat_kinds and self.session.kind != "replay"
         self.query_one("#human-bar").display = has_human
         rounds = self.session.condition.get("rounds")
+        if getattr(self.session, "mechanism", "") == "teams":
+            rounds = None  # per match; the timeline counts the tournament's rounds
         self.query_one(Timeline).total_rounds = rounds if isinstance(rounds, int) else None
         self._select(0)
         self._unsubscribe = self.session.bus.subscribe(self.queue.append)
