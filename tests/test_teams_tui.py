@@ -82,3 +82,12 @@ async def test_a_person_plays_one_seat_and_the_tournament_view_keeps_score(tmp_p
     assert person == [(1, "play", "mixed"), (1, "exit", "approvals"), (2, "play", "mixed"),
                       (2, "exit", "approvals"), (3, "play", "mixed"), (4, "play", "mixed"),
                       (4, "exit", "approvals")]
+
+
+def test_the_setup_fills_the_tournament_from_the_listed_seats() -> None:
+    # the setup screen shows the game's two seats; a 2 x 3 tournament needs six players
+    setup = MatchSetup(seats=["human", "tit_for_tat"], game="ipd", mechanism="teams",
+                       params={"teams": 2, "team_size": 3, "rounds": 4})
+    cell = build_setup_sweep(setup).cells[0]
+    assert cell.seats == ("human",) + ("tit_for_tat",) * 5
+    assert cell.mechanism_params["budget"] == 4 * 5 - 1
