@@ -91,3 +91,29 @@ def test_the_setup_fills_the_tournament_from_the_listed_seats() -> None:
     cell = build_setup_sweep(setup).cells[0]
     assert cell.seats == ("human",) + ("tit_for_tat",) * 5
     assert cell.mechanism_params["budget"] == 4 * 5 - 1
+
+
+async def test_the_analysis_screen_shows_the_team_tournament_panel(tmp_path: Path) -> None:
+    from textual.widgets import Static
+
+    from coop_tui.screens.analysis import AnalysisScreen
+    from tests.test_mechanisms import run, sweep_data
+    from tests.test_tui_screens import ScreenApp, static_text
+    from tests.test_tui_screens import until as until_screen
+
+    store, (m,) = await run(tmp_path, sweep_data(
+        {"game": "ipd", "mechanism": "teams", "matchup": [["tft", "alld", "allc", "grim"]],
+         "structure": "GC", "teams": 2, "team_size": 2, "rounds": 3, "budget": 5,
+         "planning": False, "meta": "off"}))
+    run_id = m["run_id"]
+    db = Path(store.db.conn.execute("pragma database_list").fetchone()[2])
+    store.close()
+    app = ScreenApp(db, lambda s: AnalysisScreen(s, run_id, export_dir=tmp_path / "out"))
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = app.screen
+        await until_screen(pilot, lambda: screen.loaded >= 1)
+        await pilot.pause()
+        panel = screen.query_one("#an-section-teams")
+        assert panel.border_title == "Team tournaments (seed 004)"
+        shown = "".join(static_text(w) for w in panel.query(Static))
+        assert "GC" in shown and "OSC inter" in shown
