@@ -122,15 +122,18 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     ).fetchall()
     if not found:
         return None
-    groups: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for match_id, key, condition in found:
-        groups[key or ""].append((match_id, json.loads(condition or "{}")))
+        # one condition per parameter set *and* seating: a study's self-play of three
+        # models is three conditions, its replications pool within each
+        seats = tuple(r[0] for r in store.db.execute(
+            "select agent from seats where match_id = ? order by seat", [match_id]).fetchall())
+        groups[(key or "", seats)].append((match_id, json.loads(condition or "{}")))
     out = []
     for _key, members in groups.items():
         condition = members[0][1]
         per = [tournament_metrics(store, mid) for mid, _ in members]
-        agents = [r[0] for r in store.db.execute(
-            "select agent from seats where match_id = ? order by seat", [members[0][0]]).fetchall()]
+        agents = list(_key[1])
         rounds_max = max((max(p["curve"], default=0) for p in per), default=0)
         players = []
         for seat, agent in enumerate(agents):
