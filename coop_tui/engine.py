@@ -624,11 +624,12 @@ class MatchContext:
         rows: list[tuple[Any, ...]] = []
         actions: list[int] = []
         clock = time.perf_counter
+        histories = self.histories
         for seat, agent in enumerate(self.agents):
             own = self.labelling(seat, round_, "play")
             labels, mapping = own.labels, own.label_to_action
-            view = SeatView(game, seat, round_, tuple(self.histories[seat]), total_rounds, {},
-                            tuple(records[seat]))
+            view = _seat_view(game, seat, round_, tuple(histories[seat]), total_rounds,
+                              tuple(records[seat]))
             started = clock()
             text, parsed = agent.mixed_for(view, labels, mapping)
             latency_ms = (clock() - started) * 1000.0
@@ -884,17 +885,41 @@ class MatchContext:
                 for pos in seats:
                     # all co-players cooperated: all cooperated, or only this seat did not
                     self._records[pos].append(not defectors or (not coop[pos] and defectors == 1))
-        acts = tuple(int(a) for a in actions)
-        pays = tuple(float(p) for p in payoffs)
+        acts = tuple(map(int, actions))
+        pays = tuple(map(float, payoffs))
         histories = self.histories
         for pos, seat in enumerate(seats):
             histories[seat].append(
-                Move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
+                _move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
         self.bus.emit(RoundDone(self.match_id, round_, acts, pays, seats, dict(info or {})))
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))
+
+
+def _seat_view(
+    game: Game, seat: int, round_: int, history: tuple[Move, ...], total_rounds: int | None,
+    record: tuple[bool, ...],
+) -> SeatView:
+    """``SeatView(game, seat, round_, history, total_rounds, {}, record)`` without the
+    frozen dataclass's field-by-field ``__init__``: one is built per strategy move."""
+    view = _new(SeatView)
+    view.__dict__.update(game=game, seat=seat, round=round_, history=history,
+                         total_rounds=total_rounds, extra={}, cooperation_record=record)
+    return view
+
+
+def _move(round_: int, own: int, others: tuple[int, ...], payoff: float,
+          others_payoffs: tuple[float, ...]) -> Move:
+    """``Move(...)`` built as :func:`_seat_view` builds views (one per seat and round)."""
+    move = _new(Move)
+    move.__dict__.update(round=round_, own=own, others=others, payoff=payoff,
+                         others_payoffs=others_payoffs)
+    return move
+
+
+_new = object.__new__
 
 
 @lru_cache(maxsize=64)
