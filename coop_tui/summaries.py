@@ -243,20 +243,24 @@ class DirectFolds:
         """One match: (match id, run id, experiment, condition key), its seats' agents,
         its DirectDecisions and its rounds rows."""
         coop: dict[tuple[Any, ...], list[Any]] = {}
-        seen: Counter[tuple[Any, ...]] = Counter()
+        seen: dict[tuple[Any, ...], int] = {}
         n = 0
         for e in events:
             rnd = e.round
             for _seat, agent, _latency, answer in e.rows:
                 n += 1
                 if answer[4] is not None:
-                    seen[(agent, answer[4], answer[5])] += 1
+                    key = (agent, answer[4], answer[5])
+                    seen[key] = seen.get(key, 0) + 1
                 prob, cooperated = answer[6], answer[7]
                 if prob is None:
                     continue
                 acc = coop.get((agent, rnd))
-                if acc is None:
-                    acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
+                if acc is None:  # the first row of a key: the sums below from zero
+                    coop[(agent, rnd)] = [1, 0.0 + prob, 0.0 + prob * prob,
+                                          0 if cooperated is None else 0 + cooperated,
+                                          0 if cooperated is None else 1]
+                    continue
                 acc[0] += 1
                 acc[1] += prob
                 acc[2] += prob * prob
@@ -329,16 +333,20 @@ def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple
         if group is None and info not in groups:
             group = groups[info] = (json.loads(info) or {}).get("group") if info else None
         by_round.setdefault(rnd, []).append((seat, action, -1 if group is None else group))
-    actions = {(rnd, seat): action for rnd, rows in by_round.items() for seat, action, _g in rows}
+    actions = {rnd: {seat: action for seat, action, _g in rows} for rnd, rows in by_round.items()}
     out: dict[tuple[Any, ...], int] = {}
+    n_agents = len(agents)
     for rnd, rows in by_round.items():
+        before = actions.get(rnd - 1)
+        if before is None:  # no co-player action the round before: nothing to count
+            continue
         for seat, action, group in rows:
-            if seat >= len(agents):
+            if seat >= n_agents:
                 continue
             for co_seat, _co_action, co_group in rows:
                 if co_seat == seat or co_group != group:
                     continue
-                prev = actions.get((rnd - 1, co_seat))
+                prev = before.get(co_seat)
                 if prev is None:
                     continue
                 key = (agents[seat], prev, action)
