@@ -247,7 +247,10 @@ def others_cooperated(view: SeatView, move: Move) -> bool:
         if len(_CO_SETS) > 256:
             _CO_SETS.clear()
         sets = _CO_SETS[(id(game), view.seat)] = (game, tuple(game.cooperative[j] for j in co_players(view)))
-    return all(a in c for c, a in zip(sets[1], move.others, strict=False))
+    co, others = sets[1], move.others
+    if len(co) == 1 == len(others):  # one co-player, most games
+        return others[0] in co[0]
+    return all(a in c for c, a in zip(co, others, strict=False))
 
 
 _CO_SETS: dict[tuple[int, int], tuple[Any, tuple[Any, ...]]] = {}
