@@ -19,8 +19,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from coop_tui.events import DecisionDone, DirectDecisions, Event, EventBus
+from coop_tui.agents.strategies import get_strategy
+from coop_tui.agents.strategy_agent import StrategyAgent
+from coop_tui.engine import MatchContext
+from coop_tui.events import DecisionDone, DirectDecisions, Event, EventBus, RoundDone
 from coop_tui.export import export_run
+from coop_tui.games import get_game
 from coop_tui.report import build_report
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
@@ -238,3 +242,30 @@ def test_a_strategy_match_played_again_before_its_fold_is_written_counts_once(tm
     acts = conn.execute("select agent, action, n, sampled from action_counts order by 1, 2").fetchall()
     assert acts == [("alld", 0, 2, 0), ("alld", 1, 2, 2), ("tft", 0, 2, 0), ("tft", 1, 2, 2)]
     conn.close()
+
+
+def test_a_two_seat_round_is_recorded_as_the_general_path_records_it() -> None:
+    """Two-seat rounds take a written-out path (every round of a strategy pairing): the
+    histories, cooperation records and RoundDone events must be the ones the general
+    loop gives, which it takes when the seats are named."""
+    def played(name_seats: bool) -> tuple[Any, ...]:
+        bus, events = EventBus(), []
+        bus.subscribe(events.append)
+        agent = StrategyAgent("tft", get_strategy("tit_for_tat"))
+        ctx = MatchContext(run_id="r", match_id="m", game=get_game("prisoners"),
+                           agents=[agent, agent], bus=bus, seed=3)
+        profiles = [(0, 0), (0, 1), (1, 0), (1, 1), (1, 0)]
+        for t, actions in enumerate(profiles, start=1):
+            payoffs = ctx.game.payoff(list(actions))
+            ctx.finish_round(t, list(actions), list(payoffs), seats=(0, 1) if name_seats else None,
+                             info={"cooperated": [a == 0 for a in actions]})
+        rounds = [e for e in events if isinstance(e, RoundDone)]
+        return ctx.histories, ctx._records, rounds
+
+    fast, general = played(name_seats=False), played(name_seats=True)
+    assert fast == general
+    histories, records, rounds = fast
+    assert [m.others for m in histories[0]] == [(0,), (1,), (0,), (1,), (0,)]
+    assert records == [[True, False, True, False, True], [True, True, False, False, False]]
+    assert all(type(m.own) is int and type(m.payoff) is float for h in histories for m in h)
+    assert rounds[1].actions == (0, 1) and rounds[1].seats == (0, 1)
