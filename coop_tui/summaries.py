@@ -326,6 +326,9 @@ class DirectFolds:
 
 def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     """The ``conditional_counts`` SELECT for one match's rounds rows, in Python."""
+    pair = _pair_conditional(agents, rounds)
+    if pair is not None:
+        return pair
     groups: dict[str, Any] = {}
     by_round: dict[int, list[tuple[int, int, Any]]] = {}
     for _match, rnd, seat, action, _payoff, _coop, info in rounds:
@@ -351,6 +354,32 @@ def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple
                     continue
                 key = (agents[seat], prev, action)
                 out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _pair_conditional(
+    agents: list[str], rounds: list[tuple[Any, ...]]
+) -> dict[tuple[Any, ...], int] | None:
+    """:func:`_conditional` of a two-seat match whose rows are seat 1 then seat 2 of
+    consecutive rounds, all with one info (every strategy pairing): the same counts in the
+    same order, without grouping rows per round. None for any other match."""
+    first, second = rounds[0::2], rounds[1::2]
+    if len(agents) < 2 or not first or len(first) != len(second):
+        return None
+    numbers = [r[1] for r in first]
+    if (numbers != [r[1] for r in second] or numbers != list(range(numbers[0], numbers[0] + len(numbers)))
+            or any(r[2] != 0 for r in first) or any(r[2] != 1 for r in second)
+            or len({r[6] for r in rounds}) != 1):
+        return None
+    a0, a1 = [r[3] for r in first], [r[3] for r in second]
+    one, two = agents[0], agents[1]
+    out: dict[tuple[Any, ...], int] = {}
+    # each seat after the co-player's move of the round before
+    for prev0, prev1, now0, now1 in zip(a0, a1, a0[1:], a1[1:], strict=False):
+        key = (one, prev1, now0)
+        out[key] = out.get(key, 0) + 1
+        key = (two, prev0, now1)
+        out[key] = out.get(key, 0) + 1
     return out
 
 

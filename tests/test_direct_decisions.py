@@ -269,3 +269,31 @@ def test_a_two_seat_round_is_recorded_as_the_general_path_records_it() -> None:
     assert records == [[True, False, True, False, True], [True, True, False, False, False]]
     assert all(type(m.own) is int and type(m.payoff) is float for h in histories for m in h)
     assert rounds[1].actions == (0, 1) and rounds[1].seats == (0, 1)
+
+
+def test_a_pairings_conditional_counts_are_the_general_ones_in_the_same_order() -> None:
+    """Two-seat matches count "what a seat did after its co-player's move" on a written-out
+    path; the general one (rows grouped per round) must give the same counts in the same
+    order. A different info per seat (same group) sends the rows down the general path."""
+    import random
+
+    from coop_tui.summaries import _conditional, _pair_conditional
+
+    rng = random.Random(4)
+    for n_rounds in (1, 2, 7, 60):
+        rows, general = [], []
+        for rnd in range(3, 3 + n_rounds):
+            for seat in (0, 1):
+                action = rng.randrange(2)
+                rows.append(("m", rnd, seat, action, 1.0, 1, "{}"))
+                general.append(("m", rnd, seat, action, 1.0, 1, "{}" if seat == 0 else '{"x": 1}'))
+        agents = ["tft", "grim"]
+        assert _pair_conditional(agents, general) is None
+        fast = _pair_conditional(agents, rows)
+        assert fast is not None
+        assert list(fast.items()) == list(_conditional(agents, general).items())
+        assert sum(fast.values()) == 2 * (n_rounds - 1)
+    # rows that are not seat 1 then seat 2 of consecutive rounds take the general path
+    assert _pair_conditional(["a", "b"], [("m", 1, 1, 0, 0.0, 1, "{}"), ("m", 1, 0, 0, 0.0, 1, "{}")]) is None
+    assert _pair_conditional(["a", "b"], [("m", 1, 0, 0, 0.0, 1, "{}"), ("m", 1, 1, 0, 0.0, 1, "{}"),
+                                          ("m", 3, 0, 0, 0.0, 1, "{}"), ("m", 3, 1, 0, 0.0, 1, "{}")]) is None
