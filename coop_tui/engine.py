@@ -624,15 +624,20 @@ class MatchContext:
         rows: list[tuple[Any, ...]] = []
         actions: list[int] = []
         clock = time.perf_counter
+        histories, counts = self.histories, self._counts
+        neutral = not self.policy.randomize_labels  # then labelling() is _neutral(n)
         for seat, agent in enumerate(self.agents):
-            own = self.labelling(seat, round_, "play")
+            own = _neutral(counts[seat]) if neutral else self.labelling(seat, round_, "play")
             labels, mapping = own.labels, own.label_to_action
-            view = SeatView(game, seat, round_, tuple(self.histories[seat]), total_rounds, {},
-                            tuple(records[seat]))
+            view = _seat_view(game, seat, round_, tuple(histories[seat]), total_rounds,
+                              tuple(records[seat]))
             started = clock()
             text, parsed = agent.mixed_for(view, labels, mapping)
             latency_ms = (clock() - started) * 1000.0
-            answer = samples.get((parsed, seat, mapping, "direct"))
+            # keyed by the parsed object's identity (hashing it costs more than the rest);
+            # the entry keeps it alive, so the identity cannot pass to another object
+            known = samples.get(("direct", id(parsed), seat, mapping))
+            answer = known[1] if known is not None and known[0] is parsed else None
             if answer is None:
                 decision = Decision(
                     match_id=self.match_id, round=round_, phase="play", seat=seat, kind="mixed",
@@ -649,7 +654,7 @@ class MatchContext:
                 if decision.distribution is not None and sum(
                     p > 0 for p in decision.distribution
                 ) == 1:  # a pure answer: the same decision every time
-                    samples[(parsed, seat, mapping, "direct")] = answer
+                    samples[("direct", id(parsed), seat, mapping)] = (parsed, answer)
             rows.append((seat, agent.name, latency_ms, answer))
             actions.append(answer[5])
         self.bus.emit(DirectDecisions(self.match_id, round_, now, tuple(rows)))
@@ -873,6 +878,9 @@ class MatchContext:
     ) -> None:
         """Record a played round and extend each seat's own-perspective history."""
         every = self._every_seat
+        if seats is None and len(every) == 2 == len(actions) and self._records is not None:
+            self._finish_pair_round(round_, actions, payoffs, info)
+            return
         seats = every if seats is None and len(actions) == len(every) else tuple(
             seats if seats is not None else range(len(actions)))
         if self._records is not None:
@@ -884,17 +892,60 @@ class MatchContext:
                 for pos in seats:
                     # all co-players cooperated: all cooperated, or only this seat did not
                     self._records[pos].append(not defectors or (not coop[pos] and defectors == 1))
-        acts = tuple(int(a) for a in actions)
-        pays = tuple(float(p) for p in payoffs)
+        acts = tuple(map(int, actions))
+        pays = tuple(map(float, payoffs))
         histories = self.histories
         for pos, seat in enumerate(seats):
             histories[seat].append(
-                Move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
+                _move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
         self.bus.emit(RoundDone(self.match_id, round_, acts, pays, seats, dict(info or {})))
 
+    def _finish_pair_round(
+        self, round_: int, actions: Sequence[int], payoffs: Sequence[float],
+        info: dict[str, Any] | None,
+    ) -> None:
+        """:meth:`finish_round` of a two-seat match keeping its cooperation records, written
+        out (it runs every round of every strategy pairing): the same records, moves and
+        event. With one co-player, "all co-players cooperated" is whether the other did."""
+        records = self._records
+        assert records is not None
+        a0, a1 = int(actions[0]), int(actions[1])
+        p0, p1 = float(payoffs[0]), float(payoffs[1])
+        cooperative = self.game.cooperative
+        records[0].append(actions[1] in cooperative[1])
+        records[1].append(actions[0] in cooperative[0])
+        self.histories[0].append(_move(round_, a0, (a1,), p0, (p1,)))
+        self.histories[1].append(_move(round_, a1, (a0,), p1, (p0,)))
+        self.bus.emit(RoundDone(self.match_id, round_, (a0, a1), (p0, p1), self._every_seat,
+                                dict(info or {})))
+
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))
+
+
+def _seat_view(
+    game: Game, seat: int, round_: int, history: tuple[Move, ...], total_rounds: int | None,
+    record: tuple[bool, ...],
+) -> SeatView:
+    """``SeatView(game, seat, round_, history, total_rounds, {}, record)`` without the
+    frozen dataclass's field-by-field ``__init__``: one is built per strategy move."""
+    view = _new(SeatView)
+    view.__dict__.update(game=game, seat=seat, round=round_, history=history,
+                         total_rounds=total_rounds, extra={}, cooperation_record=record)
+    return view
+
+
+def _move(round_: int, own: int, others: tuple[int, ...], payoff: float,
+          others_payoffs: tuple[float, ...]) -> Move:
+    """``Move(...)`` built as :func:`_seat_view` builds views (one per seat and round)."""
+    move = _new(Move)
+    move.__dict__.update(round=round_, own=own, others=others, payoff=payoff,
+                         others_payoffs=others_payoffs)
+    return move
+
+
+_new = object.__new__
 
 
 @lru_cache(maxsize=64)

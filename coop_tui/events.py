@@ -204,22 +204,28 @@ class EventBus:
 
     def __init__(self) -> None:
         self._listeners: list[tuple[Listener, bool]] = []
+        self._direct: bool | None = None
+        """:attr:`direct_batches` for the current listeners (asked every strategy round)."""
 
     @property
     def direct_batches(self) -> bool:
         """True when every listener reads :class:`DirectDecisions` (it says so with an
         ``accepts_direct_decisions = True`` attribute): strategy rounds may then be sent
         as one event each instead of one :class:`DecisionDone` per seat."""
-        return all(getattr(listener, "accepts_direct_decisions", False)
-                   for listener, _critical in self._listeners)
+        if self._direct is None:
+            self._direct = all(getattr(listener, "accepts_direct_decisions", False)
+                               for listener, _critical in self._listeners)
+        return self._direct
 
     def subscribe(self, listener: Listener, *, critical: bool = False) -> Callable[[], None]:
         entry = (listener, critical)
         self._listeners.append(entry)
+        self._direct = None
 
         def unsubscribe() -> None:
             if entry in self._listeners:
                 self._listeners.remove(entry)
+                self._direct = None
 
         return unsubscribe
 
@@ -235,3 +241,4 @@ class EventBus:
                 log.exception("event listener %r failed; detaching it", listener)
                 if entry in self._listeners:
                     self._listeners.remove(entry)
+                    self._direct = None

@@ -243,20 +243,24 @@ class DirectFolds:
         """One match: (match id, run id, experiment, condition key), its seats' agents,
         its DirectDecisions and its rounds rows."""
         coop: dict[tuple[Any, ...], list[Any]] = {}
-        seen: Counter[tuple[Any, ...]] = Counter()
+        seen: dict[tuple[Any, ...], int] = {}
         n = 0
         for e in events:
             rnd = e.round
             for _seat, agent, _latency, answer in e.rows:
                 n += 1
                 if answer[4] is not None:
-                    seen[(agent, answer[4], answer[5])] += 1
+                    key = (agent, answer[4], answer[5])
+                    seen[key] = seen.get(key, 0) + 1
                 prob, cooperated = answer[6], answer[7]
                 if prob is None:
                     continue
                 acc = coop.get((agent, rnd))
-                if acc is None:
-                    acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
+                if acc is None:  # the first row of a key: the sums below from zero
+                    coop[(agent, rnd)] = [1, 0.0 + prob, 0.0 + prob * prob,
+                                          0 if cooperated is None else 0 + cooperated,
+                                          0 if cooperated is None else 1]
+                    continue
                 acc[0] += 1
                 acc[1] += prob
                 acc[2] += prob * prob
@@ -322,6 +326,9 @@ class DirectFolds:
 
 def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     """The ``conditional_counts`` SELECT for one match's rounds rows, in Python."""
+    pair = _pair_conditional(agents, rounds)
+    if pair is not None:
+        return pair
     groups: dict[str, Any] = {}
     by_round: dict[int, list[tuple[int, int, Any]]] = {}
     for _match, rnd, seat, action, _payoff, _coop, info in rounds:
@@ -329,20 +336,50 @@ def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple
         if group is None and info not in groups:
             group = groups[info] = (json.loads(info) or {}).get("group") if info else None
         by_round.setdefault(rnd, []).append((seat, action, -1 if group is None else group))
-    actions = {(rnd, seat): action for rnd, rows in by_round.items() for seat, action, _g in rows}
+    actions = {rnd: {seat: action for seat, action, _g in rows} for rnd, rows in by_round.items()}
     out: dict[tuple[Any, ...], int] = {}
+    n_agents = len(agents)
     for rnd, rows in by_round.items():
+        before = actions.get(rnd - 1)
+        if before is None:  # no co-player action the round before: nothing to count
+            continue
         for seat, action, group in rows:
-            if seat >= len(agents):
+            if seat >= n_agents:
                 continue
             for co_seat, _co_action, co_group in rows:
                 if co_seat == seat or co_group != group:
                     continue
-                prev = actions.get((rnd - 1, co_seat))
+                prev = before.get(co_seat)
                 if prev is None:
                     continue
                 key = (agents[seat], prev, action)
                 out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _pair_conditional(
+    agents: list[str], rounds: list[tuple[Any, ...]]
+) -> dict[tuple[Any, ...], int] | None:
+    """:func:`_conditional` of a two-seat match whose rows are seat 1 then seat 2 of
+    consecutive rounds, all with one info (every strategy pairing): the same counts in the
+    same order, without grouping rows per round. None for any other match."""
+    first, second = rounds[0::2], rounds[1::2]
+    if len(agents) < 2 or not first or len(first) != len(second):
+        return None
+    numbers = [r[1] for r in first]
+    if (numbers != [r[1] for r in second] or numbers != list(range(numbers[0], numbers[0] + len(numbers)))
+            or any(r[2] != 0 for r in first) or any(r[2] != 1 for r in second)
+            or len({r[6] for r in rounds}) != 1):
+        return None
+    a0, a1 = [r[3] for r in first], [r[3] for r in second]
+    one, two = agents[0], agents[1]
+    out: dict[tuple[Any, ...], int] = {}
+    # each seat after the co-player's move of the round before
+    for prev0, prev1, now0, now1 in zip(a0, a1, a0[1:], a1[1:], strict=False):
+        key = (one, prev1, now0)
+        out[key] = out.get(key, 0) + 1
+        key = (two, prev0, now1)
+        out[key] = out.get(key, 0) + 1
     return out
 
 

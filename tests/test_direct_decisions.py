@@ -19,8 +19,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from coop_tui.events import DecisionDone, DirectDecisions, Event, EventBus
+from coop_tui.agents.strategies import get_strategy
+from coop_tui.agents.strategy_agent import StrategyAgent
+from coop_tui.engine import MatchContext
+from coop_tui.events import DecisionDone, DirectDecisions, Event, EventBus, RoundDone
 from coop_tui.export import export_run
+from coop_tui.games import get_game
 from coop_tui.report import build_report
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
@@ -238,3 +242,58 @@ def test_a_strategy_match_played_again_before_its_fold_is_written_counts_once(tm
     acts = conn.execute("select agent, action, n, sampled from action_counts order by 1, 2").fetchall()
     assert acts == [("alld", 0, 2, 0), ("alld", 1, 2, 2), ("tft", 0, 2, 0), ("tft", 1, 2, 2)]
     conn.close()
+
+
+def test_a_two_seat_round_is_recorded_as_the_general_path_records_it() -> None:
+    """Two-seat rounds take a written-out path (every round of a strategy pairing): the
+    histories, cooperation records and RoundDone events must be the ones the general
+    loop gives, which it takes when the seats are named."""
+    def played(name_seats: bool) -> tuple[Any, ...]:
+        bus, events = EventBus(), []
+        bus.subscribe(events.append)
+        agent = StrategyAgent("tft", get_strategy("tit_for_tat"))
+        ctx = MatchContext(run_id="r", match_id="m", game=get_game("prisoners"),
+                           agents=[agent, agent], bus=bus, seed=3)
+        profiles = [(0, 0), (0, 1), (1, 0), (1, 1), (1, 0)]
+        for t, actions in enumerate(profiles, start=1):
+            payoffs = ctx.game.payoff(list(actions))
+            ctx.finish_round(t, list(actions), list(payoffs), seats=(0, 1) if name_seats else None,
+                             info={"cooperated": [a == 0 for a in actions]})
+        rounds = [e for e in events if isinstance(e, RoundDone)]
+        return ctx.histories, ctx._records, rounds
+
+    fast, general = played(name_seats=False), played(name_seats=True)
+    assert fast == general
+    histories, records, rounds = fast
+    assert [m.others for m in histories[0]] == [(0,), (1,), (0,), (1,), (0,)]
+    assert records == [[True, False, True, False, True], [True, True, False, False, False]]
+    assert all(type(m.own) is int and type(m.payoff) is float for h in histories for m in h)
+    assert rounds[1].actions == (0, 1) and rounds[1].seats == (0, 1)
+
+
+def test_a_pairings_conditional_counts_are_the_general_ones_in_the_same_order() -> None:
+    """Two-seat matches count "what a seat did after its co-player's move" on a written-out
+    path; the general one (rows grouped per round) must give the same counts in the same
+    order. A different info per seat (same group) sends the rows down the general path."""
+    import random
+
+    from coop_tui.summaries import _conditional, _pair_conditional
+
+    rng = random.Random(4)
+    for n_rounds in (1, 2, 7, 60):
+        rows, general = [], []
+        for rnd in range(3, 3 + n_rounds):
+            for seat in (0, 1):
+                action = rng.randrange(2)
+                rows.append(("m", rnd, seat, action, 1.0, 1, "{}"))
+                general.append(("m", rnd, seat, action, 1.0, 1, "{}" if seat == 0 else '{"x": 1}'))
+        agents = ["tft", "grim"]
+        assert _pair_conditional(agents, general) is None
+        fast = _pair_conditional(agents, rows)
+        assert fast is not None
+        assert list(fast.items()) == list(_conditional(agents, general).items())
+        assert sum(fast.values()) == 2 * (n_rounds - 1)
+    # rows that are not seat 1 then seat 2 of consecutive rounds take the general path
+    assert _pair_conditional(["a", "b"], [("m", 1, 1, 0, 0.0, 1, "{}"), ("m", 1, 0, 0, 0.0, 1, "{}")]) is None
+    assert _pair_conditional(["a", "b"], [("m", 1, 0, 0, 0.0, 1, "{}"), ("m", 1, 1, 0, 0.0, 1, "{}"),
+                                          ("m", 3, 0, 0, 0.0, 1, "{}"), ("m", 3, 1, 0, 0.0, 1, "{}")]) is None

@@ -239,10 +239,22 @@ def co_players(view: SeatView) -> list[int]:
 
 def others_cooperated(view: SeatView, move: Move) -> bool:
     """True when every co-player took a cooperative action in ``move``."""
-    game = view.game
-    if not all(game.cooperative[j] for j in co_players(view)):
-        require_cooperation(view)
-    return all(a in game.cooperative[j] for j, a in zip(co_players(view), move.others, strict=False))
+    sets = _CO_SETS.get((id(view.game), view.seat))  # asked every move: kept per game and seat
+    if sets is None or sets[0] is not view.game:
+        game = view.game
+        if not all(game.cooperative[j] for j in co_players(view)):
+            require_cooperation(view)
+        if len(_CO_SETS) > 256:
+            _CO_SETS.clear()
+        sets = _CO_SETS[(id(game), view.seat)] = (game, tuple(game.cooperative[j] for j in co_players(view)))
+    co, others = sets[1], move.others
+    if len(co) == 1 == len(others):  # one co-player, most games
+        return others[0] in co[0]
+    return all(a in c for c, a in zip(co, others, strict=False))
+
+
+_CO_SETS: dict[tuple[int, int], tuple[Any, tuple[Any, ...]]] = {}
+"""The co-players' cooperative action sets per (game, seat), once the game is checked."""
 
 
 def own_cooperated(view: SeatView, move: Move) -> bool:
