@@ -48,6 +48,29 @@ task, db, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 sink = io.StringIO()
 if task == "imports":
     import coop_tui.cli, coop_tui.report, coop_tui.analysis.tournament, coop_tui.store
+elif task == "sections":
+    import dataclasses
+    from pathlib import Path
+    from coop_tui.analysis import sections as registry
+    from coop_tui.report import build_report
+    from coop_tui.store import Store
+    import coop_tui.analysis.tournament, coop_tui.analysis.theory, scipy.optimize
+    times = {}
+    def timed(section):
+        def build(store, run_id, report):
+            t0 = time.perf_counter()
+            value = section.build(store, run_id, report)
+            times[section.key] = (time.perf_counter() - t0, bool(value))
+            return value
+        return dataclasses.replace(section, build=build)
+    for section in registry.sections():
+        registry._SECTIONS[section.key] = timed(section)
+    store = Store(Path(db))
+    t0 = time.perf_counter()
+    build_report(store, store.latest_run()["id"])
+    total = time.perf_counter() - t0
+    print(json.dumps({"sections": times, "total": total, "all": sum(t for t, _ in times.values())}))
+    sys.exit(0)
 elif task == "load":
     from pathlib import Path
     from coop_tui.report import build_report
@@ -72,7 +95,7 @@ print(json.dumps({"wall": wall, "peak_mb": peak, "cpu": cpu}))
 """
 
 
-async def build(db: Path, samples: int) -> float:
+async def build(db: Path, samples: int, rounds: int = TURNS) -> float:
     sys.path.insert(0, str(ROOT))
     from coop_tui.spec import build_sweep
     from coop_tui.store import Store
@@ -81,7 +104,7 @@ async def build(db: Path, samples: int) -> float:
     sweep = build_sweep({
         "name": "bench-scale", "seed": 1, "concurrency": 8, "reuse": False,
         "agents": {name: {"strategy": name} for name in STRATEGIES},
-        "experiments": [{"game": "pd_canonical", "mechanism": "repetition", "rounds": TURNS,
+        "experiments": [{"game": "pd_canonical", "mechanism": "repetition", "rounds": rounds,
                          "payoff": "mean", "matchup": "cross", "samples": samples,
                          "agents": STRATEGIES}],
     })

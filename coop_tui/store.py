@@ -397,6 +397,19 @@ def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
+    # Per-match move strings for seed 003's profile (see coop_tui.summaries.fold_moves),
+    # filled for the folded matches an older database holds; an index so the one-shot
+    # similarity sections find their matches (or learn there are none) without a scan.
+    from coop_tui import summaries
+
+    summaries.create_moves_table(db.conn)
+    summaries.backfill_moves(db.conn)
+    db.conn.execute("create index if not exists idx_matches_run_id_mechanism"
+                    " on matches (run_id, mechanism, status)")
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.

@@ -94,6 +94,7 @@ def create_tables(conn: Any) -> None:
         + ")"
     )
     conn.execute("create index if not exists idx_match_totals_run on match_totals (run_id)")
+    create_moves_table(conn)
     for s in SUMMARIES:
         # untyped columns: counts stay integers, sums stay floats
         cols = ", ".join([*s.keys, *s.values])
@@ -128,6 +129,7 @@ def fold(conn: Any, match_id: str) -> None:
         rows = conn.execute(s.select, [match_id]).fetchall()
         if rows:
             conn.executemany(_upsert_sql(s), rows)
+    fold_moves(conn, [match_id])
 
 
 def fold_rows(
@@ -216,6 +218,7 @@ def fold_rows(
         _upsert_sql(BY_TABLE["conditional_counts"]),
         [(*head, *k, n) for k, n in _conditional(agents, rounds).items()],
     )
+    fold_moves(conn, [match_id])
 
 
 class DirectFolds:
@@ -291,6 +294,7 @@ class DirectFolds:
             f"({', '.join('?' * (len(TOTALS) + 2))})",
             [(m[0], m[1], n, 0, 0, 0, 0, 0, 0, 0, 0) for m, n, _sums in self.matches.values()],
         )
+        fold_moves(conn, list(self.matches))
         runs = {m[1] for m, _n, _sums in self.matches.values()}
         for s in SUMMARIES:
             cols = [*s.keys, *s.values]
@@ -365,6 +369,7 @@ def delete_run(conn: Any, run_id: str) -> None:
     conn.execute("delete from match_totals where run_id = ?", [run_id])
     for s in SUMMARIES:
         conn.execute(f"delete from {s.table} where run_id = ?", [run_id])
+    conn.execute("delete from match_moves where run_id = ?", [run_id])
 
 
 _PENDING = """select m.id from matches m where m.status = 'done' {run}
@@ -385,6 +390,46 @@ def fold_pending(conn: Any, run_id: str | None = None) -> int:
     for mid in ids:
         fold(conn, mid)
     return len(ids)
+
+
+# ----------------------------------------------------------------- moves
+MOVES_SHAPE = "(select min(round) || ' ' || max(round) || ' ' || count(*) from rounds where match_id = {m})"
+"""A match's rounds as ``"first last rows"`` (``{m}``: the match id expression)."""
+MOVES_STRING = ("(select group_concat(coalesce(c, '.'), '') from (select cooperated as c"
+                " from rounds where match_id = {m} order by round, seat))")
+"""Every seat's cooperation in (round, seat) order as one string: ``1`` cooperated, ``0``
+not, ``.`` not recorded (``{m}``: the match id expression)."""
+
+
+def create_moves_table(conn: Any) -> None:
+    """``match_moves``: per folded match, its rounds' cooperation as one short string, so
+    seed 003's profile reads one row per match instead of every stored round."""
+    conn.execute("create table if not exists match_moves (match_id text primary key, "
+                 "run_id text, shape text, moves text)")
+    conn.execute("create index if not exists idx_match_moves_run on match_moves (run_id)")
+
+
+def fold_moves(conn: Any, match_ids: list[str]) -> None:
+    """Store the moves of finished matches (their rounds are written; the caller holds
+    the transaction): the same two expressions the profile would run live."""
+    conn.executemany(
+        "insert or replace into match_moves (match_id, run_id, shape, moves) select m.id,"
+        f" m.run_id, {MOVES_SHAPE.format(m='m.id')}, {MOVES_STRING.format(m='m.id')}"
+        " from matches m where m.id = ?",
+        [(mid,) for mid in match_ids],
+    )
+
+
+def backfill_moves(conn: Any) -> int:
+    """Moves of every folded match that has none (a database from before the table):
+    one statement, each match read through the rounds primary key."""
+    cur = conn.execute(
+        "insert into match_moves (match_id, run_id, shape, moves) select m.id, m.run_id,"
+        f" {MOVES_SHAPE.format(m='m.id')}, {MOVES_STRING.format(m='m.id')}"
+        " from match_totals t join matches m on m.id = t.match_id"
+        " where not exists (select 1 from match_moves v where v.match_id = t.match_id)"
+    )
+    return cur.rowcount
 
 
 # ----------------------------------------------------------------- reading

@@ -26,6 +26,7 @@ from typing import Any
 from coop_tui.analysis.intervals import cluster_ratio_interval, t_interval
 from coop_tui.analysis.personality import archetype, endgame_type, provider_from_spec
 from coop_tui.analysis.stats import cohens_h, wilson_interval
+from coop_tui.summaries import MOVES_SHAPE, MOVES_STRING
 
 __all__ = ["METHODS", "SeatRun", "has_repeated_pairs", "load_seat_runs", "personality_profile"]
 
@@ -141,7 +142,30 @@ def _with_gaps(db: Any, mid: str) -> tuple[int, str, str] | None:
     return first, "".join(moves[0]), "".join(moves[1])
 
 
+MATCH_MOVES_SQL = f"""
+    select m.id, m.game, m.condition, m.matchup,
+           case when v.match_id is null then {MOVES_SHAPE.format(m="m.id")} else v.shape end,
+           case when v.match_id is null then {MOVES_STRING.format(m="m.id")} else v.moves end
+    from matches m left join match_moves v on v.match_id = m.id
+    where m.run_id = ? and m.status = 'done'"""
+"""Each finished match's moves: stored when it was folded (``match_moves``), read live
+from its rounds otherwise (a match done but not folded yet)."""
+
+_LOADED: dict[str, Any] = {}
+
+
 def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
+    """:func:`read_seat_runs`, kept for the last run and database state asked: the
+    profile and ``cooperation_by_model`` of one report read the run once."""
+    conn = getattr(db, "conn", db)
+    version = conn.execute("pragma data_version").fetchone()[0]
+    key = (id(conn), run_id, version, conn.total_changes)
+    if _LOADED.get("key") != key:
+        _LOADED.update(key=key, value=read_seat_runs(db, run_id))
+    return _LOADED["value"]
+
+
+def read_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
     """One :class:`SeatRun` per profiled (match, seat).
 
     Each finished match comes back as one row holding both seats' moves as one 0/1
@@ -161,13 +185,7 @@ def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
     conditions: dict[str | None, tuple[str | None, bool]] = {}
     cache: dict[tuple[str, str], tuple[int, ...]] = {}
     out: list[SeatRun] = []
-    rows = db.execute(
-        """select m.id, m.game, m.condition, m.matchup,
-                  (select min(round) || ' ' || max(round) || ' ' || count(*)
-                   from rounds where match_id = m.id),
-                  (select group_concat(coalesce(c, '.'), '') from (select cooperated as c
-                   from rounds where match_id = m.id order by round, seat))
-           from matches m where m.run_id = ? and m.status = 'done'""", [run_id])
+    rows = db.execute(MATCH_MOVES_SQL, [run_id])
     for mid, game, cond, matchup, shape, both in rows:
         pair = seats.get(mid, {})
         if not both or sorted(pair) != [0, 1]:
@@ -292,14 +310,24 @@ def _conditional(matches: list[list[float]]) -> dict[str, Any]:
     }
 
 
-def _curve(counts: dict[int, list[int]]) -> dict[str, list[Any]]:
+def _curve(counts: dict[int, list[int]], intervals: bool = True) -> dict[str, list[Any]]:
+    """The per-round curve; its Wilson intervals only when shown (agents, not cells),
+    each distinct (successes, n) solved once."""
     rounds = sorted(counts)
-    return {
+    out: dict[str, list[Any]] = {
         "rounds": rounds,
         "rate": [counts[t][1] / counts[t][0] for t in rounds],
         "n": [counts[t][0] for t in rounds],
-        "wilson": [_wilson(counts[t][1], counts[t][0]) for t in rounds],
     }
+    if intervals:
+        solved: dict[tuple[int, int], list[float] | None] = {}
+        for t in rounds:
+            n, c = counts[t]
+            if (c, n) not in solved:
+                solved[(c, n)] = _wilson(c, n)
+        out["wilson"] = [None if (w := solved[(counts[t][1], counts[t][0])]) is None
+                         else list(w) for t in rounds]
+    return out
 
 
 def _endgame(matches: list[list[float]], known_horizon: bool,
@@ -389,7 +417,7 @@ def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:
             row["condition"] = cond
         matches = _by_match(cells[key])
         row.update(_cooperation(matches))
-        curve = _curve(_curve_counts(cells[key]))
+        curve = _curve(_curve_counts(cells[key]), intervals=False)
         row["curve"] = curve["rate"]
         row["curve_n"] = curve["n"]
         ac, ad = _total(matches, _AC), _total(matches, _AD)

@@ -116,7 +116,15 @@ class _Condition:
     coop_by_told: dict[tuple[str, float], _Moments] = field(default_factory=lambda: defaultdict(_Moments))
 
 
+ANY_ONE_SHOT_SQL = (f"select 1 from matches where run_id = ? and mechanism in"
+                   f" ({','.join('?' for _ in ONE_SHOT)}) and status = 'done' limit 1")
+"""Whether the run has a finished one-shot match: a few seeks in
+``idx_matches_run_id_mechanism``, however many repeated matches the run holds."""
+
+
 def _conditions(store: Store, run_id: str) -> list[tuple[int, str, str, str, int, str]]:
+    if store.db.execute(ANY_ONE_SHOT_SQL, [run_id, *ONE_SHOT]).fetchone() is None:
+        return []
     marks = ",".join("?" for _ in ONE_SHOT)
     return store.db.execute(
         f"""select experiment, condition_key, min(condition), min(game_spec), count(*),

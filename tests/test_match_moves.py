@@ -1,0 +1,189 @@
+"""Per-match move strings (``match_moves``) give seed 003's sections what the rounds give.
+
+One sweep is played through the real engine, sweep runner and SQLite store: strategy
+matches of several lengths (their folds written many matches at a time), a self-play
+experiment, a versus experiment, a public goods game (more than two seats) and one-shot
+matches. The stored moves must equal what the query the profile ran before reads from
+the rounds (kept below as the reference), the migration's backfill and every fold path
+must write the same rows, and the two report sections computed from stored moves must
+equal the same sections computed with no stored moves (every match read live from its
+rounds, as the profile did before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from coop_tui import summaries
+from coop_tui.store import Store
+
+RUN = "run-moves"
+REFERENCE_SQL = """
+    select m.id,
+           (select min(round) || ' ' || max(round) || ' ' || count(*)
+            from rounds where match_id = m.id),
+           (select group_concat(coalesce(c, '.'), '') from (select cooperated as c
+            from rounds where match_id = m.id order by round, seat))
+    from matches m where m.run_id = ? and m.status = 'done' order by m.id"""
+"""How the profile read every finished match's moves before they were stored."""
+
+AGENTS = {
+    "tft": {"strategy": "tit_for_tat"}, "grim": {"strategy": "grim_trigger"},
+    "wsls": {"strategy": "win_stay_lose_shift"}, "alt": {"strategy": "alternator"},
+    "rand": {"strategy": "random", "params": {"p": 0.4}},
+    "gtft": {"strategy": "generous_tit_for_tat", "params": {"q": 0.3}},
+    "allc": {"strategy": "always_cooperate"}, "alld": {"strategy": "always_defect"},
+}
+SWEEP = {
+    "name": "moves", "seed": 3, "reuse": False, "agents": AGENTS,
+    "experiments": [
+        {"game": "pd_canonical", "mechanism": "repetition", "rounds": 9, "matchup": "cross",
+         "samples": 2, "agents": ["tft", "grim", "wsls", "rand", "gtft"], "horizon": "known"},
+        {"game": "pd_harsh", "mechanism": "repetition", "rounds": 4, "matchup": "versus",
+         "agents": ["tft", "rand"], "opponents": ["allc", "alld", "alt"]},
+        {"game": "pd_canonical", "mechanism": "repetition", "rounds": 5, "matchup": "self",
+         "agents": ["gtft"], "samples": 3},
+        {"game": "public_good", "mechanism": "repetition", "rounds": 3, "matchup": "self",
+         "agents": ["tft", "alt"]},
+        {"game": "stag_hunt", "mechanism": "none", "matchup": "cross", "samples": 2,
+         "agents": ["tft", "rand"]},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from coop_tui.spec import build_sweep
+    from coop_tui.sweep import run_sweep
+
+    path = tmp_path_factory.mktemp("moves") / "coop.db"
+    store = Store(path)
+    summary = asyncio.run(run_sweep(build_sweep(SWEEP), store, run_id=RUN))
+    store.close()
+    assert summary.status == "done", summary.errors
+    return path
+
+
+def stored(store: Store) -> list[tuple]:
+    return store.db.execute(
+        "select match_id, shape, moves from match_moves where run_id = ? order by match_id",
+        [RUN]).fetchall()
+
+
+def reference(store: Store) -> list[tuple]:
+    return [tuple(r) for r in store.db.execute(REFERENCE_SQL, [RUN]).fetchall()]
+
+
+def sections(store: Store) -> dict:
+    from coop_tui.report import build_report
+
+    report = build_report(store, RUN)
+    return json.loads(json.dumps(
+        {k: report.get(k) for k in ("strategic_personality", "cooperation_by_model")}))
+
+
+def test_every_finished_match_stores_the_moves_its_rounds_hold(db: Path) -> None:
+    store = Store(db)
+    rows = stored(store)
+    store_reference = reference(store)
+    store.close()
+    assert rows == store_reference
+    assert len(rows) > 60
+    # one-shot matches are kept as they are (the profile skips them): one round, two seats
+    assert any(shape == "1 1 2" for _, shape, _moves in rows)
+    assert any(shape == "1 9 18" and "0" in moves and "1" in moves for _, shape, moves in rows)
+
+
+def copy(db: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "copy.db"
+    shutil.copy(db, path)
+    return path
+
+
+def test_sections_from_stored_moves_equal_sections_read_from_rounds(
+        db: Path, tmp_path: Path) -> None:
+    store = Store(copy(db, tmp_path))
+    new = sections(store)
+    assert new["strategic_personality"] and new["cooperation_by_model"]
+    with store.db.conn:  # no stored moves: every match read live from its rounds
+        store.db.conn.execute("delete from match_moves")
+    old = sections(store)
+    store.close()
+    assert new == old
+
+
+def test_the_migration_backfills_the_same_rows(db: Path, tmp_path: Path) -> None:
+    path = copy(db, tmp_path)
+    store = Store(path)
+    before = stored(store)
+    with store.db.conn:  # a database from before the migration
+        store.db.conn.execute("drop table match_moves")
+        store.db.conn.execute("drop index idx_matches_run_id_mechanism")
+        store.db.conn.execute(
+            "delete from _migrations where name = 'm080_report_sections_match_moves'")
+    store.close()
+    store = Store(path)
+    after = stored(store)
+    indexes = {r[0] for r in store.db.execute(
+        "select name from sqlite_master where type = 'index'").fetchall()}
+    store.close()
+    assert after == before
+    assert "idx_matches_run_id_mechanism" in indexes
+
+
+def test_folding_one_match_at_a_time_writes_the_same_rows(db: Path, tmp_path: Path) -> None:
+    store = Store(copy(db, tmp_path))
+    before = stored(store)
+    with store.db.conn:  # every match done but not folded: fold_pending folds each alone
+        summaries.delete_run(store.db.conn, RUN)
+        assert stored(store) == []
+        assert summaries.fold_pending(store.db.conn, RUN) == len(before)
+    after = stored(store)
+    store.close()
+    assert after == before
+
+
+def test_a_match_played_again_or_a_deleted_run_leaves_no_stale_moves(
+        db: Path, tmp_path: Path) -> None:
+    store = Store(copy(db, tmp_path))
+    mid, = store.db.execute("select match_id from match_moves where run_id = ? limit 1",
+                            [RUN]).fetchone()
+    n = len(stored(store))
+    with store.db.conn:
+        summaries.unfold(store.db.conn, mid)
+    assert mid not in {r[0] for r in stored(store)} and len(stored(store)) == n - 1
+    store.delete_run(RUN)
+    left = store.db.execute("select count(*) from match_moves").fetchone()[0]
+    store.close()
+    assert left == 0
+
+
+def test_a_match_not_folded_yet_is_read_live(db: Path, tmp_path: Path) -> None:
+    store = Store(copy(db, tmp_path))
+    full = sections(store)
+    mid, = store.db.execute(
+        """select m.id from matches m join seats s on s.match_id = m.id and s.seat = 0
+           where m.run_id = ? and m.game = 'pd_canonical' and s.agent = 'rand'
+           limit 1""", [RUN]).fetchone()
+    with store.db.conn:  # done, summaries not written (a crash between the two writes)
+        store.db.conn.execute("delete from match_moves where match_id = ?", [mid])
+    partial = sections(store)
+    store.close()
+    assert partial == full
+
+
+def test_runs_without_one_shot_matches_learn_it_from_an_index(tmp_path: Path) -> None:
+    """The similarity sections (expected, welfare, ...) ask whether a run has one-shot
+    matches through an index, not a scan of the run's matches."""
+    from coop_tui.analysis.similarity_play import ANY_ONE_SHOT_SQL, ONE_SHOT
+
+    store = Store(tmp_path / "plan.db")
+    plan = " ".join(str(r[-1]) for r in store.db.execute(
+        "explain query plan " + ANY_ONE_SHOT_SQL, ["x", *ONE_SHOT]).fetchall())
+    store.close()
+    assert "idx_matches_run_id_mechanism" in plan and "SCAN" not in plan
