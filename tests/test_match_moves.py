@@ -187,3 +187,111 @@ def test_runs_without_one_shot_matches_learn_it_from_an_index(tmp_path: Path) ->
         "explain query plan " + ANY_ONE_SHOT_SQL, ["x", *ONE_SHOT]).fetchall())
     store.close()
     assert "idx_matches_run_id_mechanism" in plan and "SCAN" not in plan
+
+
+def reference_seat_runs(db: object, run_id: str) -> list[tuple]:
+    """The profile's reader before moves were stored and seat runs cached by pattern:
+    seats from their own query, every match's counts taken on its own, read live."""
+    from coop_tui.analysis.personality import provider_from_spec
+    from coop_tui.analysis.personality_profile import (
+        _condition,
+        _counts,
+        _counts_with_gaps,
+        _with_gaps,
+    )
+
+    providers = {agent: provider_from_spec(kind, spec) for agent, kind, spec in db.execute(
+        """select distinct s.agent, s.agent_kind, s.agent_spec from seats s
+           join matches m on m.id = s.match_id where m.run_id = ?""", [run_id]).fetchall()}
+    seats: dict[str, dict[int, str]] = {}
+    for mid, seat, agent in db.execute(
+            """select s.match_id, s.seat, s.agent from matches m join seats s
+               on s.match_id = m.id where m.run_id = ? and m.status = 'done'""", [run_id]):
+        seats.setdefault(mid, {})[seat] = agent
+    out = []
+    rows = db.execute(
+        """select m.id, m.game, m.condition, m.matchup,
+                  (select min(round) || ' ' || max(round) || ' ' || count(*)
+                   from rounds where match_id = m.id),
+                  (select group_concat(coalesce(c, '.'), '') from (select cooperated as c
+                   from rounds where match_id = m.id order by round, seat))
+           from matches m where m.run_id = ? and m.status = 'done'""", [run_id]).fetchall()
+    for mid, game, cond, matchup, shape, both in rows:
+        pair = seats.get(mid, {})
+        if not both or sorted(pair) != [0, 1]:
+            continue
+        first, last, n = map(int, shape.split(" "))
+        if n == 2 * (last - first + 1) == len(both) and "." not in both:
+            s0, s1 = both[0::2], both[1::2]
+        else:
+            fixed = _with_gaps(db, mid)
+            if fixed is None:
+                continue
+            first, s0, s1 = fixed
+        if len(s0) < 2:
+            continue
+        gaps = "." in s0 or "." in s1
+        label, known = _condition(cond)
+        for seat in (0, 1) if matchup != "versus" else (0,):
+            mine, theirs = (s0, s1)[seat], (s0, s1)[1 - seat]
+            counts = (_counts_with_gaps(mine, theirs) if gaps
+                      else (*_counts(mine, theirs), len(mine)))
+            coop, first_c, joint, last_c, before, ac, cac, ad, cad, used = counts
+            if used < 2:
+                continue
+            if gaps:
+                mine = "".join(c if o != "." else "." for c, o in zip(mine, theirs, strict=True))
+            agent, opponent = pair[seat], pair[1 - seat]
+            out.append((mid, seat, agent, opponent, providers[agent], game, label, known,
+                        used, coop, first_c, joint, last_c, before, ac, cac, ad, cad,
+                        first, mine))
+    return out
+
+
+def test_seat_runs_equal_the_reference_reader_with_and_without_gaps(
+        db: Path, tmp_path: Path) -> None:
+    from coop_tui.analysis.personality_profile import read_seat_runs
+
+    store = Store(copy(db, tmp_path))
+    assert [tuple(r) for r in read_seat_runs(store.db, RUN)] == reference_seat_runs(store.db, RUN)
+    # a recorded gap (a move not recorded), stored as it is now in the rounds
+    mid, = store.db.execute(
+        """select m.id from matches m where m.run_id = ? and m.game = 'pd_canonical'
+           and m.matchup = 'cross' limit 1""", [RUN]).fetchone()
+    with store.db.conn:
+        store.db.conn.execute("update rounds set cooperated = null where match_id = ?"
+                              " and round = 3 and seat = 1", [mid])
+        summaries.fold_moves(store.db.conn, [mid])
+    runs = [tuple(r) for r in read_seat_runs(store.db, RUN)]
+    expected = reference_seat_runs(store.db, RUN)
+    store.close()
+    assert runs == expected
+    assert any(r[0] == mid and "." in r[-1] for r in runs)
+
+
+def test_per_match_sums_equal_the_reference(db: Path) -> None:
+    """The per-match sums behind every interval, against how they were taken before
+    (fields by name, one tuple per seat run)."""
+    from coop_tui.analysis.personality_profile import _by_match, read_seat_runs
+
+    def reference(runs: list) -> list[list[float]]:
+        acc: dict[str, list[float]] = {}
+        for r in runs:
+            ends = r.before_last is not None
+            row = (r.coop, r.rounds, r.after_c, r.coop_after_c, r.after_d, r.coop_after_d,
+                   r.joint, r.first, 1, r.last if ends else 0, r.before_last if ends else 0,
+                   1 if ends else 0)
+            a = acc.get(r.match_id)
+            if a is None:
+                acc[r.match_id] = list(row)
+            else:
+                for i, v in enumerate(row):
+                    a[i] += v
+        return list(acc.values())
+
+    store = Store(db)
+    runs = read_seat_runs(store.db, RUN)
+    store.close()
+    self_play = [r for r in runs if r.agent == r.opponent]
+    assert self_play and _by_match(self_play) == reference(self_play)
+    assert _by_match(runs) == reference(runs)
