@@ -295,3 +295,23 @@ def test_per_match_sums_equal_the_reference(db: Path) -> None:
     self_play = [r for r in runs if r.agent == r.opponent]
     assert self_play and _by_match(self_play) == reference(self_play)
     assert _by_match(runs) == reference(runs)
+
+
+def test_the_shared_read_follows_writes_and_other_connections(db: Path, tmp_path: Path) -> None:
+    """``cooperation_by_model`` and the profile share one read per database state."""
+    from coop_tui.analysis.personality_profile import load_seat_runs, read_seat_runs
+
+    path = copy(db, tmp_path)
+    store = Store(path)
+    first = load_seat_runs(store.db, RUN)
+    assert load_seat_runs(store.db, RUN) is first  # nothing changed: read once
+    other = Store(path)  # another connection changes a match's round 2 and its moves
+    mid = first[0].match_id
+    with other.db.conn:
+        other.db.conn.execute("update rounds set cooperated = 1 - cooperated"
+                              " where match_id = ? and round = 2", [mid])
+        summaries.fold_moves(other.db.conn, [mid])
+    other.close()
+    again = load_seat_runs(store.db, RUN)
+    assert again is not first and again == read_seat_runs(store.db, RUN) and again != first
+    store.close()

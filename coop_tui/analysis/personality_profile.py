@@ -164,9 +164,11 @@ def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
     profile and ``cooperation_by_model`` of one report read the run once."""
     conn = getattr(db, "conn", db)
     version = conn.execute("pragma data_version").fetchone()[0]
-    key = (id(conn), run_id, version, conn.total_changes)
-    if _LOADED.get("key") != key:
-        _LOADED.update(key=key, value=read_seat_runs(db, run_id))
+    # the connection itself is held (not its id, which a later connection may reuse);
+    # data_version moves when another connection commits, total_changes on this one's writes
+    key = (run_id, version, conn.total_changes)
+    if _LOADED.get("conn") is not conn or _LOADED.get("key") != key:
+        _LOADED.update(conn=conn, key=key, value=read_seat_runs(db, run_id))
     return _LOADED["value"]
 
 
