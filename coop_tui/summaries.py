@@ -232,6 +232,7 @@ class DirectFolds:
 
     def __init__(self) -> None:
         self.matches: dict[str, tuple[Any, ...]] = {}
+        self.moves: dict[str, tuple[str | None, str | None] | None] = {}
 
     def __len__(self) -> int:
         return len(self.matches)
@@ -276,6 +277,7 @@ class DirectFolds:
                 acc[1] += p * times
                 acc[2] += times if played == act else 0
         cond = {k: [v] for k, v in _conditional(agents, rounds).items()}
+        self.moves[match[0]] = moves_from_rounds(rounds)
         self.matches[match[0]] = (match, n, {"coop_rounds": coop, "action_counts": acts,
                                              "conditional_counts": cond})
 
@@ -294,7 +296,14 @@ class DirectFolds:
             f"({', '.join('?' * (len(TOTALS) + 2))})",
             [(m[0], m[1], n, 0, 0, 0, 0, 0, 0, 0, 0) for m, n, _sums in self.matches.values()],
         )
-        fold_moves(conn, list(self.matches))
+        held = {mid: self.moves.get(mid) for mid in self.matches}
+        fold_moves(conn, [mid for mid, moves in held.items() if moves is None])
+        conn.executemany(
+            "insert or replace into match_moves (match_id, run_id, shape, moves)"
+            " values (?, ?, ?, ?)",
+            [(mid, self.matches[mid][0][1], *moves) for mid, moves in held.items()
+             if moves is not None],
+        )
         runs = {m[1] for m, _n, _sums in self.matches.values()}
         for s in SUMMARIES:
             cols = [*s.keys, *s.values]
@@ -418,6 +427,25 @@ def fold_moves(conn: Any, match_ids: list[str]) -> None:
         " from matches m where m.id = ?",
         [(mid,) for mid in match_ids],
     )
+
+
+def moves_from_rounds(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | None] | None:
+    """(shape, moves) as :data:`MOVES_SHAPE` and :data:`MOVES_STRING` read them back, from
+    a match's rounds rows still in memory (the rows as inserted, a later one replacing an
+    earlier one of the same round and seat), or None when a value is not a plain round
+    number or 0/1/None (then the SQL reads the stored rows)."""
+    cells: dict[tuple[int, int], Any] = {}
+    for row in rounds:
+        rnd, seat, coop = row[1], row[2], row[5]
+        if type(rnd) is not int or type(seat) is not int or coop not in (None, 0, 1):
+            return None
+        cells[(rnd, seat)] = coop
+    if not cells:
+        return None, None
+    first = min(r for r, _ in cells)
+    last = max(r for r, _ in cells)
+    moves = "".join("." if cells[k] is None else "1" if cells[k] else "0" for k in sorted(cells))
+    return f"{first} {last} {len(cells)}", moves
 
 
 def backfill_moves(conn: Any) -> int:
