@@ -315,3 +315,26 @@ def test_the_shared_read_follows_writes_and_other_connections(db: Path, tmp_path
     again = load_seat_runs(store.db, RUN)
     assert again is not first and again == read_seat_runs(store.db, RUN) and again != first
     store.close()
+
+
+def test_moves_taken_in_memory_equal_what_sql_reads_back(tmp_path: Path) -> None:
+    """A replaced row counts once, unrecorded cooperation is ``.``, no rounds is no moves,
+    and anything but 0/1/None is left to the SQL."""
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute("create table rounds (match_id text, round integer, seat integer,"
+                 " action integer, payoff real, cooperated integer, info text,"
+                 " primary key (match_id, round, seat))")
+    rows = [("m", 2, 1, 0, 1.0, True, None), ("m", 1, 0, 0, 1.0, 1, None),
+            ("m", 1, 1, 1, 0.0, 0, None), ("m", 2, 0, 1, 0.0, None, None),
+            ("m", 1, 1, 0, 3.0, 1, None)]  # replaces round 1 seat 1
+    conn.executemany("insert or replace into rounds values (?, ?, ?, ?, ?, ?, ?)", rows)
+    read = conn.execute(f"select {summaries.MOVES_SHAPE.format(m=repr('m'))},"
+                        f" {summaries.MOVES_STRING.format(m=repr('m'))}").fetchone()
+    empty = conn.execute(f"select {summaries.MOVES_SHAPE.format(m=repr('x'))},"
+                         f" {summaries.MOVES_STRING.format(m=repr('x'))}").fetchone()
+    conn.close()
+    assert summaries.moves_from_rounds(rows) == read == ("1 2 4", "11.1")
+    assert summaries.moves_from_rounds([]) == empty == (None, None)
+    assert summaries.moves_from_rounds([("m", 1, 0, 0, 1.0, 2, None)]) is None
