@@ -172,6 +172,12 @@ def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
     return _LOADED["value"]
 
 
+def forget_seat_runs() -> None:
+    """Drop the kept read (the report's last section using it is done: a long-running
+    TUI need not hold a hundred thousand seat runs)."""
+    _LOADED.clear()
+
+
 def read_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
     """One :class:`SeatRun` per profiled (match, seat).
 
