@@ -23,27 +23,8 @@ from collections.abc import Sequence
 __all__ = ["cluster_ratio_interval", "t_interval", "t_quantile"]
 
 
-_TABLE: list[float] = []
-
-
-def _table_95() -> list[float]:
-    """scipy's own 95% quantiles for 1..4096 degrees of freedom, written once by
-    ``benchmarks/make_t_table.py`` (``data/tables/t_quantile_95.jsonl``): the values
-    ``stdtrit`` returns, without the 0.3 s import of scipy.special in every report."""
-    if not _TABLE:
-        import json
-        from importlib import resources
-
-        text = (resources.files("coop_tui.data") / "tables" / "t_quantile_95.jsonl").read_text()
-        _TABLE.extend(json.loads(text.splitlines()[1]))
-    return _TABLE
-
-
 def t_quantile(df: int, level: float = 0.95) -> float:
-    """Two-sided Student t quantile (scipy.special: far lighter to import than scipy.stats;
-    the usual 95% level up to 4096 degrees of freedom from scipy's stored values)."""
-    if level == 0.95 and isinstance(df, int) and 1 <= df <= 4096:
-        return _table_95()[df - 1]
+    """Two-sided Student t quantile (scipy.special: far lighter to import than scipy.stats)."""
     from scipy.special import stdtrit
 
     return float(stdtrit(df, 0.5 + level / 2.0))
