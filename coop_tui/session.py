@@ -148,11 +148,14 @@ def setup_to_sweep(setup: MatchSetup) -> dict[str, Any]:
     experiment: dict[str, Any] = {"game": setup.game, "mechanism": setup.mechanism}
     from coop_tui.mechanisms import mechanism_class
 
-    pooled = getattr(mechanism_class(setup.mechanism), "pooled", False)
+    mech_cls = mechanism_class(setup.mechanism)
+    pooled = getattr(mech_cls, "pooled", False)
+    if getattr(mech_cls, "seats_are_players", False):
+        names = _fill_players(setup, mech_cls, names, agents)
     if len(set(names)) == 1:
         experiment["matchup"] = "self"
         experiment["agents"] = [names[0]]
-    elif pooled:
+    elif pooled and not getattr(mech_cls, "seats_are_players", False):
         # a population mechanism (Reputation) fills its population from the seats' agents
         # in turn, however many seats the form shows
         experiment["matchup"] = "cross"
@@ -172,6 +175,23 @@ def setup_to_sweep(setup: MatchSetup) -> dict[str, Any]:
         "agents": agents,
         "experiments": [experiment],
     }
+
+
+def _fill_players(setup: MatchSetup, mech_cls: Any, names: list[str],
+                  agents: dict[str, dict[str, Any]]) -> list[str]:
+    """A team tournament needs one agent per player: the listed seats come first, the
+    rest are filled in turn from the listed agents that are not a person (so a person
+    takes one seat). Unreadable parameters leave the list as it is (the sweep loader
+    then names the bad field)."""
+    try:
+        from coop_tui.games import load_game
+
+        params = mech_cls.Params.model_validate({k: v for k, v in setup.params.items() if v is not None})
+        need = mech_cls(params).seat_count(load_game(setup.game))
+    except Exception:
+        return names
+    pool = [n for n in names if not agents[n].get("human")] or names
+    return names[:need] + [pool[i % len(pool)] for i in range(max(0, need - len(names)))]
 
 
 def build_setup_sweep(setup: MatchSetup, *, check_keys: bool = True) -> Sweep:

@@ -398,16 +398,21 @@ def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
+    # Seed 000's grounded similarity reads a run's benchmark answers and judgements by
+    # mechanism (stage inputs, report sections); the report asks every run whether it has
+    # any, which must stay one index probe at a million decisions.
+    db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
+
+
+@migration
 def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
     # Per-match move strings for seed 003's profile (see coop_tui.summaries.fold_moves),
-    # filled for the folded matches an older database holds; an index so the one-shot
-    # similarity sections find their matches (or learn there are none) without a scan.
+    # filled for the folded matches an older database holds in one statement.
     from coop_tui import summaries
 
     summaries.create_moves_table(db.conn)
     summaries.backfill_moves(db.conn)
-    db.conn.execute("create index if not exists idx_matches_run_id_mechanism"
-                    " on matches (run_id, mechanism, status)")
 
 
 def _migrate(db: Database) -> list[str]:

@@ -194,8 +194,8 @@ def battery(
                  "What was your co-player's total score in that match?",
                  sum(x[3] for x in log), options={"name": "answer", "min": -100000, "max": 100000}),
         Question("tit_for_tat", "approvals",
-                 "Did your co-player mostly play tit-for-tat (start with the first action of "
-                 "the rules' cooperative pair, then repeat your previous action)?",
+                 f"Did your co-player mostly play tit-for-tat: {labels[cooperate]} in the first "
+                 "round, then in each round the action you had chosen in the round before?",
                  {"tit_for_tat": tft_share(log, cooperate) > TFT_THRESHOLD},
                  labels=("tit_for_tat",)),
         Question("forgiving", "approvals",

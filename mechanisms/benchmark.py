@@ -68,6 +68,8 @@ class BenchmarkAdministration(Mechanism):
     title = "Benchmark administration (grounded similarity, stage 1)"
     Params = BenchmarkParams
     phases = (ITEM_PHASE,)
+    stage = True
+    """A pipeline stage run from sweep files, not a game to play in the setup screen."""
 
     def seat_count(self, game: Game, roster: int | None = None) -> int:
         return 1
@@ -201,6 +203,8 @@ def _value(item: Any, decision: Any, request: DecisionRequest) -> Any:
         return text_answer(decision.response)
     # mixed: fractions in action order (the game's for the similarity game)
     probs = [0.0] * len(request.label_to_action)
+    if isinstance(parsed, str):  # a choice answer (answer = "choice"): all mass on it
+        parsed = {label: float(label == parsed) for label in request.labels}
     for label, action in zip(request.labels, request.label_to_action, strict=True):
         probs[action] = float(parsed[label])
     total = sum(probs) or 1.0

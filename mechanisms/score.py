@@ -37,6 +37,8 @@ class SimilarityJudgement(Mechanism):
     title = "Endogenous similarity judgement (grounded similarity, stage 2)"
     Params = ScoreParams
     phases = ("score",)
+    stage = True
+    """A pipeline stage run from sweep files, not a game to play in the setup screen."""
 
     def seat_count(self, game: Game, roster: int | None = None) -> int:
         return 2

@@ -336,7 +336,9 @@ class Similarity(Mechanism):
     def check_game(self, game: Game, n_seats: int) -> None:
         super().check_game(game, n_seats)
         assert isinstance(self.params, SimilarityParams)
-        if self.params.similarity_scores is None:  # agent-keyed scores: see check_seatings
+        # agent-keyed scores are checked per seating (check_seatings); the base control
+        # tells nothing
+        if self.params.similarity_scores is None and self.params.prompt != "base":
             told_matrix(self.params, n_seats)
 
     def check_seatings(self, seatings: Sequence[Sequence[str]], agents: Collection[str]) -> None:

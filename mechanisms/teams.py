@@ -55,6 +55,7 @@ from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms._teams import (
+    META_KEYS,
     MatchLog,
     Round,
     battery,
@@ -68,22 +69,38 @@ from coop_tui.prompts import Labelling
 
 
 class TeamsParams(MechanismParams):
-    """Seed 004's tournament; defaults are the paper's (2 groups of 3, n = 20, N = 100, K = 5)."""
+    """Seed 004's tournament; defaults are the paper's (2 groups of 3, n = 20, K = 5) with
+    the largest budget its rule N < n*m allows (the paper's N = 100 breaks that rule:
+    set it with ``check_budget = false``)."""
 
     structure: Literal["RI", "GC", "SA"] = "SA"
     teams: int = Field(default=2, ge=1, le=100, description="number of groups (h)")
     team_size: int = Field(default=3, ge=1, le=100, description="players per group (m)")
     rounds: int = Field(default=20, ge=1, le=100000, description="most rounds per match (n)")
-    budget: int = Field(default=100, ge=1, description="most rounds per player in the tournament (N)")
+    check_budget: bool = True
+    """False accepts N >= n*m, as the paper's own n = 20, N = 100 does (the budget then
+    never binds); only for reproducing those runs."""
+    budget: int | None = Field(
+        default=None, ge=1, validate_default=True,
+        description="most rounds per player in the tournament (N); none: n*m - 1",
+    )
     budget_rule: Literal["hard", "soft"] = "hard"
     planning: bool = True
     plan_every: int = Field(default=5, ge=1, description="rounds between plans (K)")
     revised_plan: bool = True
     exit_timing: Literal["after_round", "with_move"] = "after_round"
     meta: Literal["all", "first_player", "off"] = "all"
+    meta_questions: list[str] | None = None
+    """A subset of the battery (keys of ``_teams.META_KEYS``); none: all ten."""
     schedule: Literal["shuffled", "ordered"] = "shuffled"
     winner_bonus: float = Field(default=0.0, ge=0, le=100)
     bonus_in_ri: bool = False
+
+    @property
+    def rounds_budget(self) -> int:
+        """N, resolved (the validator fills a missing budget in)."""
+        assert self.budget is not None
+        return self.budget
 
     @field_validator("teams")
     @classmethod
@@ -92,13 +109,28 @@ class TeamsParams(MechanismParams):
             raise ValueError("GC pairs players of different groups, so it needs at least 2 teams")
         return v
 
+    @field_validator("meta_questions")
+    @classmethod
+    def _known_questions(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None:
+            unknown = [k for k in v if k not in META_KEYS]
+            if unknown or not v:
+                raise ValueError(
+                    f"unknown question(s) {unknown or '(empty list)'}; choose from {', '.join(META_KEYS)}"
+                )
+        return v
+
     @field_validator("budget")
     @classmethod
-    def _budget_below_n_m(cls, v: int, info: ValidationInfo) -> int:
+    def _budget_below_n_m(cls, v: int | None, info: ValidationInfo) -> int | None:
         d = info.data
         if not {"structure", "teams", "team_size", "rounds"} <= d.keys():
             return v  # an earlier field already failed
         m = matches_per_player(d["structure"], d["teams"], d["team_size"])
+        if v is None:
+            return d["rounds"] * m - 1 if d["rounds"] * m > 1 else 1
+        if d.get("check_budget") is False:
+            return v
         if v >= d["rounds"] * m:
             raise ValueError(
                 f"must be below n*m = {d['rounds'] * m} ({d['rounds']} rounds x {m} matches per "
@@ -137,6 +169,8 @@ class Teams(Mechanism):
     Params = TeamsParams
     phases = ("plan", "critique", "play", "exit", "meta")
     pooled = True
+    seats_are_players = True
+    """The setup screen's seats are the players, one agent each (a human takes one seat)."""
 
     @property
     def p(self) -> TeamsParams:
@@ -160,9 +194,10 @@ class Teams(Mechanism):
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         p = self.p
-        plays = n_seats * p.budget
+        plays = n_seats * p.rounds_budget
         plans = 3 * (plays // p.plan_every) if p.planning else 0
-        metas = 0 if p.meta == "off" else 10 * n_seats * matches_per_player(p.structure, p.teams, p.team_size)
+        per_match = len(p.meta_questions or META_KEYS)
+        metas = 0 if p.meta == "off" else per_match * n_seats * matches_per_player(p.structure, p.teams, p.team_size)
         return 2 * plays + plans + metas
 
     # ------------------------------------------------------------------ the tournament
@@ -174,7 +209,9 @@ class Teams(Mechanism):
         for k, (a, b) in enumerate(order):
             log = MatchLog(k, (a, b))
             state.logs.append(log)
-            if p.budget_rule == "hard" and (state.used[a] >= p.budget or state.used[b] >= p.budget):
+            if p.budget_rule == "hard" and (
+                state.used[a] >= p.rounds_budget or state.used[b] >= p.rounds_budget
+            ):
                 log.ended = "skipped"
                 continue
             for r in range(1, p.rounds + 1):
@@ -224,7 +261,7 @@ class Teams(Mechanism):
         """Why the match must end after round r regardless of what the players want."""
         if r >= self.p.rounds:
             return "max_rounds"
-        if any(state.used[s] >= self.p.budget for s in log.players):
+        if any(state.used[s] >= self.p.rounds_budget for s in log.players):
             return "budget"
         return None
 
@@ -250,7 +287,7 @@ class Teams(Mechanism):
                 for log in state.logs
             ],
             "used": state.used,
-            "budget": p.budget,
+            "budget": p.rounds_budget,
             "points": state.points,
             "team_points": team_scores,
             "winners": winners,
@@ -283,9 +320,9 @@ class Teams(Mechanism):
             "teams": p.teams,
             "team_size": p.team_size,
             "max_rounds": p.rounds,
-            "budget": p.budget,
+            "budget": p.rounds_budget,
             "used": state.used[seat],
-            "left": max(0, p.budget - state.used[seat]),
+            "left": max(0, p.rounds_budget - state.used[seat]),
             "bonus_pct": f"{100 * p.winner_bonus:g}" if p.winner_bonus and (p.structure != "RI" or p.bonus_in_ri) else "",
             "me": f"Agent #{seat + 1}",
             "opponent": "Agent unknown" if unknown else f"Agent #{other + 1}",
@@ -408,6 +445,8 @@ class Teams(Mechanism):
                 return float(game.payoff(profile)[pos])
 
             questions = battery(pay, labels, log.view_of(seat), cooperate, ctx.rng("meta", log.index, seat))
+            if self.p.meta_questions is not None:
+                questions = [q for q in questions if q.key in self.p.meta_questions]
             s = self._rules_context(ctx, state, log, seat, len(log.rounds)) if ctx.reads_prompt(seat) else None
             if s is not None:
                 s["opponent"] = f"Agent #{log.other(seat) + 1}"

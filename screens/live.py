@@ -98,6 +98,10 @@ class LiveScreen(NavScreen):
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), id="live-title")
         yield Timeline(self.session.phases, len(self.session.seat_names), id="timeline")
+        if getattr(self.session, "mechanism", "") == "teams":
+            from coop_tui.screens.tournament import TournamentView
+
+            yield TournamentView(dict(self.session.condition), self.session.seat_names, id="tournament")
         with Grid(id="panes"):
             for seat, agent in enumerate(self.session.seat_names):
                 kind = self.session.seat_kinds[seat] if seat < len(self.session.seat_kinds) else ""
@@ -117,6 +121,8 @@ class LiveScreen(NavScreen):
         has_human = "human" in self.session.seat_kinds and self.session.kind != "replay"
         self.query_one("#human-bar").display = has_human
         rounds = self.session.condition.get("rounds")
+        if getattr(self.session, "mechanism", "") == "teams":
+            rounds = None  # per match; the timeline counts the tournament's rounds
         self.query_one(Timeline).total_rounds = rounds if isinstance(rounds, int) else None
         self._select(0)
         self._unsubscribe = self.session.bus.subscribe(self.queue.append)
@@ -244,6 +250,10 @@ class LiveScreen(NavScreen):
 
     async def _apply(self, event: Event) -> None:
         timeline = self.query_one(Timeline)
+        if isinstance(event, RoundDone | PhaseDone) and getattr(self.session, "mechanism", "") == "teams":
+            from coop_tui.screens.tournament import TournamentView
+
+            self.query_one("#tournament", TournamentView).apply(event)
         if isinstance(event, MatchStarted):
             self.match_index += 1
             self.query_one("#live-title", Static).update(self._title_text())

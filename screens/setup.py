@@ -224,6 +224,10 @@ class SetupScreen(NavScreen):
         from coop_tui.mechanisms import mechanism_keys
 
         games, mechanisms, strategies = game_keys(), mechanism_keys(), strategy_names()
+        from coop_tui.mechanisms import mechanism_class
+
+        # pipeline stages (benchmark answers, similarity judgements) run from sweep files
+        mechanisms = [k for k in mechanisms if not getattr(mechanism_class(k), "stage", False)]
         import coop_tui.spec  # noqa: F401  (validation and preview need these warm)
         import coop_tui.sweep  # noqa: F401
 

@@ -77,10 +77,19 @@ matchup = "cross"
 benchmark = "demo_choices"
 view = ["decision", "explanation"]
 agents = ["a", "b"]
+
+[[experiments]]
+name = "play"
+game = "prisoners"
+mechanism = "similarity"
+matchup = "cross"
+similarity_source = ["exogenous:demo_choices", "endogenous:demo_choices:decision"]
+agents = ["a", "b"]
 """
 # administration: 2 agents x 2 runs x (5 choices + 4 ratings + 1 die request);
-# judgement: 4 judge/target pairs x 2 views
-EXPECTED = 2 * 2 * (5 + 4 + 1) + 4 * 2
+# judgement: 4 judge/target pairs x 2 views; play: 4 seatings x 2 sources x 2 seats
+STAGE_1, STAGE_2, STAGE_3 = 2 * 2 * (5 + 4 + 1), 4 * 2, 4 * 2 * 2
+EXPECTED = STAGE_1 + STAGE_2 + STAGE_3
 
 
 def write(tmp: Path, url: str, concurrency: int = 4) -> Path:
@@ -142,6 +151,27 @@ def test_stages_run_in_order_and_the_report_carries_both_matrices(tmp_path: Path
     assert abs(data["baseline"]["random_die_roll_alt"]["random_pct"] - 16.7) < 2.0
     raw = rows(db, "select response from decisions where phase = 'score'")
     assert all("SIMILARITY SCORE" in r[0] for r in raw)  # the raw reply is recorded
+    (last_score,) = rows(db, "select max(created_at) from decisions where phase = 'score'")[0]
+    (first_play,) = rows(db, "select min(created_at) from decisions where phase = 'play'")[0]
+    assert first_play > last_score
+
+
+def test_each_seat_is_told_its_own_agents_computed_score(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.01, chunks=2, answer=scripted) as srv:
+        db = tmp_path / "p.db"
+        assert cli("--batch", str(write(tmp_path, srv.url)), "--db", str(db)).returncode == 0
+    told = rows(db, "select json_extract(m.condition, '$.similarity_source'), s.agent, o.agent, tx.text"
+                    " from decisions d join matches m on m.id = d.match_id"
+                    " join seats s on s.match_id = m.id and s.seat = d.seat"
+                    " join seats o on o.match_id = m.id and o.seat = 1 - d.seat"
+                    " join texts tx on tx.hash = d.prompt_hash where d.phase = 'play'")
+    assert len(told) == STAGE_3
+    for source, agent, other, prompt in told:
+        if source.startswith("endogenous"):  # a judged b at 80, b judged a at 64.5: asymmetric
+            expected = "80%" if agent == "a" else "64.5%"
+        else:  # a picks first options, b last: 0% apart, 100% with itself across runs
+            expected = "100%" if agent == other else "0%"
+        assert f" {expected} similar" in prompt, (source, agent, other)
 
 
 def test_a_judge_never_reads_its_own_answers(tmp_path: Path) -> None:
@@ -188,7 +218,7 @@ def test_kill_9_in_the_judgement_stage_then_resume_asks_nothing_twice(tmp_path: 
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         stored = rows(db, "select count(*) from decisions")[0][0]
-        assert EXPECTED - 8 < stored < EXPECTED  # killed inside the second stage
+        assert STAGE_1 < stored < STAGE_1 + STAGE_2  # killed inside the second stage
         before = chat(srv)
         resumed = cli("--batch", str(sweep), "--db", str(db), "--resume")
         assert resumed.returncode == 0, resumed.stderr
@@ -197,7 +227,7 @@ def test_kill_9_in_the_judgement_stage_then_resume_asks_nothing_twice(tmp_path: 
     assert rows(db, "select count(*) from decisions")[0][0] == EXPECTED
     assert rows(db, "select count(distinct content_key) from decisions")[0][0] == EXPECTED
     assert rows(db, "select count(*) from runs")[0][0] == 1
-    assert rows(db, "select count(*) from matches where status = 'done'")[0][0] == 2 * 2 * 3 + 8
+    assert rows(db, "select count(*) from matches where status = 'done'")[0][0] == 2 * 2 * 3 + 8 + 8
 
 
 # ----------------------------------------------------------------- validation
@@ -250,3 +280,70 @@ def test_cli_exits_2_and_writes_nothing_for_a_broken_item_file(tmp_path: Path) -
     assert result.returncode == 2
     assert "mine.jsonl:1.scale" in result.stderr + result.stdout
     assert not db.exists()
+
+
+async def test_matrices_appear_as_heat_tables_on_the_analysis_screen(tmp_path: Path) -> None:
+    from rich.console import Console
+    from textual.widgets import Static
+
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.analysis import AnalysisScreen
+    from coop_tui.spec import load_sweep
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    with LoopbackServer(latency=0.01, chunks=2, answer=scripted) as srv:
+        sweep = load_sweep(write(tmp_path, srv.url))
+        store = Store(tmp_path / "ui.db")
+        summary = await run_sweep(sweep, store)
+        store.close()
+    assert summary.status == "done"
+
+    class App(CoopApp):
+        def on_mount(self, event: Any) -> None:
+            event.prevent_default()
+            self.push_screen(AnalysisScreen(self.store, summary.run_id, export_dir=tmp_path / "out"))
+
+    def shown(widget: Any) -> str:
+        console = Console(width=200, record=True, color_system=None)
+        console.print(widget.content)
+        return console.export_text()
+
+    app = App(tmp_path / "ui.db", replay_speed=0)
+    async with app.run_test(size=(160, 60)) as pilot:
+        deadline = time.monotonic() + 30
+        while not app.screen.query("#an-section-endogenous") and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        exo = app.screen.query_one("#an-section-exogenous")
+        endo = app.screen.query_one("#an-section-endogenous")
+        assert exo.border_title.startswith("Exogenous similarity")
+        text = "".join(shown(s) for s in exo.query(Static))
+        assert "demo_choices" in text and "100.0" in text
+        assert "judge" in "".join(shown(s) for s in endo.query(Static))
+        assert app.screen.query("#an-section-baseline")
+
+
+async def test_a_later_sweep_plays_under_scores_of_a_stored_run(tmp_path: Path) -> None:
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    with LoopbackServer(latency=0.01, chunks=2, answer=scripted) as srv:
+        agents = {"a": {"model": "openai/loopback", "api_base": srv.url, "api_key": "sk-test"},
+                  "b": {"model": "openai/loopback2", "api_base": srv.url, "api_key": "sk-test"}}
+        store = Store(tmp_path / "two.db")
+        first = await run_sweep(build_sweep({"name": "measure", "agents": agents, "experiments": [
+            {"game": "prisoners", "mechanism": "benchmark", "benchmark": "demo_choices", "agents": ["a", "b"]},
+            {"game": "prisoners", "mechanism": "score", "matchup": [["a", "b"], ["b", "a"]],
+             "benchmark": "demo_choices", "view": "both", "agents": ["a", "b"]},
+        ]}), store)
+        assert first.status == "done"
+        second = await run_sweep(build_sweep({"name": "play", "agents": agents, "experiments": [
+            {"game": "prisoners", "mechanism": "similarity", "matchup": [["a", "b"]], "agents": ["a", "b"],
+             "similarity_source": "endogenous:demo_choices:both", "source_run": first.run_id},
+        ]}), store)
+        assert second.status == "done", second.failures
+        told = store.db.execute(
+            "select json_extract(condition, '$.similarity_scores') from matches where run_id = ?",
+            [second.run_id]).fetchone()[0]
+        store.close()
+    assert json.loads(told) == {"a": {"b": 80.0}, "b": {"a": 64.5}}

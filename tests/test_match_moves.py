@@ -123,17 +123,13 @@ def test_the_migration_backfills_the_same_rows(db: Path, tmp_path: Path) -> None
     before = stored(store)
     with store.db.conn:  # a database from before the migration
         store.db.conn.execute("drop table match_moves")
-        store.db.conn.execute("drop index idx_matches_run_id_mechanism")
         store.db.conn.execute(
             "delete from _migrations where name = 'm080_report_sections_match_moves'")
     store.close()
     store = Store(path)
     after = stored(store)
-    indexes = {r[0] for r in store.db.execute(
-        "select name from sqlite_master where type = 'index'").fetchall()}
     store.close()
     assert after == before
-    assert "idx_matches_run_id_mechanism" in indexes
 
 
 def test_folding_one_match_at_a_time_writes_the_same_rows(db: Path, tmp_path: Path) -> None:
@@ -185,8 +181,12 @@ def test_runs_without_one_shot_matches_learn_it_from_an_index(tmp_path: Path) ->
     store = Store(tmp_path / "plan.db")
     plan = " ".join(str(r[-1]) for r in store.db.execute(
         "explain query plan " + ANY_ONE_SHOT_SQL, ["x", *ONE_SHOT]).fetchall())
+    teams = " ".join(str(r[-1]) for r in store.db.execute(
+        "explain query plan select 1 from matches where run_id = ? and mechanism = 'teams'"
+        " limit 1", ["x"]).fetchall())
     store.close()
-    assert "idx_matches_run_id_mechanism" in plan and "SCAN" not in plan
+    assert "matches_run_mechanism" in plan and "SCAN" not in plan
+    assert "matches_run_mechanism" in teams and "SCAN" not in teams
 
 
 def reference_seat_runs(db: object, run_id: str) -> list[tuple]:

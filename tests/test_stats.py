@@ -99,3 +99,16 @@ def test_cohens_h_known_values() -> None:
         cohens_h(1.2, 0.5)
     with pytest.raises(ValueError):
         cohens_h(0.5, -0.1)
+
+
+def test_t_quantile_without_scipy_equals_scipys() -> None:
+    """The report's own t quantile (no scipy import) against scipy's, whole and fractional df."""
+    from scipy.stats import t
+
+    from coop_tui.analysis.stats import t_quantile
+
+    for df in [*range(1, 120), 250, 999, 1000, 1001, 1500.5, 10**5]:
+        for level in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+            assert t_quantile(df, level) == pytest.approx(t.ppf(0.5 + level / 2, df), rel=1e-6)
+    with pytest.raises(ValueError):
+        t_quantile(0)

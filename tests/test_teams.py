@@ -321,3 +321,20 @@ async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) 
     console.print(render_text(report))
     text = console.export_text()
     assert "Team tournaments" in text and "0.88" in text
+
+
+async def test_self_play_of_several_agents_reports_one_condition_each(tmp_path: Any) -> None:
+    from coop_tui.report import build_report
+
+    store, matches = await run(tmp_path, sweep_data(
+        {"game": "ipd", "mechanism": "teams", "matchup": "self", "agents": ["tft", "alld"],
+         "teams": 2, "team_size": 2, "rounds": 2, "planning": False, "meta": "off"}))
+    conditions = build_report(store, matches[0]["run_id"])["teams"]["conditions"]
+    by_agent = {tuple(c["agents"]): c for c in conditions}
+    assert set(by_agent) == {("tft",), ("alld",)}
+    assert by_agent[("tft",)]["mu_c"]["mean"] == 1 and by_agent[("alld",)]["mu_c"]["mean"] == 0
+    # alld players leave after every first round; tft players never leave, but the default
+    # budget N = n*m - 1 = 5 lets four players play 4 * 5 / 2 = 10 rounds over 6 matches
+    assert by_agent[("alld",)]["exits"]["match_length"]["mean"] == 1
+    assert by_agent[("tft",)]["exits"]["match_length"]["mean"] == pytest.approx(10 / 6)
+    assert by_agent[("tft",)]["exits"]["left"]["mean"] == 0

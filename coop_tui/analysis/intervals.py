@@ -24,10 +24,10 @@ __all__ = ["cluster_ratio_interval", "t_interval", "t_quantile"]
 
 
 def t_quantile(df: int, level: float = 0.95) -> float:
-    """Two-sided Student t quantile (scipy.special: far lighter to import than scipy.stats)."""
-    from scipy.special import stdtrit
+    """Two-sided Student t quantile, without importing scipy (see analysis.stats)."""
+    from coop_tui.analysis.stats import t_quantile as quantile
 
-    return float(stdtrit(df, 0.5 + level / 2.0))
+    return quantile(df, level)
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict[str, float | int | None]:

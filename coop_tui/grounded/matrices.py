@@ -51,7 +51,7 @@ def _pair(metric: str, scale: Any, runs_a: dict[int, dict[str, Any]],
         v for ra, rb in pairs
         if (v := similarity(metric, runs_a[ra], runs_b[rb], tuple(scale) if scale else None)) is not None
     ]
-    return 100.0 * sum(values) / len(values) if values else None
+    return round(100.0 * sum(values) / len(values), 2) if values else None
 
 
 def exogenous(db: Any, run_id: str) -> dict[str, dict[str, Any]]:
@@ -89,7 +89,8 @@ def endogenous(db: Any, run_id: str) -> dict[str, dict[str, dict[str, Any]]]:
     for (bench, view), cells in sorted(sums.items()):
         agents = sorted({a for pair in cells for a in pair})
         matrix = {
-            j: {t: (sum(cells[(j, t)]) / len(cells[(j, t)]) if cells.get((j, t)) else None) for t in agents}
+            j: {t: (round(sum(cells[(j, t)]) / len(cells[(j, t)]), 2) if cells.get((j, t)) else None)
+                for t in agents}
             for j in agents
         }
         out[bench][view] = {"agents": agents, "matrix": matrix}

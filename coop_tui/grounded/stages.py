@@ -174,7 +174,7 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
     if "similarity_scores" not in mechanism_class(cell.mechanism).Params.model_fields:
         raise ValueError("the similarity mechanism of this build takes no similarity_scores yet")
     if store is None:
-        matrix = {a: {b: 50.0 for b in cell.seats} for a in cell.seats}
+        matrix = {a: {b: 50.0 for b in cell.seats} for a in cell.seats}  # probe: size only
     else:
         from coop_tui.grounded.matrices import matrix_for
 
@@ -183,13 +183,13 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
         except KeyError as exc:
             raise ValueError(str(exc).strip("'\"")) from None
         matrix = {}
-        for a in cell.seats:
-            for b in cell.seats:
-                value = full.get(a, {}).get(b)
-                if value is None:
-                    raise ValueError(f"{cell.source} has no score of {a} for {b} in run {source_run} "
-                                     "(a diagonal needs two or more runs of the agent)")
-                matrix.setdefault(a, {})[b] = round(float(value), 1)
+        pairs = {(a, b) for i, a in enumerate(cell.seats) for j, b in enumerate(cell.seats) if i != j}
+        for a, b in sorted(pairs):  # what each seat is told about each co-player
+            value = full.get(a, {}).get(b)
+            if value is None:
+                raise ValueError(f"{cell.source} has no score of {a} for {b} in run {source_run} "
+                                 "(a diagonal needs two or more runs of the agent)")
+            matrix.setdefault(a, {})[b] = round(float(value), 1)
     params["similarity_scores"] = matrix
     return params
 

@@ -42,10 +42,10 @@ def t_interval(values: Sequence[float]) -> dict[str, Any]:
     mean = sum(vals) / len(vals)
     if len(vals) < 2:
         return {"mean": mean, "ci": None, "n": len(vals)}
-    from scipy.stats import t
+    from coop_tui.analysis.stats import t_quantile
 
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
-    half = float(t.ppf(0.975, len(vals) - 1)) * sd / math.sqrt(len(vals))
+    half = t_quantile(len(vals) - 1) * sd / math.sqrt(len(vals))
     return {"mean": mean, "ci": [mean - half, mean + half], "n": len(vals)}
 
 
@@ -116,10 +116,10 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    # one seek in idx_matches_run_id_mechanism first: the query below may be planned as
+    # one seek in matches_run_mechanism first: the query below may be planned as
     # a walk over every match of the run in id order
     if store.db.execute("select 1 from matches where run_id = ? and mechanism = 'teams'"
-                        " and status = 'done' limit 1", [run_id]).fetchone() is None:
+                        " limit 1", [run_id]).fetchone() is None:
         return None
     found = store.db.execute(
         "select id, condition_key, condition from matches"
@@ -127,15 +127,18 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     ).fetchall()
     if not found:
         return None
-    groups: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for match_id, key, condition in found:
-        groups[key or ""].append((match_id, json.loads(condition or "{}")))
+        # one condition per parameter set *and* seating: a study's self-play of three
+        # models is three conditions, its replications pool within each
+        seats = tuple(r[0] for r in store.db.execute(
+            "select agent from seats where match_id = ? order by seat", [match_id]).fetchall())
+        groups[(key or "", seats)].append((match_id, json.loads(condition or "{}")))
     out = []
     for _key, members in groups.items():
         condition = members[0][1]
         per = [tournament_metrics(store, mid) for mid, _ in members]
-        agents = [r[0] for r in store.db.execute(
-            "select agent from seats where match_id = ? order by seat", [members[0][0]]).fetchall()]
+        agents = list(_key[1])
         rounds_max = max((max(p["curve"], default=0) for p in per), default=0)
         players = []
         for seat, agent in enumerate(agents):

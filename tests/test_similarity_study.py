@@ -1,0 +1,116 @@
+"""Seed 000's study files: the paper-scale one validates (with stand-in item files for
+the published benchmarks, which are not shipped), and a cut-down copy of the offline one
+runs end to end on the embedded model: benchmark answers -> exogenous and endogenous
+matrices -> cross-play of Prisoners under the computed per-pair scores -> report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from coop_tui.report import build_report
+from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
+from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
+
+STUDIES = Path(__file__).resolve().parents[1] / "data" / "studies"
+
+
+def test_paper_study_validates_with_user_supplied_benchmarks(tmp_path: Path) -> None:
+    shutil.copy(STUDIES / "similarity.toml", tmp_path / "similarity.toml")
+    (tmp_path / "benchmarks").mkdir()
+    for name in ("trait", "hle", "moral_choice", "newcomb"):
+        rows = [{"id": f"{name}-{i}", "prompt": f"question {i}", "kind": "options",
+                 "options": ["yes", "no", "unsure"]} for i in range(200)]
+        (tmp_path / "benchmarks" / f"{name}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    sweep = load_sweep(tmp_path / "similarity.toml", check_keys=False)
+    by_name = {sweep.spec.experiments[c.experiment].name: c for c in sweep.cells}
+    assert by_name["rq5_administer"].mechanism_params["items"] == 150
+    assert by_name["rq5_administer"].samples == 3
+    assert {c.source for c in sweep.cells if c.source} >= {"exogenous:trait", "endogenous:newcomb:explanation"}
+    assert all(a.temperature == 1.0 for a in sweep.spec.agents.values())
+    from coop_tui.grounded.stages import experiment_stages
+
+    stages = dict(zip((e.name for e in sweep.spec.experiments), experiment_stages(sweep), strict=True))
+    assert stages["rq5_administer"] == 0 and stages["rq5_judge"] == 1
+    assert stages["rq6_exogenous_trait"] == 1 and stages["rq6_endogenous"] == 2
+
+
+def test_offline_study_is_valid_as_shipped() -> None:
+    sweep = load_sweep(STUDIES / "similarity-offline.toml")
+    assert {c.mechanism for c in sweep.cells} == {"benchmark", "score", "similarity"}
+    assert {a.model for a in sweep.spec.agents.values()} == {"local/smollm2"}
+
+
+def cut_down() -> dict[str, Any]:
+    """Two demo benchmarks and the similarity game, one run each; the two agents judge
+    each other and play each other once per source (no diagonal, so one run is enough)."""
+    data = read_sweep_file(STUDIES / "similarity-offline.toml")
+    pair = [["smol_hot", "smol_cool"], ["smol_cool", "smol_hot"]]
+    admin, judge, play = data["experiments"]
+    admin["samples"] = 1
+    admin["benchmark"] = ["demo_choices", "demo_ratings", "similarity_game"]
+    judge["matchup"] = pair
+    judge["view"] = ["explanation", "both"]
+    play["matchup"] = pair[:1]
+    play["samples"] = 1
+    play["similarity_source"] = ["exogenous:demo_ratings", "endogenous:demo_choices:explanation"]
+    return data
+
+
+async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Path) -> None:
+    sweep = build_sweep(cut_down(), source=STUDIES / "similarity-offline.toml")
+    store = Store(tmp_path / "sim.db")
+    summary = await run_sweep(sweep, store)
+    assert summary.status == "done", (summary.errors, summary.failures)
+    run_id = summary.run_id
+    phases = dict(store.db.execute(
+        "select d.phase, count(*) from decisions d join matches m on m.id = d.match_id"
+        " where m.run_id = ? group by d.phase", [run_id]).fetchall())
+    assert phases == {"item": 2 * (5 + 4 + 11), "score": 2 * 2, "play": 2 * 2}
+    report = build_report(store, run_id)
+    exo = report["exogenous"]
+    assert set(exo) == {"demo_choices", "demo_ratings", "similarity_game"}
+    assert exo["similarity_game"]["metric"] == "jsd" and exo["demo_ratings"]["metric"] == "qwk"
+    for bench in exo.values():
+        value = bench["matrix"]["smol_hot"]["smol_cool"]
+        assert value is None or 0.0 <= value <= 100.0
+        assert bench["matrix"]["smol_hot"]["smol_hot"] is None  # one run: no diagonal
+    endo = report["endogenous"]["demo_choices"]
+    assert set(endo) == {"explanation", "both"}
+    assert 0 <= endo["both"]["matrix"]["smol_hot"]["smol_cool"] <= 100
+    assert set(report["baseline"]) == set(exo)
+    # sim-play's outcome sections see the computed scores: Table 2's shape and welfare
+    table = report["similarity_table"]["tables"]["prisoners"]["rows"]
+    assert set(table["demo_ratings"]) == {"exogenous"}
+    assert set(table["demo_choices"]) == {"endogenous (explanations)"}
+    cell = table["demo_ratings"]["exogenous"]
+    assert 0 <= cell["expected"] <= 3 and 0 <= cell["realised"] <= 3
+    assert {c["source"] for c in report["welfare"]["conditions"]} == {
+        "exogenous:demo_ratings", "endogenous:demo_choices:explanation"}
+    dossiers = [json.loads(text)[0]["content"] for (text,) in store.db.execute(
+        "select t.text from decisions d join matches m on m.id = d.match_id join texts t"
+        " on t.hash = d.prompt_hash where m.run_id = ? and d.phase = 'score'"
+        " and json_extract(m.condition, '$.view') = 'explanation'", [run_id]).fetchall()]
+    assert len(dossiers) == 2
+    assert all("Their reasoning:" in d and "Their answer:" not in d for d in dossiers)
+    assert any(line.startswith("Their reasoning:") and "(none given)" not in line
+               for d in dossiers for line in d.splitlines())  # the agents reasoned first
+    # each seat was told its own agent's figure for the co-player
+    for source, told in store.db.execute(
+        "select json_extract(condition, '$.similarity_source'), json_extract(condition, '$.similarity_scores')"
+        " from matches where run_id = ? and mechanism = 'similarity'", [run_id]).fetchall():
+        scores = json.loads(told)
+        if source.startswith("exogenous"):
+            expected = exo["demo_ratings"]["matrix"]["smol_hot"]["smol_cool"]
+            assert scores["smol_hot"]["smol_cool"] == round(expected, 1)
+        else:
+            assert scores["smol_cool"]["smol_hot"] == round(endo["explanation"]["matrix"]["smol_cool"]["smol_hot"], 1)
+    before = store.db.execute("select count(*) from decisions").fetchone()[0]
+    again = await run_sweep(sweep, store, resume=True)
+    assert again.status == "done"
+    assert again.matches_skipped == sweep.total_matches and again.decisions == 0
+    assert store.db.execute("select count(*) from decisions").fetchone()[0] == before
+    store.close()

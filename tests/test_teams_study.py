@@ -1,0 +1,69 @@
+"""The offline seed-004 study: one SA tournament on the embedded model, end to end.
+
+The "sa" experiment of ``data/studies/superadditive-offline.toml`` (2 groups x 2 players:
+local/smollm2 and tit-for-tat against grim trigger and always-defect; n = 6, N = 12,
+K = 3) goes through the real sweep runner, llama.cpp and SQLite; then ``coop-tui report
+--json`` must carry the seed's metrics. Slow on two shared cores (a few minutes): the
+embedded model answers some thirty decisions of several hundred prompt tokens each.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
+from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
+
+STUDY = Path(__file__).resolve().parents[1] / "data" / "studies" / "superadditive-offline.toml"
+PAPER = STUDY.with_name("superadditive.toml")
+
+
+def test_study_files_are_valid_as_shipped() -> None:
+    paper = load_sweep(PAPER)
+    assert paper.spec.replicates == 5
+    assert sorted({c.mechanism_params["structure"] for c in paper.cells}) == ["GC", "RI", "SA"]
+    assert {c.seats[0] for c in paper.cells} == {"qwen3", "phi4", "cogito"}
+    assert all(len(c.seats) == 6 for c in paper.cells)
+    assert paper.spec.agents["qwen3"].model == "ollama/qwen3:14b"
+    offline = load_sweep(STUDY)
+    sa = next(c for c in offline.cells if c.mechanism_params["structure"] == "SA")
+    assert sa.seats == ("smollm2", "tft", "grim", "alld")
+    p = sa.mechanism_params
+    assert (p["teams"], p["team_size"], p["rounds"], p["budget"], p["plan_every"]) == (2, 2, 6, 12, 3)
+
+
+async def test_offline_sa_tournament_runs_on_the_embedded_model(tmp_path: Path) -> None:
+    data = read_sweep_file(STUDY)
+    data["experiments"] = [e for e in data["experiments"] if e["name"] == "sa"]
+    db = tmp_path / "sa.db"
+    store = Store(db)
+    summary = await run_sweep(build_sweep(data, source=STUDY), store)
+    assert summary.status == "done", summary.errors
+    phases = {row[0]: row[1:] for row in store.db.execute(
+        "select phase, count(*), sum(agent = 'smollm2') from decisions group by phase").fetchall()}
+    assert set(phases) == {"plan", "critique", "exit", "play", "meta"}
+    # the embedded model itself played, chose to stay or leave and answered the battery
+    assert phases["play"][1] > 0 and phases["exit"][1] > 0 and phases["meta"][1] > 0
+    stored = store.db.execute(
+        "select count(*) from decisions where agent = 'smollm2' and (prompt_hash is null"
+        " or response is null)").fetchone()[0]
+    assert stored == 0
+    info = json.loads(store.db.execute(
+        "select info from phases where phase = 'tournament'").fetchone()[0])
+    assert all(u <= 12 for u in info["used"])
+    assert all(m["rounds"] <= 6 for m in info["matches"])
+    store.close()
+    proc = subprocess.run([sys.executable, "-m", "coop_tui.cli", "report", "--db", str(db), "--json"],
+                          capture_output=True, text=True, check=True)
+    (c,) = json.loads(proc.stdout)["teams"]["conditions"]
+    assert c["structure"] == "SA"
+    assert 0 <= c["mu_c"]["mean"] <= 1 and 0 <= c["mu_c_running"]["mean"] <= 1
+    for key in ("all", "intra", "inter"):
+        assert 0 <= c["one_shot"][key]["mean"] <= 1
+    assert 0 <= c["intra"]["mean"] <= 1 and 0 <= c["inter"]["mean"] <= 1
+    assert 0 <= c["meta_accuracy"]["all"]["mean"] <= 1
+    assert set(c["meta_accuracy"]["by_question"]) == {"payoff_range", "rounds", "co_total"}
