@@ -1,13 +1,15 @@
 """Seed 003's profile of a run's repeated two-player play, from stored rounds.
 
-Reading is two small queries (seats, agents) and one row per finished match carrying
-both seats' moves as one 0/1 string (a correlated subquery over the rounds primary
-key: no temporary B-tree to group a million rows). Counts per match seat come from bit
-arithmetic on those strings, cached per distinct pair; every statistic of a group
-(cell or agent) is then derived from one pass that sums its seat runs per match, which
-is also the clustering unit. On the 2-core development machine under load, 50,000
-ten-round matches (a million stored rounds, every pattern distinct) take about 4 s to
-read and 4 s to summarise.
+Reading is one small query (agents) and one row per finished match carrying both
+seats' moves as one 0/1 string, stored when the match was folded (``match_moves``, see
+:func:`coop_tui.summaries.fold_moves`) or, for a match not folded yet, read live from its
+rounds by the same expressions. Counts per match seat come from bit arithmetic on those
+strings, computed once per distinct match pattern; every statistic of a group (cell or
+agent) is then derived from one pass that sums its seat runs per match, which is also
+the clustering unit. ``cooperation_by_model`` shares the same read within one report.
+On the 2-core development machine, 50,048 ten-round matches (a million stored
+decisions) take about 0.7 s to read and 0.6 s to summarise; 2,560 matches of 200 rounds
+0.03 s in all.
 
 Who is profiled: every seat of a two-seat match whose rounds record cooperation, except
 in ``matchup = "versus"`` (an agent against fixed strategies), where only the agent in
@@ -179,13 +181,13 @@ def forget_seat_runs() -> None:
 
 
 def read_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
-    """One :class:`SeatRun` per profiled (match, seat).
+    """One :class:`SeatRun` per profiled (match, seat), in match order.
 
-    Each finished match comes back as one row holding both seats' moves as one 0/1
-    string in (round, seat) order (correlated subqueries over the rounds primary key: no
-    temporary B-tree to group a million rows). Counts come from bit arithmetic on those strings,
-    cached per distinct pair (strategies repeat themselves). Agents' specs are read once
-    per agent, conditions parsed once per distinct text.
+    Each finished match comes back as one row (:data:`MATCH_MOVES_SQL`) holding both
+    seats' moves as one 0/1 string in (round, seat) order and its seat-0 and seat-1
+    agents. Everything but the match id is derived once per distinct (game, condition,
+    matchup, agents, moves): strategies repeat themselves. Agents' specs are read once per
+    agent, conditions parsed once per distinct text.
     """
     providers = {agent: provider_from_spec(kind, spec) for agent, kind, spec in db.execute(
         """select distinct s.agent, s.agent_kind, s.agent_spec from seats s
