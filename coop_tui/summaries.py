@@ -11,6 +11,9 @@ a count or a sum, and a sum of per-match sums is the sum.
 is done but not folded (a database written by an older version, an import, a crash
 between the two writes) is aggregated live by :func:`read`, so the report stays exact
 without writing; :func:`fold_pending` folds such matches for good.
+
+Folding also stores the match's moves (``match_moves``: its rounds' cooperation as one
+string, :func:`fold_moves`), which seed 003's profile reads instead of every round.
 """
 
 from __future__ import annotations
