@@ -48,6 +48,29 @@ task, db, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 sink = io.StringIO()
 if task == "imports":
     import coop_tui.cli, coop_tui.report, coop_tui.analysis.tournament, coop_tui.store
+elif task == "sections":
+    import dataclasses
+    from pathlib import Path
+    from coop_tui.analysis import sections as registry
+    from coop_tui.report import build_report
+    from coop_tui.store import Store
+    import coop_tui.analysis.tournament, coop_tui.analysis.theory, scipy.optimize
+    times = {}
+    def timed(section):
+        def build(store, run_id, report):
+            t0, c0 = time.perf_counter(), time.process_time()
+            value = section.build(store, run_id, report)
+            times[section.key] = (time.perf_counter() - t0, time.process_time() - c0, bool(value))
+            return value
+        return dataclasses.replace(section, build=build)
+    for section in registry.sections():
+        registry._SECTIONS[section.key] = timed(section)
+    store = Store(Path(db))
+    t0 = time.perf_counter()
+    build_report(store, store.latest_run()["id"])
+    total = time.perf_counter() - t0
+    print(json.dumps({"sections": times, "total": total}))
+    sys.exit(0)
 elif task == "load":
     from pathlib import Path
     from coop_tui.report import build_report
@@ -72,7 +95,7 @@ print(json.dumps({"wall": wall, "peak_mb": peak, "cpu": cpu}))
 """
 
 
-async def build(db: Path, samples: int) -> float:
+async def build(db: Path, samples: int, rounds: int = TURNS) -> float:
     sys.path.insert(0, str(ROOT))
     from coop_tui.spec import build_sweep
     from coop_tui.store import Store
@@ -81,7 +104,7 @@ async def build(db: Path, samples: int) -> float:
     sweep = build_sweep({
         "name": "bench-scale", "seed": 1, "concurrency": 8, "reuse": False,
         "agents": {name: {"strategy": name} for name in STRATEGIES},
-        "experiments": [{"game": "pd_canonical", "mechanism": "repetition", "rounds": TURNS,
+        "experiments": [{"game": "pd_canonical", "mechanism": "repetition", "rounds": rounds,
                          "payoff": "mean", "matchup": "cross", "samples": samples,
                          "agents": STRATEGIES}],
     })
@@ -134,20 +157,37 @@ def rate(db: Path) -> dict[str, float]:
     return {"wall": wall, "peak_mb": float("nan"), "cpu": cpu}
 
 
+def section_rows(db: Path) -> list[tuple[str, dict[str, float]]]:
+    """Each report section's ``build`` inside one ``build_report`` (modules loaded): a row
+    per section with something to show, and all sections together (empty ones included)."""
+    env = {**os.environ, "COOP_TUI_DB": str(db)}
+    out = subprocess.run([sys.executable, "-c", CHILD, "sections", str(db), "[]"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    times = json.loads(out.stdout.strip().splitlines()[-1])["sections"]
+    rows = [(f"  report section `{key}` (build)", {"wall": w, "cpu": c, "peak_mb": float("nan")})
+            for key, (w, c, shown) in times.items() if shown]
+    rows.append((f"  all {len(times)} report sections (build, inside the load above)", {
+        "wall": sum(w for w, _, _ in times.values()),
+        "cpu": sum(c for _, c, _ in times.values()), "peak_mb": float("nan")}))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--decisions", type=int, default=1_000_000)
     parser.add_argument("--db", type=Path, help="where to keep the database (default: temporary)")
     parser.add_argument("--reuse", action="store_true", help="measure an existing --db")
+    parser.add_argument("--rounds", type=int, default=TURNS,
+                        help="rounds per match (e.g. 10: many short matches, as seed 003 plays)")
     args = parser.parse_args()
-    samples = max(1, -(-args.decisions // PER_SAMPLE))
+    samples = max(1, -(-args.decisions // (len(STRATEGIES) ** 2 * args.rounds * 2)))
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or Path(tmp) / "scale.db"
         build_s = None
         if not (args.reuse and db.exists()):
             for suffix in ("", "-wal", "-shm"):
                 Path(str(db) + suffix).unlink(missing_ok=True)
-            build_s = asyncio.run(build(db, samples))
+            build_s = asyncio.run(build(db, samples, args.rounds))
         import sqlite3
 
         conn = sqlite3.connect(db)
@@ -165,6 +205,7 @@ def main() -> None:
             ("`coop-tui report`, subprocess, spawn to exit", command(db, ["report"])),
             ("`coop-tui report --json`, subprocess, spawn to exit", command(db, ["report", "--json"])),
             ("analysis screen data load (build_report, modules loaded)", child("load", db)),
+            *section_rows(db),
             ("export csv", child("cli", db, ["export", "--format", "csv", "--out", str(out / "csv")])),
             ("export parquet", child("cli", db, ["export", "--format", "parquet", "--out", str(out / "pq")])),
         ]
@@ -175,8 +216,8 @@ def main() -> None:
              for name, r in rows]
     load = os.getloadavg()[0]
     report(
-        "scale",
-        f"{n:,} decisions ({samples} samples of 8 strategies x 64 pairings x {TURNS} rounds); "
+        "scale" if args.rounds == TURNS else f"scale-{args.rounds}-rounds",
+        f"{n:,} decisions ({samples} samples of 8 strategies x 64 pairings x {args.rounds} rounds); "
         f"database {size / 1e6:.0f} MB = {size / n:.0f} bytes per decision"
         + (f"; built through the engine and store in {build_s:.1f} s" if build_s else "")
         + f"; load average {load:.1f} on {os.cpu_count()} cores (wall clock waits for"

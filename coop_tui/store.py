@@ -405,6 +405,16 @@ def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
 
 
+@migration
+def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
+    # Per-match move strings for seed 003's profile (see coop_tui.summaries.fold_moves),
+    # filled for the folded matches an older database holds in one statement.
+    from coop_tui import summaries
+
+    summaries.create_moves_table(db.conn)
+    summaries.backfill_moves(db.conn)
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.

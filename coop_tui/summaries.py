@@ -11,6 +11,9 @@ a count or a sum, and a sum of per-match sums is the sum.
 is done but not folded (a database written by an older version, an import, a crash
 between the two writes) is aggregated live by :func:`read`, so the report stays exact
 without writing; :func:`fold_pending` folds such matches for good.
+
+Folding also stores the match's moves (``match_moves``: its rounds' cooperation as one
+string, :func:`fold_moves`), which seed 003's profile reads instead of every round.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ def create_tables(conn: Any) -> None:
         + ")"
     )
     conn.execute("create index if not exists idx_match_totals_run on match_totals (run_id)")
+    create_moves_table(conn)
     for s in SUMMARIES:
         # untyped columns: counts stay integers, sums stay floats
         cols = ", ".join([*s.keys, *s.values])
@@ -128,6 +132,7 @@ def fold(conn: Any, match_id: str) -> None:
         rows = conn.execute(s.select, [match_id]).fetchall()
         if rows:
             conn.executemany(_upsert_sql(s), rows)
+    fold_moves(conn, [match_id])
 
 
 def fold_rows(
@@ -216,6 +221,7 @@ def fold_rows(
         _upsert_sql(BY_TABLE["conditional_counts"]),
         [(*head, *k, n) for k, n in _conditional(agents, rounds).items()],
     )
+    fold_moves(conn, [match_id])
 
 
 class DirectFolds:
@@ -229,6 +235,7 @@ class DirectFolds:
 
     def __init__(self) -> None:
         self.matches: dict[str, tuple[Any, ...]] = {}
+        self.moves: dict[str, tuple[str | None, str | None] | None] = {}
 
     def __len__(self) -> int:
         return len(self.matches)
@@ -277,6 +284,7 @@ class DirectFolds:
                 acc[1] += p * times
                 acc[2] += times if played == act else 0
         cond = {k: [v] for k, v in _conditional(agents, rounds).items()}
+        self.moves[match[0]] = moves_from_rounds(rounds)
         self.matches[match[0]] = (match, n, {"coop_rounds": coop, "action_counts": acts,
                                              "conditional_counts": cond})
 
@@ -294,6 +302,14 @@ class DirectFolds:
             f"insert into match_totals (match_id, run_id, {', '.join(TOTALS)}) values "
             f"({', '.join('?' * (len(TOTALS) + 2))})",
             [(m[0], m[1], n, 0, 0, 0, 0, 0, 0, 0, 0) for m, n, _sums in self.matches.values()],
+        )
+        held = {mid: self.moves.get(mid) for mid in self.matches}
+        fold_moves(conn, [mid for mid, moves in held.items() if moves is None])
+        conn.executemany(
+            "insert or replace into match_moves (match_id, run_id, shape, moves)"
+            " values (?, ?, ?, ?)",
+            [(mid, self.matches[mid][0][1], *moves) for mid, moves in held.items()
+             if moves is not None],
         )
         runs = {m[1] for m, _n, _sums in self.matches.values()}
         for s in SUMMARIES:
@@ -402,6 +418,7 @@ def delete_run(conn: Any, run_id: str) -> None:
     conn.execute("delete from match_totals where run_id = ?", [run_id])
     for s in SUMMARIES:
         conn.execute(f"delete from {s.table} where run_id = ?", [run_id])
+    conn.execute("delete from match_moves where run_id = ?", [run_id])
 
 
 _PENDING = """select m.id from matches m where m.status = 'done' {run}
@@ -422,6 +439,65 @@ def fold_pending(conn: Any, run_id: str | None = None) -> int:
     for mid in ids:
         fold(conn, mid)
     return len(ids)
+
+
+# ----------------------------------------------------------------- moves
+MOVES_SHAPE = "(select min(round) || ' ' || max(round) || ' ' || count(*) from rounds where match_id = {m})"
+"""A match's rounds as ``"first last rows"`` (``{m}``: the match id expression)."""
+MOVES_STRING = ("(select group_concat(coalesce(c, '.'), '') from (select cooperated as c"
+                " from rounds where match_id = {m} order by round, seat))")
+"""Every seat's cooperation in (round, seat) order as one string: ``1`` cooperated, ``0``
+not, ``.`` not recorded (``{m}``: the match id expression)."""
+
+
+def create_moves_table(conn: Any) -> None:
+    """``match_moves``: per folded match, its rounds' cooperation as one short string, so
+    seed 003's profile reads one row per match instead of every stored round."""
+    conn.execute("create table if not exists match_moves (match_id text primary key, "
+                 "run_id text, shape text, moves text)")
+    conn.execute("create index if not exists idx_match_moves_run on match_moves (run_id)")
+
+
+def fold_moves(conn: Any, match_ids: list[str]) -> None:
+    """Store the moves of finished matches (their rounds are written; the caller holds
+    the transaction): the same two expressions the profile would run live."""
+    conn.executemany(
+        "insert or replace into match_moves (match_id, run_id, shape, moves) select m.id,"
+        f" m.run_id, {MOVES_SHAPE.format(m='m.id')}, {MOVES_STRING.format(m='m.id')}"
+        " from matches m where m.id = ?",
+        [(mid,) for mid in match_ids],
+    )
+
+
+def moves_from_rounds(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | None] | None:
+    """(shape, moves) as :data:`MOVES_SHAPE` and :data:`MOVES_STRING` read them back, from
+    a match's rounds rows still in memory (the rows as inserted, a later one replacing an
+    earlier one of the same round and seat), or None when a value is not a plain round
+    number or 0/1/None (then the SQL reads the stored rows)."""
+    cells: dict[tuple[int, int], Any] = {}
+    for row in rounds:
+        rnd, seat, coop = row[1], row[2], row[5]
+        if type(rnd) is not int or type(seat) is not int or coop not in (None, 0, 1):
+            return None
+        cells[(rnd, seat)] = coop
+    if not cells:
+        return None, None
+    first = min(r for r, _ in cells)
+    last = max(r for r, _ in cells)
+    moves = "".join("." if cells[k] is None else "1" if cells[k] else "0" for k in sorted(cells))
+    return f"{first} {last} {len(cells)}", moves
+
+
+def backfill_moves(conn: Any) -> int:
+    """Moves of every folded match that has none (a database from before the table):
+    one statement, each match read through the rounds primary key."""
+    cur = conn.execute(
+        "insert into match_moves (match_id, run_id, shape, moves) select m.id, m.run_id,"
+        f" {MOVES_SHAPE.format(m='m.id')}, {MOVES_STRING.format(m='m.id')}"
+        " from match_totals t join matches m on m.id = t.match_id"
+        " where not exists (select 1 from match_moves v where v.match_id = t.match_id)"
+    )
+    return cur.rowcount
 
 
 # ----------------------------------------------------------------- reading

@@ -355,6 +355,10 @@ def test_a_round_without_recorded_cooperation_drops_only_its_own_pairs(
     # wsls C C D D C C against alt C D C D C D; forget alt's round-4 move
     store.db.execute("update rounds set cooperated = null where match_id = ? and round = 4"
                      " and seat = 1", [mid])
+    # as if the match had been recorded so: its stored moves are taken again from its rounds
+    from coop_tui.summaries import fold_moves
+
+    fold_moves(store.db.conn, [mid])
     store.db.conn.commit()
     cell = next(c for c in personality_profile(store.db, RUN)["cells"]
                 if (c["agent"], c["opponent"]) == ("wsls", "alt"))

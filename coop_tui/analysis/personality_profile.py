@@ -1,13 +1,15 @@
 """Seed 003's profile of a run's repeated two-player play, from stored rounds.
 
-Reading is two small queries (seats, agents) and one row per finished match carrying
-both seats' moves as one 0/1 string (a correlated subquery over the rounds primary
-key: no temporary B-tree to group a million rows). Counts per match seat come from bit
-arithmetic on those strings, cached per distinct pair; every statistic of a group
-(cell or agent) is then derived from one pass that sums its seat runs per match, which
-is also the clustering unit. On the 2-core development machine under load, 50,000
-ten-round matches (a million stored rounds, every pattern distinct) take about 4 s to
-read and 4 s to summarise.
+Reading is one small query (agents) and one row per finished match carrying both
+seats' moves as one 0/1 string, stored when the match was folded (``match_moves``, see
+:func:`coop_tui.summaries.fold_moves`) or, for a match not folded yet, read live from its
+rounds by the same expressions. Counts per match seat come from bit arithmetic on those
+strings, computed once per distinct match pattern; every statistic of a group (cell or
+agent) is then derived from one pass that sums its seat runs per match, which is also
+the clustering unit. ``cooperation_by_model`` shares the same read within one report.
+On the 2-core development machine, 50,048 ten-round matches (a million stored
+decisions) take about 0.7 s to read and 0.6 s to summarise; 2,560 matches of 200 rounds
+0.03 s in all.
 
 Who is profiled: every seat of a two-seat match whose rounds record cooperation, except
 in ``matchup = "versus"`` (an agent against fixed strategies), where only the agent in
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from coop_tui.analysis.intervals import cluster_ratio_interval, t_interval
 from coop_tui.analysis.personality import archetype, endgame_type, provider_from_spec
 from coop_tui.analysis.stats import cohens_h, wilson_interval
+from coop_tui.summaries import MOVES_SHAPE, MOVES_STRING
 
 __all__ = ["METHODS", "SeatRun", "has_repeated_pairs", "load_seat_runs", "personality_profile"]
 
@@ -46,9 +49,10 @@ METHODS = {
     "Cohen's d of the per-match rates",
 }
 
-@dataclass(frozen=True)
-class SeatRun:
-    """One seat's sequence in one match, as counts."""
+class SeatRun(NamedTuple):
+    """One seat's sequence in one match, as counts (a named tuple: a run of short
+    matches makes a hundred thousand of them, and a tuple is built in a fraction of a
+    frozen dataclass's time)."""
 
     match_id: str
     seat: int
@@ -141,69 +145,114 @@ def _with_gaps(db: Any, mid: str) -> tuple[int, str, str] | None:
     return first, "".join(moves[0]), "".join(moves[1])
 
 
-def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
-    """One :class:`SeatRun` per profiled (match, seat).
+MATCH_MOVES_SQL = f"""
+    select m.id, m.game, m.condition, m.matchup,
+           case when v.match_id is null then {MOVES_SHAPE.format(m="m.id")} else v.shape end,
+           case when v.match_id is null then {MOVES_STRING.format(m="m.id")} else v.moves end,
+           s0.agent, s1.agent, (select count(*) from seats where match_id = m.id)
+    from matches m left join match_moves v on v.match_id = m.id
+    left join seats s0 on s0.match_id = m.id and s0.seat = 0
+    left join seats s1 on s1.match_id = m.id and s1.seat = 1
+    where m.run_id = ? and m.status = 'done'"""
+"""Each finished match's moves, stored when it was folded (``match_moves``) or read live
+from its rounds (a match done but not folded yet), and the agents in seats 0 and 1 with
+the number of seats (the profile takes matches of exactly those two)."""
 
-    Each finished match comes back as one row holding both seats' moves as one 0/1
-    string in (round, seat) order (correlated subqueries over the rounds primary key: no
-    temporary B-tree to group a million rows). Counts come from bit arithmetic on those strings,
-    cached per distinct pair (strategies repeat themselves). Agents' specs are read once
-    per agent, conditions parsed once per distinct text.
+_LOADED: dict[str, Any] = {}
+
+
+def load_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
+    """:func:`read_seat_runs`, kept for the last run and database state asked: the
+    profile and ``cooperation_by_model`` of one report read the run once."""
+    conn = getattr(db, "conn", db)
+    version = conn.execute("pragma data_version").fetchone()[0]
+    # the connection itself is held (not its id, which a later connection may reuse);
+    # data_version moves when another connection commits, total_changes on this one's writes
+    key = (run_id, version, conn.total_changes)
+    if _LOADED.get("conn") is not conn or _LOADED.get("key") != key:
+        _LOADED.update(conn=conn, key=key, value=read_seat_runs(db, run_id))
+    return _LOADED["value"]
+
+
+def forget_seat_runs() -> None:
+    """Drop the kept read (the report's last section using it is done: a long-running
+    TUI need not hold a hundred thousand seat runs)."""
+    _LOADED.clear()
+
+
+def read_seat_runs(db: Any, run_id: str) -> list[SeatRun]:
+    """One :class:`SeatRun` per profiled (match, seat), in match order.
+
+    Each finished match comes back as one row (:data:`MATCH_MOVES_SQL`) holding both
+    seats' moves as one 0/1 string in (round, seat) order and its seat-0 and seat-1
+    agents. Everything but the match id is derived once per distinct (game, condition,
+    matchup, agents, moves): strategies repeat themselves. Agents' specs are read once per
+    agent, conditions parsed once per distinct text.
     """
     providers = {agent: provider_from_spec(kind, spec) for agent, kind, spec in db.execute(
         """select distinct s.agent, s.agent_kind, s.agent_spec from seats s
            join matches m on m.id = s.match_id where m.run_id = ?""", [run_id]).fetchall()}
-    seats: dict[str, dict[int, str]] = defaultdict(dict)
-    for mid, seat, agent in db.execute(
-            """select s.match_id, s.seat, s.agent from matches m join seats s
-               on s.match_id = m.id where m.run_id = ? and m.status = 'done'""", [run_id]):
-        seats[mid][seat] = agent
     conditions: dict[str | None, tuple[str | None, bool]] = {}
     cache: dict[tuple[str, str], tuple[int, ...]] = {}
+    # everything but the match id, per distinct (game, condition, matchup, seats, moves):
+    # a strategy tournament repeats a few hundred of them over thousands of matches
+    derived: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     out: list[SeatRun] = []
-    rows = db.execute(
-        """select m.id, m.game, m.condition, m.matchup,
-                  (select min(round) || ' ' || max(round) || ' ' || count(*)
-                   from rounds where match_id = m.id),
-                  (select group_concat(coalesce(c, '.'), '') from (select cooperated as c
-                   from rounds where match_id = m.id order by round, seat))
-           from matches m where m.run_id = ? and m.status = 'done'""", [run_id])
-    for mid, game, cond, matchup, shape, both in rows:
-        pair = seats.get(mid, {})
-        if not both or sorted(pair) != [0, 1]:
+    new = tuple.__new__
+    rows = db.execute(MATCH_MOVES_SQL, [run_id])
+    for mid, game, cond, matchup, shape, both, agent0, agent1, n_seats in rows:
+        if not both or n_seats != 2 or agent0 is None or agent1 is None:
             continue
-        first, last, n = map(int, shape.split(" "))
-        if n == 2 * (last - first + 1) == len(both) and "." not in both:
-            s0, s1 = both[0::2], both[1::2]  # rounds in order, seat 0 then seat 1
-        else:  # gaps, unrecorded cooperation: read this match round by round
-            fixed = _with_gaps(db, mid)
-            if fixed is None:
-                continue
-            first, s0, s1 = fixed
-        if len(s0) < 2:
-            continue  # one round: nothing repeated to profile
-        gaps = "." in s0 or "." in s1
-        if cond not in conditions:
-            conditions[cond] = _condition(cond)
-        label, known = conditions[cond]
-        patterns = (s0, s1)
-        for seat in (0, 1) if matchup != "versus" else (0,):
-            mine, theirs = patterns[seat], patterns[1 - seat]
-            counts = cache.get((mine, theirs))
-            if counts is None:
-                counts = cache[(mine, theirs)] = (
-                    _counts_with_gaps(mine, theirs) if gaps
-                    else (*_counts(mine, theirs), len(mine)))
-            coop, first_c, joint, last_c, before, ac, cac, ad, cad, n = counts
-            if n < 2:
-                continue
-            if gaps:  # the curve counts only rounds both seats recorded
-                mine = "".join(c if o != "." else "." for c, o in zip(mine, theirs, strict=True))
-            agent, opponent = pair[seat], pair[1 - seat]
-            out.append(SeatRun(mid, seat, agent, opponent, providers[agent], game, label,
-                               known, n, coop, first_c, joint, last_c, before,
-                               ac, cac, ad, cad, first, mine))
+        key = (game, cond, matchup, shape, both, agent0, agent1)
+        parts = derived.get(key)
+        if parts is None:
+            first, last, n = map(int, shape.split(" "))
+            if n == 2 * (last - first + 1) == len(both) and "." not in both:
+                parts = derived[key] = _seat_parts(
+                    game, cond, matchup, first, both[0::2], both[1::2], (agent0, agent1),
+                    providers, conditions, cache)
+            else:  # gaps, unrecorded cooperation: read this match round by round
+                fixed = _with_gaps(db, mid)
+                if fixed is None:
+                    continue
+                first, s0, s1 = fixed
+                parts = _seat_parts(game, cond, matchup, first, s0, s1, (agent0, agent1),
+                                    providers, conditions, cache)
+        for part in parts:
+            out.append(new(SeatRun, (mid, *part)))
     return out
+
+
+def _seat_parts(game: str, cond: str | None, matchup: str, first: int, s0: str, s1: str,
+                pair: tuple[str, str], providers: dict[str, str],
+                conditions: dict[str | None, tuple[str | None, bool]],
+                cache: dict[tuple[str, str], tuple[int, ...]]) -> list[tuple[Any, ...]]:
+    """The :class:`SeatRun` fields after the match id of each profiled seat of a match
+    with these moves (seat 0's and seat 1's, ``.`` where not recorded)."""
+    if len(s0) < 2:
+        return []  # one round: nothing repeated to profile
+    gaps = "." in s0 or "." in s1
+    if cond not in conditions:
+        conditions[cond] = _condition(cond)
+    label, known = conditions[cond]
+    patterns = (s0, s1)
+    parts = []
+    for seat in (0, 1) if matchup != "versus" else (0,):
+        mine, theirs = patterns[seat], patterns[1 - seat]
+        counts = cache.get((mine, theirs))
+        if counts is None:
+            counts = cache[(mine, theirs)] = (
+                _counts_with_gaps(mine, theirs) if gaps
+                else (*_counts(mine, theirs), len(mine)))
+        coop, first_c, joint, last_c, before, ac, cac, ad, cad, n = counts
+        if n < 2:
+            continue
+        if gaps:  # the curve counts only rounds both seats recorded
+            mine = "".join(c if o != "." else "." for c, o in zip(mine, theirs, strict=True))
+        agent, opponent = pair[seat], pair[1 - seat]
+        parts.append((seat, agent, opponent, providers[agent], game, label, known, n, coop,
+                      first_c, joint, last_c, before, ac, cac, ad, cad, first, mine))
+    return parts
 
 
 def _curve_counts(runs: list[SeatRun]) -> dict[int, list[int]]:
@@ -234,16 +283,19 @@ _COOP, _ROUNDS, _AC, _CAC, _AD, _CAD, _JOINT, _FIRST, _SEQ, _LAST, _BEFORE, _END
 
 
 def _by_match(runs: list[SeatRun]) -> list[list[float]]:
-    """One pass over a group: per match, the sums every statistic below needs."""
+    """One pass over a group: per match, the sums every statistic below needs (fields
+    read by position: this runs once per seat run and group)."""
     acc: dict[str, list[float]] = {}
     for r in runs:
-        ends = r.before_last is not None
-        row = (r.coop, r.rounds, r.after_c, r.coop_after_c, r.after_d, r.coop_after_d,
-               r.joint, r.first, 1, r.last if ends else 0, r.before_last if ends else 0,
-               1 if ends else 0)
-        a = acc.get(r.match_id)
+        # coop, rounds, after_c, coop_after_c, after_d, coop_after_d, joint, first
+        before = r[13]
+        if before is not None:  # last, before_last and one end sequence
+            row = [r[9], r[8], r[14], r[15], r[16], r[17], r[11], r[10], 1, r[12], before, 1]
+        else:
+            row = [r[9], r[8], r[14], r[15], r[16], r[17], r[11], r[10], 1, 0, 0, 0]
+        a = acc.get(r[0])
         if a is None:
-            acc[r.match_id] = list(row)
+            acc[r[0]] = row
         else:
             for i, v in enumerate(row):
                 a[i] += v
@@ -251,7 +303,7 @@ def _by_match(runs: list[SeatRun]) -> list[list[float]]:
 
 
 def _total(matches: list[list[float]], i: int) -> float:
-    return sum(m[i] for m in matches)
+    return sum(map(itemgetter(i), matches))
 
 
 def _trial_rates(matches: list[list[float]]) -> list[float]:
@@ -292,14 +344,24 @@ def _conditional(matches: list[list[float]]) -> dict[str, Any]:
     }
 
 
-def _curve(counts: dict[int, list[int]]) -> dict[str, list[Any]]:
+def _curve(counts: dict[int, list[int]], intervals: bool = True) -> dict[str, list[Any]]:
+    """The per-round curve; its Wilson intervals only when shown (agents, not cells),
+    each distinct (successes, n) solved once."""
     rounds = sorted(counts)
-    return {
+    out: dict[str, list[Any]] = {
         "rounds": rounds,
         "rate": [counts[t][1] / counts[t][0] for t in rounds],
         "n": [counts[t][0] for t in rounds],
-        "wilson": [_wilson(counts[t][1], counts[t][0]) for t in rounds],
     }
+    if intervals:
+        solved: dict[tuple[int, int], list[float] | None] = {}
+        for t in rounds:
+            n, c = counts[t]
+            if (c, n) not in solved:
+                solved[(c, n)] = _wilson(c, n)
+        out["wilson"] = [None if (w := solved[(counts[t][1], counts[t][0])]) is None
+                         else list(w) for t in rounds]
+    return out
 
 
 def _endgame(matches: list[list[float]], known_horizon: bool,
@@ -389,7 +451,7 @@ def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:
             row["condition"] = cond
         matches = _by_match(cells[key])
         row.update(_cooperation(matches))
-        curve = _curve(_curve_counts(cells[key]))
+        curve = _curve(_curve_counts(cells[key]), intervals=False)
         row["curve"] = curve["rate"]
         row["curve_n"] = curve["n"]
         ac, ad = _total(matches, _AC), _total(matches, _AD)

@@ -116,7 +116,15 @@ class _Condition:
     coop_by_told: dict[tuple[str, float], _Moments] = field(default_factory=lambda: defaultdict(_Moments))
 
 
+ANY_ONE_SHOT_SQL = (f"select 1 from matches where run_id = ? and mechanism in"
+                   f" ({','.join('?' for _ in ONE_SHOT)}) limit 1")
+"""Whether the run has a one-shot match at all: a few seeks in ``matches_run_mechanism``
+(no status test, which would let the planner walk every match of the run by status)."""
+
+
 def _conditions(store: Store, run_id: str) -> list[tuple[int, str, str, str, int, str]]:
+    if store.db.execute(ANY_ONE_SHOT_SQL, [run_id, *ONE_SHOT]).fetchone() is None:
+        return []
     marks = ",".join("?" for _ in ONE_SHOT)
     return store.db.execute(
         f"""select experiment, condition_key, min(condition), min(game_spec), count(*),

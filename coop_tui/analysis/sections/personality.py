@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    from coop_tui.analysis.personality_profile import has_repeated_pairs, personality_profile
+    from coop_tui.analysis.personality_profile import (
+        forget_seat_runs,
+        has_repeated_pairs,
+        personality_profile,
+    )
 
     # the core report already knows whether any experiment has per-round data: runs of
     # one-shot matches stop here without a query
@@ -29,7 +33,10 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
         return None
     if not has_repeated_pairs(store.db, run_id):
         return None
-    return personality_profile(store.db, run_id)
+    try:  # after cooperation_by_model (order 55), which read the same seat runs
+        return personality_profile(store.db, run_id)
+    finally:
+        forget_seat_runs()
 
 
 def _pct(x: float | None) -> str:

@@ -116,6 +116,11 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
+    # one seek in matches_run_mechanism first: the query below may be planned as
+    # a walk over every match of the run in id order
+    if store.db.execute("select 1 from matches where run_id = ? and mechanism = 'teams'"
+                        " limit 1", [run_id]).fetchone() is None:
+        return None
     found = store.db.execute(
         "select id, condition_key, condition from matches"
         " where run_id = ? and mechanism = 'teams' and status = 'done' order by id", [run_id],
