@@ -338,3 +338,20 @@ async def test_self_play_of_several_agents_reports_one_condition_each(tmp_path: 
     assert by_agent[("alld",)]["exits"]["match_length"]["mean"] == 1
     assert by_agent[("tft",)]["exits"]["match_length"]["mean"] == pytest.approx(10 / 6)
     assert by_agent[("tft",)]["exits"]["left"]["mean"] == 0
+
+
+async def test_a_cross_play_team_population_is_not_a_coopeval_population_table(tmp_path: Any) -> None:
+    """A teams tournament filled from the roster by cross-play is stored as a population,
+    like Reputation; CoopEval's Mean/Fitness tables are about Reputation populations and
+    cross-play metagames only, so they must not list it."""
+    from coop_tui.report import build_report
+
+    exp = teams_exp(["tft", "alld", "allc", "grim"], structure="SA", teams=2, team_size=2,
+                    rounds=2, budget=3, plan_every=2)
+    exp["matchup"] = "cross"
+    exp["agents"] = ["tft", "alld"]
+    store, matches = await run(tmp_path, sweep_data(exp))
+    assert matches and {m["matchup"] for m in matches} == {"population"}
+    report = build_report(store, matches[0]["run_id"])
+    assert report["teams"]["conditions"]
+    assert not report.get("tables")

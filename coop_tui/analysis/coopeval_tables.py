@@ -96,7 +96,9 @@ def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
         """select experiment, game, mechanism, condition_key, min(condition), min(matchup),
                   min(game_spec), group_concat(distinct replicate)
            from matches
-           where run_id = ? and status = 'done' and matchup in ('cross', 'reputation', 'population')
+           where run_id = ? and status = 'done'
+                 and ((matchup = 'cross' and mechanism not in ('benchmark', 'score'))
+                      or (matchup in ('reputation', 'population') and mechanism = 'reputation'))
            group by experiment, game, condition_key, matchup
            order by experiment, game, condition_key""",
         [run_id],
