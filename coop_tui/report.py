@@ -13,8 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coop_tui import summaries
-from coop_tui.analysis.actions import actions_report
+from coop_tui import read_cache, summaries
+from coop_tui.analysis.actions import SPECS_SQL, actions_report
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.store import Store
 
@@ -127,11 +127,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     # b* depends on the exact game (scale, bonus, size): one per condition
     cond_specs = {
         (exp, ckey): gspec
-        for exp, ckey, gspec in db.execute(
-            """select experiment, condition_key, min(game_spec) from matches
-               where run_id = ? group by experiment, condition_key""",
-            [run_id],
-        ).fetchall()
+        for exp, ckey, gspec in read_cache.rows(db.conn, SPECS_SQL, [run_id])
     }
     experiments: dict[int, dict[str, Any]] = {}
     for exp, games, mech, gspec, matchup, n in exp_rows:

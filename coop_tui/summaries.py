@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from coop_tui import read_cache
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -430,7 +432,7 @@ def pending(conn: Any, run_id: str | None = None) -> list[str]:
     """Done matches that are not folded yet (of one run, or of every run)."""
     if run_id is None:
         return [r[0] for r in conn.execute(_PENDING.format(run=""))]
-    return [r[0] for r in conn.execute(_PENDING.format(run="and m.run_id = ?"), [run_id])]
+    return [r[0] for r in read_cache.rows(conn, _PENDING.format(run="and m.run_id = ?"), [run_id])]
 
 
 def fold_pending(conn: Any, run_id: str | None = None) -> int:

@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from coop_tui import summaries
+from coop_tui import read_cache, summaries
 from coop_tui.games.base import Game
 
 __all__ = [
@@ -72,22 +72,24 @@ def _condition_meta(db: Any, run_id: str) -> dict[tuple[int, str], tuple[str, st
     """(experiment, condition key) -> (game, mechanism), one row per condition."""
     return {
         (e, c): (g, m)
-        for e, c, g, m in db.execute(
+        for e, c, g, m in read_cache.rows(
+            db.conn,
             """select experiment, condition_key, min(game), min(mechanism) from matches
                where run_id = ? group by experiment, condition_key""",
             [run_id],
-        ).fetchall()
+        )
     }
+
+
+SPECS_SQL = ("select experiment, condition_key, min(game_spec) from matches where run_id = ?"
+             " group by experiment, condition_key")
+"""Each condition's game spec (the report reads the same rows: one scan for both)."""
 
 
 def _specs(db: Any, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
     """The game spec per (experiment, condition): an experiment may list several games,
     and each names its actions its own way (the condition includes the game)."""
-    rows = db.execute(
-        """select experiment, condition_key, min(game_spec) from matches where run_id = ?
-           group by experiment, condition_key""",
-        [run_id],
-    ).fetchall()
+    rows = read_cache.rows(db.conn, SPECS_SQL, [run_id])
     return {(e, c): json.loads(s) if s else {} for e, c, s in rows}
 
 
@@ -149,11 +151,12 @@ def conditional_frequencies(source: Any, run_id: str) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------- votes and adoption
 def _phase_infos(db: Any, run_id: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = defaultdict(dict)
-    for match_id, phase, info in db.execute(
+    for match_id, phase, info in read_cache.rows(
+        db.conn,
         """select p.match_id, p.phase, p.info from phases p join matches m on m.id = p.match_id
            where m.run_id = ? and m.status = 'done'""",
         [run_id],
-    ).fetchall():
+    ):
         out[match_id][phase] = json.loads(info) if info else {}
     return out
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from coop_tui import read_cache
 from coop_tui.analysis.population import MatchupTensor, population_metrics, tensor_from_sums
 from coop_tui.store import Store
 
@@ -98,18 +99,19 @@ def cross_play_tensor(
     if replicate is not None:
         where += " and m.replicate = ?"
         args.append(replicate)
-    n_seats = db.execute(  # every match of one game has the same seats: ask one of them
+    conn = getattr(db, "conn", db)
+    n_seats = read_cache.rows(  # every match of one game has the same seats: ask one of them
+        conn,
         f"select max(seat) + 1 from seats where match_id = (select m.id from matches m where {where} limit 1)",
         args,
-    ).fetchone()[0]
+    )[0][0]
     seats = range(int(n_seats or 0))
     joins = " ".join(f"join seats s{k} on s{k}.match_id = m.id and s{k}.seat = {k}" for k in seats)
     agents = ", ".join(f"s{k}.agent" for k in seats)
     totals = ", ".join(f"coalesce(sum(s{k}.payoff), 0), count(s{k}.payoff)" for k in seats)
-    rows = db.execute(
-        f"select {agents}, {totals} from matches m {joins} where {where} group by {agents}",
-        args,
-    ).fetchall()
+    rows = read_cache.rows(  # the tournament metrics and CoopEval's tables both ask
+        conn, f"select {agents}, {totals} from matches m {joins} where {where} group by {agents}", args
+    )
     n = len(seats)
     sums = {
         tuple(row[:n]): ([row[n + 2 * k] for k in seats], [row[n + 2 * k + 1] for k in seats])
