@@ -111,7 +111,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         """
         select m.experiment, m.condition_key, s.agent, count(*), sum(s.payoff),
                sum(s.payoff * s.payoff)
-        from seats s join matches m on m.id = s.match_id
+        from seats s indexed by idx_seats_payoff join matches m on m.id = s.match_id
         where m.run_id = ? and m.status = 'done' and s.payoff is not null
         group by m.experiment, m.condition_key, s.agent""",
         [run_id],

@@ -415,6 +415,14 @@ def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
     summaries.backfill_moves(db.conn)
 
 
+@migration
+def m090_report_covering_indexes(db: sqlite_utils.Database) -> None:
+    # ``report`` joins every match's seats for their agents and payoffs (mean payoffs, the
+    # cross-play tensors): with this covering index those joins never read a seat row. It
+    # keeps the primary key's (match_id, seat) order, so sums add up in the same order.
+    db.execute("create index if not exists idx_seats_payoff on seats (match_id, seat, agent, payoff)")
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.

@@ -118,9 +118,15 @@ def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
 
 
 def _tensor(db: Any, run_id: str, g: dict[str, Any], replicate: int):
-    """Per-seating payoff sums of one replicate."""
+    """Per-seating payoff sums of one replicate.
+
+    A group played as one replicate has no other matches, so its replicate's sums are the
+    pooled sums the tournament metrics read too (the same rows in the same order): asking
+    the pooled question lets both share one read.
+    """
+    only = g["replicates"] == [replicate]
     return cross_play_tensor(
-        db, run_id, g["experiment"], g["game"], g["condition_key"], replicate
+        db, run_id, g["experiment"], g["game"], g["condition_key"], None if only else replicate
     )
 
 

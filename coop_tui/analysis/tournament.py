@@ -106,7 +106,11 @@ def cross_play_tensor(
         args,
     )[0][0]
     seats = range(int(n_seats or 0))
-    joins = " ".join(f"join seats s{k} on s{k}.match_id = m.id and s{k}.seat = {k}" for k in seats)
+    # the covering index (store migration m090): no seat row is read, one index probe each
+    joins = " ".join(
+        f"join seats s{k} indexed by idx_seats_payoff on s{k}.match_id = m.id and s{k}.seat = {k}"
+        for k in seats
+    )
     agents = ", ".join(f"s{k}.agent" for k in seats)
     totals = ", ".join(f"coalesce(sum(s{k}.payoff), 0), count(s{k}.payoff)" for k in seats)
     rows = read_cache.rows(  # the tournament metrics and CoopEval's tables both ask
