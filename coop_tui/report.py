@@ -13,8 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coop_tui import read_cache, summaries
-from coop_tui.analysis.actions import SPECS_SQL, actions_report
+from coop_tui import summaries
+from coop_tui.analysis.actions import actions_report, condition_rows
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.store import Store
 
@@ -117,17 +117,11 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         [run_id],
     ).fetchall()
     payoffs = {(e, c, a): (n, t, q) for e, c, a, n, t, q in pay_rows}
-    exp_rows = db.execute(
-        """select experiment, group_concat(distinct game), group_concat(distinct mechanism),
-                  min(game_spec),
-                  min(matchup), count(*)
-           from matches where run_id = ? group by experiment order by experiment""",
-        [run_id],
-    ).fetchall()
+    exp_rows = _experiment_rows(db, run_id)
     # b* depends on the exact game (scale, bonus, size): one per condition
     cond_specs = {
         (exp, ckey): gspec
-        for exp, ckey, gspec in read_cache.rows(db.conn, SPECS_SQL, [run_id])
+        for exp, ckey, _g, _m, _c, _s, gspec, *_rest in condition_rows(db, run_id)
     }
     experiments: dict[int, dict[str, Any]] = {}
     for exp, games, mech, gspec, matchup, n in exp_rows:
@@ -243,6 +237,35 @@ def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
             "per_replicate": result["per_replicate"]}
 
 
+def _experiment_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
+    """Per experiment, in order: (experiment, its games and mechanisms as comma lists,
+    min game spec, min matchup, matches), merged from the per-condition rows exactly as one
+    GROUP BY experiment would give them (distinct values, minimums ignoring NULL, counts)."""
+    merged: dict[Any, list[Any]] = {}
+    for row in condition_rows(db, run_id):
+        exp, games, mechs, gspec, matchup, n = row[0], row[7], row[8], row[6], row[9], row[10]
+        acc = merged.setdefault(exp, [[], [], None, None, 0])
+        for i, values in ((0, games), (1, mechs)):
+            if values is not None:
+                acc[i].extend(v for v in values.split(",") if v not in acc[i])
+        acc[2] = _min(acc[2], gspec)
+        acc[3] = _min(acc[3], matchup)
+        acc[4] += n
+    return [
+        (exp, ",".join(g) if g else None, ",".join(m) if m else None, gspec, matchup, n)
+        for exp, (g, m, gspec, matchup, n) in sorted(merged.items(), key=lambda kv: (kv[0] is not None, kv[0]))
+    ]
+
+
+def _min(a: Any, b: Any) -> Any:
+    """SQL's ``min`` of two values: NULLs ignored."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
 def _distinct_game_specs(cond_specs: dict[tuple[int, str], str | None], exp: int) -> list[dict[str, Any]]:
     """Every distinct game of one experiment (a multi-game grid has one per game), so
     the analysis screen can show each game's payoff table, not only the first one's."""
@@ -252,15 +275,7 @@ def _distinct_game_specs(cond_specs: dict[tuple[int, str], str | None], exp: int
 
 def _conditions(db: Any, run_id: str) -> dict[tuple[int, str], tuple[Any, ...]]:
     """(experiment, condition key) -> (game, mechanism, condition JSON, similarity)."""
-    return {
-        (e, c): rest
-        for e, c, *rest in db.execute(
-            """select experiment, condition_key, min(game), min(mechanism), min(condition),
-                      min(similarity)
-               from matches where run_id = ? group by experiment, condition_key""",
-            [run_id],
-        ).fetchall()
-    }
+    return {(r[0], r[1]): tuple(r[2:6]) for r in condition_rows(db, run_id)}
 
 
 def _coop_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
@@ -364,13 +379,12 @@ def _answer_rules(db: Any, run_id: str, experiments: dict[int, dict[str, Any]]) 
     """Which answer rule each experiment's matches used: "strict" (CoopEval's: no repairs,
     re-ask) or "lenient" (repairs made and recorded); runs from before the field existed
     were lenient."""
-    for exp, rules in db.execute(
-        """select experiment, group_concat(distinct coalesce(json_extract(info, '$.answers'), 'lenient'))
-           from matches where run_id = ? group by experiment""",
-        [run_id],
-    ).fetchall():
+    rules: dict[Any, set[str]] = defaultdict(set)
+    for row in condition_rows(db, run_id):  # the distinct rules of each condition, merged
+        rules[row[0]].update((row[11] or "lenient").split(","))
+    for exp, found in rules.items():
         if exp in experiments:
-            experiments[exp]["answers"] = ",".join(sorted((rules or "lenient").split(",")))
+            experiments[exp]["answers"] = ",".join(sorted(found))
 
 
 def render_text(report: dict[str, Any]) -> Any:

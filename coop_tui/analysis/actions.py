@@ -72,25 +72,32 @@ def _condition_meta(db: Any, run_id: str) -> dict[tuple[int, str], tuple[str, st
     """(experiment, condition key) -> (game, mechanism), one row per condition."""
     return {
         (e, c): (g, m)
-        for e, c, g, m in read_cache.rows(
-            db.conn,
-            """select experiment, condition_key, min(game), min(mechanism) from matches
-               where run_id = ? group by experiment, condition_key""",
-            [run_id],
-        )
+        for e, c, g, m, *_rest in condition_rows(db, run_id)
     }
 
 
-SPECS_SQL = ("select experiment, condition_key, min(game_spec) from matches where run_id = ?"
-             " group by experiment, condition_key")
-"""Each condition's game spec (the report reads the same rows: one scan for both)."""
+CONDITIONS_SQL = (
+    "select experiment, condition_key, min(game), min(mechanism), min(condition),"
+    " min(similarity), min(game_spec), group_concat(distinct game),"
+    " group_concat(distinct mechanism), min(matchup), count(*),"
+    " group_concat(distinct coalesce(json_extract(info, '$.answers'), 'lenient'))"
+    " from matches where run_id = ? group by experiment, condition_key"
+)
+"""Everything the report and this module ask per (experiment, condition) of a run's
+matches: one scan of the wide match rows instead of one per question (each column is its
+own aggregate, so each answer is what its own query gave)."""
+
+
+def condition_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
+    """The rows of :data:`CONDITIONS_SQL` for one run (read once while nothing is written)."""
+    return read_cache.rows(db.conn, CONDITIONS_SQL, [run_id])
 
 
 def _specs(db: Any, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
     """The game spec per (experiment, condition): an experiment may list several games,
     and each names its actions its own way (the condition includes the game)."""
-    rows = read_cache.rows(db.conn, SPECS_SQL, [run_id])
-    return {(e, c): json.loads(s) if s else {} for e, c, s in rows}
+    rows = condition_rows(db, run_id)
+    return {(r[0], r[1]): json.loads(r[6]) if r[6] else {} for r in rows}
 
 
 # ----------------------------------------------------------------- frequencies
