@@ -149,14 +149,16 @@ MATCH_MOVES_SQL = f"""
     select m.id, m.game, m.condition, m.matchup,
            case when v.match_id is null then {MOVES_SHAPE.format(m="m.id")} else v.shape end,
            case when v.match_id is null then {MOVES_STRING.format(m="m.id")} else v.moves end,
-           s0.agent, s1.agent, (select count(*) from seats where match_id = m.id)
+           s0.agent, s1.agent, (select count(*) from seats indexed by idx_seats_payoff
+                                where match_id = m.id)
     from matches m left join match_moves v on v.match_id = m.id
-    left join seats s0 on s0.match_id = m.id and s0.seat = 0
-    left join seats s1 on s1.match_id = m.id and s1.seat = 1
+    left join seats s0 indexed by idx_seats_payoff on s0.match_id = m.id and s0.seat = 0
+    left join seats s1 indexed by idx_seats_payoff on s1.match_id = m.id and s1.seat = 1
     where m.run_id = ? and m.status = 'done'"""
 """Each finished match's moves, stored when it was folded (``match_moves``) or read live
 from its rounds (a match done but not folded yet), and the agents in seats 0 and 1 with
-the number of seats (the profile takes matches of exactly those two)."""
+the number of seats (the profile takes matches of exactly those two). The seats are read
+from the covering index of store migration m090, never from their rows."""
 
 _LOADED: dict[str, Any] = {}
 
