@@ -428,11 +428,22 @@ _PENDING = """select m.id from matches m where m.status = 'done' {run}
               order by m.rowid"""
 
 
+_UNFOLDED = """select m.id, m.status from matches m where m.run_id = ?
+                and not exists (select 1 from match_totals t where t.match_id = m.id)
+                order by m.rowid"""
+
+
+def _unfolded(conn: Any, run_id: str) -> list[tuple[str, str]]:
+    """(id, status) of a run's matches without totals yet, in match order: one read that
+    both :func:`pending` and :func:`totals` take their part of."""
+    return read_cache.rows(conn, _UNFOLDED, [run_id])
+
+
 def pending(conn: Any, run_id: str | None = None) -> list[str]:
     """Done matches that are not folded yet (of one run, or of every run)."""
     if run_id is None:
         return [r[0] for r in conn.execute(_PENDING.format(run=""))]
-    return [r[0] for r in read_cache.rows(conn, _PENDING.format(run="and m.run_id = ?"), [run_id])]
+    return [mid for mid, status in _unfolded(conn, run_id) if status == "done"]
 
 
 def fold_pending(conn: Any, run_id: str | None = None) -> int:
@@ -537,7 +548,8 @@ def totals(conn: Any, run_id: str) -> dict[str, float]:
         "from match_totals where run_id = ?",
         [run_id],
     ).fetchone()
-    live = conn.execute(
+    # every match folded (a finished run): nothing to add, what the query below gives then
+    live = (0,) * len(TOTALS) if not _unfolded(conn, run_id) else conn.execute(
         f"select {_TOTALS_SELECT} from decisions d where d.match_id in ("
         "select m.id from matches m where m.run_id = ? and not exists "
         "(select 1 from match_totals t where t.match_id = m.id))",
