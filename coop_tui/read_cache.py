@@ -11,25 +11,30 @@ sees rows older than the database.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
-_conn: Any = None
-_version: tuple[int, int] | None = None
-_rows: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+_state = threading.local()
+"""Per thread (a connection belongs to the thread that made it): the last connection
+asked, its state then, and the rows read on it since."""
 
 
 def rows(conn: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
     """``conn.execute(sql, params).fetchall()``, or the same rows remembered from an earlier
-    call when neither this nor another connection has written since (callers must not
-    change the list)."""
-    global _conn, _version
+    call on this connection when neither it nor another connection has written since
+    (callers must not change the list)."""
     version = (conn.total_changes, conn.execute("pragma data_version").fetchone()[0])
-    if conn is not _conn or version != _version:
-        _rows.clear()
-        _conn, _version = conn, version
+    if getattr(_state, "conn", None) is not conn or _state.version != version:
+        # the connection object itself is held, never its id (a later one may reuse it)
+        _state.conn, _state.version, _state.rows = conn, version, {}
     key = (sql, tuple(params))
-    found = _rows.get(key)
+    found = _state.rows.get(key)
     if found is None:
-        found = _rows[key] = conn.execute(sql, params).fetchall()
+        found = _state.rows[key] = conn.execute(sql, params).fetchall()
     return found
+
+
+def forget() -> None:
+    """Drop this thread's remembered rows (and the connection they were read on)."""
+    _state.__dict__.clear()

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coop_tui import summaries
+from coop_tui import read_cache, summaries
 from coop_tui.analysis.actions import actions_report, condition_rows
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.store import Store
@@ -219,6 +219,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     from coop_tui.analysis.sections import build_sections
 
     out.update(build_sections(store, run_id, out))
+    read_cache.forget()  # shared within one report; a long-running TUI need not hold them
     return out
 
 
