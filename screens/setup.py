@@ -41,6 +41,11 @@ from coop_tui.session import (
 PREVIEW_DELAY = 0.25
 
 
+NO_CHOICE = getattr(Select, "NULL", Select.BLANK)
+"""What an empty Select holds: ``Select.NULL`` since Textual 1.0 (``Select.BLANK`` became
+the ``allow_blank`` default, ``False``), ``Select.BLANK`` before."""
+
+
 class AgentSuggester(Suggester):
     """Completes agent strings: the embedded model, human, strategies, then litellm models."""
 
@@ -170,6 +175,8 @@ class SetupScreen(NavScreen):
         self.last_saved: Path | None = None
         self.headless_proc: Any = None
         self._built_mechanism = ""
+        self._params_building = 0
+        """Parameter forms being (re)built: until they are mounted their Selects are empty."""
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -264,7 +271,7 @@ class SetupScreen(NavScreen):
     async def wait_ready(self) -> None:
         """Until the form is complete and its preview rendered (tests)."""
         await self.ready.wait()
-        while self._preview_timer is not None or self.workers_busy():
+        while self._preview_timer is not None or self.workers_busy() or self._params_building:
             await asyncio.sleep(0.02)
 
     def workers_busy(self) -> bool:
@@ -293,10 +300,17 @@ class SetupScreen(NavScreen):
         return [w.value for w in self.query("#seats Input").results(Input)]
 
     async def _build_params(self, mechanism: str, values: dict[str, Any] | None = None) -> None:
-        from coop_tui.mechanisms import mechanism_class
-
         box = self.query_one("#params", Vertical)
         self._built_mechanism = mechanism
+        self._params_building += 1
+        try:
+            await self._mount_params(box, mechanism, values)
+        finally:
+            self._params_building -= 1
+
+    async def _mount_params(self, box: Vertical, mechanism: str, values: dict[str, Any] | None) -> None:
+        from coop_tui.mechanisms import mechanism_class
+
         await box.remove_children()
         try:
             fields = mechanism_class(mechanism).Params.model_fields
@@ -316,7 +330,7 @@ class SetupScreen(NavScreen):
                 allow_blank = type(None) in typing.get_args(info.annotation)
                 control: Any = Select(
                     [(str(o), o) for o in options],
-                    value=value if value in options else (Select.BLANK if allow_blank else options[0]),
+                    value=value if value in options else (NO_CHOICE if allow_blank else options[0]),
                     allow_blank=allow_blank, id=wid, compact=True,
                 )
             elif info.annotation is bool:
@@ -352,7 +366,7 @@ class SetupScreen(NavScreen):
                 continue
             w = widgets[0]
             if isinstance(w, Select):
-                params[name] = None if w.value is Select.BLANK else w.value
+                params[name] = None if w.value is NO_CHOICE else w.value
             elif isinstance(w, Switch):
                 params[name] = w.value
             elif isinstance(w, Input):

@@ -42,6 +42,8 @@ async def ready_setup(pilot) -> SetupScreen:  # type: ignore[no-untyped-def]
 
 
 async def finished_live(pilot) -> LiveScreen:  # type: ignore[no-untyped-def]
+    # starting may build the session in a worker first: wait for the screen to change
+    await until(pilot, lambda: isinstance(pilot.app.screen, LiveScreen), "the live screen")
     screen = pilot.app.screen
     assert isinstance(screen, LiveScreen)
     await asyncio.wait_for(screen.wait_finished(), 300)  # a hang guard, not a timing check
