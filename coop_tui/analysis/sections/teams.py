@@ -23,7 +23,6 @@ run's matches of the same condition (``replicates`` or ``samples``). Per tournam
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -36,17 +35,14 @@ if TYPE_CHECKING:
 
 def t_interval(values: Sequence[float]) -> dict[str, Any]:
     """Mean with a 95% Student-t interval (None with fewer than two values)."""
+    from coop_tui.analysis.intervals import t_interval as interval
+
     vals = [float(v) for v in values if v is not None]
     if not vals:
         return {"mean": None, "ci": None, "n": 0}
-    mean = sum(vals) / len(vals)
-    if len(vals) < 2:
-        return {"mean": mean, "ci": None, "n": len(vals)}
-    from coop_tui.analysis.stats import t_quantile
-
-    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
-    half = t_quantile(len(vals) - 1) * sd / math.sqrt(len(vals))
-    return {"mean": mean, "ci": [mean - half, mean + half], "n": len(vals)}
+    t = interval(vals)
+    return {"mean": t["mean"], "ci": None if t["lo"] is None else [t["lo"], t["hi"]],
+            "n": t["n"]}
 
 
 def _share(xs: list[int]) -> float | None:
