@@ -236,6 +236,36 @@ def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
     assert "decisions.csv" in exported, exported
 
 
+# --- each reproduction page states its full study's size as --dry-run measures it ---
+
+STUDY_PAGES = {
+    "coopeval": "reproducing-coopeval.md",
+    "strategic-personalities": "reproducing-strategic-personalities.md",
+    "superadditive": "reproducing-superadditive.md",
+}
+"""The study files whose --dry-run works as shipped (the similarity study needs the
+published benchmark files, which are not shipped)."""
+PLACEHOLDER_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+
+
+@pytest.mark.parametrize("study", sorted(STUDY_PAGES))
+def test_reproduction_page_states_the_dry_run_size(study: str, tmp_path: Path) -> None:
+    page = (ROOT / "docs" / STUDY_PAGES[study]).read_text()
+    stated = re.search(r"\*\*([\d,]+) model calls\*\*", page)
+    assert stated, f"{STUDY_PAGES[study]} states no '**N model calls**'"
+    env = {**os.environ, **dict.fromkeys(PLACEHOLDER_KEYS, "unused")}
+    done = subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", "--db", str(tmp_path / "dry.db"), "--batch",
+         f"data/studies/{study}.toml", "--dry-run"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    measured = re.search(r"~(\d+)\s+model\s+calls", done.stdout)
+    assert measured, done.stdout
+    assert int(stated.group(1).replace(",", "")) == int(measured.group(1))
+    assert not (tmp_path / "dry.db").exists()  # a dry run writes nothing
+
+
 # --- docs/storage.md: its SQL and pandas examples run against a real database ---
 
 
