@@ -125,6 +125,11 @@ def anchors(page: Path) -> set[str]:
     return {github_slug(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+)$", text, re.MULTILINE)}
 
 
+def test_readme_stays_short() -> None:
+    lines = README.read_text().count("\n")
+    assert lines < 250, f"README.md has {lines} lines; move detail into a docs/ page"
+
+
 def test_every_relative_link_resolves() -> None:
     broken = []
     checked = 0
