@@ -418,8 +418,11 @@ class SetupScreen(NavScreen):
         try:
             prompts = await preview_prompts(sweep)
         except Exception as exc:  # preview is best effort; the match itself will report
-            self.show_message(f"preview failed: {type(exc).__name__}: {exc}", error=True)
+            if self.is_attached:
+                self.show_message(f"preview failed: {type(exc).__name__}: {exc}", error=True)
             return
+        if not self.is_attached:
+            return  # the screen went away while the prompts rendered: nothing left to write to
         self.preview = prompts
         first = next(iter(sweep.cells), None)
         seat_agents = dict(enumerate(first.seats)) if first else {}
