@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="text (default) or json for the whole report; latex or csv for the paper-style "
         "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
     )
+    rep.add_argument(
+        "--sections", metavar="KEY,...",
+        help="with text or json: only these report sections (comma-separated keys; an empty "
+        "value for none); the counts, experiments and mechanisms are always there",
+    )
     _db_arg(rep)
 
     imp = sub.add_parser("import", help="import results from another tool")
@@ -183,7 +188,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.report import report_command
 
         return report_command(
-            _db_path(args), args.run, as_json=args.json, fmt=args.report_format
+            _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
+            sections=args.sections,
         )
     if args.command == "export":
         from coop_tui.export import export_command

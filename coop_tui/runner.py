@@ -285,6 +285,11 @@ def run_batch(
 
         with contextlib.suppress(sqlite3.Error):
             rate_run(store, summary.run_id)
+        # and the slow report sections (reasoning fingerprints) built and stored
+        from coop_tui.analysis.sections import store_sections
+
+        with contextlib.suppress(sqlite3.Error):
+            store_sections(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
 

@@ -423,6 +423,18 @@ def m090_report_covering_indexes(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_seats_payoff on seats (match_id, seat, agent, payoff)")
 
 
+@migration
+def m180_section_results(db: sqlite_utils.Database) -> None:
+    # Slow report sections (the reasoning fingerprints) stored per run under a hash of
+    # what they read (coop_tui.analysis.sections), so a report reads them back; one row
+    # per section and run, replaced when the run's content changes.
+    db.execute(
+        "create table if not exists section_results (section text not null, run_id text not null,"
+        " digest text not null, value text not null, created_at real,"
+        " primary key (section, run_id))"
+    )
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
@@ -854,6 +866,7 @@ class Store:
                 "delete from judgement_labels where judge_decision_id in"
                 " (select judge_decision_id from judgements where judge_run_id = ?)", [run_id])
             self.db.execute("delete from judgements where judge_run_id = ?", [run_id])
+            self.db.execute("delete from section_results where run_id = ?", [run_id])
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
