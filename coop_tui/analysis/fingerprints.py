@@ -53,7 +53,7 @@ def _alternatives(terms: dict[str, str], prefix: str) -> str:
 
 _ONE_WORD_RE = re.compile(_alternatives(_ONE_WORD, "w"), re.IGNORECASE)
 """A one-word term matches a whole run of word characters (it starts at a word boundary
-and ends with ``\w*`` or a boundary), so it is tested once per distinct run."""
+and ends with any word characters or at a boundary), so it is tested once per distinct run."""
 _MULTI_WORD_RE = re.compile(r"\b(?:" + _alternatives(_MULTI_WORD, "m") + ")", re.IGNORECASE)
 _GROUPS = {**{f"w{i}": n for i, n in enumerate(_ONE_WORD)},
            **{f"m{i}": n for i, n in enumerate(_MULTI_WORD)}}
