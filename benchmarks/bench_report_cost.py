@@ -142,7 +142,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=Path, default=SAMPLE)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=25)
+    parser.add_argument("--repeat", type=int, default=27)
     parser.add_argument("--keep", type=Path, help="build (or reuse) the study and database here")
     opts = parser.parse_args()
     work = opts.keep or Path(tempfile.mkdtemp(prefix="bench-report-cost-"))
