@@ -6,7 +6,7 @@ tournament under its own name, every record repeated ``--repeat`` times. Each re
 move gets its own trace id and a varied reasoning text in ``game_log.txt``: the agent's
 own paragraphs (from every text it wrote in the sample) drawn and shuffled to about the
 original length, numbers redrawn, the original final JSON answer kept so the importer's
-parser reads the same distribution. The defaults give ~51,000 decisions (CoopEval's
+parser reads the same distribution. The defaults give ~52,600 decisions (CoopEval's
 published study has 52,092).
 
 Then, each in a fresh process through the installed ``coop-tui``:
@@ -19,7 +19,7 @@ Then, each in a fresh process through the installed ``coop-tui``:
 and, in this process, the fingerprints section alone. Prints a table and writes
 ``benchmarks/results/report_cost.json``.
 
-    .venv/bin/python benchmarks/bench_report_cost.py [--repeat 25] [--keep DIR]
+    .venv/bin/python benchmarks/bench_report_cost.py [--repeat 27] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -129,10 +130,18 @@ def build_study(sample: Path, out: Path, runs: int, repeat: int, seed: int = 1) 
                             rec_out.write(json.dumps(record) + "\n")
 
 
+CPU: dict[str, float] = {}
+"""CPU seconds (user + system) of the last :func:`timed` command: on a shared machine
+the wall time moves with the load, the CPU time much less."""
+
+
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(args, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["last"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return wall, proc.stdout
@@ -156,9 +165,10 @@ def main() -> None:
             shutil.rmtree(study)
         t0 = time.perf_counter()
         build_study(opts.sample, study, opts.runs, opts.repeat)
-        rows.append(["write the study directory", time.perf_counter() - t0, ""])
+        rows.append(["write the study directory", time.perf_counter() - t0, None, ""])
         wall, _ = timed([exe, "import", "coopeval", str(study), "--db", str(db)], env)
-        rows.append(["import coopeval (stores the cached sections)", wall, ""])
+        rows.append(["import coopeval (folds summaries, stores the slow sections)", wall,
+                     CPU["last"], ""])
     conn = sqlite3.connect(db)
     decisions, chars = conn.execute(
         "select count(*), coalesce(sum(length(coalesce(nullif(reasoning, ''), response))), 0)"
@@ -166,13 +176,13 @@ def main() -> None:
     play = conn.execute("select count(*) from decisions where phase = 'play'").fetchone()[0]
     conn.close()
 
-    def reports(label: str) -> dict[str, float]:
+    def reports(label: str) -> dict[str, list[float]]:
         out = {}
         for name, extra in (("report --format latex", ["--format", "latex"]),
                             ("report --json", ["--json"]), ("report", [])):
             wall, _ = timed([exe, "report", "--db", str(db), *extra], env)
-            out[name] = wall
-            rows.append([f"{name} ({label})", wall, ""])
+            out[name] = [wall, CPU["last"]]
+            rows.append([f"{name} ({label})", wall, CPU["last"], ""])
         return out
 
     warm = reports("sections stored")
@@ -181,29 +191,32 @@ def main() -> None:
         conn.execute("delete from section_results")
     conn.close()
     cold_json, _ = timed([exe, "report", "--db", str(db), "--json"], env)
-    rows.append(["report --json (nothing stored: computes the fingerprints)", cold_json, ""])
+    rows.append(["report --json (nothing stored: builds the fingerprints)", cold_json,
+                 CPU["last"], ""])
     again, _ = timed([exe, "report", "--db", str(db), "--json"], env)
-    rows.append(["report --json again (stored by the one before)", again, ""])
+    rows.append(["report --json again (stored by the one before)", again, CPU["last"], ""])
 
     from coop_tui.analysis.sections.fingerprints import SECTION
     from coop_tui.store import Store
 
     store = Store(db)
     run_id = store.resolve_run(None)["id"]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     value = SECTION.build(store, run_id, {})
-    fp = time.perf_counter() - t0
+    fp, fp_cpu = time.perf_counter() - t0, time.process_time() - c0
     store.close()
-    rows.append([f"fingerprints section alone ({value['traces']} traces)", fp, ""])
+    rows.append([f"fingerprints section alone ({value['traces']} traces)", fp, fp_cpu, ""])
     for row in rows:
-        row[2] = f"{decisions:,} decisions"
+        row[-1] = f"{decisions:,} decisions"
+        row[2] = "-" if row[2] is None else row[2]
     from _table import report
 
-    report("report_cost", "report on an imported CoopEval study with reasoning texts (s, wall)",
-           ["task", "seconds", "data"], rows,
+    report("report_cost", "report on an imported CoopEval study with reasoning texts",
+           ["task", "wall s", "CPU s", "data"], rows,
            {"decisions": decisions, "play_decisions": play, "text_chars": chars,
             "load_average": os.getloadavg()[0], "warm": warm, "cold_json": cold_json,
-            "fingerprints_s": fp, "fingerprint_traces": value["traces"]})
+            "fingerprints_s": fp, "fingerprints_cpu_s": fp_cpu,
+            "fingerprint_traces": value["traces"]})
     if not opts.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -6,7 +6,9 @@ curve over similarity per agent and framing with ±SE error bars and the game's 
 as a vertical line; the per-round cooperation of repeated games; the game's payoff
 table; for cross-play tournaments the matchup matrix as a heat table and Mean / Fitness /
 deviation rating; per-condition cooperation and payoffs; counts. ``c`` / ``p`` export
-the run's tables as CSV / Parquet into the directory shown at the bottom.
+the run's tables as CSV / Parquet into the directory shown at the bottom. Slow report
+sections not stored yet (the reasoning fingerprints) are built after the rest is shown,
+in the same worker, each panel filled when its value arrives.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Input, Static
+from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from coop_tui.screens.widgets import NavScreen, PayoffTable
@@ -201,8 +204,11 @@ class AnalysisScreen(NavScreen):
             return
         waiting = pending(self.store, self.run_id)
         self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
+        worker = get_current_worker()
         for section in waiting:
             value = build_section(section, self.store, self.run_id, report)
+            if worker.is_cancelled:  # a reload started over: its own worker fills the panels
+                return
             self.app.call_from_thread(self._fill_section, section.key, value)
 
     def _fail(self, message: str) -> None:
