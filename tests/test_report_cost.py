@@ -234,3 +234,12 @@ async def test_analysis_screen_shows_the_rest_first_then_fills_the_fingerprints(
         assert screen.pending_sections == set()
         panel = screen.query_one(f"#an-section-{FINGERPRINTS}")
         assert "cosine distance" in static_text(panel.query_one(Static))
+
+
+def test_batch_stores_the_slow_sections_when_the_run_finishes(tmp_path: Path) -> None:
+    db = tmp_path / "batch.db"
+    sweep = Path(__file__).parent.parent / "data" / "sweeps" / "strategies-prisoners.toml"
+    assert main(["--db", str(db), "--batch", str(sweep), "--yes"]) == 0
+    rows = stored(db)
+    # strategies write no text: stored as nothing to show, so reports read it at once
+    assert [(r[0], r[2]) for r in rows] == [(FINGERPRINTS, "null")]
