@@ -290,13 +290,31 @@ def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
     return None if math.isclose(low, high) else (low, high)
 
 
+def across_games(condition: str | None) -> str:
+    """A cell's condition without its game: the key that pools one setting over games.
+
+    Our own sweeps put ``game=...`` in every match's condition (an experiment may list
+    several games, which must never be pooled *within* a game's table), so Table 2 has to
+    drop it to bring the four dilemmas of one mechanism setting together; an import has
+    no game in its conditions and is unchanged.
+    """
+    parts = [p for p in str(condition or "-").split(" ") if not p.startswith("game=")]
+    return " ".join(p for p in parts if p and p != "-") or "-"
+
+
 def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Table 2: the four dilemmas' cells normalised and averaged across games."""
+    """Table 2: the four dilemmas' cells normalised and averaged across games.
+
+    Cells of one mechanism setting are pooled over games by :func:`across_games`; a game
+    appearing twice in one pool (two experiments with the same setting) keeps both, each
+    counted as a game, and the cell's ``games`` lists them.
+    """
     scales = {g: _scale(game_specs.get(g)) for g in DILEMMAS if g in game_specs}
     by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
         if c["table"] in scales and scales[c["table"]] is not None:
-            key = (c["mechanism"], c["order"], c["condition"], c["metric"], c["agent"])
+            key = (c["mechanism"], c["order"], across_games(c["condition"]), c["metric"],
+                   c["agent"])
             by_key[key].append(c)
     out = []
     for (mech, order, condition, metric, agent), group in by_key.items():
@@ -312,9 +330,12 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
                 value, se = normed[0]
             else:
                 value, se = mean_se([v for v, _ in normed])
+        experiments = {c.get("experiment") for c in group}
         out.append({"table": "all", "mechanism": mech, "order": order, "metric": metric,
                     "agent": agent, "value": value, "se": se, "n": len(group),
-                    "experiment": None, "condition": condition,
+                    # one experiment listing every game (our sweeps) keeps its number
+                    "experiment": experiments.pop() if len(experiments) == 1 else None,
+                    "condition": condition,
                     "games": sorted(c["table"] for c in group)})
     return out
 
