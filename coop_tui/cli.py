@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="text (default) or json for the whole report; latex or csv for the paper-style "
         "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
     )
+    rep.add_argument(
+        "--devrank", choices=["every_optimum", "vertex", "coopeval", "published"], default=None,
+        help="how DevRank's deviation ratings are obtained: every_optimum (ours, the same for "
+        "every solver; default), vertex (CoopEval's freezing rule on our LP), coopeval "
+        "(CoopEval's LP), published (an import's own deviation_ratings.json, else coopeval); "
+        "default: the study file's devrank",
+    )
     _db_arg(rep)
 
     imp = sub.add_parser("import", help="import results from another tool")
@@ -183,7 +190,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.report import report_command
 
         return report_command(
-            _db_path(args), args.run, as_json=args.json, fmt=args.report_format
+            _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
+            devrank=args.devrank,
         )
     if args.command == "export":
         from coop_tui.export import export_command
