@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="justifications, similarity-reasoning, or a rubric .toml file")
     jdg.add_argument("--agents", metavar="FILE", help="a sweep (or agents-only) file whose "
                      "[agents.NAME] tables --judge may name")
+    jdg.add_argument("--protocol", choices=["coopeval", "per-category"], default=None,
+                     help="coopeval: CoopEval's judge (one overall confidence and a list of "
+                     "types, temperature 0, only chain-of-thought answers of 80+ characters); "
+                     "per-category: a confidence per category for every decision with text "
+                     "(default: the rubric's; justifications uses coopeval)")
     jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
     jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
     jdg.add_argument("--resume", action="store_true",
@@ -212,7 +217,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
             agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
             concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
-            assume_yes=args.yes,
+            assume_yes=args.yes, protocol=args.protocol,
         )
     if args.command == "list":
         from coop_tui.listing import list_command
