@@ -1,11 +1,13 @@
 """Rubrics: the categories a judge sorts reasoning texts into, read from data files.
 
 A rubric is a TOML (or YAML) file: a name, a version, the judge's instructions, a
-presence threshold and a list of categories (id, display name, definition). The
-built-in ones live in ``data/rubrics/`` (``justifications``: seed 002's 15 categories;
-``similarity-reasoning``: seed 000's reasoning types); a user passes a path to their own.
-Every rubric is answered the same way, one JSON object giving each category id a
-confidence in [0, 1], so one parser, one grammar and one analysis serve them all.
+presence threshold, a protocol and a list of categories (id, display name, definition).
+The built-in ones live in ``data/rubrics/`` (``justifications``: CoopEval's 16
+categories, judged by its protocol; ``similarity-reasoning``: the similarity paper's
+reasoning types); a user passes a path to their own. A rubric is answered in one of two
+shapes (:data:`PROTOCOLS`): one confidence in [0, 1] per category id, or CoopEval's one
+overall confidence and a list of the types present; both become the same present flags,
+so one analysis serves them all.
 
 Validation names the field and the fix (:class:`coop_tui.spec.SpecError`, exit 2) before
 anything is written.
