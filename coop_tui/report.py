@@ -73,11 +73,13 @@ def _b_star(game_spec: str | None) -> float | None:
 
 
 def build_report(store: Store, run_id: str, sections: Collection[str] | None = None, *,
-                 compute_stored: bool = True) -> dict[str, Any]:
-    """The whole report of one run: the core (counts, experiments, mechanisms, CoopEval's
+                 compute_stored: bool = True, devrank: str | None = None) -> dict[str, Any]:
+    """The whole analysis of one run: the core (counts, experiments, mechanisms, CoopEval's
     tables) and the report sections ``sections`` names (every one when None). With
     ``compute_stored`` False, slow sections not stored yet are left out (the analysis
-    screen builds them in a worker of their own)."""
+    screen builds them in a worker of their own). ``devrank`` picks how DevRank's ratings
+    are obtained (:data:`coop_tui.analysis.coopeval_tables.DEVRANK_MODES`); None takes the
+    run's study file's ``devrank``, else our solver-independent ratings."""
     db = store.db
     run = store.run(run_id)
     if run is None:
@@ -221,7 +223,7 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
     }
-    out.update(_paper_tables(store, run_id))
+    out.update(_paper_tables(store, run_id, devrank))
     from coop_tui.analysis.sections import build_sections
 
     out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
@@ -229,19 +231,21 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
     return out
 
 
-def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
+def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict[str, Any]:
     """CoopEval's tables (per-replicate metrics, mean ± SE) and the replicator trajectories.
 
     Present when the run has cross-play tournaments or Reputation populations; see
-    :mod:`coop_tui.analysis.coopeval_tables`.
+    :mod:`coop_tui.analysis.coopeval_tables`. ``devrank`` is the DevRank mode asked for
+    (None: the study file's, else the default); the output names it.
     """
-    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.analysis.coopeval_tables import devrank_mode, paper_tables, run_devrank_mode
 
-    result = paper_tables(store, run_id)
+    mode = devrank_mode(devrank or run_devrank_mode(store, run_id))
+    result = paper_tables(store, run_id, freeze=mode)
     if not result["tables"]:
         return {}
     return {"tables": result["tables"], "evolution": result["evolution"],
-            "per_replicate": result["per_replicate"]}
+            "per_replicate": result["per_replicate"], "devrank": mode}
 
 
 def _experiment_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
@@ -587,6 +591,7 @@ def parse_sections(raw: str | None) -> list[str] | None:
 def report_command(
     db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None,
     sections: str | None = None,
+    devrank: str | None = None,
 ) -> int:
     from coop_tui.errors import fail
 
@@ -611,14 +616,14 @@ def report_command(
         # the tables alone: no experiment rows, no report sections
         from coop_tui.analysis.coopeval_tables import render_csv, render_latex
 
-        tables = _paper_tables(store, run["id"]).get("tables")
+        tables = _paper_tables(store, run["id"], devrank).get("tables")
         read_cache.forget()
         if not tables:
             return fail(f"run {run['id']} has no population tables (no cross-play tournament "
                         f"or Reputation population); --format {fmt} prints only those")
         print((render_latex if fmt == "latex" else render_csv)(tables), end="")
         return 0
-    report = build_report(store, run["id"], wanted)
+    report = build_report(store, run["id"], wanted, devrank=devrank)
     if as_json or fmt == "json":
         print(strict_json(report))
     else:
