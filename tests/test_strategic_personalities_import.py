@@ -226,6 +226,8 @@ async def test_the_analysis_screen_opens_on_the_imported_table(imported: Path, t
         shown = console.export_text()
         assert "gpt-4o-mini" in shown and "76.7" in shown  # (100 + 40 + 90) / 3 in the sample
         assert screen.query("#an-section-published_trials")
+        for key in ("provider_summary", "cohens_h_models", "domain_spread", "fold_difference"):
+            assert screen.query(f"#an-section-{key}"), key
 
 
 def test_export_writes_the_trial_table(imported: Path, tmp_path: Path,

@@ -27,10 +27,13 @@ import math
 from statistics import fmean, stdev
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.analysis.intervals import t_quantile
+from coop_tui.analysis.personality import provider_of
+from coop_tui.analysis.personality_profile import TABLE2_GAMES, load_seat_runs, table2_sample
+
 if TYPE_CHECKING:
     from coop_tui.store import Store
 
-TABLE2_GAMES = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild")
 COORDINATION_2X2 = ("bos_standard", "bos_transposed", "matching_pennies",
                     "stag_hunt_standard", "stag_hunt_risky")
 """Seed 003's coordination games with two options (``focal_point`` has four: who matched
@@ -84,11 +87,8 @@ def table2_trials(store: Store, run_id: str) -> dict[str, list[float]]:
         for model, value in rows:
             out.setdefault(model, []).append(value)
         return out
-    from coop_tui.analysis.personality_profile import load_seat_runs
-
-    for r in load_seat_runs(store.db, run_id):
-        if r.seat == 0 and r.game in TABLE2_GAMES and r.condition in (None, "baseline"):
-            out.setdefault(r.agent, []).append(r.coop / r.rounds)
+    for r in table2_sample(load_seat_runs(store.db, run_id)):
+        out.setdefault(r.agent, []).append(r.coop / r.rounds)
     return dict(sorted(out.items()))
 
 
@@ -118,8 +118,6 @@ def coordination_trials(store: Store, run_id: str) -> dict[str, list[float]]:
 
 
 def provider(model: str) -> str:
-    from coop_tui.analysis.personality import provider_of
-
     return provider_of(model)
 
 
@@ -132,8 +130,6 @@ def _pct(x: float) -> float:
 
 def table2(trials: dict[str, list[float]]) -> dict[str, Any]:
     """Supplementary Table 2: mean, sd, N and the 95% interval per model (percent)."""
-    from coop_tui.analysis.intervals import t_quantile
-
     out = {}
     for model, values in trials.items():
         n = len(values)

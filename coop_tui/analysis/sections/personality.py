@@ -1,4 +1,7 @@
-"""Report section ``strategic_personality``: seed 003's profile of repeated play.
+"""Report section ``strategic_personality``: seed 003's profile of repeated play, on the
+paper's sample (the Supplementary Table 2 prisoner's dilemma trials, the agent in seat 0;
+``sample`` in the JSON says so). The same profile over every repeated game and both seats
+is the section ``strategic_personality_pooled`` (:mod:`.personality_pooled`).
 
 Per agent × game × opponent: cooperation with Wilson and per-trial intervals, first-round
 and joint cooperation, the per-round curve; per agent: reciprocity (P(C|C), P(C|D), index,
@@ -33,10 +36,13 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
         return None
     if not has_repeated_pairs(store.db, run_id):
         return None
-    try:  # after cooperation_by_model (order 55), which read the same seat runs
-        return personality_profile(store.db, run_id)
-    finally:
+    # after cooperation_by_model (order 55), which read the same seat runs; the pooled
+    # profile (order 61) reads them once more and forgets them
+    try:
+        return personality_profile(store.db, run_id, sample="table2")
+    except BaseException:
         forget_seat_runs()
+        raise
 
 
 def _pct(x: float | None) -> str:
@@ -50,9 +56,12 @@ def _ci(pair: list[float] | None) -> str:
 def agent_table(value: dict[str, Any]) -> Any:
     from rich.table import Table
 
+    sample = value.get("sample", {}).get("name", "pooled")
+    scope = ("Table 2 prisoner's dilemma trials, seat 0" if sample == "table2"
+             else "all games and opponents, both seats")
     table = Table("agent", "provider", "coop %", "trial CI", "P(C|C) (N)", "P(C|D) (N)",
                   "index", "archetype", "R(T-1)", "R(T)", "endgame", "type",
-                  title="Reciprocity and endgame (per agent, all games and opponents)")
+                  title=f"Reciprocity and endgame (per agent, {scope})")
     for name, a in value["agents"].items():
         coop, rec, end = a["cooperation"], a["reciprocity"], a["endgame"] or {}
         table.add_row(
@@ -145,6 +154,7 @@ def widgets(value: dict[str, Any]) -> list[Widget]:
 
 SECTION = register(Section(
     key="strategic_personality",
-    title="Strategic personality (seed 003): reciprocity, endgame, effect sizes",
+    title="Strategic personality (seed 003, the paper's sample): reciprocity, endgame, "
+          "effect sizes",
     build=build, render=render, widgets=widgets, order=60,
 ))
