@@ -126,3 +126,36 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
         cond = json.loads(m["condition"])
         assert cond["horizon"] == "known" and cond["answer"] == "choice"
     assert local == 3 + 2 * 2 + 2
+
+
+DESIGN_G = {"claude-sonnet-4.5", "claude-sonnet-4.6", "claude-opus-4.5", "claude-opus-4.6",
+            "gpt-4.1", "gpt-5.3", "gpt-5.4", "gemini-3-pro", "gemini-3.1-pro"}
+
+
+def test_design_g_is_as_the_published_data_has_it() -> None:
+    """Design G: one strategy-play and one self-play trial per cell, so each frontier model
+    has 4 games x 16 opponents + 4 self-play = 68 Table 2 trials (the data: 56-90)."""
+    sweep = load_sweep(FULL, check_keys=False)
+    table2 = {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild"}
+    for model in DESIGN_G:
+        cells = [c for c in sweep.cells if c.game in table2 and c.seats[0] == model]
+        assert sum(c.samples for c in cells) == 68, model
+        assert {c.matchup for c in cells} == {"versus", "self"}
+    self_play = [c for c in sweep.cells if c.matchup == "self" and c.seats[0] in DESIGN_G]
+    assert self_play and all(c.samples == 1 for c in self_play)
+    assert len({c.game for c in self_play}) == 38
+
+
+def test_each_model_thinks_as_the_code_ran_it() -> None:
+    """The code's model registry and callers: Claude Haiku 4.5 Thinking with a 4,096-token
+    thinking budget (max_tokens 8,192), Gemini 3 / 3.1 Pro at thinking level high, Gemini
+    2.5 Flash Thinking sent exactly as Gemini 2.5 Flash (its registry entry has thinking
+    off and OpenRouter gets no reasoning setting); every other model without a setting."""
+    agents = load_sweep(FULL, check_keys=False).spec.agents
+    thinking = {name: (a.reasoning_effort, a.max_tokens) for name, a in agents.items()
+                if a.model and (a.reasoning_effort or a.max_tokens)}
+    assert thinking == {"claude-haiku-4.5-thinking": ("high", 8192),
+                        "gemini-3-pro": ("high", None), "gemini-3.1-pro": ("high", None)}
+    same = ("model", "temperature", "reasoning_effort", "max_tokens", "style")
+    flash, flash_thinking = agents["gemini-2.5-flash"], agents["gemini-2.5-flash-thinking"]
+    assert all(getattr(flash, k) == getattr(flash_thinking, k) for k in same)
