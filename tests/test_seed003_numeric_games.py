@@ -192,6 +192,32 @@ async def test_strategies_play_the_game_through_the_store(
     assert rounds[1]["moves"]
 
 
+@pytest.mark.parametrize("rule", ["as_run", "intended", None])
+async def test_signaling_is_played_as_run_by_default_and_as_described_on_request(
+        tmp_path: Any, rule: str | None) -> None:
+    """Seed 003's code matched "signal" inside "no_signal": the sender paid its signal cost
+    every round and the receiver was always told a signal was sent (its data: against
+    never_signal no total is above -105). That is the default; ``rule = "intended"`` plays
+    the described rules. A receiver that accepts exactly the signalled senders shows it."""
+    agents = {"never": strat("never_signal"), "receiver": strat("bayesian_receiver", as_run=False)}
+    params = {"rounds": 6} | ({"rule": rule} if rule else {})
+    store, match, rounds, payoffs = await play(tmp_path, "signaling", list(agents), agents, params)
+    as_run = rule != "intended"
+    expected = [0.0, 0.0]
+    for r in range(1, 7):
+        mv = rounds[r]["moves"]
+        high = mv["type"] == "high"
+        assert mv["signalled"] is False and mv["shown_signal"] is as_run
+        assert mv["accepted"] is as_run
+        expected[0] += (10 - (3 if high else 12)) if as_run else 0
+        expected[1] += (10 if high else -5) if as_run else 3
+    assert payoffs == pytest.approx(expected)
+    told = [d for d in store.decisions(match["id"]) if d.phase == "respond"]
+    assert len(told) == 6
+    seen = "sent the signal" if as_run else "did not send the signal"
+    assert all(seen in json.dumps(d.prompt) for d in told)
+
+
 async def test_auctions_draw_private_values_and_pay_by_the_rule(tmp_path: Any) -> None:
     agents = {"a": strat("truthful_bidder"), "b": strat("fixed_number", value=45)}
     for game, rule in (("auction_vickrey", "second"), ("auction_first_price", "first")):
@@ -314,7 +340,7 @@ async def test_a_model_plays_the_message_games_and_the_turn_by_turn_versions(
 ) -> None:
     agents = {"m": llm(model)}
     store, match, rounds, payoffs = await play(tmp_path / "s", "signaling", ["m", "m"], agents,
-                                               {"rounds": 4})
+                                               {"rounds": 4, "rule": "intended"})
     total = [0.0, 0.0]
     for r in range(1, 5):
         mv = rounds[r]["moves"]
@@ -409,7 +435,7 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
     # plus random, mirror and anti_mirror; the other 14 games get those three alone
     per_model = 3 * 6 + 2 * 6 + 3 * 7 + 1 * 6 + 14 * 3
     assert Counter(c.matchup for c in cells) == Counter(
-        {"versus": per_model * (9 + 16), "self": 23 * 16, "pairs": 23 * 120})
+        {"versus": per_model * (9 + 16), "self": 23 * (16 + 9), "pairs": 23 * 120})
     ultimatum = {c.seats[1] for c in cells if c.game == "ultimatum" and c.matchup == "versus"}
     assert ultimatum == {"reject_unfair", "accept_all", "fair_offer", "random", "mirror",
                          "anti_mirror"}
