@@ -155,7 +155,47 @@ def test_each_model_thinks_as_the_code_ran_it() -> None:
     thinking = {name: (a.reasoning_effort, a.max_tokens) for name, a in agents.items()
                 if a.model and (a.reasoning_effort or a.max_tokens)}
     assert thinking == {"claude-haiku-4.5-thinking": ("high", 8192),
-                        "gemini-3-pro": ("high", None), "gemini-3.1-pro": ("high", None)}
+                        "gemini-3-pro": ("high", 16384), "gemini-3.1-pro": ("high", 16384)}
     same = ("model", "temperature", "reasoning_effort", "max_tokens", "style")
     flash, flash_thinking = agents["gemini-2.5-flash"], agents["gemini-2.5-flash-thinking"]
     assert all(getattr(flash, k) == getattr(flash_thinking, k) for k in same)
+
+
+async def test_the_offline_study_profiles_the_table2_trials_and_its_estimate_holds(
+        tmp_path: Path) -> None:
+    """The whole offline study, every experiment at its size, with the two embedded-model
+    agents played by strategies (the same seats, moves and decisions; no model calls): the
+    default profile is the paper's sample, the Table 2 prisoner's dilemma trials with the
+    agent in seat 0, and the estimate's count of model decisions is the count made."""
+    from coop_tui.report import build_report
+    from coop_tui.runner import estimate
+
+    data: dict[str, Any] = read_sweep_file(OFFLINE)
+    predicted = estimate(build_sweep(data, source=OFFLINE))["model_calls"]
+    data["agents"]["smollm2"] = {"strategy": "mirror"}
+    data["agents"]["smollm2-hot"] = {"strategy": "random"}
+    sweep = build_sweep(data, source=OFFLINE)
+    store = Store(tmp_path / "offline.db")
+    summary = await run_sweep(sweep, store)
+    matches = store.matches(summary.run_id)
+    assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
+    made = sum(1 for m in matches for d in store.decisions(m["id"])
+               if d.agent in ("smollm2", "smollm2-hot"))
+    assert abs(predicted - made) <= 0.1 * made, (predicted, made)
+
+    report = build_report(store, summary.run_id)
+    store.close()
+    profile = report["strategic_personality"]
+    assert profile["sample"]["name"] == "table2"
+    table2 = report["cooperation_by_model"]
+    pd_games = {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild"}
+    assert {c["game"] for c in profile["cells"]} <= pd_games
+    # smollm2: 2 PD variants x 2 opponents + self-play (seat 0) + cross-play (seat 0)
+    assert table2["smollm2"]["n"] == 2 * 2 + 1 + 1
+    for agent, a in profile["agents"].items():
+        rec = a["reciprocity"]
+        # 5-round trials: 4 round pairs of the agent in seat 0 per Table 2 trial
+        assert rec["n_after_c"] + rec["n_after_d"] == 4 * table2[agent]["n"], agent
+    pooled = report["strategic_personality_pooled"]
+    # the wider sample is kept: both seats of self-play and cross-play
+    assert pooled["sample"]["seat_runs"] > profile["sample"]["seat_runs"]

@@ -299,5 +299,6 @@ def relevant(store: Store, run_id: str, report: dict[str, Any]) -> bool:
     round by round."""
     if has_trials(store, run_id):
         return True
-    games = {e.get("game") for e in report.get("experiments", []) if e.get("per_round")}
+    games = {g.strip() for e in report.get("experiments", []) if e.get("per_round")
+             for g in str(e.get("game") or "").split(",")}  # "pd_canonical, pd_harsh"
     return bool(games & set(TABLE2_GAMES))
