@@ -199,3 +199,29 @@ async def test_the_offline_study_profiles_the_table2_trials_and_its_estimate_hol
     pooled = report["strategic_personality_pooled"]
     # the wider sample is kept: both seats of self-play and cross-play
     assert pooled["sample"]["seat_runs"] > profile["sample"]["seat_runs"]
+
+
+async def test_the_progress_counts_model_calls_as_the_estimate_does(tmp_path: Path) -> None:
+    """The batch progress line used to count every strategy move as a call, so a run
+    looked like it made far more model calls than estimated (the offline study: over 419
+    'calls' against an estimate of 292 after 15 of 36 matches). Strategy moves are now
+    counted apart; a strategy-only run makes no model call."""
+    from rich.console import Console
+
+    from coop_tui.events import EventBus
+    from coop_tui.runner import ProgressView, estimate
+
+    data: dict[str, Any] = read_sweep_file(OFFLINE)
+    data["agents"]["smollm2"] = {"strategy": "mirror"}
+    data["agents"]["smollm2-hot"] = {"strategy": "random"}
+    data["experiments"] = data["experiments"][:1]
+    sweep = build_sweep(data, source=OFFLINE)
+    bus = EventBus()
+    view = ProgressView(sweep, Console(file=None, quiet=True))
+    bus.subscribe(view)
+    store = Store(tmp_path / "p.db")
+    summary = await run_sweep(sweep, store, bus=bus)
+    moves = sum(len(store.decisions(m["id"])) for m in store.matches(summary.run_id))
+    store.close()
+    assert estimate(sweep)["model_calls"] == view.stats["all"]["calls"] == 0
+    assert view.stats["all"]["moves"] == moves == 2 * 2 * 5 * 2
