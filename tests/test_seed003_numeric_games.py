@@ -440,7 +440,8 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
     assert ultimatum == {"reject_unfair", "accept_all", "fair_offer", "random", "mirror",
                          "anti_mirror"}
     for c in cells:
-        assert c.game_params == {} and c.mechanism_params == {}  # the code's rounds per game
+        assert c.game_params == {}  # the code's rounds per game
+        assert c.mechanism_params == {"rounds_told": "two_by_two"}  # "round t", as the code
         if c.game == "pg_low_mpcr" and c.matchup == "pairs":
             assert c.seats[2:] == ("random", "random")
 
@@ -467,7 +468,8 @@ async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_pat
     local = [d for m in matches for d in store.decisions(m["id"]) if d.agent == "smollm2"]
     assert len(local) == 3 and all(d.valid and d.constrained for d in local)
     assert {d.kind for d in local} == {"number"}
-    assert all("This is round 1 of 1" in d.prompt[0]["content"] for d in local)
+    # as the code: these games say only "round t" (rounds_told = "two_by_two")
+    assert all("This is round 1." in d.prompt[0]["content"] for d in local)
 
 
 async def test_a_stored_offer_keeps_its_range_and_a_reask_checks_it(tmp_path: Any) -> None:
