@@ -13,6 +13,7 @@ endgame curves, Cohen's h matrix).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coop_tui.analysis.sections import Section, register
@@ -131,25 +132,34 @@ def render(value: dict[str, Any]) -> list[Any]:
             *provider_lines(value)]
 
 
-def widgets(value: dict[str, Any]) -> list[Widget]:
-    from rich.console import Group
-    from textual.widgets import DataTable, Static
+def make_widgets(prefix: str) -> Callable[[dict[str, Any]], list[Widget]]:
+    """The panel's widgets, their ids starting with ``prefix`` (the paper's-sample profile
+    and the pooled one can be on the same screen)."""
 
-    from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
+    def widgets(value: dict[str, Any]) -> list[Widget]:
+        from rich.console import Group
+        from textual.widgets import DataTable, Static
 
-    table = DataTable(id="sp-cohens-h", cursor_type="cell", show_cursor=False)
-    names = value["cohens_h"]["agents"]
-    table.add_columns("h (row − col)", *names)
-    for name, row in zip(names, value["cohens_h"]["matrix"], strict=True):
-        table.add_row(name, *(f"{h:+.2f}" for h in row))
-    table.styles.height = "auto"
-    return [
-        Static(Group(agent_table(value)), id="sp-agents"),
-        ArchetypeMap(value, id="sp-archetype-map"),
-        EndgameCurves(value, id="sp-endgame"),
-        table,
-        Static(Group(cells_table(value), *provider_lines(value)), id="sp-cells"),
-    ]
+        from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
+
+        table = DataTable(id=f"{prefix}-cohens-h", cursor_type="cell", show_cursor=False)
+        names = value["cohens_h"]["agents"]
+        table.add_columns("h (row − col)", *names)
+        for name, row in zip(names, value["cohens_h"]["matrix"], strict=True):
+            table.add_row(name, *(f"{h:+.2f}" for h in row))
+        table.styles.height = "auto"
+        return [
+            Static(Group(agent_table(value)), id=f"{prefix}-agents"),
+            ArchetypeMap(value, id=f"{prefix}-archetype-map"),
+            EndgameCurves(value, id=f"{prefix}-endgame"),
+            table,
+            Static(Group(cells_table(value), *provider_lines(value)), id=f"{prefix}-cells"),
+        ]
+
+    return widgets
+
+
+widgets = make_widgets("sp")
 
 
 SECTION = register(Section(

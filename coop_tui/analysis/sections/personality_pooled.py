@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from coop_tui.analysis.sections import Section, register
-from coop_tui.analysis.sections.personality import render
+from coop_tui.analysis.sections.personality import make_widgets, render
 
 if TYPE_CHECKING:
     from coop_tui.store import Store
@@ -34,5 +34,5 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
 SECTION = register(Section(
     key="strategic_personality_pooled",
     title="Strategic personality pooled (seed 003 profile over all repeated games, both seats)",
-    build=build, render=render, order=61,
+    build=build, render=render, widgets=make_widgets("sp-pooled"), order=61,
 ))
