@@ -218,6 +218,21 @@ async def test_signaling_is_played_as_run_by_default_and_as_described_on_request
     assert all(seen in json.dumps(d.prompt) for d in told)
 
 
+@pytest.mark.parametrize("hint", [None, False])
+async def test_centipede_names_the_equilibrium_move_as_the_code_did(
+        tmp_path: Any, hint: bool | None) -> None:
+    """Seed 003's centipede prompt tells the players the equilibrium is to take at node 1;
+    so does ours by default (in our words), and ``hint = false`` leaves it out."""
+    agents = {"a": strat("fixed_number", value=3), "b": strat("fixed_number", value=7)}
+    params = {} if hint is None else {"hint": hint}
+    store, match, rounds, payoffs = await play(tmp_path, "centipede_6", list(agents), agents,
+                                               params)
+    asked = [json.dumps(d.prompt) for d in store.decisions(match["id"])]
+    assert len(asked) == 2
+    assert all(("takes at node 1" in a) is (hint is None) for a in asked)
+    assert rounds[1]["moves"]["end_node"] == 3  # the hint changes what is said, not the game
+
+
 async def test_auctions_draw_private_values_and_pay_by_the_rule(tmp_path: Any) -> None:
     agents = {"a": strat("truthful_bidder"), "b": strat("fixed_number", value=45)}
     for game, rule in (("auction_vickrey", "second"), ("auction_first_price", "first")):
