@@ -321,6 +321,22 @@ def llm(server: LoopbackServer) -> dict[str, Any]:
             "style": "cot"}
 
 
+@pytest.mark.parametrize("style", ["plain", "cot"])
+async def test_the_plain_style_is_the_codes_baseline_and_cot_its_cot_condition(
+        tmp_path: Any, model: LoopbackServer, style: str) -> None:
+    """Seed 003's baseline prompt says nothing about reasoning and asks for the answer at the
+    end; its ``cot`` condition adds a step-by-step instruction. ``style = "plain"`` (the
+    study file's) and ``style = "cot"`` send exactly that difference, in one call each."""
+    agents = {"m": {**llm(model), "style": style}}
+    store, match, rounds, payoffs = await play(tmp_path, "ultimatum", ["m", "m"], agents)
+    decisions = store.decisions(match["id"])
+    assert decisions and all(d.valid for d in decisions)
+    for d in decisions:
+        text = json.dumps(d.prompt)
+        assert ("step by step" in text) is (style == "cot")
+        assert "Finish with one JSON object" in text and "nothing else" not in text.lower()
+
+
 async def test_a_model_plays_ultimatum_trust_and_blotto_from_prose_tags_and_json(
     tmp_path: Any, model: LoopbackServer,
 ) -> None:
