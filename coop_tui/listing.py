@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 COLUMNS = {
     "games": ("key", "players", "actions", "title"),
     "strategies": ("name", "aliases", "what it does"),
@@ -115,9 +118,6 @@ def list_command(what: str, db_path: Path, *, as_json: bool = False) -> int:
         for row in rows:
             print("\t".join(_cell(what, col, row).replace("\t", " ") for col in columns))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title=what)
     for col in columns:
         table.add_column(col)

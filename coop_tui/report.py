@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -597,8 +598,6 @@ def strict_json(report: dict[str, Any]) -> str:
 def report_command(
     db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None
 ) -> int:
-    import sys
-
     from coop_tui.errors import fail
 
     if not db_path.exists():
@@ -616,7 +615,7 @@ def report_command(
             note = (f"run {run['id']} has no population tables (no cross-play tournament or "
                     f"Reputation population); --format {fmt} prints only those")
             print(f"coop-tui: {note}", file=sys.stderr)
-            print(f"% {note}" if fmt == "latex" else render_csv([]), end="\n" if fmt == "latex" else "")
+            print(f"% {note}\n" if fmt == "latex" else render_csv([]), end="")
             return 0
         print((render_latex if fmt == "latex" else render_csv)(report["tables"]), end="")
         return 0
