@@ -235,3 +235,18 @@ async def test_the_teams_live_title_is_whole_at_160_columns(tmp_path: Path) -> N
         timeline = screen.query_one(Timeline)
         assert timeline.phases == ("play", "exit")
         assert "plan" not in timeline.render_text().plain
+
+
+def test_one_match_has_no_standard_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The two seats of one match are not two samples: "1.600", never "1.600 ± 0.000"."""
+    db = tmp_path / "one.db"
+    run(db, "one", {"game": "prisoners", "mechanism": "none", "matchup": [["tft", "alld"]],
+                    "agents": ["tft", "alld"]})
+    store = Store(db)
+    [cond] = build_report(store, "one")["expected"]["conditions"]
+    store.close()
+    assert cond["matches"] == 1
+    assert cond["per_player"]["expected_se"] is None and cond["per_player"]["realised_se"] is None
+    assert main(["report", "one", "--db", str(db)]) == 0
+    section = capsys.readouterr().out.split("Expected and realised payoffs")[1].split("\n\n")[0]
+    assert "±" not in section.replace("± SE", "")
