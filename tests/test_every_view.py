@@ -109,18 +109,25 @@ IMPORTS = {
 LOOPBACK_RUNS = ("llm", "judged", "failed", "stopped")
 
 
-def judge_categories() -> tuple[str, ...]:
-    return load_rubric("justifications").ids
+def judge_answer() -> str:
+    """A valid judgement in the shape the justifications rubric asks for."""
+    rubric = load_rubric("justifications")
+    if rubric.coopeval:  # one overall confidence and the types present
+        return json.dumps({"reasoning": "it weighs the other's move", "confidence": 0.8,
+                           "types": list(rubric.names.values())[:1]})
+    return json.dumps({cid: 0.5 for cid in rubric.ids})
 
 
 def loopback_answer(body: dict[str, Any]) -> str:
-    """Players reason and answer; "broken" never gives a usable answer; the judge rates."""
+    """Players reason (long enough to be judged) and answer; "broken" never gives a usable
+    answer; the judge classifies."""
     model = body.get("model", "")
     if model.endswith("player"):
-        return 'I weigh what the other player might do.\n{"A0": 60, "A1": 40}'
+        return ("I weigh what the other player might do: if they cooperate, cooperating keeps "
+                "us both well off, so I lean that way.\n" + '{"A0": 60, "A1": 40}')
     if model.endswith("broken"):
         return "I would rather not say."
-    return json.dumps({cid: 0.5 for cid in judge_categories()})
+    return judge_answer()
 
 
 async def build_sweeps(db: Path, url: str) -> None:
