@@ -108,9 +108,25 @@ def _write_parquet(conn: Any, name: str, run_id: str, path: Path) -> None:
             writer.write_table(schema.empty_table())
 
 
+class ExportError(RuntimeError):
+    """An export that cannot be made, with a message that says what to do."""
+
+
+def require_parquet_engine() -> None:
+    """pyarrow is a dependency, but an environment can still lack it: say so plainly."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise ExportError("Parquet export needs pyarrow, which this Python lacks: "
+                          "pip install pyarrow (or export CSV)") from None
+
+
 def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[Path]:
     from coop_tui.store import Store
 
+    if fmt == "parquet":
+        require_parquet_engine()  # before anything is written
     store = Store(db_path)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -142,9 +158,9 @@ def export_command(db_path: Path, ref: str | None, *, fmt: str, out: Path) -> in
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
     if fmt == "parquet":
         try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            return fail("--format parquet needs pyarrow: pip install pyarrow")
+            require_parquet_engine()
+        except ExportError as exc:
+            return fail(f"--format parquet: {exc}")
     for path in export_run(db_path, run["id"], out, fmt):
         print(path)
     return 0

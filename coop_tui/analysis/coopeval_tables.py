@@ -73,12 +73,13 @@ MECHANISM_LABELS = {
 }
 
 
-def mean_se(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error (sample standard deviation / sqrt n; 0 for one value)."""
+def mean_se(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean and standard error (sample standard deviation / sqrt n). One value has no
+    standard error: None, printed as the value alone (never "± 0.000")."""
     n = len(values)
     mean = float(sum(values) / n)
     if n < 2:
-        return mean, 0.0
+        return mean, None
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(var / n)
 
@@ -402,7 +403,8 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
             normed = []
             for c in group:
                 low, high = scales[c["table"]]
-                normed.append(((c["value"] - low) / (high - low), c["se"] / abs(high - low)))
+                se = None if c["se"] is None else c["se"] / abs(high - low)
+                normed.append(((c["value"] - low) / (high - low), se))
             if len(normed) == 1:
                 value, se = normed[0]
             else:
@@ -469,6 +471,8 @@ def cell_text(c: dict[str, Any] | None) -> str:
     if c is None:
         return "-"
     digits = 1 if c["metric"] == "deviation_rank" and c["agent"] != "average" else 3
+    if c["se"] is None:  # one replicate (or one game): no standard error exists
+        return f"{c['value']:.{digits}f}"
     return f"{c['value']:.{digits}f} ± {c['se']:.{digits}f}"
 
 

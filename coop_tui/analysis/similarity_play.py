@@ -335,6 +335,8 @@ def expected_section(conds: list[_Condition]) -> dict[str, Any]:
     """``report --json`` key ``expected``."""
     out = []
     for c in conds:
+        # the seats of one match are not independent samples: one match has no SE
+        several = c.matches > 1
         out.append({
             "experiment": c.experiment,
             "condition_key": c.condition_key,
@@ -342,8 +344,10 @@ def expected_section(conds: list[_Condition]) -> dict[str, Any]:
             "game": c.game.key,
             "matches": c.matches,
             "per_player": {
-                "expected": _round(c.expected_all.mean()), "expected_se": _round(c.expected_all.se()),
-                "realised": _round(c.realised_all.mean()), "realised_se": _round(c.realised_all.se()),
+                "expected": _round(c.expected_all.mean()),
+                "expected_se": _round(c.expected_all.se()) if several else None,
+                "realised": _round(c.realised_all.mean()),
+                "realised_se": _round(c.realised_all.se()) if several else None,
             },
             "agents": {
                 agent: {

@@ -52,7 +52,9 @@ def tournament_metrics(store: Store, run_id: str, experiment: int) -> dict[str, 
     several_games = len({g[0] for g in groups}) > 1
     tournaments: dict[str, dict[str, Any]] = {}
     for game, ckey, n_matches, first in groups:
-        key = f"game={game} {ckey}" if several_games else ckey
+        # a sweep's condition names its game already; an imported one may not
+        named = f"game={game}" in ckey.split()
+        key = f"game={game} {ckey}" if several_games and not named else ckey
         # one match's spec: reading the JSON of every match would dominate the query
         gspec = db.execute("select game_spec from matches where rowid = ?", [first]).fetchone()[0]
         spec = json.loads(gspec) if gspec else None
