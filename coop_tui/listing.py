@@ -7,6 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from coop_tui.terminal import terminal_text
+
 
 def list_command(what: str, db_path: Path) -> int:
     console = Console()
@@ -54,6 +56,8 @@ def list_command(what: str, db_path: Path) -> int:
             table.add_column(col)
         for run in store.runs():
             n = store.db.execute("select count(*) from matches where run_id = ?", [run["id"]]).fetchone()[0]
-            table.add_row(run["id"], run["name"], run["kind"], run["status"], str(n))
+            # names come from sweep files and imports: never raw escapes or markup
+            table.add_row(*(terminal_text(run[k]) or "" for k in ("id", "name", "kind", "status")),
+                          str(n))
     console.print(table)
     return 0

@@ -101,7 +101,7 @@ async def measure(sweep: Sweep) -> PromptSizes:
             agents[name] = _Probe(name, spec.kind, style, seen)
         await play_cell(
             cell, 0, run_id="probe", sweep=sweep, agents=agents, bus=EventBus(), store=None,
-            renderer=renderer, base=base,
+            renderer=renderer, base=base, limit_prompts=False,
         )
         tokens = {seat: estimate_tokens(msgs) for seat, msgs in seen.items()}
         for member in rep_of.get(i, [i]):

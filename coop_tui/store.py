@@ -423,6 +423,14 @@ def m090_report_covering_indexes(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_seats_payoff on seats (match_id, seat, agent, payoff)")
 
 
+@migration
+def m130_run_input_fingerprints(db: sqlite_utils.Database) -> None:
+    # The SHA-256 of every file a run read besides its sweep (game files, item files,
+    # rubrics, templates), JSON {path: hash}: --resume refuses when one has changed.
+    if "inputs" not in db["runs"].columns_dict:
+        db["runs"].add_column("inputs", str)
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
@@ -499,6 +507,14 @@ INSERT_DECISION = (
     f"insert or ignore into decisions ({', '.join(DECISION_COLUMNS)})"
     f" values ({', '.join('?' * len(DECISION_COLUMNS))})"
 )
+REPLACE_DECISION = (
+    f"insert into decisions ({', '.join(DECISION_COLUMNS)})"
+    f" values ({', '.join('?' * len(DECISION_COLUMNS))})"
+    " on conflict(cache_key) where cache_key is not null do update set "
+    + ", ".join(f"{c} = excluded.{c}" for c in DECISION_COLUMNS if c != "cache_key")
+)
+"""A decision asked again on resume (the stored one had no usable answer): the new
+answer takes the old row's place, keeping its id (judgements and links stay valid)."""
 
 
 _JSON_CACHE: dict[tuple[Any, ...], str] = {}
@@ -700,7 +716,8 @@ class Store:
 
     # ------------------------------------------------------------ runs
     def create_run(
-        self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any]
+        self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
+        inputs: dict[str, str] | None = None,
     ) -> None:
         with self.db.conn:
             self.db["runs"].insert(
@@ -715,6 +732,7 @@ class Store:
                     "created_at": time.time(),
                     "finished_at": None,
                     "error": None,
+                    "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
                 }
             )
 
@@ -1109,7 +1127,7 @@ class Store:
                 self.db.conn.execute(
                     "insert or ignore into texts (hash, text) values (?, ?)", [values[HASH_AT], prompt]
                 )
-            self.db.conn.execute(INSERT_DECISION, values)
+            self.db.conn.execute(REPLACE_DECISION if d.asked_again else INSERT_DECISION, values)
 
     def _on_DirectDecisions(self, e: DirectDecisions) -> None:  # noqa: N802
         batch = self._batches.get(e.match_id)

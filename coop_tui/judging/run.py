@@ -197,6 +197,7 @@ async def judge_pass(
     from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
     from coop_tui.events import EventBus, MatchDone, MatchStarted
     from coop_tui.games import load_game
+    from coop_tui.spec import DEFAULT_MAX_PROMPT_TOKENS
     from coop_tui.sweep import RunLease
 
     public = judge_spec.public()
@@ -286,7 +287,8 @@ async def judge_pass(
         ))
         ctx = MatchContext(
             run_id=run_id, match_id=match_id, game=placeholder, agents=[agent], bus=bus,
-            seed=0, policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort"),
+            seed=0, policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort",
+                                          max_prompt_tokens=DEFAULT_MAX_PROMPT_TOKENS),
             lookup=store,
         )
         before = stats.failed

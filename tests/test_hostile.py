@@ -1,0 +1,239 @@
+"""Hostile input, dead hosts and edited files, kept as cases so every feature meets them.
+
+Each case replays an attack once seen in the wild of testing: an answer the model could
+not give, an input edited between a kill and ``--resume``, a size that would allocate
+gigabytes, a secret echoed by a provider, a name that rewrites the terminal. The promise
+each checks: the stated exit code, one message naming the field or file and the fix,
+bounded memory, nothing written on refusal, nothing secret stored or shown.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coop_tui.testing.server import LoopbackServer
+
+SECRET = "sk-hostile-SECRET-9137"
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOSTILE_KEY": SECRET, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", *args], env=env, capture_output=True, text=True,
+        timeout=300, cwd=cwd,
+    )
+
+
+def count(db: Path, sql: str, args: tuple[Any, ...] = ()) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, args).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def chat_count(server: LoopbackServer) -> int:
+    return len([r for r in server.requests if r.path.endswith("/chat/completions")])
+
+
+def choice_sweep(path: Path, url: str) -> Path:
+    path.write_text(
+        f"""
+name = "refuser"
+seed = 1
+samples = 2
+
+[agents.m]
+model = "openai/loopback"
+api_base = "{url}"
+api_key_env = "HOSTILE_KEY"
+
+[agents.tft]
+strategy = "tit_for_tat"
+
+[[experiments]]
+game = "prisoners"
+agents = ["m", "tft"]
+answer = "choice"
+max_attempts = 1
+"""
+    )
+    return path
+
+
+# ------------------------------------------------------------------ 2: resume retries
+def test_resume_asks_again_what_had_no_usable_answer(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.01, chunks=1, answer="I refuse.") as server:
+        sweep = choice_sweep(tmp_path / "s.toml", server.url)
+        db = tmp_path / "r.db"
+        first = cli("--batch", str(sweep), "--db", str(db))
+        assert first.returncode == 1, first.stdout + first.stderr
+        failed = count(db, "select count(*) from matches where status = 'failed'")
+        assert failed >= 1
+
+        server.configure(answer='{"choice": "A0"}')  # the model is fixed
+        again = cli("--batch", str(sweep), "--db", str(db), "--resume")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert chat_count(server) == failed * 2  # both seats of each failed match, asked again
+        assert "asked again" in again.stdout
+        assert count(db, "select count(*) from matches where status != 'done'") == 0
+        assert count(db, "select count(*) from decisions where valid = 0") == 0
+
+
+# ------------------------------------------------------------------ 4 / 8: bounded, refused
+STRATEGY_BENCH = """
+name = "items"
+[agents.a]
+strategy = "always_cooperate"
+[[experiments]]
+game = "prisoners"
+mechanism = "benchmark"
+benchmark = "mine.jsonl"
+agents = ["a"]
+"""
+
+
+def _peak_rss_mb_of_children() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+ITEM_CASES = {
+    "a Likert scale of 10^8 points": (
+        '{"id": "q", "prompt": "p", "kind": "likert", "scale": [1, 100000000]}', "mine.jsonl:1.scale", "at most 101"),
+    "a Likert scale of floats": (
+        '{"id": "q", "prompt": "p", "kind": "likert", "scale": [-1e21, 1]}', "mine.jsonl:1.scale", "whole numbers"),
+    "min = NaN": ('{"id": "q", "prompt": "p", "kind": "number", "min": NaN}', "mine.jsonl:1.min", "finite"),
+    "max = 1e999": ('{"id": "q", "prompt": "p", "kind": "number", "max": 1e999}', "mine.jsonl:1.max", "finite"),
+    "max = 10^400": ('{"id": "q", "prompt": "p", "kind": "number", "max": 1' + "0" * 400 + "}",
+                     "mine.jsonl:1.max", "between"),
+    "step = 1e-300": ('{"id": "q", "prompt": "p", "kind": "number", "min": 0, "max": 1, "step": 1e-300}',
+                      "mine.jsonl:1.step", "at least"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ITEM_CASES))
+def test_item_files_naming_huge_or_broken_sizes_are_refused_with_exit_2(case: str, tmp_path: Path) -> None:
+    line, field, words = ITEM_CASES[case]
+    (tmp_path / "mine.jsonl").write_text(line + "\n")
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(STRATEGY_BENCH)
+    db = tmp_path / "x.db"
+    for args in (("--dry-run",), ()):
+        result = cli("--batch", str(sweep), "--db", str(db), *args)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert field in result.stderr and words in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+        assert not db.exists()
+    assert _peak_rss_mb_of_children() < 500
+
+
+def test_an_item_file_that_is_not_utf8_is_refused_naming_the_line(tmp_path: Path) -> None:
+    (tmp_path / "mine.jsonl").write_bytes(
+        b'{"id": "q1", "prompt": "fine", "kind": "text"}\n{"id": "q2", "prompt": "caf\xe9", "kind": "text"}\n'
+    )
+    (tmp_path / "s.toml").write_text(STRATEGY_BENCH)
+    result = cli("--batch", str(tmp_path / "s.toml"), "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2, result.stderr
+    assert "mine.jsonl:2" in result.stderr and "UTF-8" in result.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_an_oversized_item_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from coop_tui.grounded.items import MAX_ITEM_FILE_BYTES
+
+    line = b'{"id": "q%d", "prompt": "' + b"x" * 200 + b'", "kind": "text"}\n'
+    with (tmp_path / "mine.jsonl").open("wb") as fh:
+        n = 0
+        while fh.tell() <= MAX_ITEM_FILE_BYTES:
+            fh.write(line.replace(b"%d", str(n).encode()) * 1)
+            n += 1
+    (tmp_path / "s.toml").write_text(STRATEGY_BENCH)
+    result = cli("--batch", str(tmp_path / "s.toml"), "--db", str(tmp_path / "x.db"), "--dry-run")
+    assert result.returncode == 2, result.stderr
+    assert "MiB" in result.stderr and "split it" in result.stderr
+
+
+def test_a_source_run_that_does_not_exist_is_refused_before_writing(tmp_path: Path) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'name = "x"\n[agents.a]\nstrategy = "always_cooperate"\n[agents.b]\nstrategy = "always_defect"\n'
+        '[[experiments]]\ngame = "prisoners"\nmechanism = "similarity"\nagents = ["a", "b"]\n'
+        'matchup = "cross"\nsimilarity_source = "exogenous:die"\nsource_run = "nonexistent-run"\n'
+    )
+    db = tmp_path / "x.db"
+    result = cli("--batch", str(sweep), "--db", str(db))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "experiments[0].source_run" in result.stderr and "nonexistent-run" in result.stderr
+    assert not db.exists()
+
+
+def test_an_aliased_exogenous_source_plays_on_the_answers_of_its_benchmark(tmp_path: Path) -> None:
+    """``similarity_source = "exogenous:die"`` (the documented alias) reads the answers the
+    administration stored under the benchmark's own key."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'name = "die"\n[agents.a]\nstrategy = "always_cooperate"\n[agents.b]\nstrategy = "always_defect"\n'
+        '[[experiments]]\ngame = "prisoners"\nmechanism = "benchmark"\nbenchmark = "die"\n'
+        'agents = ["a", "b"]\nsamples = 2\n'
+        '[[experiments]]\ngame = "prisoners"\nmechanism = "similarity"\nagents = ["a", "b"]\n'
+        'matchup = "cross"\nsimilarity_source = "exogenous:die"\n'
+    )
+    db = tmp_path / "x.db"
+    result = cli("--batch", str(sweep), "--db", str(db))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert count(db, "select count(*) from matches where mechanism = 'similarity' and status = 'done'") == 4
+
+
+# ------------------------------------------------------------------ 5: prompt size per prompt
+def _repeated_sweep(path: Path, url: str, *, limit: int | None, rounds: int) -> Path:
+    path.write_text(
+        f"""
+name = "long"
+seed = 2
+{f"max_prompt_tokens = {limit}" if limit else ""}
+[agents.m]
+model = "openai/loopback"
+api_base = "{url}"
+api_key_env = "HOSTILE_KEY"
+[agents.alld]
+strategy = "always_defect"
+[[experiments]]
+game = "prisoners"
+mechanism = "repetition"
+matchup = "versus"
+agents = ["m"]
+opponents = ["alld"]
+rounds = {rounds}
+history = "all"
+horizon = "known"
+"""
+    )
+    return path
+
+
+def test_every_prompt_is_checked_against_the_limit_not_only_the_first(tmp_path: Path) -> None:
+    from coop_tui.prompt_size import measure_sync
+    from coop_tui.spec import load_sweep
+
+    with LoopbackServer(latency=0.0, chunks=1, answer='{"A0": 0, "A1": 100}') as server:
+        probe = load_sweep(_repeated_sweep(tmp_path / "p.toml", server.url, limit=None, rounds=40))
+        first = max(max(s.values()) for s in measure_sync(probe).by_cell.values())
+        limit = first + 40  # the first prompts fit; the history makes later ones too long
+        sweep = _repeated_sweep(tmp_path / "s.toml", server.url, limit=limit, rounds=40)
+        db = tmp_path / "x.db"
+        result = cli("--batch", str(sweep), "--db", str(db))
+        assert result.returncode == 1, result.stdout + result.stderr
+        sent = [sum(len(m["content"]) for m in r.body["messages"]) for r in server.chat_requests]
+        assert sent and max(sent) <= limit * 4
+        errors = [r[0] for r in sqlite3.connect(db).execute(
+            "select error from decisions where valid = 0")]
+        assert errors and all("prompt not sent" in e and "max_prompt_tokens" in e for e in errors)
