@@ -237,3 +237,104 @@ def test_every_prompt_is_checked_against_the_limit_not_only_the_first(tmp_path: 
         errors = [r[0] for r in sqlite3.connect(db).execute(
             "select error from decisions where valid = 0")]
         assert errors and all("prompt not sent" in e and "max_prompt_tokens" in e for e in errors)
+
+
+# ------------------------------------------------------------------ 7: inputs edited before --resume
+def test_resume_refuses_when_a_game_file_changed_since_the_run_started(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    game = tmp_path / "snow.toml"
+    game.write_text((repo / "data/games/example_snowdrift.toml").read_text())
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'name = "edit"\nsamples = 3\n[agents.a]\nstrategy = "tit_for_tat"\n[agents.b]\nstrategy = "always_defect"\n'
+        '[[experiments]]\ngame = "snow.toml"\nmechanism = "repetition"\nrounds = 3\nagents = ["a", "b"]\n'
+        'matchup = "cross"\n'
+    )
+    db = tmp_path / "x.db"
+    first = cli("--batch", str(sweep), "--db", str(db))
+    assert first.returncode == 0, first.stdout + first.stderr
+    conn = sqlite3.connect(db)
+    recorded = conn.execute("select inputs from runs").fetchone()[0]
+    conn.close()
+    assert str(game.resolve()) in recorded
+    same = cli("--batch", str(sweep), "--db", str(db), "--resume")
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    game.write_text(game.read_text().replace("Dig = [3, 3]", "Dig = [30, 30]"))
+    before = count(db, "select count(*) from decisions")
+    edited = cli("--batch", str(sweep), "--db", str(db), "--resume")
+    assert edited.returncode == 2, edited.stdout + edited.stderr
+    assert "snow.toml has changed" in edited.stderr and "without --resume" in edited.stderr
+    assert count(db, "select count(*) from decisions") == before
+
+
+def test_an_item_file_named_by_a_sweep_is_fingerprinted_too(tmp_path: Path) -> None:
+    from coop_tui.spec import load_sweep
+
+    (tmp_path / "mine.jsonl").write_text('{"id": "q", "prompt": "p", "kind": "text"}\n')
+    (tmp_path / "s.toml").write_text(STRATEGY_BENCH)
+    sweep = load_sweep(tmp_path / "s.toml")
+    assert str((tmp_path / "mine.jsonl").resolve()) in sweep.inputs
+
+
+# ------------------------------------------------------------------ 9: secrets in URLs and answers
+def test_query_keys_and_echoed_credentials_never_reach_the_database(tmp_path: Path) -> None:
+    echo = f"I was sent Authorization: Bearer {SECRET}, and Bearer sk-other-Unregistered-77.\n"
+    with LoopbackServer(latency=0.0, chunks=3, answer=echo + '{"A0": 50, "A1": 50}') as server:
+        sweep = tmp_path / "s.toml"
+        sweep.write_text(
+            f'name = "leak"\n[agents.m]\nmodel = "openai/loopback"\n'
+            f'api_base = "{server.url}?key=sk-query-KEY-5150"\napi_key_env = "HOSTILE_KEY"\n'
+            '[[experiments]]\ngame = "prisoners"\nagents = ["m"]\n'
+        )
+        db = tmp_path / "x.db"
+        result = cli("--batch", str(sweep), "--db", str(db))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert server.chat_requests  # the agent still connects with the full URL
+        export = cli("export", "--db", str(db), "--out", str(tmp_path / "out"))
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("x.db"))
+    for secret in (SECRET, "sk-query-KEY-5150", "sk-other-Unregistered-77"):
+        assert secret.encode() not in data, secret
+        assert secret not in result.stdout + result.stderr
+    assert export.returncode == 0, export.stderr
+    exported = [f for f in (tmp_path / "out").rglob("*") if f.is_file()]
+    assert any(f.name.startswith("seats") for f in exported)
+    for f in exported:
+        assert b"sk-query-KEY-5150" not in f.read_bytes()
+        assert SECRET.encode() not in f.read_bytes()
+    assert count(db, "select count(*) from decisions where response like '%Bearer ***%'") >= 1
+
+
+# ------------------------------------------------------------------ 10: terminal injection
+ESCAPE = "\u001b]0;PWNED\u0007\u001b[2J"
+
+
+def test_a_name_holding_escape_sequences_is_refused(tmp_path: Path) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        f'name = "x{ESCAPE}"\n[agents.a]\nstrategy = "always_cooperate"\n'
+        '[[experiments]]\ngame = "prisoners"\nagents = ["a"]\n'.replace("\u001b", "\\u001b").replace("\u0007", "\\u0007")
+    )
+    result = cli("--batch", str(sweep), "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "control character" in result.stderr
+    assert "\u001b" not in result.stderr + result.stdout
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_stored_names_with_escapes_or_markup_are_shown_not_obeyed(tmp_path: Path) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('name = "plain"\n[agents.a]\nstrategy = "always_cooperate"\n'
+                     '[[experiments]]\ngame = "prisoners"\nagents = ["a"]\n')
+    db = tmp_path / "x.db"
+    assert cli("--batch", str(sweep), "--db", str(db)).returncode == 0
+    conn = sqlite3.connect(db)  # as an import or an older version could have stored it
+    with conn:
+        conn.execute("update runs set name = ?", [f"[red]evil{ESCAPE}"])
+        conn.execute("update seats set agent = ?", [f"[bold]a{ESCAPE}"])
+    conn.close()
+    for args in (("list", "runs", "--db", str(db)), ("report", "--db", str(db))):
+        out = cli(*args)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "\u001b" not in out.stdout + out.stderr and "\u0007" not in out.stdout
+        assert "[red]evil" in out.stdout
