@@ -431,6 +431,26 @@ def m130_run_input_fingerprints(db: sqlite_utils.Database) -> None:
         db["runs"].add_column("inputs", str)
 
 
+@migration
+def m130_content_addressed_game_specs(db: sqlite_utils.Database) -> None:
+    # A match's game spec (key, params, payoff tensor) is stored once per distinct spec in
+    # ``game_specs`` and referenced by hash: a 12-player table's tensor is 300 KB, and it
+    # was repeated in every match row. Older rows are moved over here; readers take the
+    # referenced spec and fall back to an inline one (GAME_SPEC_SQL).
+    db.execute("create table if not exists game_specs (hash text primary key, spec text not null)")
+    if "game_spec_hash" not in db["matches"].columns_dict:
+        db["matches"].add_column("game_spec_hash", str)
+    db.conn.create_function("coop_text_hash", 1, text_hash, deterministic=True)
+    db.execute(
+        "insert or ignore into game_specs (hash, spec) select distinct coop_text_hash(game_spec),"
+        " game_spec from matches where game_spec is not null"
+    )
+    db.execute(
+        "update matches set game_spec_hash = coop_text_hash(game_spec), game_spec = null"
+        " where game_spec is not null"
+    )
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
@@ -622,6 +642,51 @@ PROMPT_SQL = "coalesce((select t.text from texts t where t.hash = d.prompt_hash)
 """A decision's prompt JSON in SQL, for a query over ``decisions d``."""
 
 
+def game_spec_sql(alias: str = "matches") -> str:
+    """A match's game spec JSON in SQL (``alias`` names the matches table in the query):
+    the referenced one in ``game_specs``, else an inline one from before m130."""
+    return (f"coalesce((select g.spec from game_specs g where g.hash = {alias}.game_spec_hash),"
+            f" {alias}.game_spec)")
+
+
+GAME_SPEC_MIN = "min(game_spec_hash) as _spec_hash, min(game_spec) as _spec_inline"
+"""One game spec of a group of matches, as two aggregate columns; an enclosing query
+turns them into the JSON with :data:`GAME_SPEC_OF_GROUP` (SQLite refuses an aggregate
+inside a correlated subquery)."""
+GAME_SPEC_OF_GROUP = (
+    "coalesce((select g.spec from game_specs g where g.hash = _spec_hash), _spec_inline)"
+)
+
+
+def intern_game_specs(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """Move each match row's inline ``game_spec`` JSON to ``game_specs`` (once per distinct
+    spec) and reference it by hash, in place, before the rows are inserted."""
+    known: dict[str, str] = {}
+    for row in rows:
+        spec = row.pop("game_spec", None)
+        if spec is None:
+            row["game_spec_hash"] = None
+            continue
+        digest = known.get(spec)
+        if digest is None:
+            digest = known[spec] = text_hash(spec)
+            conn.execute("insert or ignore into game_specs (hash, spec) values (?, ?)", [digest, spec])
+        row["game_spec_hash"] = digest
+
+
+def delete_judged_links(conn: sqlite3.Connection, run_id: str) -> int:
+    """Drop the links (and labels) of judgements of ``run_id``'s decisions, whose rows are
+    about to go (the run deleted, or replaced by a re-import): a link must never point at
+    a decision that is not there. The judge runs keep their own decisions. Returns how
+    many links went."""
+    if "judgements" not in {r[0] for r in conn.execute("select name from sqlite_master")}:
+        return 0
+    conn.execute(
+        "delete from judgement_labels where judge_decision_id in"
+        " (select judge_decision_id from judgements where judged_run_id = ?)", [run_id])
+    return conn.execute("delete from judgements where judged_run_id = ?", [run_id]).rowcount
+
+
 def text_hash(text: str) -> str:
     """The key of a stored text (128 bits of SHA-256: collisions are not a concern)."""
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -700,6 +765,8 @@ class Store:
         self._handlers: dict[type, Any] = {}
         self._batches: dict[str, _MatchBatch] = {}
         """Writes held back until the match ends, for matches of cheap seats only."""
+        self._spec_hashes: dict[str, str] = {}
+        """Game spec JSON -> hash, for specs already in ``game_specs`` (a few per run)."""
         self._folds = summaries.DirectFolds()
         """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
 
@@ -872,9 +939,14 @@ class Store:
                 "delete from judgement_labels where judge_decision_id in"
                 " (select judge_decision_id from judgements where judge_run_id = ?)", [run_id])
             self.db.execute("delete from judgements where judge_run_id = ?", [run_id])
+            delete_judged_links(self.db.conn, run_id)
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
+            self.db.execute(
+                "delete from game_specs where not exists"
+                " (select 1 from matches m where m.game_spec_hash = game_specs.hash)"
+            )
             self.db.execute(
                 "delete from texts where hash in (select x.hash from _dropped_texts x where not"
                 " exists (select 1 from decisions d where d.prompt_hash = x.hash))"
@@ -891,7 +963,10 @@ class Store:
         }
 
     def matches(self, run_id: str) -> list[dict[str, Any]]:
-        return list(self.db.query("select * from matches where run_id = ? order by rowid", [run_id]))
+        return list(self.db.query(
+            f"select *, {game_spec_sql()} as game_spec from matches where run_id = ? order by rowid",
+            [run_id],
+        ))
 
     def seats(self, match_id: str) -> list[dict[str, Any]]:
         return list(self.db.query("select * from seats where match_id = ? order by seat", [match_id]))
@@ -976,7 +1051,9 @@ class Store:
         return list(self.db.query(sql, [run_id, *args, limit]))
 
     def match(self, match_id: str) -> dict[str, Any] | None:
-        rows = list(self.db.query("select * from matches where id = ? limit 1", [match_id]))
+        rows = list(self.db.query(
+            f"select *, {game_spec_sql()} as game_spec from matches where id = ? limit 1", [match_id]
+        ))
         return rows[0] if rows else None
 
     def decision_list(self, match_id: str) -> list[dict[str, Any]]:
@@ -1057,13 +1134,27 @@ class Store:
         agent_specs = info.pop("agent_specs", [{}] * len(e.seats))
         agent_kinds = info.pop("agent_kinds", [None] * len(e.seats))
         game_spec = info.pop("game_spec", None)
+        spec_json = _json(game_spec)
+        spec_hash = None
+        if spec_json is not None:
+            spec_hash = self._spec_hashes.get(spec_json)
+            if spec_hash is None:
+                if len(self._spec_hashes) > 64:
+                    self._spec_hashes.clear()
+                spec_hash = self._spec_hashes[spec_json] = text_hash(spec_json)
+                with self.db.conn:
+                    self.db.conn.execute(
+                        "insert or ignore into game_specs (hash, spec) values (?, ?)",
+                        [spec_hash, spec_json],
+                    )
         row = {
             "id": e.match_id,
             "run_id": e.run_id,
             "match_key": info.pop("match_key", e.match_id),
             "experiment": e.experiment,
             "game": e.game,
-            "game_spec": _json(game_spec),
+            "game_spec": None,  # stored once in game_specs (m130)
+            "game_spec_hash": spec_hash,
             "mechanism": e.mechanism,
             "condition": json.dumps(e.condition, sort_keys=True),
             "condition_key": condition_key(e.condition),

@@ -338,3 +338,51 @@ def test_stored_names_with_escapes_or_markup_are_shown_not_obeyed(tmp_path: Path
         assert out.returncode == 0, out.stdout + out.stderr
         assert "\u001b" not in out.stdout + out.stderr and "\u0007" not in out.stdout
         assert "[red]evil" in out.stdout
+
+
+# ------------------------------------------------------------------ 6: one game spec per spec
+def test_a_many_player_game_spec_is_stored_once_not_per_match(tmp_path: Path) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'name = "pg"\nsamples = 20\n[agents.a]\nstrategy = "always_cooperate"\n'
+        '[[experiments]]\ngame = "public_good"\ngame_params = { players = 12 }\nagents = ["a"]\n'
+    )
+    db = tmp_path / "x.db"
+    result = cli("--batch", str(sweep), "--db", str(db))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert count(db, "select count(*) from matches") == 20
+    assert count(db, "select count(*) from game_specs") == 1
+    assert count(db, "select count(*) from matches where game_spec is not null") == 0
+    spec_bytes = count(db, "select length(spec) from game_specs")
+    assert spec_bytes > 100_000  # a 2^12 x 12 payoff tensor
+    match_bytes = count(db, "select sum(length(coalesce(game_spec, '')) + length(game_spec_hash))"
+                            " from matches")
+    assert match_bytes < 20 * 100
+    report = cli("report", "--db", str(db), "--json")
+    assert report.returncode == 0, report.stderr
+    export = cli("export", "--db", str(db), "--out", str(tmp_path / "out"))
+    assert export.returncode == 0, export.stderr
+    assert b'"public_good"' in (tmp_path / "out" / "matches.csv").read_bytes() or \
+        b"public_good" in (tmp_path / "out" / "matches.csv").read_bytes()
+
+
+def test_the_migration_moves_inline_game_specs_out_of_match_rows(tmp_path: Path) -> None:
+    from coop_tui.store import Store, game_spec_sql
+
+    db = tmp_path / "old.db"
+    store = Store(db)
+    conn = store.db.conn
+    with conn:  # rows as written before m130: the spec inline in every match
+        conn.execute("insert into runs (id, name, kind, status) values ('r', 'old', 'sweep', 'done')")
+        for i in range(3):
+            conn.execute("insert into matches (id, run_id, match_key, game, game_spec, status)"
+                         " values (?, 'r', ?, 'prisoners', '{\"key\": \"prisoners\"}', 'done')",
+                         [f"m{i}", f"k{i}"])
+        conn.execute("delete from _migrations where name = 'm130_content_addressed_game_specs'")
+    store.close()
+    store = Store(db)
+    assert "m130_content_addressed_game_specs" in store.applied
+    rows = store.db.execute(f"select game_spec, {game_spec_sql()} from matches").fetchall()
+    assert rows == [(None, '{"key": "prisoners"}')] * 3
+    assert store.match("m0")["game_spec"] == '{"key": "prisoners"}'
+    store.close()

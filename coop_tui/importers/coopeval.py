@@ -52,6 +52,7 @@ import numpy as np
 
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
+from coop_tui.store import delete_judged_links, intern_game_specs
 
 GAMES = {
     # CoopEval game type -> (our key, title); the 2 x 2 ones are tables keyed "CC", "CD", ...
@@ -1043,9 +1044,11 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
     run_id = plan.run["id"]
     with conn:
         replaced = conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is not None
+        delete_judged_links(conn, run_id)  # the judged decisions are replaced below
         for sql in _DELETE:
             conn.execute(sql, [run_id])
         _insert(conn, "runs", [plan.run])
+        intern_game_specs(conn, plan.matches)  # one stored spec per game, not per match
         _insert(conn, "matches", plan.matches)
         _insert(conn, "seats", plan.seats)
         _insert(conn, "rounds", plan.rounds)
