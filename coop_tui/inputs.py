@@ -11,16 +11,20 @@ folder, relative to the sweep's folder or absolute, and, inside a named ``.toml`
 (a benchmark catalogue, a rubric), the files it names in turn, relative to it. A folder
 (templates) is fingerprinted file by file. This needs no list of the fields that take
 paths, so a new field that names a file is covered from the start.
+
+Compressed inputs (importers) are read through :func:`open_bounded`: what they inflate to
+is bounded by one number for all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 MAX_FILES = 500
 """Files fingerprinted at most (a templates folder, a catalogue's item files)."""
@@ -98,3 +102,62 @@ def changed_input(recorded: dict[str, str]) -> tuple[str, str] | None:
         if now != digest:
             return path, "has changed"
     return None
+
+
+# ----------------------------------------------------------------- compressed inputs
+MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+"""What any gzip input may inflate to. A few megabytes of gzip can inflate to gigabytes
+(a "gzip bomb"); every importer reads compressed files through :func:`open_bounded`, so
+one bound covers them all, checked while streaming (nothing is held whole)."""
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class InputTooLarge(ValueError):
+    """A compressed input inflated past :data:`MAX_DECOMPRESSED_BYTES`."""
+
+
+class _Bounded(io.RawIOBase):
+    """A readable stream that counts what it hands out and stops past ``limit`` bytes."""
+
+    def __init__(self, inner: BinaryIO, limit: int, path: Path) -> None:
+        super().__init__()
+        self._inner, self._limit, self._path, self.total = inner, limit, path, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+        self.total += n or 0
+        if self.total > self._limit:
+            raise InputTooLarge(
+                f"{self._path}: inflates to more than {self._limit // 2**20} MiB; this is not a "
+                "table coop-tui imports (a compressed file that large is refused, not read)"
+            )
+        return n
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+def is_gzip(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def open_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> BinaryIO:
+    """``path`` opened for binary reading, inflated when it is gzip (by its first bytes,
+    whatever its name), raising :class:`InputTooLarge` once more than ``limit`` bytes
+    have come out."""
+    import gzip
+
+    # the returned stream owns (and closes) this one
+    raw: BinaryIO = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # type: ignore[assignment]  # noqa: SIM115
+    return io.BufferedReader(_Bounded(raw, limit, path))  # type: ignore[return-value]
+
+
+def read_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """The whole (inflated) content of ``path``, at most ``limit`` bytes."""
+    with open_bounded(path, limit=limit) as fh:
+        return fh.read()

@@ -386,3 +386,69 @@ def test_the_migration_moves_inline_game_specs_out_of_match_rows(tmp_path: Path)
     assert rows == [(None, '{"key": "prisoners"}')] * 3
     assert store.match("m0")["game_spec"] == '{"key": "prisoners"}'
     store.close()
+
+
+# ------------------------------------------------------------------ imports: bombs, NaN, .gz
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+PD_RUN = SHARED / "coopeval-sample" / "no_mechanism_prisoners_dilemma"
+
+
+def _copy_run(tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "run"
+    shutil.copytree(PD_RUN, target)
+    for f in target.iterdir():
+        f.chmod(0o644)
+    return target
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1e308"])
+def test_coopeval_payoffs_must_be_finite_and_bounded(value: str, tmp_path: Path) -> None:
+    run = _copy_run(tmp_path)
+    records = run / "records.jsonl"
+    lines = records.read_text().splitlines()
+    lines[0] = lines[0].replace('"points": 1,', f'"points": {value},', 1)
+    records.write_text("\n".join(lines) + "\n")
+    (run / "matchup_payoffs.json").unlink()
+    db = tmp_path / "x.db"
+    result = cli("import", "coopeval", str(run), "--db", str(db))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "records.jsonl:1" in result.stderr and "finite" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_coopeval_records_may_be_gzip_compressed(tmp_path: Path) -> None:
+    import gzip
+
+    run = _copy_run(tmp_path)
+    records = run / "records.jsonl"
+    (run / "records.jsonl.gz").write_bytes(gzip.compress(records.read_bytes()))
+    records.unlink()
+    db = tmp_path / "x.db"
+    result = cli("import", "coopeval", str(run), "--db", str(db))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert count(db, "select count(*) from decisions") > 0  # moves came from the .gz records
+
+
+def test_a_gzip_bomb_is_refused_while_streaming_not_imported(tmp_path: Path) -> None:
+    import gzip
+
+    from coop_tui.inputs import MAX_DECOMPRESSED_BYTES
+
+    row = (b"pd_canonical,PD,c,t,m,o,self,baseline,1,10,a,b,30,30,0.5,0.5,C,C,1,1,0.0,,"
+           b"2025-01-01\n")
+    bomb = tmp_path / "bomb.csv.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        chunk = row * 50_000
+        written = 0
+        while written <= MAX_DECOMPRESSED_BYTES:
+            fh.write(chunk)
+            written += len(chunk)
+    assert bomb.stat().st_size < MAX_DECOMPRESSED_BYTES // 50
+    db = tmp_path / "x.db"
+    result = cli("import", "strategic-personalities", str(bomb), "--db", str(db))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "MiB" in result.stderr and "bomb.csv.gz" in result.stderr
+    assert not db.exists() or count(db, "select count(*) from runs") == 0
+    assert _peak_rss_mb_of_children() < 500
