@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -52,6 +53,8 @@ from coop_tui.prompts import (
 )
 from coop_tui.redact import scrub
 
+RECENT_DECISIONS = 1000
+"""Decisions a match context keeps in memory (MatchContext.decisions)."""
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta", "item")
 ITEM_PHASE = "item"
 """A benchmark answer (seed 000's grounded similarity): a choice or mixed answer in this
@@ -200,7 +203,9 @@ class MatchContext:
         played on other positions or games): handed to strategies with the history."""
         self._instructions: dict[tuple[str, str, tuple[str, ...]], str] = {}
         """Rendered answer instructions per (kind, style, labels): the same every round."""
-        self.decisions: list[Decision] = []
+        self.decisions: deque[Decision] = deque(maxlen=RECENT_DECISIONS)
+        """The match's latest decisions (the store holds them all): one match can be a
+        tournament of hundreds of thousands of decisions."""
         self._counts = game.action_counts
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
         self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]

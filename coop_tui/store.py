@@ -1209,6 +1209,7 @@ class Store:
         batch = self._batches.get(d.match_id)
         if batch is not None:
             batch.decisions.append(values)
+            self._hold(batch)
             return
         with self.db.conn:
             if d.prompt:
@@ -1224,6 +1225,7 @@ class Store:
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.decisions.append(e)
+            self._hold(batch)
             return
         for decision in e.decisions():
             self._on_DecisionDone(DecisionDone(decision))
@@ -1245,6 +1247,7 @@ class Store:
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.rounds.extend(rows)
+            self._hold(batch)
             return
         with self.db.conn:
             self.db.conn.executemany(INSERT_ROUND, rows)
@@ -1254,15 +1257,53 @@ class Store:
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.phases.append(row)
+            self._hold(batch)
             return
         with self.db.conn:
             self.db.conn.execute(INSERT_PHASE, row)
+
+    def _hold(self, batch: _MatchBatch) -> None:
+        """Write a batch's rows out once it holds SPILL_ROWS: one match can be a whole
+        tournament of hundreds of thousands of decisions, which memory must not hold.
+        The match is folded from the database when it ends (its rows are no longer all
+        in memory); a replay deletes its strategy decisions first, as for any match."""
+        if len(batch.decisions) + len(batch.rounds) + len(batch.phases) < SPILL_ROWS:
+            return
+        with self.db.conn:
+            self._write_batch(batch)
+        batch.spilled = True
+
+    def _write_batch(self, batch: _MatchBatch) -> None:
+        """Write and forget the rows a batch holds (the caller holds the transaction)."""
+        conn = self.db.conn
+        if all(type(item) is DirectDecisions for item in batch.decisions):
+            conn.executemany(INSERT_DIRECT, direct_values(batch.decisions))  # type: ignore[arg-type]
+        else:
+            rows = [
+                row for item in batch.decisions for row in (
+                    [decision_values(d) for d in item.decisions()]
+                    if type(item) is DirectDecisions else [item]
+                )
+            ]
+            for values in rows:
+                prompt = values[PROMPT_AT]
+                if prompt is not None and prompt != "[]":
+                    values[HASH_AT] = text_hash(prompt)
+                    conn.execute("insert or ignore into texts (hash, text) values (?, ?)",
+                                 (values[HASH_AT], prompt))
+                values[PROMPT_AT] = None
+            conn.executemany(INSERT_DECISION, rows)
+        conn.executemany(INSERT_ROUND, batch.rounds)
+        conn.executemany(INSERT_PHASE, batch.phases)
+        batch.decisions, batch.rounds, batch.phases = [], [], []
 
     def _flush(self, match_id: str, done: bool) -> None:
         """Write a batched match's decisions, rounds and phases (inside a transaction),
         and fold it into the summaries from memory when it is done."""
         batch = self._batches.pop(match_id, None)
-        if batch is None:
+        if batch is None or batch.spilled:
+            if batch is not None:
+                self._write_batch(batch)
             if done:
                 summaries.fold(self.db.conn, match_id)
             return
@@ -1360,16 +1401,21 @@ class Store:
 class _MatchBatch:
     """A cheap match's rows, written in one transaction when it ends."""
 
-    __slots__ = ("match", "agents", "decisions", "rounds", "phases")
+    __slots__ = ("match", "agents", "decisions", "rounds", "phases", "spilled")
 
     def __init__(self, match: tuple[str, str, int, str], agents: list[str]) -> None:
         self.match = match
         self.agents = agents
+        self.spilled = False
+        """Some rows were written before the match ended (see Store._hold)."""
         self.decisions: list[Any] = []
         """Rows in DECISION_COLUMNS order, or DirectDecisions events, in arrival order."""
         self.rounds: list[tuple[Any, ...]] = []
         self.phases: list[tuple[Any, ...]] = []
 
+
+SPILL_ROWS = 20_000
+"""Rows a cheap match's batch holds at most before they are written (Store._hold)."""
 
 FOLD_EVERY = 64
 """Finished strategy matches folded into the summaries in one write (see _write_folds)."""

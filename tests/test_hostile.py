@@ -452,3 +452,45 @@ def test_a_gzip_bomb_is_refused_while_streaming_not_imported(tmp_path: Path) -> 
     assert "MiB" in result.stderr and "bomb.csv.gz" in result.stderr
     assert not db.exists() or count(db, "select count(*) from runs") == 0
     assert _peak_rss_mb_of_children() < 500
+
+
+# ------------------------------------------------------------------ 4: one huge match, bounded memory
+def _teams_run(tmp_path: Path, name: str) -> dict[str, Any]:
+    import asyncio
+    import json
+
+    from coop_tui.report import build_report
+    from coop_tui.spec import build_sweep
+    from coop_tui.store import Store
+    from coop_tui.sweep import run_sweep
+
+    sweep = build_sweep({
+        "name": "teams", "agents": {"tft": {"strategy": "tit_for_tat"}, "alld": {"strategy": "always_defect"}},
+        "experiments": [{"game": "ipd", "mechanism": "teams", "matchup": [["tft", "alld", "tft", "alld"]],
+                         "teams": 2, "team_size": 2, "rounds": 4}],
+    })
+    store = Store(tmp_path / f"{name}.db")
+    summary = asyncio.run(run_sweep(sweep, store))
+    assert summary.status == "done"
+    conn = store.db.conn
+    out = {
+        "report": json.loads(json.dumps(build_report(store, summary.run_id)["experiments"], default=str)),
+        "decisions": conn.execute("select count(*) from decisions").fetchone()[0],
+        "rounds": conn.execute("select count(*) from rounds").fetchone()[0],
+        "phases": conn.execute("select count(*) from phases").fetchone()[0],
+        "totals": conn.execute("select decisions, cost_usd from match_totals").fetchall(),
+    }
+    store.close()
+    return out
+
+
+def test_a_match_bigger_than_the_write_batch_is_written_as_it_goes_with_the_same_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coop_tui import store as store_module
+
+    held = _teams_run(tmp_path, "held")
+    monkeypatch.setattr(store_module, "SPILL_ROWS", 7)  # every few rows go out at once
+    spilled = _teams_run(tmp_path, "spilled")
+    assert held["decisions"] > 7 * 5
+    assert spilled == held
