@@ -494,3 +494,35 @@ def test_a_match_bigger_than_the_write_batch_is_written_as_it_goes_with_the_same
     spilled = _teams_run(tmp_path, "spilled")
     assert held["decisions"] > 7 * 5
     assert spilled == held
+
+
+def _fixed_model(body: dict[str, Any]) -> str:
+    """The model after its fix: option A for a benchmark question, a mix for a move."""
+    prompt = "\n".join(str(m.get("content")) for m in body["messages"])
+    return '{"choice": "A"}' if '"choice"' in prompt else '{"A0": 60, "A1": 40}'
+
+
+def test_resume_runs_the_downstream_stages_of_a_benchmark_that_failed_before(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.0, chunks=1, answer="I refuse.") as server:
+        sweep = tmp_path / "s.toml"
+        sweep.write_text(
+            f'name = "staged"\nmax_attempts = 1\n[agents.m]\nmodel = "openai/loopback"\n'
+            f'api_base = "{server.url}"\napi_key_env = "HOSTILE_KEY"\n'
+            f'[agents.s]\nmodel = "openai/loopback2"\napi_base = "{server.url}"\napi_key_env = "HOSTILE_KEY"\n'
+            '[[experiments]]\ngame = "prisoners"\nmechanism = "benchmark"\nbenchmark = "demo_choices"\n'
+            'agents = ["m", "s"]\nsamples = 2\n'
+            '[[experiments]]\ngame = "prisoners"\nmechanism = "similarity"\nagents = ["m", "s"]\n'
+            'matchup = "cross"\nsimilarity_source = "exogenous:demo_choices"\n'
+        )
+        db = tmp_path / "x.db"
+        first = cli("--batch", str(sweep), "--db", str(db))
+        assert first.returncode == 1, first.stdout + first.stderr
+        downstream = "select count(*) from matches where mechanism = 'similarity' and status = ?"
+        assert count(db, downstream, ("failed",)) >= 1
+
+        server.configure(answer=_fixed_model)
+        again = cli("--batch", str(sweep), "--db", str(db), "--resume")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "asked again" in again.stdout
+        assert count(db, "select count(*) from matches where status != 'done'") == 0
+        assert count(db, downstream, ("done",)) == 4
