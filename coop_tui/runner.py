@@ -169,7 +169,7 @@ class ProgressView:
             self.console.print(f"[yellow]{event.message}")  # type: ignore[attr-defined]
         elif isinstance(event, MatchDone):
             exp = self.match_exp.get(event.match_id)
-            if event.status != "done":
+            if event.status == "failed":  # a stopped match is not a failed one
                 self._bump("all", "failed")
                 self._bump(exp, "failed")
             self.progress.advance(self.overall)

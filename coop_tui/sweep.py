@@ -604,17 +604,19 @@ class RunLease:
         self.token = secrets.token_hex(8)
         self.held = False
 
-    def acquire(self) -> None:
+    def acquire(self, *, field: str = "--resume", then: str = "resume") -> None:
+        """Take the lease, or refuse (SpecError on ``field``; ``then`` says what to do
+        once the other process is gone: a sweep resumes, a judge pass is run again)."""
         from coop_tui.spec import SpecError
 
         holder = self.store.take_lease(self.run_id, self.token, stale_after=LEASE_STALE_S)
         if holder is not None:
             age = max(0.0, time.time() - float(holder["heartbeat"]))
             raise SpecError(
-                "--resume",
+                field,
                 f"run {self.run_id} is being played by process {holder['pid']} on "
                 f"{holder['host']} (last heartbeat {age:.0f} s ago); wait for it to finish or "
-                f"stop it, then resume. One run has one writer.",
+                f"stop it, then {then}. One run has one writer.",
             )
         self.held = True
 

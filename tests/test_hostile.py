@@ -526,3 +526,59 @@ def test_resume_runs_the_downstream_stages_of_a_benchmark_that_failed_before(tmp
         assert "asked again" in again.stdout
         assert count(db, "select count(*) from matches where status != 'done'") == 0
         assert count(db, downstream, ("done",)) == 4
+
+
+# ------------------------------------------------------------------ 11: smaller ones
+def test_progress_counts_stopped_matches_apart_from_failed_ones(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from coop_tui.events import MatchDone, MatchStarted
+    from coop_tui.runner import ProgressView
+    from coop_tui.spec import build_sweep
+
+    sweep = build_sweep({"name": "p", "agents": {"a": {"strategy": "tit_for_tat"}},
+                         "experiments": [{"game": "prisoners", "agents": ["a"], "samples": 3}]})
+    view = ProgressView(sweep, Console(file=open(os.devnull, "w")))  # noqa: SIM115
+    for i, status in enumerate(("stopped", "stopped", "failed")):
+        view(MatchStarted(run_id="r", match_id=f"m{i}", experiment=0, game="prisoners",
+                          mechanism="none", seats=("a", "a"), condition={}, sample=i, seed=0))
+        view(MatchDone(f"m{i}", (), status=status))
+    assert view.stats["all"]["failed"] == 1
+
+
+def test_a_second_judge_pass_at_once_is_told_to_run_again_not_to_resume(tmp_path: Path) -> None:
+    from coop_tui.spec import SpecError
+    from coop_tui.store import Store
+    from coop_tui.sweep import RunLease
+
+    store = Store(tmp_path / "x.db")
+    store.create_run("j", "judge", kind="judge", seed=0, sweep_hash="h", spec={})
+    RunLease(store, "j").acquire()
+    with pytest.raises(SpecError) as err:
+        RunLease(store, "j").acquire(field="judge", then="run the same judge command again")
+    assert err.value.field == "judge" and "resume" not in err.value.message
+    store.close()
+
+
+def test_reimporting_a_judged_run_leaves_no_judgement_on_a_missing_decision(tmp_path: Path) -> None:
+    from coop_tui.importers.coopeval import import_coopeval
+    from coop_tui.store import Store
+
+    store = Store(tmp_path / "x.db")
+    import_coopeval(PD_RUN, store)
+    run_id = store.db.execute("select id from runs").fetchone()[0]
+    ids = [r[0] for r in store.db.execute("select id from decisions limit 5")]
+    with store.db.conn:  # five judgements of the imported run, as `coop-tui judge` links them
+        for i, decision_id in enumerate(ids):
+            store.db.execute(
+                "insert into judgements (judge_run_id, judged_decision_id, judge_decision_id,"
+                " judged_run_id, judge, rubric, rubric_version, valid) values"
+                " ('jr', ?, ?, ?, 'j', 'r', '1', 1)", [decision_id, 10_000 + i, run_id])
+            store.db.execute("insert into judgement_labels values (?, 'c', 0.9, 1)", [10_000 + i])
+    import_coopeval(PD_RUN, store)  # replaces the run: its decisions get new ids
+    dangling = store.db.execute(
+        "select count(*) from judgements j where not exists"
+        " (select 1 from decisions d where d.id = j.judged_decision_id)").fetchone()[0]
+    assert dangling == 0
+    assert store.db.execute("select count(*) from judgement_labels").fetchone()[0] == 0
+    store.close()

@@ -210,7 +210,7 @@ async def judge_pass(
                   "rubric": rubric.public(), "rubric_digest": rubric.digest, "phase": phase},
         )
     lease = RunLease(store, run_id)
-    lease.acquire()
+    lease.acquire(field="judge", then="run the same judge command again (it continues the pass)")
     keep_alive = asyncio.create_task(lease.keep_alive())
     stats = JudgeStats()
     agent = agent if agent is not None else build_agent(judge_name, judge_spec, concurrency=concurrency)
