@@ -49,9 +49,9 @@ OUTPUT_TOKENS_GUESS = 800
 def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     """Matches, decisions, model calls and cost before anything runs.
 
-    Input tokens come from the real rendered first prompt of each grid point and seat
-    (``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of the
-    match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
+    Input tokens come from the real rendered prompts of each grid point and seat (their
+    mean, ``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of
+    the match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
     """
     from coop_tui.sweep import decisions_per_match
 
@@ -70,7 +70,7 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
             if agents[name].kind not in ("llm", "local"):
                 continue
             calls[name] = calls.get(name, 0.0) + per_seat
-            seen = sizes.by_cell.get(i, {}) if sizes is not None else {}
+            seen = (sizes.mean_by_cell.get(i) or sizes.by_cell.get(i, {})) if sizes is not None else {}
             if seat in seen:
                 tokens_in[name] = tokens_in.get(name, 0.0) + per_seat * seen[seat]
             else:
@@ -193,7 +193,7 @@ def run_batch(
 
     console = console or Console(stderr=False)
     sweep = load_sweep(path)  # SpecError -> exit 2 before anything is written
-    sizes = measure_sync(sweep)  # the real first prompts, rendered without sending them
+    sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
     check_prompt_sizes(sweep, sizes)
     est = estimate(sweep, sizes)
     price = f"~${est['cost_usd']:.4f}" if not est["unknown_price"] else (
@@ -205,9 +205,9 @@ def run_batch(
     )
     if est["model_calls"] and est["prompts_measured"]:
         console.print(
-            f"[dim]cost from the rendered first prompt of each grid point: ~{est['prompt_tokens_mean']:,.0f} "
-            "input tokens per call (characters / 4; repeated games grow with history), "
-            "output at max_tokens (or 800)"
+            f"[dim]cost from the rendered prompts of each grid point: ~{est['prompt_tokens_mean']:,.0f} "
+            "input tokens per call (characters / 4; the mean over a match where it was rendered "
+            "whole), output at max_tokens (or 800)"
         )
     budget = sweep.spec.budget_usd
     if budget is not None and est["cost_usd"] > budget:

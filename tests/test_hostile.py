@@ -220,15 +220,29 @@ horizon = "known"
     return path
 
 
-def test_every_prompt_is_checked_against_the_limit_not_only_the_first(tmp_path: Path) -> None:
+def test_a_prompt_that_grows_past_the_limit_is_refused_by_the_dry_run(tmp_path: Path) -> None:
+    """Known horizon, whole history: the first prompt is short, the 1400th is not."""
+    sweep = _repeated_sweep(tmp_path / "s.toml", "http://127.0.0.1:9/v1", limit=None, rounds=1400)
+    db = tmp_path / "x.db"
+    result = cli("--batch", str(sweep), "--db", str(db), "--dry-run")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "max_prompt_tokens" in result.stderr and "prompt number" in result.stderr
+    assert not db.exists()
+    assert _peak_rss_mb_of_children() < 500
+
+
+def test_every_prompt_is_checked_at_ask_time_re_asks_included(tmp_path: Path) -> None:
+    """A re-ask carries the rejected answer and the reason: longer than any prompt the dry
+    run could render. It is measured when it is about to be sent, and not sent."""
     from coop_tui.prompt_size import measure_sync
     from coop_tui.spec import load_sweep
 
-    with LoopbackServer(latency=0.0, chunks=1, answer='{"A0": 0, "A1": 100}') as server:
-        probe = load_sweep(_repeated_sweep(tmp_path / "p.toml", server.url, limit=None, rounds=40))
-        first = max(max(s.values()) for s in measure_sync(probe).by_cell.values())
-        limit = first + 40  # the first prompts fit; the history makes later ones too long
-        sweep = _repeated_sweep(tmp_path / "s.toml", server.url, limit=limit, rounds=40)
+    with LoopbackServer(latency=0.0, chunks=1, answer="I refuse.") as server:
+        probe = load_sweep(_repeated_sweep(tmp_path / "p.toml", server.url, limit=None, rounds=1))
+        largest = max(t for seats in measure_sync(probe).largest_by_cell.values() for t, _n in seats.values())
+        limit = largest + 10  # every first attempt fits; a re-ask does not
+        sweep = _repeated_sweep(tmp_path / "s.toml", server.url, limit=limit, rounds=1)
+        sweep.write_text(sweep.read_text().replace('seed = 2', 'seed = 2\nmax_attempts = 2'))
         db = tmp_path / "x.db"
         result = cli("--batch", str(sweep), "--db", str(db))
         assert result.returncode == 1, result.stdout + result.stderr
