@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coop_tui.judging.links import JUDGE_KIND, context_line, judged_text, link
+from coop_tui.store import game_spec_sql
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -170,7 +171,8 @@ def _pages(store: Store, judged_run: str, judge_run: str, phase: str,  # noqa: A
     last = -1
     while True:
         matches = store.db.execute(
-            "select rowid, * from matches where run_id = ? and rowid > ? order by rowid limit ?",
+            f"select rowid, *, {game_spec_sql()} as game_spec from matches"
+            " where run_id = ? and rowid > ? order by rowid limit ?",
             [judged_run, last, PAGE],
         )
         cols = [c[0] for c in matches.description]
