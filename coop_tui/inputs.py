@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,8 +76,11 @@ def fingerprints(data: dict[str, Any], base: Path | None) -> dict[str, str]:
             path = _candidate(text, folder)
             if path is None or str(path) in found:
                 continue
-            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-            for f in files[:MAX_FILES]:
+            # a folder is walked lazily and only so far: a path such as "/" must not walk
+            # the whole disk
+            files = (sorted(itertools.islice((p for p in path.rglob("*") if p.is_file()), MAX_FILES))
+                     if path.is_dir() else [path])
+            for f in files:
                 if str(f) in found:
                     continue
                 try:
