@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from coop_tui.store import Store
+from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, Store
 
 ONE_SHOT = ("similarity", "none")
 """Mechanisms whose matches are one round of the base game with one play decision per seat."""
@@ -127,10 +127,11 @@ def _conditions(store: Store, run_id: str) -> list[tuple[int, str, str, str, int
         return []
     marks = ",".join("?" for _ in ONE_SHOT)
     return store.db.execute(
-        f"""select experiment, condition_key, min(condition), min(game_spec), count(*),
-                   min(mechanism)
+        f"""select experiment, condition_key, cond, {GAME_SPEC_OF_GROUP}, n, mech from (
+            select experiment, condition_key, min(condition) as cond, {GAME_SPEC_MIN},
+                   count(*) as n, min(mechanism) as mech, min(rowid) as first
             from matches where run_id = ? and status = 'done' and mechanism in ({marks})
-            group by experiment, condition_key order by experiment, min(rowid)""",
+            group by experiment, condition_key) order by experiment, first""",
         [run_id, *ONE_SHOT],
     ).fetchall()
 
