@@ -477,6 +477,7 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
             assert c.seats[2:] == ("random", "random")
 
 
+@pytest.mark.slow
 async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_path: Any) -> None:
     from pathlib import Path
 

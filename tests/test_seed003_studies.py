@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -92,6 +94,7 @@ def test_the_full_study_plays_each_game_against_the_codes_opponents() -> None:
     assert agents["tit_for_tat"].strategy == "tit_for_tat_sp"  # plays BoS and focal point too
 
 
+@pytest.mark.slow
 async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path) -> None:
     """Every experiment (design) of the offline study, shrunk: one round, at most one
     opponent, and per experiment its first game plus any 4-player game."""

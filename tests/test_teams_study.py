@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -36,6 +38,7 @@ def test_study_files_are_valid_as_shipped() -> None:
     assert (p["teams"], p["team_size"], p["rounds"], p["budget"], p["plan_every"]) == (2, 2, 6, 12, 3)
 
 
+@pytest.mark.slow
 async def test_offline_sa_tournament_runs_on_the_embedded_model(tmp_path: Path) -> None:
     data = read_sweep_file(STUDY)
     data["experiments"] = [e for e in data["experiments"] if e["name"] == "sa"]
