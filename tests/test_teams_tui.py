@@ -41,7 +41,8 @@ async def test_a_person_plays_one_seat_and_the_tournament_view_keeps_score(tmp_p
         seats=["human", "tit_for_tat", "always_cooperate", "always_defect"], game="ipd",
         mechanism="teams", name="play",
         params={"structure": "SA", "teams": 2, "team_size": 2, "rounds": 2, "budget": 5,
-                "planning": False, "meta": "off", "schedule": "ordered"},
+                "planning": False, "meta": "off", "schedule": "ordered",
+                "exit_timing": "after_round"},  # the person decides having seen the round
     )
     sweep = build_setup_sweep(setup)
     assert sweep.cells[0].seats == ("human", "tit_for_tat", "always_cooperate", "always_defect")
@@ -117,3 +118,5 @@ async def test_the_analysis_screen_shows_the_team_tournament_panel(tmp_path: Pat
         assert panel.border_title == "Team tournaments (seed 004)"
         shown = "".join(static_text(w) for w in panel.query(Static))
         assert "GC" in shown and "OSC inter" in shown
+        # the paper's Figure 2 and Figure 3 curves, as tables of points
+        assert "Figure 2" in shown and "Figure 3" in shown

@@ -242,8 +242,8 @@ def render(value: dict[str, Any]) -> list[Any]:
             scores.add_row(str(c["structure"]), str(p["player"]), p["agent"], str(p["team"]),
                            _fmt(p["points"]), _fmt(p["final"]))
     curves = [
-        _curve_table(value, "per_round", "p_c by a player's round (Figure 2: running share within the match)"),
-        _curve_table(value, "osc_curve", "one-shot cooperation by matches played (Figure 3)"),
+        _curve_table(value, "per_round", "Figure 2: p_c by a player's round (share within its match)"),
+        _curve_table(value, "osc_curve", "Figure 3: one-shot cooperation by matches played"),
     ]
     return [table, scores, *[c for c in curves if c is not None]]
 
@@ -263,7 +263,7 @@ def _curve_table(value: dict[str, Any], key: str, title: str) -> Any:
     shown = xs[::step]
     if shown[-1] != xs[-1]:
         shown.append(xs[-1])
-    table = Table(title=f"Team tournaments: {title}, mean over tournaments")
+    table = Table(title=f"{title}, mean over tournaments")
     table.add_column("structure")
     table.add_column("agents")
     for x in shown:
