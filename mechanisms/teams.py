@@ -230,9 +230,12 @@ class Teams(Mechanism):
                 if p.planning:
                     await self._plan(ctx, state, log, t, r)
                 requests = [self._play_request(ctx, state, log, pos, t, r) for pos in (0, 1)]
-                if p.exit_timing == "with_move":
-                    requests += [self._exit_request(ctx, state, log, pos, t, r) for pos in (0, 1)]
+                # with the move: built from the same pre-round state and asked right after
+                # the moves (one request per seat at a time, so a person answers in turn)
+                with_move = [self._exit_request(ctx, state, log, pos, t, r) for pos in (0, 1)] \
+                    if p.exit_timing == "with_move" else []
                 decisions = await ctx.ask_all(requests)
+                exits: list[Decision] = await ctx.ask_all(with_move) if with_move else []
                 actions = [int(ctx.require(d).action) for d in decisions[:2]]  # type: ignore[arg-type]
                 payoffs = game.payoff(actions)
                 log.rounds.append(Round((actions[0], actions[1]), (payoffs[0], payoffs[1])))
@@ -246,7 +249,6 @@ class Teams(Mechanism):
                     "cooperated": [game.is_cooperative(i, x) for i, x in enumerate(actions)],
                 })
                 end = self._limit(state, log, r)
-                exits: list[Decision] = decisions[2:]
                 if p.exit_timing == "after_round" and end is None:
                     exits = await ctx.ask_all(
                         [self._exit_request(ctx, state, log, pos, t, r + 1) for pos in (0, 1)]
