@@ -7,8 +7,10 @@ an ``api_base`` URL. The agent needs them to connect; nothing else does. Two too
 - :func:`strip_userinfo` turns ``http://user:pass@host/v1`` into ``http://host/v1``, for
   the public agent spec (stored, hashed, shown);
 - :func:`scrub` removes every registered secret (and its Basic-auth encoding), any
-  ``user:pass@`` in a URL or host, and ``Authorization`` / ``Basic`` / ``Bearer`` echoes
-  from free text such as provider error bodies, before it is stored or printed.
+  ``user:pass@`` in a URL or host, credentials in a URL's query (``?key=…``: HTTP
+  libraries such as aiohttp quote the request URL in their errors), and ``Authorization``
+  / ``Basic`` / ``Bearer`` echoes from free text such as provider error bodies, before it
+  is stored or printed.
 
 Secrets are registered when a sweep's keys are resolved (:func:`register_secret`), so a
 provider that quotes the key back in an error cannot get it into the database.
@@ -28,6 +30,13 @@ _SECRETS: set[str] = set()
 # "scheme://user:pass@" or a bare "user:pass@host" (as in "model at user:pass@host:8000")
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)?[^\s/@:'\"<>()\[\]{},]+:[^\s/@'\"<>]*@")
 _USER_ONLY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/@:'\"<>]+@")
+_QUERY_SECRET = re.compile(
+    r"([?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|secret|password|passwd|sig|"
+    r"signature)=)[^&\s'\"#<>)]+",
+    re.I,
+)
+"""A credential in a URL's query (``?key=…``, ``&token=…``), as HTTP libraries quote the
+request URL in their error texts."""
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+|=|:\s*)([A-Za-z0-9._~+/=\-]+)", re.I)
 _AUTH_HEADER = re.compile(
     r"((?:Proxy-)?Authorization|api[_-]?key|x-api-key)(['\"]?\s*[:=]\s*['\"]?)"
@@ -115,6 +124,8 @@ def scrub(text: Any) -> Any:
     if "@" in text:
         text = _USERINFO.sub(lambda m: m.group("scheme") or "", text)
         text = _USER_ONLY.sub(lambda m: m.group("scheme"), text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
