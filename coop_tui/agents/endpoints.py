@@ -146,14 +146,16 @@ class EndpointPool:
 
     # -- HTTP ------------------------------------------------------------------------------
 
-    def http_session(self) -> Any:
-        """The pool's aiohttp session on the running loop (made on first use; a session
-        left on another loop is dropped: its connections belong to that loop)."""
+    def http_session(self, headers: Callable[[], dict[str, str]] | None = None) -> Any:
+        """The pool's aiohttp session on the running loop (made on first use, sending
+        ``headers()`` with every request; a session left on another loop is dropped: its
+        connections belong to that loop)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop or self._session.closed:
             from coop_tui.agents.transport import new_session
 
-            self._session, self._session_loop = new_session(), loop
+            made = new_session(headers() if headers is not None else None)
+            self._session, self._session_loop = made, loop
         return self._session
 
     async def aclose(self) -> None:

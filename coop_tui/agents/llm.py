@@ -57,7 +57,7 @@ from coop_tui.agents.transport import (
     implicit_base,
 )
 from coop_tui.decisions import AgentReply, DecisionRequest
-from coop_tui.redact import scrub
+from coop_tui.redact import has_userinfo, scrub
 
 Transport = Literal["auto", "openai", "litellm"]
 Constrained = Literal["grammar", "json_schema"]
@@ -347,6 +347,8 @@ def classify(exc: BaseException) -> _Failure:
         return _Failure(True, str(exc))
     if isinstance(exc, json.JSONDecodeError):
         return _Failure(True, f"malformed stream chunk ({exc.msg})")
+    if isinstance(exc, UnicodeDecodeError):
+        return _Failure(True, f"malformed stream chunk (not UTF-8: {exc.reason})")
     cause = connection_cause(exc)
     if cause is not None and (status is None or "Connection" in name):
         # litellm's APIConnectionError says 500, but no server answered: name the cause
@@ -447,6 +449,10 @@ class LLMAgent:
             EndpointPool(urls, per_endpoint, agent=name, notify=self._notify) if urls else None
         )
         self._chat_urls: dict[str, Any] = {}
+        # The key goes on the HTTP session's headers, unless a server of the list is
+        # reached with user:password@ (Basic auth from the URL, which must not meet a
+        # bearer header): then it is added per request to the other servers.
+        self._key_per_request = bool(self._key.get()) and any(has_userinfo(u) for u in urls)
         self._rng = random.Random()
 
     def __repr__(self) -> str:
@@ -717,6 +723,13 @@ class LLMAgent:
             known = self._chat_urls[url] = (target, *env_proxy(target))
         return known
 
+    def _session_headers(self) -> dict[str, str]:
+        """Headers of every request, set once when the endpoint pool's session is made."""
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self._key.get() and not self._key_per_request:
+            headers["Authorization"] = f"Bearer {self._key.get()}"
+        return headers
+
     async def _stream_http(self, url: str, body: bytes, sink: Any, state: _AttemptState) -> None:
         """POST on the endpoint pool's aiohttp session and decode the SSE stream.
 
@@ -726,12 +739,11 @@ class LLMAgent:
         then carries no bearer key.
         """
         assert self.endpoints is not None  # the openai transport always has an api_base
-        session = self.endpoints.http_session()
+        session = self.endpoints.http_session(self._session_headers)
         target, proxy, proxy_auth = self._chat_url(url)
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        key = self._key.get()
-        if key and target.user is None:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = None
+        if self._key_per_request and target.user is None:
+            headers = {"Authorization": f"Bearer {self._key.get()}"}
         try:
             async with asyncio.timeout(self.timeout) as deadline:
                 async with session.post(target, data=body, headers=headers, proxy=proxy,
@@ -762,7 +774,7 @@ class LLMAgent:
         loop = asyncio.get_running_loop()
         limit = self.timeout
         pushed = loop.time()
-        data: list[str] = []
+        data: list[bytes] = []
         buffer = b""
         try:
             async for piece in response.content.iter_any():
@@ -775,16 +787,18 @@ class LLMAgent:
                 if b"\n" not in piece:
                     buffer += piece
                     continue
-                parts = (buffer + piece).split(b"\n")
-                buffer = parts.pop()
-                for part in parts:
-                    line = part.decode("utf-8", "replace").rstrip("\r")
-                    if line:
-                        if line.startswith("data:"):
-                            value = line[5:]
-                            data.append(value[1:] if value.startswith(" ") else value)
+                lines = (buffer + piece if buffer else piece).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if line.startswith(b"data:"):
+                        # the value (JSON or [DONE]): surrounding blanks and a CRLF's \r
+                        # mean nothing to it
+                        data.append(line[5:].strip())
+                        continue
+                    if line and line != b"\r":
                         continue  # event:, id:, retry: and ":" comments carry nothing we use
-                    if data and _sse_event("\n".join(data), sink, state):
+                    if data and _sse_event(data[0] if len(data) == 1 else b"\n".join(data),
+                                           sink, state):
                         # a server that keeps the body open after [DONE] gets one more second
                         deadline.reschedule(loop.time() + 1.0)
                         data = []
@@ -794,12 +808,10 @@ class LLMAgent:
             if not state.done:
                 raise
             return
-        if buffer.strip() and not state.done:
-            line = buffer.decode("utf-8", "replace").strip()
-            if line.startswith("data:"):
-                data.append(line[5:].lstrip(" "))
+        if buffer.startswith(b"data:") and not state.done:
+            data.append(buffer[5:].strip())
         if data and not state.done:
-            _sse_event("\n".join(data), sink, state)
+            _sse_event(b"\n".join(data), sink, state)
 
     async def _stream_litellm(
         self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
@@ -874,9 +886,10 @@ def _schema_gbnf(schema_json: str) -> str:
     return json_schema_to_gbnf(schema_json)
 
 
-def _sse_event(payload: str, sink: Any, state: _AttemptState) -> bool:
-    """Handle one SSE ``data`` payload; True at ``[DONE]``. Bad JSON raises (retryable)."""
-    if payload.strip() == "[DONE]":
+def _sse_event(payload: bytes, sink: Any, state: _AttemptState) -> bool:
+    """Handle one SSE ``data`` payload (UTF-8 bytes, as JSON reads them); True at
+    ``[DONE]``. Bad JSON raises (retryable)."""
+    if payload.strip() == b"[DONE]":
         state.done = True
         return True
     chunk = json.loads(payload)
@@ -946,6 +959,9 @@ class _AttemptState:
         """``[DONE]`` arrived: the answer is complete whatever happens to the connection."""
 
     def consume(self, chunk: Any, sink: Any) -> None:
+        if type(chunk) is dict:
+            self.consume_dict(chunk, sink)
+            return
         usage = _field(chunk, "usage")
         if usage is not None:
             prompt = _field(usage, "prompt_tokens")
@@ -970,5 +986,38 @@ class _AttemptState:
                 self.emitted = True
                 sink.text(content)
             finish = _field(choice, "finish_reason")
+            if finish:
+                self.finish_reason = str(finish)
+
+    def consume_dict(self, chunk: dict[str, Any], sink: Any) -> None:
+        """:meth:`consume` for a decoded SSE chunk (plain dicts: the common case, taken
+        without the attribute probing that SDK objects need; same rules, same result)."""
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            prompt = usage.get("prompt_tokens")
+            completion = usage.get("completion_tokens")
+            if isinstance(prompt, int):
+                self.input_tokens = prompt
+            if isinstance(completion, int):
+                self.output_tokens = completion
+        model = chunk.get("model")
+        if model and isinstance(model, str):
+            self.model = model
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict):
+                continue  # nothing to read in it (the general path finds nothing either)
+            delta = choice.get("delta")
+            if delta and isinstance(delta, dict):
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if reasoning and isinstance(reasoning, str):
+                    self.reasoning.append(reasoning)
+                    self.emitted = True
+                    sink.reasoning(reasoning)
+                content = delta.get("content")
+                if content and isinstance(content, str):
+                    self.text.append(content)
+                    self.emitted = True
+                    sink.text(content)
+            finish = choice.get("finish_reason")
             if finish:
                 self.finish_reason = str(finish)

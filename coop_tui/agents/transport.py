@@ -60,13 +60,15 @@ def implicit_base(model: str) -> str | None:
     return os.environ.get(env) or default
 
 
-def new_session() -> Any:
+def new_session(headers: dict[str, str] | None = None) -> Any:
     """An aiohttp session for one endpoint pool on the running event loop.
 
     The connector does not queue (``limit=0``): the endpoint pool already bounds requests
     per endpoint, and a second limit would only add bookkeeping. Kept-alive connections
     live 30 s idle. ``total`` is None: the agent bounds silence itself (see the module
-    docstring), the connector bounds connecting.
+    docstring), the connector bounds connecting. ``headers`` go with every request (set
+    once here, not merged per request); no cookie jar (chat APIs set none worth keeping,
+    and filtering one costs time on every request).
     """
     import aiohttp
 
@@ -76,7 +78,8 @@ def new_session() -> Any:
     timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=CONNECT_BUDGET)
     return aiohttp.ClientSession(
         connector=connector, timeout=timeout, trust_env=False, raise_for_status=False,
-        headers={"User-Agent": "coop-tui"},
+        headers={"User-Agent": "coop-tui", **(headers or {})},
+        cookie_jar=aiohttp.DummyCookieJar(),
     )
 
 
