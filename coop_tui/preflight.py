@@ -79,6 +79,7 @@ def check(sweep: Sweep, *, budget: float = PROBE_BUDGET) -> Preflight:
     if not urls:
         return flight
     flight.results = asyncio.run(probe_all(urls, budget=budget))
+    stranded: list[tuple[AgentEndpoints, str]] = []
     for entry in agents:
         dead = [u for u in entry.urls if flight.results[u].error is not None]
         if not dead:
@@ -90,7 +91,14 @@ def check(sweep: Sweep, *, budget: float = PROBE_BUDGET) -> Preflight:
                     f"({flight.results[url].error}); its requests go to the other servers"
                 )
             continue
-        raise SpecError(*_unreachable(entry, dead[0], flight.results[dead[0]]))
+        stranded.append((entry, dead[0]))
+    if stranded:
+        entry, url = stranded[0]
+        field, message = _unreachable(entry, url, flight.results[url])
+        others = [e.agent for e, _ in stranded[1:]]
+        if others:
+            message += f" (agents {', '.join(map(repr, others))} cannot reach their servers either)"
+        raise SpecError(field, message)
     return flight
 
 

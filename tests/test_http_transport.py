@@ -275,3 +275,19 @@ async def test_closing_the_agent_closes_its_session(loopback: LoopbackServer) ->
         del session
         gc.collect()
     assert not [w for w in caught if "Unclosed" in str(w.message)]
+
+
+async def test_a_litellm_routed_ollama_agent_names_the_refused_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The superadditive study's agents (ollama/..., no api_base) go through litellm to its
+    default server: a dead one is named as a refused connection, not "HTTP 500"."""
+    base = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("OLLAMA_API_BASE", base)
+    agent = LLMAgent("a", "ollama/qwen3:14b", timeout=30.0, backoff_base=0.001)
+    assert agent.transport == "litellm" and agent.api_bases == [base]
+    with pytest.raises(ProviderError) as info:
+        await _reply(agent)
+    assert failure_reason(f"ProviderError: {info.value}") == "connection refused", info.value
+    assert "HTTP 500" not in str(info.value)
+    assert info.value.retries <= 2  # the first failure and the probe after the rest
