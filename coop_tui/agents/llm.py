@@ -873,6 +873,8 @@ def _endpoint_outcome(exc: BaseException) -> str:
     without a finish reason), or error (nothing about its health)."""
     if isinstance(exc, _StreamBroken) and exc.cut:
         return "cut"
+    if "ended before a finish_reason" in str(exc):
+        return "cut"  # litellm's word for the same (MidStreamFallbackError, status 500)
     if connect_failed(exc):
         return "down"
     return "error"
