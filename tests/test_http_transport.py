@@ -168,6 +168,19 @@ async def test_a_proxy_from_the_environment_is_used(
     assert seen and seen[0].startswith(b"POST http://127.0.0.1:") and b"/chat/completions" in seen[0]
 
 
+async def test_a_slow_server_keeps_the_long_read_timeout(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connect budget bounds connecting only: a server that thinks longer than it
+    before its first byte is waited for, up to the agent's own timeout."""
+    import coop_tui.agents.transport as transport
+
+    monkeypatch.setattr(transport, "CONNECT_BUDGET", 0.05)
+    loopback.configure(ttft=0.3, latency=0.35)
+    reply = await _reply(LLMAgent("a", "openai/loopback", api_base=loopback.url, timeout=10.0))
+    assert reply.text == loopback.config.answer and reply.transport_retries == 0
+
+
 # ------------------------------------------------------------------------ dead servers
 async def test_a_refused_connection_fails_fast_naming_its_cause() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"

@@ -171,9 +171,8 @@ class EndpointPool:
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(session.close(), loop)
         else:  # its loop is gone: nothing can be awaited there, detach quietly
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing the connector closes the session
                 session.connector._close()  # noqa: SLF001 - frees sockets without a loop
-                session._connector = None  # noqa: SLF001 - no "unclosed session" warning
 
     def _given_up(self, now: float) -> Endpoint | None:
         """An endpoint that explains why requests fail at once now, or None (some
