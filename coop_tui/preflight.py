@@ -13,8 +13,9 @@ not probed: no network is touched for them. Any HTTP answer, even 401 or 404, co
 reachable; only the absence of an answer (refused, DNS, TLS, timeout ...) fails.
 
 An agent none of whose servers answers is an error (exit 2, naming the agent, the URL and
-the cause). An agent with several servers of which some answer runs: the dead ones are
-named in a warning and the endpoint pool keeps requests off them.
+the cause); a dry run probes too (it is cheap) but only warns, since its estimate stands.
+An agent with several servers of which some answer runs: the dead ones are named in a
+warning and the endpoint pool keeps requests off them.
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ def endpoints_of(sweep: Sweep) -> list[AgentEndpoints]:
     return out
 
 
-def check(sweep: Sweep, *, budget: float = PROBE_BUDGET) -> Preflight:
+def check(sweep: Sweep, *, budget: float = PROBE_BUDGET, strict: bool = True) -> Preflight:
     """Probe every distinct endpoint once; raise :class:`SpecError` (exit 2) for an agent
-    none of whose servers answers. Runs its own short event loop (call it outside one)."""
+    none of whose servers answers (``strict=False``, as in a dry run: say it among the
+    warnings instead). Runs its own short event loop (call it outside one)."""
     agents = endpoints_of(sweep)
     flight = Preflight(agents)
     urls = sorted({u for a in agents for u in a.urls})
@@ -98,7 +100,9 @@ def check(sweep: Sweep, *, budget: float = PROBE_BUDGET) -> Preflight:
         others = [e.agent for e, _ in stranded[1:]]
         if others:
             message += f" (agents {', '.join(map(repr, others))} cannot reach their servers either)"
-        raise SpecError(field, message)
+        if strict:
+            raise SpecError(field, message)
+        flight.warnings.append(f"a run would stop here: {field}: {message}")
     return flight
 
 
