@@ -71,7 +71,10 @@ def _b_star(game_spec: str | None) -> float | None:
         return None
 
 
-def build_report(store: Store, run_id: str) -> dict[str, Any]:
+def build_report(store: Store, run_id: str, *, devrank: str | None = None) -> dict[str, Any]:
+    """The whole analysis of one run. ``devrank`` picks how DevRank's ratings are
+    obtained (:data:`coop_tui.analysis.coopeval_tables.DEVRANK_MODES`); None takes the
+    run's study file's ``devrank``, else our solver-independent ratings."""
     db = store.db
     run = store.run(run_id)
     if run is None:
@@ -215,7 +218,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
     }
-    out.update(_paper_tables(store, run_id))
+    out.update(_paper_tables(store, run_id, devrank))
     from coop_tui.analysis.sections import build_sections
 
     out.update(build_sections(store, run_id, out))
@@ -223,19 +226,21 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     return out
 
 
-def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
+def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict[str, Any]:
     """CoopEval's tables (per-replicate metrics, mean ± SE) and the replicator trajectories.
 
     Present when the run has cross-play tournaments or Reputation populations; see
-    :mod:`coop_tui.analysis.coopeval_tables`.
+    :mod:`coop_tui.analysis.coopeval_tables`. ``devrank`` is the DevRank mode asked for
+    (None: the study file's, else the default); the output names it.
     """
-    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.analysis.coopeval_tables import devrank_mode, paper_tables, run_devrank_mode
 
-    result = paper_tables(store, run_id)
+    mode = devrank_mode(devrank or run_devrank_mode(store, run_id))
+    result = paper_tables(store, run_id, freeze=mode)
     if not result["tables"]:
         return {}
     return {"tables": result["tables"], "evolution": result["evolution"],
-            "per_replicate": result["per_replicate"]}
+            "per_replicate": result["per_replicate"], "devrank": mode}
 
 
 def _experiment_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
@@ -572,7 +577,8 @@ def strict_json(report: dict[str, Any]) -> str:
 
 
 def report_command(
-    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None
+    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None,
+    devrank: str | None = None,
 ) -> int:
     from coop_tui.errors import fail
 
@@ -582,7 +588,7 @@ def report_command(
     run = store.resolve_run(ref)
     if run is None:
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
-    report = build_report(store, run["id"])
+    report = build_report(store, run["id"], devrank=devrank)
     if fmt in ("latex", "csv"):
         from coop_tui.analysis.coopeval_tables import render_csv, render_latex
 

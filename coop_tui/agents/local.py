@@ -505,6 +505,11 @@ def answer_grammar(
         return "gbnf", mixed_gbnf(labels)
     if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
         return "gbnf", choice_gbnf(labels)
+    if kind == "judgement" and labels and opts.get("shape") == "types":
+        from coop_tui.judging.rubric import judgement_types_gbnf
+
+        names = opts.get("names") or {}
+        return "gbnf", judgement_types_gbnf(tuple(names.get(x, x) for x in labels))
     if kind == "judgement" and labels:  # number ranges are beyond the schema converter
         from coop_tui.judging.rubric import judgement_gbnf
 

@@ -816,13 +816,16 @@ class _DecisionBuilder:
         self.decisions.append(decision)
         return decision
 
-    def play(self, match_id: str, round_: int, mv: _Move) -> None:
+    def play(self, match_id: str, round_: int, mv: _Move, *, stored_seat: int | None = None) -> None:
         """A play decision, stored as our Mediation stores it when there is a delegate.
 
         The prompt's labels are A0, A1 (and A2 = delegate under Mediation); label i is
         game action i, delegate being the action after the base ones. ``action`` is the
         action chosen (delegate when CoopEval marks the move mediated); the rounds table
         has the action played. Delegating is not counted as cooperating.
+        ``stored_seat``: the decision's seat in its match when that is not the game
+        position (a Reputation player is a one-seat match); cooperation is always judged
+        by the game position ``mv.seat``.
         """
         from coop_tui.parsing import ParseError, parse_mixed_strategy
         from coop_tui.testing.coopeval_log import classify_prompt
@@ -834,7 +837,7 @@ class _DecisionBuilder:
             match_id,
             round_,
             "play",
-            mv.seat,
+            mv.seat if stored_seat is None else stored_seat,
             "mixed",
             mv.agent,
             mv.trace_id,
