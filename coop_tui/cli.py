@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, opens the TUI on a ready preset that uses the embedded model.",
     )
     _db_arg(parser, top=True)
-    parser.add_argument("--batch", metavar="FILE", help="run a sweep file headless (TOML or YAML)")
+    parser.add_argument("--batch", metavar="FILE", help="run a sweep file headless (TOML or YAML); "
+                        "a shipped one also by name: `coop-tui list studies`")
     parser.add_argument("--resume", action="store_true", help="with --batch: continue the latest run of this sweep")
     parser.add_argument("--concurrency", type=int, metavar="N", help="with --batch: at most N requests at once")
     parser.add_argument("--yes", "-y", action="store_true", help="with --batch: skip the cost confirmation")
@@ -51,6 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", dest="report_format", choices=["text", "json", "latex", "csv"], default=None,
         help="text (default) or json for the whole report; latex or csv for the paper-style "
         "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
+    )
+    rep.add_argument(
+        "--sections", metavar="KEY,...",
+        help="with text or json: only these report sections (comma-separated keys; an empty "
+        "value for none); the counts, experiments and mechanisms are always there",
+    )
+    rep.add_argument(
+        "--devrank", choices=["every_optimum", "vertex", "coopeval", "published"], default=None,
+        help="how DevRank's deviation ratings are obtained: every_optimum (ours, the same for "
+        "every solver; default), vertex (CoopEval's freezing rule on our LP), coopeval "
+        "(CoopEval's LP), published (an import's own deviation_ratings.json, else coopeval); "
+        "default: the study file's devrank",
     )
     _db_arg(rep)
 
@@ -90,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="justifications, similarity-reasoning, or a rubric .toml file")
     jdg.add_argument("--agents", metavar="FILE", help="a sweep (or agents-only) file whose "
                      "[agents.NAME] tables --judge may name")
+    jdg.add_argument("--protocol", choices=["coopeval", "per-category"], default=None,
+                     help="coopeval: CoopEval's judge (one overall confidence and a list of "
+                     "types, temperature 0, only chain-of-thought answers of 80+ characters); "
+                     "per-category: a confidence per category for every decision with text "
+                     "(default: the rubric's; justifications uses coopeval)")
     jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
     jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
     jdg.add_argument("--resume", action="store_true",
@@ -100,8 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
     _db_arg(jdg)
 
-    lst = sub.add_parser("list", help="list games, strategies, mechanisms or runs")
-    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs"])
+    lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
+                         "sweep and study files")
+    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs", "studies"])
+    lst.add_argument("--json", action="store_true",
+                     help="print a JSON list of objects (piped text output is tab-separated "
+                     "with every value in full)")
     _db_arg(lst)
     return parser
 
@@ -174,16 +196,22 @@ def _dispatch(args: argparse.Namespace) -> int:
         return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
     if args.batch:
         from coop_tui.runner import run_batch
+        from coop_tui.shipped import resolve_sweep_file
 
+        sweep_file, shipped = resolve_sweep_file(args.batch)
+        if shipped:
+            print(f"{args.batch}: the shipped file {sweep_file}", file=sys.stderr)
         return run_batch(
-            Path(args.batch), _db_path(args), resume=args.resume,
+            sweep_file, _db_path(args), resume=args.resume,
             concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run,
         )
     if args.command == "report":
         from coop_tui.report import report_command
 
         return report_command(
-            _db_path(args), args.run, as_json=args.json, fmt=args.report_format
+            _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
+            sections=args.sections,
+            devrank=args.devrank,
         )
     if args.command == "export":
         from coop_tui.export import export_command
@@ -204,12 +232,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
             agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
             concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
-            assume_yes=args.yes,
+            assume_yes=args.yes, protocol=args.protocol,
         )
     if args.command == "list":
         from coop_tui.listing import list_command
 
-        return list_command(args.what, _db_path(args))
+        return list_command(args.what, _db_path(args), as_json=args.json)
     if args.command == "play":
         from coop_tui.app import run_play
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +73,14 @@ def _b_star(game_spec: str | None) -> float | None:
         return None
 
 
-def build_report(store: Store, run_id: str) -> dict[str, Any]:
+def build_report(store: Store, run_id: str, sections: Collection[str] | None = None, *,
+                 compute_stored: bool = True, devrank: str | None = None) -> dict[str, Any]:
+    """The whole analysis of one run: the core (counts, experiments, mechanisms, CoopEval's
+    tables) and the report sections ``sections`` names (every one when None). With
+    ``compute_stored`` False, slow sections not stored yet are left out (the analysis
+    screen builds them in a worker of their own). ``devrank`` picks how DevRank's ratings
+    are obtained (:data:`coop_tui.analysis.coopeval_tables.DEVRANK_MODES`); None takes the
+    run's study file's ``devrank``, else our solver-independent ratings."""
     db = store.db
     run = store.run(run_id)
     if run is None:
@@ -122,6 +131,12 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     cond_specs = {
         (exp, ckey): gspec
         for exp, ckey, _g, _m, _c, _s, gspec, *_rest in condition_rows(db, run_id)
+    }
+    # b* is the similarity at which mutual cooperation becomes a b-similarity equilibrium:
+    # it means something only where agents are told a similarity
+    told_similarity = {
+        (exp, ckey) for exp, ckey, _g, mech, _c, sim, *_rest in condition_rows(db, run_id)
+        if sim is not None or "similarity" in (mech or "").split(",")
     }
     experiments: dict[int, dict[str, Any]] = {}
     for exp, games, mech, gspec, matchup, n in exp_rows:
@@ -176,7 +191,8 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         labels = {}
         for c in e["conditions"]:
             c["label"] = " ".join(f"{k}={_short(c['condition'].get(k))}" for k in varying) or "-"
-            c["b_star"] = _b_star(cond_specs.get((exp, c["condition_key"])))
+            c["b_star"] = (_b_star(cond_specs.get((exp, c["condition_key"])))
+                           if (exp, c["condition_key"]) in told_similarity else None)
             labels[c["condition_key"]] = " ".join(
                 f"{k}={_short(c['condition'].get(k))}" for k in series_keys
             )
@@ -215,27 +231,29 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
     }
-    out.update(_paper_tables(store, run_id))
+    out.update(_paper_tables(store, run_id, devrank))
     from coop_tui.analysis.sections import build_sections
 
-    out.update(build_sections(store, run_id, out))
+    out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
     read_cache.forget()  # shared within one report; a long-running TUI need not hold them
     return out
 
 
-def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
+def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict[str, Any]:
     """CoopEval's tables (per-replicate metrics, mean ± SE) and the replicator trajectories.
 
     Present when the run has cross-play tournaments or Reputation populations; see
-    :mod:`coop_tui.analysis.coopeval_tables`.
+    :mod:`coop_tui.analysis.coopeval_tables`. ``devrank`` is the DevRank mode asked for
+    (None: the study file's, else the default); the output names it.
     """
-    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.analysis.coopeval_tables import devrank_mode, paper_tables, run_devrank_mode
 
-    result = paper_tables(store, run_id)
+    mode = devrank_mode(devrank or run_devrank_mode(store, run_id))
+    result = paper_tables(store, run_id, freeze=mode)
     if not result["tables"]:
         return {}
     return {"tables": result["tables"], "evolution": result["evolution"],
-            "per_replicate": result["per_replicate"]}
+            "per_replicate": result["per_replicate"], "devrank": mode}
 
 
 def _experiment_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
@@ -395,7 +413,7 @@ def render_text(report: dict[str, Any]) -> Any:
 
     parts: list[Any] = []
     run, c = report["run"], report["counts"]
-    parts.append(Text(f"run {run['id']}  {run['name']}  [{run['status']}]", style="bold"))
+    parts.append(Text.from_markup(f"run {run['id']}  {run['name']}  \\[{run['status']}]", style="bold"))
     parts.append(
         Text(
             f"matches {c['matches_done']}/{c['matches']} done, {c['matches_failed']} failed; "
@@ -479,12 +497,11 @@ def _mechanism_tables(mech: dict[str, Any]) -> list[Any]:
     votes = mech.get("votes") or []
     if votes:
         table = Table(title="proposals and votes", title_justify="left")
-        cols = [k for k in votes[0] if k not in ("experiment", "condition")]
+        cols = _columns(votes)
         for col in cols:
             table.add_column(col, justify="left" if col in ("agent", "game", "mechanism") else "right")
         for v in votes:
-            table.add_row(*[_pct(v[c]) if isinstance(v[c], float) and "rate" in c else
-                            _num(v[c]) if isinstance(v[c], float) else str(v[c]) for c in cols])
+            table.add_row(*[_cell(v.get(c), pct="rate" in c) for c in cols])
         out.append(table)
     # One-shot cooperation is already in the experiment tables; frequencies earn a table
     # where play unfolds over rounds or phases.
@@ -492,15 +509,32 @@ def _mechanism_tables(mech: dict[str, Any]) -> list[Any]:
              if f.get("mechanism") not in ("none", "similarity")]
     if freqs:
         table = Table(title="action frequencies (play phase)", title_justify="left")
-        cols = [k for k in freqs[0] if k not in ("experiment", "condition")]
+        cols = _columns(freqs)
         for col in cols:
             table.add_column(col)
         for f in freqs[:60]:
-            table.add_row(*[_num(f[c]) if isinstance(f[c], float) else str(f[c]) for c in cols])
+            table.add_row(*[_cell(f.get(c)) for c in cols])
         if len(freqs) > 60:
             table.caption = f"first 60 of {len(freqs)} rows; --json has them all"
         out.append(table)
     return out
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every field of any row, in first-seen order: rows of different mechanisms carry
+    different fields (Contracting's ``sign_rate``, Mediation's ``delegate_rate``), so the
+    first row alone does not name the columns of a run that has both."""
+    seen = dict.fromkeys(k for row in rows for k in row)
+    return [k for k in seen if k not in ("experiment", "condition")]
+
+
+def _cell(value: Any, pct: bool = False) -> str:
+    """One table cell; "-" where the row's mechanism has no such field."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return _pct(value) if pct else _num(value)
+    return str(value)
 
 
 def _curve_table(e: dict[str, Any]) -> Any:
@@ -571,30 +605,60 @@ def strict_json(report: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, default=str, allow_nan=False)
 
 
+def parse_sections(raw: str | None) -> list[str] | None:
+    """``--sections a,b``: the keys given (an empty value: none), or None when absent."""
+    if raw is None:
+        return None
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
 def report_command(
-    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None
+    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None,
+    sections: str | None = None,
+    devrank: str | None = None,
 ) -> int:
     from coop_tui.errors import fail
 
+    wanted = parse_sections(sections)
+    if wanted is not None:
+        if fmt in ("latex", "csv"):
+            return fail(f"--sections: --format {fmt} prints only the population tables; "
+                        "drop --sections, or use --format text|json")
+        from coop_tui.analysis.sections import keys, unknown
+
+        missing = unknown(wanted)
+        if missing:
+            return fail(f"--sections: unknown section(s) {', '.join(map(repr, missing))}; "
+                        f"known: {', '.join(keys())}")
     if not db_path.exists():
         return fail(f"no database at {db_path}; run a sweep first or pass --db")
     store = Store(db_path)
     run = store.resolve_run(ref)
     if run is None:
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
-    report = build_report(store, run["id"])
     if fmt in ("latex", "csv"):
+        # the tables alone: no experiment rows, no report sections
         from coop_tui.analysis.coopeval_tables import render_csv, render_latex
 
-        if not report.get("tables"):
-            return fail(f"run {run['id']} has no population tables (no cross-play tournament "
-                        f"or Reputation population); --format {fmt} prints only those")
-        print((render_latex if fmt == "latex" else render_csv)(report["tables"]), end="")
+        tables = _paper_tables(store, run["id"], devrank).get("tables")
+        read_cache.forget()
+        if not tables:
+            # nothing is wrong with the run: the tables have nothing to say, and say so
+            note = (f"run {run['id']} has no population tables (no cross-play tournament or "
+                    f"Reputation population); --format {fmt} prints only those")
+            print(f"coop-tui: {note}", file=sys.stderr)
+            print(f"% {note}\n" if fmt == "latex" else render_csv([]), end="")
+            return 0
+        print((render_latex if fmt == "latex" else render_csv)(tables), end="")
         return 0
+    report = build_report(store, run["id"], wanted, devrank=devrank)
     if as_json or fmt == "json":
         print(strict_json(report))
     else:
         from rich.console import Console
 
-        Console().print(render_text(report))
+        from coop_tui.terminal import terminal_data
+
+        # names and errors come from sweep files, imports and providers: shown, not obeyed
+        Console().print(render_text(terminal_data(report)))
     return 0

@@ -20,6 +20,7 @@ from collections import defaultdict
 from itertools import combinations, product
 from typing import Any
 
+from coop_tui.grounded.domains import benchmark_key
 from coop_tui.grounded.metrics import similarity
 
 Answers = dict[str, dict[str, dict[int, dict[str, Any]]]]
@@ -114,6 +115,7 @@ def matrix_for(db: Any, run_id: str, source: str) -> dict[str, dict[str, float |
     100), ``exogenous:<benchmark>:runs`` (diagonal: run-to-run agreement) or
     ``endogenous:<benchmark>:<view>`` (KeyError naming what is missing)."""
     parts = source.split(":")
+    parts[1] = benchmark_key(parts[1])  # an alias ("die") names the key answers are stored under
     if parts[0] == "exogenous":
         diagonal = "runs" if len(parts) > 2 and parts[2] == "runs" else "identical"
         found = exogenous(db, run_id, diagonal).get(parts[1])
