@@ -61,6 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(rep)
 
+    fig = sub.add_parser("figures", help="draw the papers' figures from a run's report (needs matplotlib)")
+    fig.add_argument("run", nargs="?", help="run id, id prefix or name (default: the latest)")
+    fig.add_argument("--out", default="figures", metavar="DIR",
+                     help="output directory (default: ./figures)")
+    fig.add_argument("--format", dest="figure_format", choices=["png", "svg", "pdf"], default="png",
+                     help="file format (default: png)")
+    fig.add_argument("--devrank", choices=["every_optimum", "vertex", "coopeval", "published"],
+                     default=None, help="how the report's DevRank ratings are obtained, as for report")
+    _db_arg(fig)
+
     imp = sub.add_parser("import", help="import results from another tool")
     imp.add_argument("source", choices=["coopeval", "strategic-personalities"],
                      help="format of the input")
@@ -198,6 +208,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
             devrank=args.devrank,
         )
+    if args.command == "figures":
+        from coop_tui.figures import figures_command
+
+        return figures_command(_db_path(args), args.run, out=Path(args.out),
+                               fmt=args.figure_format, devrank=args.devrank)
     if args.command == "export":
         from coop_tui.export import export_command
 
