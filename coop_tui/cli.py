@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
     _db_arg(jdg)
 
+    srv = sub.add_parser("serve", help="serve the TUI to a web browser (needs textual-serve)")
+    srv.add_argument("--port", type=int, default=8000, metavar="N", help="TCP port (default: 8000)")
+    srv.add_argument("--host", default="127.0.0.1", metavar="H",
+                     help="address to listen on (default: 127.0.0.1; any other address "
+                     "lets others use the TUI and its API keys, and prints a warning)")
+    _db_arg(srv)
+
     lst = sub.add_parser("list", help="list games, strategies, mechanisms or runs")
     lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs"])
     _db_arg(lst)
@@ -234,6 +241,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
             assume_yes=args.yes, protocol=args.protocol,
         )
+    if args.command == "serve":
+        from coop_tui.serve import serve_command
+
+        return serve_command(_db_path(args), host=args.host, port=args.port)
     if args.command == "list":
         from coop_tui.listing import list_command
 
