@@ -236,6 +236,24 @@ def test_personality_figures_are_the_sections_values(personalities: dict[str, An
     assert _image(drawn["personalities_cohens_h"]) == value["cohens_h"]["matrix"]
 
 
+SP_SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
+             / "strategic_personalities.sample.csv.gz")
+
+
+@pytest.mark.skipif(not SP_SAMPLE.exists(), reason="the strategic-personalities sample is not here")
+def test_imported_trial_table_draws_cooperation_by_model(tmp_path: Path) -> None:
+    from coop_tui.importers.strategic_personalities import import_file
+
+    store = Store(tmp_path / "c.db")
+    run_id, _new, _summary = import_file(store, SP_SAMPLE)
+    report = _report(store, run_id)
+    drawn = _by_name(figures_for(report))
+    assert set(drawn) == {"personalities_cooperation_by_model_published"}  # no per-round data
+    bars = drawn["personalities_cooperation_by_model_published"].figure.axes[0].patches
+    assert sorted(round(p.get_width(), 9) for p in bars) == sorted(
+        round(v["mean"], 9) for v in report["cooperation_by_model"].values())
+
+
 # ------------------------------------------------------------------ seed 004
 @pytest.fixture(scope="module")
 def teams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

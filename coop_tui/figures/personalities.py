@@ -7,6 +7,7 @@ Reads the ``strategic_personality`` section only.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from coop_tui.figures import Drawn, Family, register
@@ -110,11 +111,37 @@ def _cohens_h(value: dict[str, Any]) -> Drawn | None:
     return Drawn("personalities_cohens_h", "Cohen's h of cooperation, row agent against column", fig)
 
 
+def _published(report: dict[str, Any]) -> Drawn | None:
+    """An imported trial table: its cooperation by model (percent, t-interval over trials).
+    The table has no per-round choices, so this is the only figure it supports."""
+    models = [(m, v) for m, v in (report.get("cooperation_by_model") or {}).items()
+              if v.get("mean") is not None]
+    if not models:
+        return None
+    models.sort(key=lambda item: item[1]["mean"])
+    fig, axes = figure(SINGLE, 0.9 + 0.2 * len(models))
+    ax = axes[0][0]
+    means = [v["mean"] for _m, v in models]
+    # one trial has no interval: no error bar is drawn for it (NaN), rather than a 0-wide one
+    lower = [v["mean"] - v["ci"][0] if v.get("ci") else math.nan for _m, v in models]
+    upper = [v["ci"][1] - v["mean"] if v.get("ci") else math.nan for _m, v in models]
+    ax.barh(range(len(models)), means, xerr=[lower, upper], color=colour(0), height=0.65,
+            error_kw={"elinewidth": 0.8, "capsize": 2}, gid="cooperation")
+    ax.set_yticks(range(len(models)), [f"{short(m)} (n={v['n']})" for m, v in models])
+    ax.set_xlim(0, 100)
+    selection = (report.get("published_trials") or {}).get("cooperation_by_model_selection") or {}
+    games = ", ".join(selection.get("games") or [])
+    ax.set_xlabel("cooperation (%, 95% t-interval over trials)")
+    ax.set_title("Cooperation by model" + (f" — {games}" if games else ""))
+    return Drawn("personalities_cooperation_by_model_published",
+                 "Per-trial cooperation of each model in the published trial table", fig)
+
+
 def draw(report: dict[str, Any]) -> list[Drawn]:
+    drawn = [_published(report)]
     value = report.get("strategic_personality")
-    if not value or not value.get("agents"):
-        return []
-    drawn = [_cooperation(value), _archetypes(value), _endgame(value), _cohens_h(value)]
+    if value and value.get("agents"):
+        drawn += [_cooperation(value), _archetypes(value), _endgame(value), _cohens_h(value)]
     return [d for d in drawn if d is not None]
 
 
