@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
     )
     rep.add_argument(
+        "--sections", metavar="KEY,...",
+        help="with text or json: only these report sections (comma-separated keys; an empty "
+        "value for none); the counts, experiments and mechanisms are always there",
+    )
+    rep.add_argument(
         "--devrank", choices=["every_optimum", "vertex", "coopeval", "published"], default=None,
         help="how DevRank's deviation ratings are obtained: every_optimum (ours, the same for "
         "every solver; default), vertex (CoopEval's freezing rule on our LP), coopeval "
@@ -213,6 +218,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return report_command(
             _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
+            sections=args.sections,
             devrank=args.devrank,
         )
     if args.command == "figures":

@@ -78,7 +78,7 @@ class AgentSpec(BaseModel):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
-    style: Literal["cot", "direct"] = "cot"
+    style: Literal["cot", "direct", "plain"] = "cot"
     api_base: str | list[str] | None = Field(
         default=None,
         description="an OpenAI-compatible server URL, or a list of servers for one model",

@@ -588,8 +588,8 @@ class LocalAgent:
         style: str = "cot",
         spec: dict[str, Any] | None = None,
     ) -> None:
-        if style not in ("cot", "direct"):
-            raise ValueError(f"style must be 'cot' or 'direct', not {style!r}")
+        if style not in ("cot", "direct", "plain"):
+            raise ValueError(f"style must be 'cot', 'direct' or 'plain', not {style!r}")
         self.name = name
         self.model = model
         self.path = resolve_model_path(model)
@@ -615,7 +615,7 @@ class LocalAgent:
             schema=schema,
             grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema,
                                                                  dict(request.options)),
-            free_step=self.style == "cot" or schema is None,
+            free_step=self.style in ("cot", "plain") or schema is None,
             think_tokens=self.max_tokens,
             temperature=self.temperature,
             seed=seed,

@@ -36,9 +36,11 @@ transaction.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import sqlite3
 import sys
 import time
 from collections import Counter
@@ -50,6 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from coop_tui import summaries
+from coop_tui.analysis.ratings_cache import rate_run
+from coop_tui.analysis.sections import store_sections
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
 
@@ -1055,8 +1060,6 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
         _insert(conn, "phases", plan.phases)
         _insert(conn, "decisions", plan.decisions)
         # the report reads per-run summaries: drop a replaced import's, add this one's
-        from coop_tui import summaries
-
         summaries.delete_run(conn, run_id)
         summaries.fold_pending(conn, run_id)
     return replaced
@@ -1222,7 +1225,20 @@ def write_path(store: Any, path: Path, header: ImportPlan) -> bool:
         for _t, _experiment, _replicate, plan in _study_plans(groups, run_id):
             for rows in _ROWS:
                 _insert(conn, rows, getattr(plan, rows))
+        # as for one tournament: without the summaries every report would aggregate each
+        # match live from its decisions (seconds at CoopEval's 16,000 matches)
+        summaries.delete_run(conn, run_id)
+        summaries.fold_pending(conn, run_id)
     return replaced
+
+
+def _analyse(store: Any, run_id: str) -> None:
+    """What ``--batch`` does when a run finishes: the deviation ratings solved and the slow
+    report sections built now, once, so ``report`` and the analysis screen read them."""
+    with contextlib.suppress(sqlite3.Error):
+        rate_run(store, run_id)
+    with contextlib.suppress(sqlite3.Error):
+        store_sections(store, run_id)
 
 
 def import_command(directory: Path, db_path: Path) -> int:
@@ -1240,6 +1256,7 @@ def import_command(directory: Path, db_path: Path) -> int:
     try:
         study = "layout" in plan.summary
         replaced = write_path(store, directory, plan) if study else write_plan(store, plan)
+        _analyse(store, plan.summary["run_id"])
     finally:
         store.close()
     s = plan.summary
