@@ -212,15 +212,20 @@ def personalities(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for exp in data["experiments"]:
         exp["rounds"] = 4
     for name, agent in list(data["agents"].items()):
-        if "model" in agent:  # mirror plays every game, and answers its co-player
-            data["agents"][name] = {"strategy": "mirror"}
+        if "model" in agent:  # (anti-)mirror plays every game, and answers its co-player
+            data["agents"][name] = {"strategy": "anti_mirror" if "hot" in name else "mirror"}
     store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("sp") / "c.db", source)
     return _report(store, run_id)
 
 
-def test_personality_figures_are_the_sections_values(personalities: dict[str, Any]) -> None:
-    value = personalities["strategic_personality"]
-    drawn = _by_name(figures_for(personalities))
+@pytest.mark.parametrize("key, suffix", [("strategic_personality", ""),
+                                         ("strategic_personality_pooled", "_pooled")])
+def test_personality_figures_are_the_sections_values(
+    personalities: dict[str, Any], key: str, suffix: str
+) -> None:
+    value = personalities[key]
+    drawn = {name.removesuffix(suffix): d for name, d in _by_name(figures_for(personalities)).items()
+             if name.endswith(suffix) or not suffix}
     coop = drawn["personalities_cooperation_by_model"].figure.axes[0]
     widths = sorted(round(p.get_width(), 12) for p in coop.patches)
     assert widths == sorted(round(a["cooperation"]["rate"], 12) for a in value["agents"].values())
@@ -233,7 +238,15 @@ def test_personality_figures_are_the_sections_values(personalities: dict[str, An
     for agent, a in value["agents"].items():
         assert list(lines[agent].get_xdata()) == a["curve"]["rounds"]
         assert list(lines[agent].get_ydata()) == a["curve"]["rate"]
-    assert _image(drawn["personalities_cohens_h"]) == value["cohens_h"]["matrix"]
+    if len(value["agents"]) > 1:
+        assert _image(drawn["personalities_cohens_h"]) == value["cohens_h"]["matrix"]
+    else:  # the paper's sample holds seat 0 only: one agent, no effect size to draw
+        assert "personalities_cohens_h" not in drawn
+    if suffix:
+        return
+    trials = drawn["personalities_cooperation_by_model_trials"].figure.axes[0].patches
+    assert sorted(round(p.get_width(), 9) for p in trials) == sorted(
+        round(v["mean"], 9) for v in personalities["cooperation_by_model"].values())
 
 
 SP_SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
@@ -248,8 +261,8 @@ def test_imported_trial_table_draws_cooperation_by_model(tmp_path: Path) -> None
     run_id, _new, _summary = import_file(store, SP_SAMPLE)
     report = _report(store, run_id)
     drawn = _by_name(figures_for(report))
-    assert set(drawn) == {"personalities_cooperation_by_model_published"}  # no per-round data
-    bars = drawn["personalities_cooperation_by_model_published"].figure.axes[0].patches
+    assert set(drawn) == {"personalities_cooperation_by_model_trials"}  # no per-round data
+    bars = drawn["personalities_cooperation_by_model_trials"].figure.axes[0].patches
     assert sorted(round(p.get_width(), 9) for p in bars) == sorted(
         round(v["mean"], 9) for v in report["cooperation_by_model"].values())
 

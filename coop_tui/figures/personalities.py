@@ -99,7 +99,7 @@ def _endgame(value: dict[str, Any]) -> Drawn | None:
 def _cohens_h(value: dict[str, Any]) -> Drawn | None:
     block = value.get("cohens_h") or {}
     agents, matrix = block.get("agents") or [], block.get("matrix") or []
-    if len(agents) < 2:
+    if len(agents) < 2:  # an effect size needs two agents
         return None
     size = min(DOUBLE, max(SINGLE, 0.5 * len(agents) + 1.8))
     fig, axes = figure(size, size * 0.8)
@@ -112,8 +112,9 @@ def _cohens_h(value: dict[str, Any]) -> Drawn | None:
 
 
 def _published(report: dict[str, Any]) -> Drawn | None:
-    """An imported trial table: its cooperation by model (percent, t-interval over trials).
-    The table has no per-round choices, so this is the only figure it supports."""
+    """Cooperation by model over trials (percent, the section's interval): the figure an
+    imported trial table supports (it has no per-round choices), and that a run of our
+    own playing the same games gets too."""
     models = [(m, v) for m, v in (report.get("cooperation_by_model") or {}).items()
               if v.get("mean") is not None]
     if not models:
@@ -131,18 +132,37 @@ def _published(report: dict[str, Any]) -> Drawn | None:
     ax.set_xlim(0, 100)
     selection = (report.get("published_trials") or {}).get("cooperation_by_model_selection") or {}
     games = ", ".join(selection.get("games") or [])
-    ax.set_xlabel("cooperation (%, 95% t-interval over trials)")
+    method = "normal interval" if any(v.get("ci_method") == "normal-1.96" for _m, v in models) else "t-interval"
+    ax.set_xlabel(f"cooperation (%, 95% {method} over trials)")
     ax.set_title("Cooperation by model" + (f" — {games}" if games else ""))
-    return Drawn("personalities_cooperation_by_model_published",
-                 "Per-trial cooperation of each model in the published trial table", fig)
+    return Drawn("personalities_cooperation_by_model_trials",
+                 "Per-trial cooperation of each model (seed 003's Supplementary Table 2 sample)",
+                 fig)
+
+
+SAMPLES = (("strategic_personality", ""), ("strategic_personality_pooled", "_pooled"))
+"""The paper's sample (Table 2's trials, the agent in seat 0) and every repeated game pooled."""
 
 
 def draw(report: dict[str, Any]) -> list[Drawn]:
     drawn = [_published(report)]
-    value = report.get("strategic_personality")
-    if value and value.get("agents"):
-        drawn += [_cooperation(value), _archetypes(value), _endgame(value), _cohens_h(value)]
+    for key, suffix in SAMPLES:
+        value = report.get(key)
+        if value and value.get("agents"):
+            drawn += [_suffixed(d, suffix, value) for d in
+                      (_cooperation(value), _archetypes(value), _endgame(value), _cohens_h(value))
+                      if d is not None]
     return [d for d in drawn if d is not None]
+
+
+def _suffixed(drawn: Drawn, suffix: str, value: dict[str, Any]) -> Drawn:
+    """The pooled sample's figures carry ``_pooled`` in their name and title."""
+    if not suffix:
+        return drawn
+    ax = drawn.figure.axes[0]
+    ax.set_title(ax.get_title() + " (pooled)")
+    return Drawn(drawn.name + suffix, drawn.caption + ", " + value.get("sample", {}).get(
+        "description", "pooled"), drawn.figure)
 
 
 FAMILY = register(Family(key="personalities", title="Seed 003: strategic personalities",
