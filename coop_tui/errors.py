@@ -14,10 +14,12 @@ EXIT_USAGE = 2
 
 
 def fail(message: str) -> int:
-    """Print ``coop-tui: error: <message>`` (secrets removed) and return exit code 2."""
+    """Print ``coop-tui: error: <message>`` (secrets removed, control characters shown as
+    escapes) and return exit code 2."""
     from coop_tui.redact import scrub
+    from coop_tui.terminal import terminal_text
 
-    print(f"coop-tui: error: {scrub(message)}", file=sys.stderr)
+    print(f"coop-tui: error: {terminal_text(scrub(message), markup=False)}", file=sys.stderr)
     return EXIT_USAGE
 
 
