@@ -287,7 +287,10 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
     lines = _lines(drawn["superadditive_fig2_cooperation_per_round"])
     for i, c in enumerate(conds):
         assert list(lines[str(i)].get_ydata()) == c["per_round"]
-    bars = drawn["superadditive_fig3_one_shot_cooperation"].figure.axes[0].patches
+    lines = _lines(drawn["superadditive_fig3_one_shot_per_round"])
+    for i, c in enumerate(conds):
+        assert list(lines[str(i)].get_ydata()) == c["one_shot_per_round"]
+    bars = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes[0].patches
     plotted = sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars)
     expected = sorted((k, round(c["one_shot"][k]["mean"], 12)) for c in conds
                       for k in ("all", "intra", "inter")

@@ -1,7 +1,6 @@
 """Seed 004's figures: cooperation per round by tournament structure (its Figure 2),
-one-shot cooperation by structure (its Figure 3, as one value per structure: the report
-holds the first round of every match pooled, not a per-match series) and intra- against
-inter-group cooperation (its Figure 4).
+one-shot cooperation per round (its Figure 3) and pooled per structure with intra / inter
+splits, and intra- against inter-group cooperation (its Figure 4).
 
 Reads the ``teams`` section only.
 """
@@ -13,28 +12,37 @@ from typing import Any
 from coop_tui.figures import Drawn, Family, register
 from coop_tui.figures.style import SINGLE, colour, figure, legend, linestyle
 
+STRUCTURE_ORDER = {"SA": 0, "RI": 1, "GC": 2}
+
 
 def _label(c: dict[str, Any], index: int, all_conditions: list[dict[str, Any]]) -> str:
     same = [x for x in all_conditions if x["structure"] == c["structure"]]
     return c["structure"] if len(same) == 1 else f"{c['structure']} #{index + 1}"
 
 
-def _per_round(conds: list[dict[str, Any]]) -> Drawn | None:
-    series = [(i, c) for i, c in enumerate(conds) if c.get("per_round")]
+def _per_round(conds: list[dict[str, Any]], key: str = "per_round") -> Drawn | None:
+    series = [(i, c) for i, c in enumerate(conds) if c.get(key)]
     if not series:
         return None
     fig, axes = figure(SINGLE, 2.5)
     ax = axes[0][0]
     for k, (i, c) in enumerate(series):
-        rounds = list(range(1, len(c["per_round"]) + 1))
-        ax.plot(rounds, c["per_round"], color=colour(k), linestyle=linestyle(k), marker="o",
+        rounds = list(range(1, len(c[key]) + 1))
+        # a structure keeps its colour in every figure and run: SA, RI, GC as the paper orders them
+        shade = STRUCTURE_ORDER.get(c["structure"], 3 + k)
+        ax.plot(rounds, c[key], color=colour(shade), linestyle=linestyle(shade), marker="o",
                 markersize=2.5, label=_label(c, i, conds), gid=str(i))
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("round of the tournament")
-    ax.set_ylabel("cooperation rate so far (p_c)")
-    ax.set_title("Cooperation per round by structure")
     ax.xaxis.get_major_locator().set_params(integer=True)
     legend(ax, loc="lower right")
+    if key == "one_shot_per_round":
+        ax.set_ylabel("one-shot cooperation so far (p_osc)")
+        ax.set_title("One-shot cooperation per round by structure")
+        return Drawn("superadditive_fig3_one_shot_per_round",
+                     "Share of match-opening moves that cooperated, after each round", fig)
+    ax.set_ylabel("cooperation rate so far (p_c)")
+    ax.set_title("Cooperation per round by structure")
     return Drawn("superadditive_fig2_cooperation_per_round",
                  "Running cooperation share after each round, mean over players and tournaments", fig)
 
@@ -78,7 +86,7 @@ def draw(report: dict[str, Any]) -> list[Drawn]:
          ("intra", "intra-group", lambda c: (c.get("one_shot") or {}).get("intra")),
          ("inter", "inter-group", lambda c: (c.get("one_shot") or {}).get("inter"))],
         "One-shot cooperation (first round of each match)", "cooperation rate (95% t-interval)",
-        "superadditive_fig3_one_shot_cooperation",
+        "superadditive_fig3_one_shot_by_structure",
         "Cooperation in the first round of every match, by structure", )
     intra_inter = _grouped(
         conds,
@@ -87,7 +95,7 @@ def draw(report: dict[str, Any]) -> list[Drawn]:
         "Intra- and inter-group cooperation", "cooperation rate (95% t-interval)",
         "superadditive_fig4_intra_inter_cooperation",
         "Cooperation over all rounds of intra- and inter-group matches, by structure")
-    drawn = [_per_round(conds), one_shot, intra_inter]
+    drawn = [_per_round(conds), _per_round(conds, "one_shot_per_round"), one_shot, intra_inter]
     return [d for d in drawn if d is not None]
 
 

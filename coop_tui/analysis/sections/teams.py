@@ -11,6 +11,9 @@ run's matches of the same condition (``replicates`` or ``samples``). Per tournam
   rounds x replications) are averaged and the t-interval is taken over all of them.
 - ``per_round``: the paper's p_c curve - after a player's r-th round of the tournament,
   its cooperation share so far - averaged over players and tournaments.
+- ``one_shot_per_round``: the paper's p_osc curve - after a player's r-th round of the
+  tournament, the share of its match-opening moves so far that cooperated - averaged over
+  players and tournaments.
 - ``one_shot``: cooperation in the first round of every match (co-player unknown),
   overall and split ``intra`` / ``inter`` (same group or not); ``intra`` / ``inter``:
   cooperation over all rounds of intra- / inter-group matches.
@@ -63,6 +66,8 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
     per_match: dict[tuple[int, int], list[int]] = defaultdict(list)
     per_player: dict[int, list[int]] = defaultdict(list)
     curve: dict[int, list[float]] = defaultdict(list)
+    openings: dict[int, list[int]] = defaultdict(list)  # each player's match-opening moves
+    one_shot_curve: dict[int, list[float]] = defaultdict(list)
     for _t, seat, c, pairing, is_first, intra in rows:
         c = int(c or 0)
         coop.append(c)
@@ -77,6 +82,11 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
         own = per_player[seat]
         own.append(c)
         curve[len(own)].append(sum(own) / len(own))
+        if is_first:
+            openings[seat].append(c)
+        opened = openings[seat]
+        if opened:
+            one_shot_curve[len(own)].append(sum(opened) / len(opened))
     phases = dict(store.db.execute(
         "select phase, info from phases where match_id = ? and round = 0", [match_id]).fetchall())
     summary = json.loads(phases.get("tournament") or "{}")
@@ -99,6 +109,7 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
         "inter": _share(side["inter"]),
         "running": running,
         "curve": {r: sum(v) / len(v) for r, v in curve.items()},
+        "one_shot_curve": {r: sum(v) / len(v) for r, v in one_shot_curve.items()},
         "meta": _share(meta),
         "meta_by_question": {k: _share(v) for k, v in by_q.items()},
         "points": summary.get("points", []),
@@ -158,6 +169,12 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
                 for r in range(1, rounds_max + 1)
             ],
             "one_shot": {k: t_interval([p["one_shot"][k] for p in per]) for k in ("all", "intra", "inter")},
+            "one_shot_per_round": [
+                sum(p["one_shot_curve"][r] for p in per if r in p["one_shot_curve"])
+                / sum(1 for p in per if r in p["one_shot_curve"])
+                for r in range(1, rounds_max + 1)
+                if any(r in p["one_shot_curve"] for p in per)
+            ],
             "intra": t_interval([p["intra"] for p in per]),
             "inter": t_interval([p["inter"] for p in per]),
             "meta_accuracy": {
