@@ -167,8 +167,9 @@ def similarity_grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
 
     source = STUDIES / "similarity-offline.toml"
     data = read_sweep_file(source)
-    data["agents"] = {"smol_hot": {"strategy": "random", "params": {"p": 0.6}},
-                      "smol_cool": {"strategy": "random", "params": {"p": 0.4}}}
+    for i, (name, agent) in enumerate(list(data["agents"].items())):
+        if "model" in agent:
+            data["agents"][name] = {"strategy": "random", "params": {"p": 0.3 + 0.2 * (i % 3)}}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(StrategyAgent, "reads_prompt", True)
         store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("grounded") / "c.db", source)
@@ -284,12 +285,12 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
     conds = teams["teams"]["conditions"]
     assert {c["structure"] for c in conds} == {"SA", "RI", "GC"}
     drawn = _by_name(figures_for(teams))
-    lines = _lines(drawn["superadditive_fig2_cooperation_per_round"])
-    for i, c in enumerate(conds):
-        assert list(lines[str(i)].get_ydata()) == c["per_round"]
-    lines = _lines(drawn["superadditive_fig3_one_shot_per_round"])
-    for i, c in enumerate(conds):
-        assert list(lines[str(i)].get_ydata()) == c["one_shot_per_round"]
+    for name, key in (("superadditive_fig2_cooperation_per_round", "per_round"),
+                      ("superadditive_fig3_one_shot_over_matches", "osc_curve")):
+        lines = _lines(drawn[name])
+        for i, c in enumerate(conds):
+            assert list(lines[str(i)].get_xdata()) == [p["x"] for p in c[key]]
+            assert list(lines[str(i)].get_ydata()) == [p["mean"] for p in c[key]]
     bars = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes[0].patches
     plotted = sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars)
     expected = sorted((k, round(c["one_shot"][k]["mean"], 12)) for c in conds

@@ -1,6 +1,6 @@
 """Seed 004's figures: cooperation per round by tournament structure (its Figure 2),
-one-shot cooperation per round (its Figure 3) and pooled per structure with intra / inter
-splits, and intra- against inter-group cooperation (its Figure 4).
+one-shot cooperation over the matches played (its Figure 3) and pooled per structure with
+intra / inter splits, and intra- against inter-group cooperation (its Figure 4).
 
 Reads the ``teams`` section only.
 """
@@ -20,31 +20,45 @@ def _label(c: dict[str, Any], index: int, all_conditions: list[dict[str, Any]]) 
     return c["structure"] if len(same) == 1 else f"{c['structure']} #{index + 1}"
 
 
-def _per_round(conds: list[dict[str, Any]], key: str = "per_round") -> Drawn | None:
+CURVES = {
+    "per_round": ("superadditive_fig2_cooperation_per_round", "Cooperation per round by structure",
+                  "round of the tournament (r)", "cooperation rate (p_c)",
+                  "At a player's r-th round, its running cooperation share within the match; "
+                  "mean over tournaments, band: 95% t-interval"),
+    "osc_curve": ("superadditive_fig3_one_shot_over_matches", "One-shot cooperation over matches",
+                  "matches played (k)", "one-shot cooperation so far (p_osc)",
+                  "After the k-th match, the share of cooperative first moves so far; "
+                  "mean over tournaments, band: 95% t-interval"),
+}
+"""The section's two curves (points ``{"x", "mean", "ci"}``) and how each is labelled."""
+
+
+def _curve(conds: list[dict[str, Any]], key: str) -> Drawn | None:
     series = [(i, c) for i, c in enumerate(conds) if c.get(key)]
     if not series:
         return None
+    name, title, xlabel, ylabel, caption = CURVES[key]
     fig, axes = figure(SINGLE, 2.5)
     ax = axes[0][0]
     for k, (i, c) in enumerate(series):
-        rounds = list(range(1, len(c[key]) + 1))
+        points = [p for p in c[key] if p.get("mean") is not None]
+        xs = [p["x"] for p in points]
         # a structure keeps its colour in every figure and run: SA, RI, GC as the paper orders them
         shade = STRUCTURE_ORDER.get(c["structure"], 3 + k)
-        ax.plot(rounds, c[key], color=colour(shade), linestyle=linestyle(shade), marker="o",
-                markersize=2.5, label=_label(c, i, conds), gid=str(i))
+        ax.plot(xs, [p["mean"] for p in points], color=colour(shade), linestyle=linestyle(shade),
+                marker="o", markersize=2.5, label=_label(c, i, conds), gid=str(i))
+        bands = [(p["x"], *p["ci"]) for p in points if p.get("ci")]
+        if bands:  # intervals over two tournaments can pass 0 and 1: drawn clipped
+            ax.fill_between([b[0] for b in bands], [max(b[1], 0.0) for b in bands],
+                            [min(b[2], 1.0) for b in bands], color=colour(shade), alpha=0.12,
+                            linewidth=0)
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("round of the tournament")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.xaxis.get_major_locator().set_params(integer=True)
     legend(ax, loc="lower right")
-    if key == "one_shot_per_round":
-        ax.set_ylabel("one-shot cooperation so far (p_osc)")
-        ax.set_title("One-shot cooperation per round by structure")
-        return Drawn("superadditive_fig3_one_shot_per_round",
-                     "Share of match-opening moves that cooperated, after each round", fig)
-    ax.set_ylabel("cooperation rate so far (p_c)")
-    ax.set_title("Cooperation per round by structure")
-    return Drawn("superadditive_fig2_cooperation_per_round",
-                 "Running cooperation share after each round, mean over players and tournaments", fig)
+    return Drawn(name, caption, fig)
 
 
 def _grouped(conds: list[dict[str, Any]], parts: list[tuple[str, str, Any]], title: str,
@@ -95,7 +109,7 @@ def draw(report: dict[str, Any]) -> list[Drawn]:
         "Intra- and inter-group cooperation", "cooperation rate (95% t-interval)",
         "superadditive_fig4_intra_inter_cooperation",
         "Cooperation over all rounds of intra- and inter-group matches, by structure")
-    drawn = [_per_round(conds), _per_round(conds, "one_shot_per_round"), one_shot, intra_inter]
+    drawn = [_curve(conds, "per_round"), _curve(conds, "osc_curve"), one_shot, intra_inter]
     return [d for d in drawn if d is not None]
 
 
