@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+READY_FILE_ENV = "COOP_TUI_READY_FILE"
+"""When set, the app writes its first screen's name to this file once it has painted."""
+
 
 class CoopApp(App[int]):
     """coop-tui: setup -> live match (or play mode) -> runs / inspector / analysis."""
@@ -85,6 +88,20 @@ class CoopApp(App[int]):
             from coop_tui.screens.setup import SetupScreen
 
             self.push_screen(SetupScreen(self.setup))
+        if os.environ.get(READY_FILE_ENV):
+            self.call_after_refresh(self._announce_ready)
+
+    def _announce_ready(self) -> None:
+        """Tell whoever waits (``coop-tui serve``'s test, a script) that the first screen
+        has been painted: its class name is written to ``$COOP_TUI_READY_FILE``. Written
+        from a thread, as the file may be a pipe whose reader is not there yet."""
+        path, name = os.environ[READY_FILE_ENV], type(self.screen).__name__
+
+        def write() -> None:
+            with open(path, "w") as marker:
+                marker.write(name + "\n")
+
+        threading.Thread(target=write, daemon=True, name="ready-marker").start()
 
     def _push_live(self, session: Any, *, root: bool = False) -> Any:
         from coop_tui.screens.live import LiveScreen
