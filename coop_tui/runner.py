@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -247,7 +248,8 @@ def run_batch(
             skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
             console.print(f"resuming run {prev['id']}: {skipped} of {sweep.total_matches} matches already done")
             view.skip(skipped)
-    resume_hint = f"continue with: coop-tui --batch {path} --db {db_path} --resume"
+    resume_hint = "continue with: " + shlex.join(
+        ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"])
     try:
         with view.progress:
             summary, stopped_by = run_stoppable(
@@ -256,7 +258,7 @@ def run_batch(
         if stopped_by is not None:
             run = f"run {seen_run[-1]} " if seen_run else "the run "
             console.print(f"{stop_words(stopped_by)}: {run}stopped; {resume_hint}",
-                          style="yellow", markup=False, highlight=False)
+                          style="yellow", markup=False, highlight=False, soft_wrap=True)
             _close_quietly(store)
             return stopped_by
     except sqlite3.Error as exc:

@@ -491,3 +491,43 @@ def test_a_judgement_the_provider_refuses_is_counted_and_a_rerun_asks_only_it(tm
         assert len(script.judged) == asked + 1
     assert rows(db, "select status from runs where kind = 'judge'") == [("done",)]
     assert rows(db, "select count(*), sum(valid) from judgements") == [(4, 4)]
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_judge_and_its_resume_line_completes_it(
+    signum: int, code: int, tmp_path: Path
+) -> None:
+    import shlex
+
+    script = Script()
+    with LoopbackServer(latency=0.01, chunks=2, answer=script) as server:
+        sweep = write_sweep(tmp_path / "sweep.toml", server.url)
+        db = tmp_path / "s.db"
+        assert cli("--batch", str(sweep), "--db", str(db)).returncode == 0
+        server.configure(latency=0.6)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "coop_tui.cli", "judge", "--judge", "dear", "--agents",
+             str(sweep), "--rubric", "justifications", "--db", str(db), "--concurrency", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        deadline = time.monotonic() + 120  # a hang guard: the event below ends the wait
+        stored: list[tuple[Any, ...]] = []
+        while not stored:
+            assert time.monotonic() < deadline and proc.poll() is None, "no judgement stored"
+            time.sleep(0.05)
+            with contextlib.suppress(sqlite3.OperationalError):  # created by the judge
+                stored = rows(db, "select id from decisions where phase = 'judge'")
+        os.killpg(proc.pid, signum)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, out + err
+        assert "Traceback" not in out + err
+        (line,) = [x for x in out.splitlines() if "continue with: " in x]
+        assert rows(db, "select status from runs where kind = 'judge'") == [("stopped",)]
+        command = shlex.split(line.split("continue with: ", 1)[1])
+        assert command[:2] == ["coop-tui", "judge"] and command[-1] == "--resume"
+        server.configure(latency=0.01)
+        resumed = cli(*command[1:])
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert rows(db, "select count(*), count(distinct judged_decision_id) from judgements") == [(4, 4)]
+    assert rows(db, "select count(*) from decisions where phase = 'judge'") == [(4,)]
+    assert rows(db, "select status from runs where kind = 'judge'") == [("done",)]

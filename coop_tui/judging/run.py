@@ -398,14 +398,17 @@ def judge_command(
             listener=view,
         ))
     if stopped_by is not None:
-        again = [f"coop-tui judge {judged['id']} --judge {judge} --rubric {rubric_ref}"]
+        import shlex
+
+        again = ["coop-tui", "judge", judged["id"], "--judge", judge, "--rubric", rubric_ref]
         if agents_file:
-            again.append(f"--agents {agents_file}")
+            again += ["--agents", agents_file]
         if phase != "play":
-            again.append(f"--phase {phase}")
-        again.append(f"--db {db_path} --resume")
+            again += ["--phase", phase]
+        again += ["--db", str(db_path), "--resume"]
         console.print(f"{stop_words(stopped_by)}: judge run {run_id} stopped; continue with: "
-                      f"{' '.join(again)}", style="yellow", markup=False, highlight=False)
+                      f"{shlex.join(again)}", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
         store.close()
         return stopped_by
     run_id, stats = result
