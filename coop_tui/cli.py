@@ -52,6 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="text (default) or json for the whole report; latex or csv for the paper-style "
         "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
     )
+    rep.add_argument(
+        "--sections", metavar="KEY,...",
+        help="with text or json: only these report sections (comma-separated keys; an empty "
+        "value for none); the counts, experiments and mechanisms are always there",
+    )
+    rep.add_argument(
+        "--devrank", choices=["every_optimum", "vertex", "coopeval", "published"], default=None,
+        help="how DevRank's deviation ratings are obtained: every_optimum (ours, the same for "
+        "every solver; default), vertex (CoopEval's freezing rule on our LP), coopeval "
+        "(CoopEval's LP), published (an import's own deviation_ratings.json, else coopeval); "
+        "default: the study file's devrank",
+    )
     _db_arg(rep)
 
     imp = sub.add_parser("import", help="import results from another tool")
@@ -90,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="justifications, similarity-reasoning, or a rubric .toml file")
     jdg.add_argument("--agents", metavar="FILE", help="a sweep (or agents-only) file whose "
                      "[agents.NAME] tables --judge may name")
+    jdg.add_argument("--protocol", choices=["coopeval", "per-category"], default=None,
+                     help="coopeval: CoopEval's judge (one overall confidence and a list of "
+                     "types, temperature 0, only chain-of-thought answers of 80+ characters); "
+                     "per-category: a confidence per category for every decision with text "
+                     "(default: the rubric's; justifications uses coopeval)")
     jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
     jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
     jdg.add_argument("--resume", action="store_true",
@@ -183,7 +200,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.report import report_command
 
         return report_command(
-            _db_path(args), args.run, as_json=args.json, fmt=args.report_format
+            _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
+            sections=args.sections,
+            devrank=args.devrank,
         )
     if args.command == "export":
         from coop_tui.export import export_command
@@ -204,7 +223,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
             agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
             concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
-            assume_yes=args.yes,
+            assume_yes=args.yes, protocol=args.protocol,
         )
     if args.command == "list":
         from coop_tui.listing import list_command

@@ -717,6 +717,8 @@ def _parse_other(
     if kind in ("number", "allocation"):
         return _parse_numeric(kind, text, opts)
     if kind == "judgement":
+        if opts.get("shape") == "types":
+            return _parse_judgement_types(text, labels, opts)
         return _parse_judgement(text, labels)
     raise ValueError(f"unknown answer kind {kind!r}")
 
@@ -738,6 +740,57 @@ def _parse_judgement(text: str, labels: Sequence[str]) -> tuple[dict[str, float]
             )
         out[label] = value
     return out, _note(notes)
+
+
+JUDGEMENT_TYPES_KEYS = ("reasoning", "confidence", "types")
+"""A CoopEval-protocol judgement: why, one overall confidence, the justification types."""
+
+
+def _parse_judgement_types(
+    text: str, labels: Sequence[str], opts: Mapping[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """A judge's answer under CoopEval's protocol: ``{"reasoning": ..., "confidence": 0.8,
+    "types": ["Reciprocity", ...]}``. Types are matched to the rubric's categories by name
+    or id, ignoring case (``opts["names"]``: id -> name); a comma-separated string is
+    read as CoopEval reads it; an empty list means none applies. Returns the category
+    ids in rubric order."""
+    if not labels:
+        raise ValueError("a judgement needs the rubric's category ids as labels")
+    names: Mapping[str, str] = opts.get("names") or {}
+    found, notes = _pick(text, lambda obj: any(_norm(k) in ("types", "confidence") for k in obj),
+                         'the keys "confidence" and "types"')
+    given = _match_keys(found.obj, JUDGEMENT_TYPES_KEYS, notes)
+    for key in ("confidence", "types"):
+        if key not in given:
+            raise ParseError(f'the answer needs "{key}"; give "confidence" (0 to 1) and "types" '
+                             "(a list of category names)")
+    confidence = _number("confidence", given["confidence"], notes)
+    if not 0.0 <= confidence <= 1.0:
+        raise ParseError(f"the confidence is {_fmt(confidence)}; write a number from 0 to 1 "
+                         "(for example 0.8, not 80)")
+    raw = given["types"]
+    if isinstance(raw, str):
+        items = [part for part in raw.split(",") if part.strip()]
+        notes.append("types given as one comma-separated string")
+    elif isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+        items = list(raw)
+    else:
+        raise ParseError('"types" must be a list of category names, e.g. ["Reciprocity"]')
+    by_norm = {_norm(label): label for label in labels}
+    by_norm.update({_norm(name): label for label, name in names.items()})
+    chosen: set[str] = set()
+    for item in items:
+        label = by_norm.get(_norm(item))
+        if label is None:
+            raise ParseError(f"{item.strip()!r} is not one of the categories; use their names "
+                             f"exactly ({', '.join(names.get(x, x) for x in labels)})")
+        chosen.add(label)
+    reasoning = given.get("reasoning")
+    return {
+        "reasoning": reasoning if isinstance(reasoning, str) else "",
+        "confidence": confidence,
+        "types": [label for label in labels if label in chosen],
+    }, _note(notes)
 
 
 def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:

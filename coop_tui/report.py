@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,14 @@ def _b_star(game_spec: str | None) -> float | None:
         return None
 
 
-def build_report(store: Store, run_id: str) -> dict[str, Any]:
+def build_report(store: Store, run_id: str, sections: Collection[str] | None = None, *,
+                 compute_stored: bool = True, devrank: str | None = None) -> dict[str, Any]:
+    """The whole analysis of one run: the core (counts, experiments, mechanisms, CoopEval's
+    tables) and the report sections ``sections`` names (every one when None). With
+    ``compute_stored`` False, slow sections not stored yet are left out (the analysis
+    screen builds them in a worker of their own). ``devrank`` picks how DevRank's ratings
+    are obtained (:data:`coop_tui.analysis.coopeval_tables.DEVRANK_MODES`); None takes the
+    run's study file's ``devrank``, else our solver-independent ratings."""
     db = store.db
     run = store.run(run_id)
     if run is None:
@@ -215,27 +223,29 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
     }
-    out.update(_paper_tables(store, run_id))
+    out.update(_paper_tables(store, run_id, devrank))
     from coop_tui.analysis.sections import build_sections
 
-    out.update(build_sections(store, run_id, out))
+    out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
     read_cache.forget()  # shared within one report; a long-running TUI need not hold them
     return out
 
 
-def _paper_tables(store: Store, run_id: str) -> dict[str, Any]:
+def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict[str, Any]:
     """CoopEval's tables (per-replicate metrics, mean ± SE) and the replicator trajectories.
 
     Present when the run has cross-play tournaments or Reputation populations; see
-    :mod:`coop_tui.analysis.coopeval_tables`.
+    :mod:`coop_tui.analysis.coopeval_tables`. ``devrank`` is the DevRank mode asked for
+    (None: the study file's, else the default); the output names it.
     """
-    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.analysis.coopeval_tables import devrank_mode, paper_tables, run_devrank_mode
 
-    result = paper_tables(store, run_id)
+    mode = devrank_mode(devrank or run_devrank_mode(store, run_id))
+    result = paper_tables(store, run_id, freeze=mode)
     if not result["tables"]:
         return {}
     return {"tables": result["tables"], "evolution": result["evolution"],
-            "per_replicate": result["per_replicate"]}
+            "per_replicate": result["per_replicate"], "devrank": mode}
 
 
 def _experiment_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:
@@ -571,26 +581,49 @@ def strict_json(report: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, default=str, allow_nan=False)
 
 
+def parse_sections(raw: str | None) -> list[str] | None:
+    """``--sections a,b``: the keys given (an empty value: none), or None when absent."""
+    if raw is None:
+        return None
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
 def report_command(
-    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None
+    db_path: Path, ref: str | None, *, as_json: bool = False, fmt: str | None = None,
+    sections: str | None = None,
+    devrank: str | None = None,
 ) -> int:
     from coop_tui.errors import fail
 
+    wanted = parse_sections(sections)
+    if wanted is not None:
+        if fmt in ("latex", "csv"):
+            return fail(f"--sections: --format {fmt} prints only the population tables; "
+                        "drop --sections, or use --format text|json")
+        from coop_tui.analysis.sections import keys, unknown
+
+        missing = unknown(wanted)
+        if missing:
+            return fail(f"--sections: unknown section(s) {', '.join(map(repr, missing))}; "
+                        f"known: {', '.join(keys())}")
     if not db_path.exists():
         return fail(f"no database at {db_path}; run a sweep first or pass --db")
     store = Store(db_path)
     run = store.resolve_run(ref)
     if run is None:
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
-    report = build_report(store, run["id"])
     if fmt in ("latex", "csv"):
+        # the tables alone: no experiment rows, no report sections
         from coop_tui.analysis.coopeval_tables import render_csv, render_latex
 
-        if not report.get("tables"):
+        tables = _paper_tables(store, run["id"], devrank).get("tables")
+        read_cache.forget()
+        if not tables:
             return fail(f"run {run['id']} has no population tables (no cross-play tournament "
                         f"or Reputation population); --format {fmt} prints only those")
-        print((render_latex if fmt == "latex" else render_csv)(report["tables"]), end="")
+        print((render_latex if fmt == "latex" else render_csv)(tables), end="")
         return 0
+    report = build_report(store, run["id"], wanted, devrank=devrank)
     if as_json or fmt == "json":
         print(strict_json(report))
     else:

@@ -132,37 +132,43 @@ class ProgressView:
                 total = sum(c.slots for c in sweep.cells if c.experiment == cell.experiment)
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
+        self.models = {name for name, a in sweep.spec.agents.items() if a.kind in ("llm", "local")}
+        """Agents whose decisions are model calls (what the estimate counts); strategies'
+        and people's decisions are counted as moves."""
 
     def _bump(self, key: Any, field: str, amount: float = 1) -> None:
-        st = self.stats.setdefault(key, {"failed": 0, "retries": 0, "cost": 0.0, "calls": 0})
+        st = self.stats.setdefault(
+            key, {"failed": 0, "retries": 0, "cost": 0.0, "calls": 0, "moves": 0})
         st[field] += amount
 
     def _fmt(self, key: Any) -> str:
         st = self.stats.get(key, {})
         return (
-            f"calls {int(st.get('calls', 0))}  failed {int(st.get('failed', 0))}  "
-            f"retries {int(st.get('retries', 0))}  ${st.get('cost', 0.0):.4f}"
+            f"model calls {int(st.get('calls', 0))}  other moves {int(st.get('moves', 0))}  "
+            f"failed {int(st.get('failed', 0))}  retries {int(st.get('retries', 0))}  "
+            f"${st.get('cost', 0.0):.4f}"
         )
 
     def skip(self, n: int) -> None:
         self.progress.advance(self.overall, n)
 
     accepts_direct_decisions = True
-    """Strategy rounds arrive as one DirectDecisions event: calls only (no retries, no cost)."""
+    """Strategy rounds arrive as one DirectDecisions event: moves only (no retries, no cost)."""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, MatchStarted):
             self.match_exp[event.match_id] = event.experiment
-        elif type(event) is DirectDecisions:
+        elif type(event) is DirectDecisions:  # strategies' moves, never a model call
             for key in ("all", self.match_exp.get(event.match_id)):
-                self._bump(key, "calls", len(event.rows))
+                self._bump(key, "moves", len(event.rows))
         elif isinstance(event, DecisionDone):
             d = event.decision
             exp = self.match_exp.get(d.match_id)
             if d.reused:
                 return
+            field = "calls" if d.agent in self.models else "moves"
             for key in ("all", exp):
-                self._bump(key, "calls")
+                self._bump(key, field)
                 self._bump(key, "retries", reasks(d.attempts) + d.transport_retries)
                 self._bump(key, "cost", d.cost_usd or 0.0)
         elif type(event).__name__ == "EndpointNotice":
@@ -279,6 +285,11 @@ def run_batch(
 
         with contextlib.suppress(sqlite3.Error):
             rate_run(store, summary.run_id)
+        # and the slow report sections (reasoning fingerprints) built and stored
+        from coop_tui.analysis.sections import store_sections
+
+        with contextlib.suppress(sqlite3.Error):
+            store_sections(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
 

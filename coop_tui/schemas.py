@@ -65,6 +65,14 @@ def answer_schema(
         return _object({str(opts.get("name", "value")): _grid(opts)})
     if kind == "allocation":
         return _object({str(key): _grid(opts) for key in opts.get("keys") or ()})
+    if kind == "judgement" and opts.get("shape") == "types":  # CoopEval's judge protocol
+        names = opts.get("names") or {}
+        return _object({
+            "reasoning": {"type": "string"},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "types": {"type": "array", "items": {"type": "string", "enum": [
+                names.get(label, label) for label in labels]}},
+        })
     if kind == "judgement":  # a reasoning judge: a confidence per rubric category
         return _object({label: {"type": "number", "minimum": 0, "maximum": 1} for label in labels})
     raise ValueError(f"unknown answer kind {kind!r}")

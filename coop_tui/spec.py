@@ -78,7 +78,7 @@ class AgentSpec(BaseModel):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
-    style: Literal["cot", "direct"] = "cot"
+    style: Literal["cot", "direct", "plain"] = "cot"
     api_base: str | list[str] | None = Field(
         default=None,
         description="an OpenAI-compatible server URL, or a list of servers for one model",
@@ -268,6 +268,11 @@ class SweepSpec(BaseModel):
     on_invalid: Literal["abort", "uniform"] = "abort"
     replicates: int = Field(default=1, ge=1, le=1000)
     answers: Literal["strict", "lenient"] = "lenient"
+    devrank: Literal["every_optimum", "vertex", "coopeval", "published"] | None = Field(
+        default=None,
+        description="how the report obtains DevRank's deviation ratings (report --devrank "
+        "overrides it); none: every_optimum",
+    )
     budget_usd: float | None = Field(default=None, gt=0)
     provider_limits: dict[str, int] = Field(default_factory=dict)
     templates: str | None = None
@@ -389,7 +394,7 @@ class Sweep:
         """What the results depend on: not concurrency, limits, budget or timeouts."""
         data = public_spec(self.spec)
         for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
-                    "max_prompt_tokens"):
+                    "max_prompt_tokens", "devrank"):
             data.pop(key, None)
         # Fields added later hash as before while they keep their defaults, so runs
         # started before they existed still resume.

@@ -35,6 +35,7 @@ from coop_tui.events import (
     RunStarted,
     TextDelta,
 )
+from coop_tui.importers.strategic_personalities import DUPLICATE_KEY, PAPER_MODELS
 from coop_tui.redact import scrub
 
 if TYPE_CHECKING:
@@ -421,6 +422,37 @@ def m090_report_covering_indexes(db: sqlite_utils.Database) -> None:
     # cross-play tensors): with this covering index those joins never read a seat row. It
     # keeps the primary key's (match_id, seat) order, so sums add up in the same order.
     db.execute("create index if not exists idx_seats_payoff on seats (match_id, seat, agent, payoff)")
+
+
+@migration
+def m180_section_results(db: sqlite_utils.Database) -> None:
+    # Slow report sections (the reasoning fingerprints) stored per run under a hash of
+    # what they read (coop_tui.analysis.sections), so a report reads them back; one row
+    # per section and run, replaced when the run's content changes.
+    db.execute(
+        "create table if not exists section_results (section text not null, run_id text not null,"
+        " digest text not null, value text not null, created_at real,"
+        " primary key (section, run_id))"
+    )
+
+
+@migration
+def m150_sp_trials_duplicates_and_paper_models(db: sqlite_utils.Database) -> None:
+    # Seed 003's table holds re-run duplicates (the last copy is the trial the authors
+    # counted) and a model outside the paper's 25. Both are kept and marked, so the
+    # paper's tables can leave them out; rows imported before are marked the same way.
+    cols = db["sp_trials"].columns_dict
+    if "superseded_by" not in cols:
+        db["sp_trials"].add_column("superseded_by", int)
+    if "in_paper" not in cols:
+        db["sp_trials"].add_column("in_paper", int)
+    marks = ", ".join("?" * len(PAPER_MODELS))
+    db.execute(f"update sp_trials set in_paper = (model in ({marks}))", list(PAPER_MODELS))
+    same = " and ".join(f"later.{c} is sp_trials.{c}" for c in DUPLICATE_KEY)
+    db.execute(f"""update sp_trials set superseded_by = (
+                       select max(later.line) from sp_trials later
+                       where later.run_id = sp_trials.run_id and later.line > sp_trials.line
+                         and {same})""")
 
 
 def _migrate(db: Database) -> list[str]:
@@ -854,6 +886,7 @@ class Store:
                 "delete from judgement_labels where judge_decision_id in"
                 " (select judge_decision_id from judgements where judge_run_id = ?)", [run_id])
             self.db.execute("delete from judgements where judge_run_id = ?", [run_id])
+            self.db.execute("delete from section_results where run_id = ?", [run_id])
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])

@@ -7,8 +7,8 @@ wrong one is asked again with the reason.
 
 As run, the public code read a Blotto answer with its single-number parser, so "40, 30, 30"
 became one number and, after rescaling, every stored allocation was (100, 0, 0): every round
-a tie at 5 points each. coop-tui plays the game the payoff rule describes; the README notes
-the difference for anyone comparing with the published data.
+a tie at 5 points each. coop-tui plays the game the payoff rule describes; docs/reproducing-strategic-personalities.md
+notes the difference for anyone comparing with the published data.
 """
 
 from __future__ import annotations

@@ -64,7 +64,9 @@ def _summaries(pay: tuple[float, ...], end: int) -> tuple[str, ...]:
     return tuple(f"the game ended at node {end}; you received {p:g} points." for p in pay)
 
 
-def _plan_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
+def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True) -> ProtocolGame:
+    if not isinstance(hint, bool):
+        raise ValueError(f"hint must be true or false, got {hint!r}")
     n_nodes = as_int("nodes", nodes, minimum=2, maximum=20)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     schedule = centipede_schedule(n_nodes)
@@ -73,7 +75,9 @@ def _plan_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
     async def play(turn: Turn) -> RoundResult:
         query = (f"Both players state their plan at the same time. At which node would you "
                  f"take (1 to {n_nodes}; {n_nodes + 1} means you always pass)? Only the nodes "
-                 "where you move matter.")
+                 "where you move matter."
+                 + (" In game theory's equilibrium of this game (backward induction) the "
+                    "first mover takes at node 1." if hint else ""))
         plans = await turn.numbers([(s, "plan", query, space, None) for s in range(2)])
         end = centipede_end((int(plans[0]), int(plans[1])), n_nodes)
         pay = schedule[end]
@@ -84,7 +88,8 @@ def _plan_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
         "Both players state the node where they would take; the earliest planned take ends "
         "the game. Backward induction: take at node 1.",
         moves=(f"take node 1-{n_nodes + 1}",) * 2, roles=("Player 1", "Player 2"),
-        rules=_rules(n_nodes, schedule), protocol=play, rounds=r, params={"nodes": n_nodes},
+        rules=_rules(n_nodes, schedule), protocol=play, rounds=r,
+        params={"nodes": n_nodes, "hint": hint},
     )
 
 
@@ -119,15 +124,17 @@ def _turns_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
 
 
 @register_game("centipede_6")
-def centipede_6(nodes: int = 6, rounds: int = 5) -> ProtocolGame:
-    """Centipede, 6 nodes, as run: both state a take node at once (seed 003)."""
-    return _plan_game("centipede_6", nodes, rounds)
+def centipede_6(nodes: int = 6, rounds: int = 5, hint: bool = True) -> ProtocolGame:
+    """Centipede, 6 nodes, as run: both state a take node at once (seed 003); ``hint`` (as
+    run) tells the players that the equilibrium is to take at node 1."""
+    return _plan_game("centipede_6", nodes, rounds, hint)
 
 
 @register_game("centipede_10")
-def centipede_10(nodes: int = 10, rounds: int = 5) -> ProtocolGame:
-    """Centipede, 10 nodes, as run: both state a take node at once (seed 003)."""
-    return _plan_game("centipede_10", nodes, rounds)
+def centipede_10(nodes: int = 10, rounds: int = 5, hint: bool = True) -> ProtocolGame:
+    """Centipede, 10 nodes, as run: both state a take node at once (seed 003); ``hint`` (as
+    run) tells the players that the equilibrium is to take at node 1."""
+    return _plan_game("centipede_10", nodes, rounds, hint)
 
 
 @register_game("centipede_6_turns")

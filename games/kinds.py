@@ -160,8 +160,10 @@ class Turn:
     """One round of a protocol game: asks movers and remembers what was asked."""
 
     def __init__(self, ctx: MatchContext, game: ProtocolGame, round_: int,
-                 past: Sequence[RoundResult]) -> None:
+                 past: Sequence[RoundResult], *, tell_total: bool = True) -> None:
         self.ctx, self.game, self.round, self.past = ctx, game, round_, list(past)
+        self.tell_total = tell_total
+        """Whether prompts state the number of rounds ("round t of T") or only "round t"."""
 
     # ------------------------------------------------------------ chance
     def rng(self, *parts: Any) -> np.random.Generator:
@@ -272,6 +274,7 @@ class Turn:
         return self.ctx.renderer.render(
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
+            tell_total=self.tell_total,
             history=history, query=query, instructions=instructions,
             condition_text=getattr(self.ctx.policy, "condition_text", ""),
         )
@@ -311,8 +314,9 @@ def moves_text(moves: dict[str, Any]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in moves.items())
 
 
-async def play_protocol(ctx: MatchContext) -> MatchOutcome:
-    """Play every round of a protocol game and record each as a round of the match."""
+async def play_protocol(ctx: MatchContext, *, tell_total: bool = True) -> MatchOutcome:
+    """Play every round of a protocol game and record each as a round of the match;
+    ``tell_total`` False says only "round t" (seed 003's code in these games)."""
     from coop_tui.engine import MatchOutcome
 
     game = ctx.game
@@ -321,7 +325,7 @@ async def play_protocol(ctx: MatchContext) -> MatchOutcome:
     totals = [0.0] * n
     past: list[RoundResult] = []
     for round_ in range(1, game.rounds + 1):
-        result = await game.protocol(Turn(ctx, game, round_, past))
+        result = await game.protocol(Turn(ctx, game, round_, past, tell_total=tell_total))
         ctx.finish_round(round_, [0] * n, result.payoffs, info={"moves": result.moves})
         past.append(result)
         totals = [t + p for t, p in zip(totals, result.payoffs, strict=True)]

@@ -3,9 +3,13 @@
 Payoff rules as run by the public code (chance moves from the match's seeded RNG):
 
 - signaling: the sender's type is high or low with equal chance each round; the sender
-  signals (cost 3 if high, 12 if low) or not; the receiver sees only whether it signalled
+  signals (cost 3 if high, 12 if low) or not; the receiver is told whether it signalled
   and accepts or rejects. Accept: sender 10 - cost, receiver 10 (high) or -5 (low).
-  Reject: sender -cost, receiver 3.
+  Reject: sender -cost, receiver 3. ``rule = "as_run"`` (the default) plays it as the
+  public code did, which produced the published data: its test for a signal matches inside
+  "no_signal", so the sender pays the signal cost every round and the receiver is always
+  told a signal was sent, whatever the sender chose (the players are told the intended
+  rules, as there). ``rule = "intended"`` plays the rules as described.
 - cheap_talk: a state 1-5 is drawn; the sender sees it and sends a message 1-5 for free; the
   receiver sees the message and chooses an action 1-5. Sender: -|action - state - 1|,
   receiver: -|action - state|.
@@ -24,10 +28,15 @@ from coop_tui.games.kinds import (
     protocol_game,
 )
 
+SIGNALING_RULES = ("as_run", "intended")
+
 
 def signaling_payoffs(high: bool, signalled: bool, accepted: bool, cost_high: float = 3,
-                      cost_low: float = 12) -> tuple[float, float]:
-    cost = (cost_high if high else cost_low) if signalled else 0.0
+                      cost_low: float = 12, rule: str = "intended") -> tuple[float, float]:
+    """(sender, receiver) points of one round; under ``as_run`` the cost is paid whether or
+    not the sender signalled."""
+    charged = signalled or rule == "as_run"
+    cost = (cost_high if high else cost_low) if charged else 0.0
     if accepted:
         return (10 - cost, 10.0 if high else -5.0)
     return (-cost, 3.0)
@@ -38,8 +47,13 @@ def cheap_talk_payoffs(state: int, action: float, bias: float = 1) -> tuple[floa
 
 
 @register_game("signaling")
-def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20) -> ProtocolGame:
+def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
+              rule: str = "as_run") -> ProtocolGame:
     """Signalling: a high or low sender may signal at a cost; the receiver accepts or rejects (seed 003)."""
+    if rule not in SIGNALING_RULES:
+        raise ValueError(f"rule must be one of {', '.join(SIGNALING_RULES)}, not {rule!r}: "
+                         "as_run plays seed 003's code (cost every round, the receiver always "
+                         "told of a signal), intended the rules as described")
     ch = as_int("cost_high", cost_high, minimum=0)
     cl = as_int("cost_low", cost_low, minimum=0)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
@@ -61,12 +75,14 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20) -> Proto
             f"signal costs you {cost} points. Do you send the signal?",
             ("send the signal", "send no signal"), facts={"type": kind})
         signalled = signal == 0
-        seen = "sent the signal" if signalled else "did not send the signal"
+        shown = signalled or rule == "as_run"  # as run, the receiver always hears of a signal
+        seen = "sent the signal" if shown else "did not send the signal"
         answer = await turn.choose(
             1, "respond", f"You are the Receiver. The Sender {seen}. Do you accept or reject "
-            "the Sender?", ("accept", "reject"), facts={"signalled": signalled})
-        pay = signaling_payoffs(high, signalled, answer == 0, ch, cl)
-        return RoundResult(pay, {"type": kind, "signalled": signalled, "accepted": answer == 0},
+            "the Sender?", ("accept", "reject"), facts={"signalled": shown})
+        pay = signaling_payoffs(high, signalled, answer == 0, ch, cl, rule)
+        return RoundResult(pay, {"type": kind, "signalled": signalled, "shown_signal": shown,
+                                 "accepted": answer == 0, "rule": rule},
                            points_summaries(pay))
 
     return protocol_game(
@@ -75,7 +91,8 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20) -> Proto
         "rejects. Separating equilibrium: only high types signal.",
         moves=("signal/no signal", "accept/reject"), roles=("Player 1, the Sender",
                                                            "Player 2, the Receiver"),
-        rules=rules, protocol=play, rounds=r, params={"cost_high": ch, "cost_low": cl},
+        rules=rules, protocol=play, rounds=r,
+        params={"cost_high": ch, "cost_low": cl, "rule": rule},
     )
 
 

@@ -28,6 +28,11 @@ class DesignParams(MechanismParams):
         default="base",
         description="base: base payoffs + the plan/terms (CoopEval); resolved: combined table",
     )
+    explain_payoffs: bool = Field(
+        default=False,
+        description="with payoff_view = base: add a sentence on how delegating or the "
+        "contract's payments combine with the payoffs shown (not in CoopEval's prompt)",
+    )
     design_scope: Literal["tournament", "match"] = Field(
         default="tournament",
         description="tournament: one design per agent x seat, reused in all its matches (CoopEval)",

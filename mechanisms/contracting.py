@@ -195,7 +195,8 @@ class Contracting(Mechanism):
             terms = designs[winner]
             if p.payoff_view == "base":
                 played = game
-                twist = _terms_twist(r, "twist/contracting_play_base.j2", terms, proposers[winner], n)
+                twist = _terms_twist(r, "twist/contracting_play_base.j2", terms, proposers[winner], n,
+                                     explain=p.explain_payoffs)
             else:
                 played = contract_game(game, terms)
                 twist = _terms_twist(r, "twist/contracting_play.j2", terms, proposers[winner], n)
@@ -264,9 +265,10 @@ def _rejected_twist(
 
 
 def _terms_twist(
-    r: PromptRenderer, template: str, terms: Terms, proposer: int, n: int
+    r: PromptRenderer, template: str, terms: Terms, proposer: int, n: int, *, explain: bool = False
 ) -> Callable[[Labelling], str]:
     def render(own: Labelling) -> str:
-        return r.render(template, terms=terms_lines(terms, own), proposer=proposer + 1, n_players=n)
+        return r.render(template, terms=terms_lines(terms, own), proposer=proposer + 1, n_players=n,
+                        explain_payoffs=explain)
 
     return render

@@ -182,7 +182,8 @@ class Mediation(Mechanism):
         decisions = await ctx.ask_all([
             ctx.play_request(
                 seat, 1, game=mgame, describe=game if base_view else None,
-                twist=_play_twist(r, plan, proposers[result.winner], n, base_actions, base_view),
+                twist=_play_twist(r, plan, proposers[result.winner], n, base_actions, base_view,
+                                  explain=p.explain_payoffs),
                 extra={"mediator": dict(plan), "delegate_action": base_actions},
             )
             for seat in range(n)
@@ -234,7 +235,8 @@ def _vote_twist(
 
 
 def _play_twist(
-    r: PromptRenderer, plan: Plan, proposer: int, n: int, delegate_action: int, base_view: bool
+    r: PromptRenderer, plan: Plan, proposer: int, n: int, delegate_action: int, base_view: bool,
+    *, explain: bool = False,
 ) -> Callable[[Labelling], str]:
     template = "twist/mediation_play_base.j2" if base_view else "twist/mediation_play.j2"
 
@@ -245,6 +247,7 @@ def _play_twist(
             proposer=proposer + 1,
             delegate_label=own.label_of(delegate_action),
             n_players=n,
+            explain_payoffs=explain,
         )
 
     return render

@@ -1,17 +1,40 @@
-"""NoMechanism: the base game, played once."""
+"""NoMechanism: the base game, played once (a move-by-move game: its rounds)."""
 
 from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_serializer
 
 from coop_tui.engine import MatchContext, MatchOutcome, one_shot_payoffs
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
-from coop_tui.mechanisms.base import Mechanism
+from coop_tui.mechanisms.base import Mechanism, MechanismParams
+
+
+class NoMechanismParams(MechanismParams):
+    rounds_told: Literal["always", "two_by_two"] = Field(
+        default="always",
+        description='move-by-move games: "always" says "round t of T"; "two_by_two" (seed '
+        '003\'s code, which states the number of rounds only in its 2 x 2 matrix games) '
+        'says only "round t"',
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # the default is left out, so existing runs keep their conditions and match keys
+        data = handler(self)
+        if data.get("rounds_told") == "always":
+            data.pop("rounds_told")
+        return data
 
 
 @register_mechanism
 class NoMechanism(Mechanism):
     key = "none"
     title = "No mechanism (one-shot)"
+    Params = NoMechanismParams
+
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         from coop_tui.games.kinds import ProtocolGame
@@ -24,7 +47,8 @@ class NoMechanism(Mechanism):
         from coop_tui.games.kinds import ProtocolGame, play_protocol
 
         if isinstance(ctx.game, ProtocolGame):  # seed 003's numeric and sequential games
-            return await play_protocol(ctx)
+            return await play_protocol(
+                ctx, tell_total=self.params.rounds_told == "always")
         requests = [ctx.play_request(seat, 1) for seat in range(ctx.n_seats)]
         decisions = await ctx.ask_all(requests)
         return MatchOutcome(one_shot_payoffs(ctx, decisions))

@@ -67,6 +67,13 @@ class RepeatedGameParams(RepetitionParams):
         '"known": agents hear "round t of T" (seed 003)',
     )
 
+    rounds_told: Literal["always", "two_by_two"] = Field(
+        default="always",
+        description='with horizon = "known": "always" says "round t of T" in every game; '
+        '"two_by_two" (seed 003\'s code) only in two-player two-action games, the others '
+        'hear "round t"',
+    )
+
     @field_validator("history")
     @classmethod
     def _history_size(cls, v: int | str) -> int | str:
@@ -99,6 +106,8 @@ class RepeatedGameParams(RepetitionParams):
         # The default horizon is left out, so every existing run keeps its condition and
         # match keys; a known horizon has no continuation chance to record.
         data = handler(self)
+        if data.get("rounds_told") == "always":
+            data.pop("rounds_told")
         if data.get("horizon") == "continuation":
             data.pop("horizon")
         else:
@@ -151,8 +160,10 @@ def repetition_twist(
             shown = past[-params.history:] if params.history else []
         lines = history_lines(shown, own, ctx.game, seat, ctx.n_seats)
         if params.horizon == "known":
+            two_by_two = ctx.n_seats == 2 and all(len(a) == 2 for a in ctx.game.action_names)
             return renderer.render(
                 "twist/repetition_known.j2",
+                tell_total=params.rounds_told == "always" or two_by_two,
                 n_others=ctx.n_seats - 1,
                 round=round_,
                 total_rounds=params.rounds,

@@ -17,9 +17,12 @@ forms the i-th group from the i-th seat of each block: an agent keeps its role a
 its co-players are re-drawn among the other roles' agents. ``seating = "shuffled"``
 (our earlier default): the whole population is shuffled and cut into groups, and the
 position in the group is the player position, so roles change from round to round.
-Before deciding, an agent sees the last ``history`` rounds of its own record and of
-each co-player's record (``order = "first"``); with ``order = "higher"`` every
-listed round also unfolds what the agents met there had done *before* that round,
+Before deciding, an agent sees (``context = "coopeval"``, the default: exactly the
+information of CoopEval's prompt) that it meets players at random, the chance of another
+round, how many rounds it has played, its co-players' names, and the last ``history``
+rounds of its own record and of each co-player's record (``order = "first"``);
+``context = "extended"`` adds the population's size, its own number, its fixed position
+and the round number. With ``order = "higher"`` every listed round also unfolds what the agents met there had done *before* that round,
 and so on, within the same window of rounds (the nested record of CoopEval's
 Listing 9; each level goes at least one round further back, so the depth is at most
 ``history``).
@@ -61,6 +64,11 @@ class ReputationParams(RepetitionParams):
     )
     history_payoffs: bool = True
     """CoopEval's records show the points each agent received."""
+    context: Literal["coopeval", "extended"] = Field(
+        default="coopeval",
+        description="coopeval: exactly CoopEval's information; extended: also the population's "
+        "size, the agent's own number, its fixed position and the round number",
+    )
 
 
 @dataclass(frozen=True)
@@ -241,13 +249,15 @@ class Reputation(Mechanism):
             view = RecordView(records, ctx.game, seat, own, first, p.order == "higher")
             shown = p.history > 0 and round_ > 1
             blocks = []
-            if shown:
+            if p.history > 0:  # round 1 too: CoopEval says who has no history yet
                 blocks.append({"name": "you", "entries": view.entries(seat, round_)})
                 blocks.extend(
                     {"name": view.name(c), "entries": view.entries(c, round_)} for c in coplayers
                 )
+            template = "twist/reputation.j2" if p.context == "coopeval" else (
+                "twist/reputation_extended.j2")
             return ctx.renderer.render(
-                "twist/reputation.j2",
+                template,
                 population=ctx.n_seats,
                 fixed_seat=p.seating == "fixed",
                 played=round_ - 1,

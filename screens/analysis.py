@@ -6,7 +6,9 @@ curve over similarity per agent and framing with ±SE error bars and the game's 
 as a vertical line; the per-round cooperation of repeated games; the game's payoff
 table; for cross-play tournaments the matchup matrix as a heat table and Mean / Fitness /
 deviation rating; per-condition cooperation and payoffs; counts. ``c`` / ``p`` export
-the run's tables as CSV / Parquet into the directory shown at the bottom.
+the run's tables as CSV / Parquet into the directory shown at the bottom. Slow report
+sections not stored yet (the reasoning fingerprints) are built after the rest is shown,
+in the same worker, each panel filled when its value arrives.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Input, Static
+from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from coop_tui.screens.widgets import NavScreen, PayoffTable
@@ -107,6 +110,10 @@ class AnalysisScreen(NavScreen):
         self.tournament_index = 0
         self.evolution_index = 0
         """Which replicate's trajectory the evolution plot shows."""
+        self.pending_sections: set[str] = set()
+        """Slow report sections (see analysis.sections) being built after the rest is shown."""
+        self.sections_filled = 0
+        """How many of those have arrived (tests wait on it)."""
         self.b_star_line: float | None = None
         """Where b* is drawn on the similarity axis (0..100), None when not drawn."""
         self.exported: list[Path] = []
@@ -185,14 +192,24 @@ class AnalysisScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="report")
     def _load(self) -> None:
+        """The report without the slow sections not stored yet (shown at once), then those
+        sections one by one, each panel filled when its value is ready."""
+        from coop_tui.analysis.sections import build_section, pending
         from coop_tui.report import build_report
 
         try:
-            report = build_report(self.store, self.run_id)
+            report = build_report(self.store, self.run_id, compute_stored=False)
         except KeyError:
             self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
             return
-        self.app.call_from_thread(self._show_report, report)
+        waiting = pending(self.store, self.run_id)
+        self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
+        worker = get_current_worker()
+        for section in waiting:
+            value = build_section(section, self.store, self.run_id, report)
+            if worker.is_cancelled:  # a reload started over: its own worker fills the panels
+                return
+            self.app.call_from_thread(self._fill_section, section.key, value)
 
     def _fail(self, message: str) -> None:
         self.error = message
@@ -201,8 +218,9 @@ class AnalysisScreen(NavScreen):
                           (message, "bold red")))
         self.loaded += 1
 
-    def _show_report(self, report: dict[str, Any]) -> None:
+    def _show_report(self, report: dict[str, Any], waiting: list[str] | None = None) -> None:
         self.report = report
+        self.pending_sections = set(waiting or [])
         self.index = min(self.index, max(len(report["experiments"]) - 1, 0))
         self._show_counts()
         self._show_experiment()
@@ -211,21 +229,50 @@ class AnalysisScreen(NavScreen):
         self.loaded += 1
 
     def _show_sections(self) -> None:
-        """One bordered panel per report section the run has (see analysis.sections)."""
-        from rich.console import Group
-
-        from coop_tui.analysis.sections import rendered
+        """One bordered panel per report section the run has (see analysis.sections); a
+        section still being built has its panel with a note until :meth:`_fill_section`."""
+        from coop_tui.analysis.sections import sections
 
         box = self.query_one("#an-sections", Vertical)
         box.remove_children()
-        for section, value in rendered(self.report or {}):
+        report = self.report or {}
+        for section in sections():
+            waiting = section.key in self.pending_sections
+            if not waiting and not report.get(section.key):
+                continue
             panel = Vertical(classes="an-section", id=f"an-section-{section.key}")
             panel.border_title = section.title
             box.mount(panel)
-            if section.widgets is not None:
-                panel.mount(*section.widgets(value))
+            if waiting:
+                panel.mount(Static(Text("computing… (stored for the next time once done)",
+                                        style="dim italic")))
             else:
-                panel.mount(Static(Group(*section.render(value))))
+                self._mount_section(panel, section, report[section.key])
+
+    def _mount_section(self, panel: Vertical, section: Any, value: Any) -> None:
+        from rich.console import Group
+
+        if section.widgets is not None:
+            panel.mount(*section.widgets(value))
+        else:
+            panel.mount(Static(Group(*section.render(value))))
+
+    def _fill_section(self, key: str, value: Any) -> None:
+        """A slow section's value is ready: its panel shows it, or goes when it is empty."""
+        from coop_tui.analysis.sections import sections
+
+        self.pending_sections.discard(key)
+        found = self.query(f"#an-section-{key}")
+        if self.report is not None and value:
+            self.report[key] = value
+        if found:
+            panel = found.first(Vertical)
+            if value:
+                panel.remove_children()
+                self._mount_section(panel, next(s for s in sections() if s.key == key), value)
+            else:
+                panel.remove()
+        self.sections_filled += 1
 
     def _show_paper_tables(self) -> None:
         """CoopEval's tables for the whole run (every game and mechanism at once)."""

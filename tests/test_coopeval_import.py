@@ -68,6 +68,25 @@ def test_prisoners_ratings_and_welfare(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.parametrize("directory", [PD, TRUST])
+def test_published_devrank_ranks_by_the_tournaments_own_ratings(tmp_path: Path, directory: Path) -> None:
+    """``report --devrank published``: the ranks follow CoopEval's deviation_ratings.json
+    (ties sharing the mean rank), and every DevRank cell says so."""
+    from coop_tui.analysis.population import deviation_ranks
+
+    store, summary = _imported(tmp_path, directory)
+    report = build_report(store, summary["run_id"], devrank="published")
+    ratings = _published(directory, "deviation_ratings.json")
+    agents = sorted(ratings)
+    expected = dict(zip(agents, deviation_ranks([ratings[a] for a in agents]), strict=True))
+    cells = {c["agent"]: c for c in report["tables"]
+             if c["metric"] == "deviation_rank" and c["table"] != "all"}
+    assert report["devrank"] == "published"
+    assert {a: cells[a]["value"] for a in agents} == expected
+    assert {c["devrank_source"] for c in cells.values()} == {"published"}
+    store.close()
+
+
 @pytest.mark.parametrize(
     ("directory", "matches", "decisions", "failed"),
     [(PD, 36, 72, 0), (TRUST, 36, 12 + 72 + 72, 4)],

@@ -134,7 +134,8 @@ async def test_contracting_play_shows_base_payoffs_and_the_terms(tmp_path: Path,
     text = play_prompt(store, match["id"], 1)
     assert "- If you choose A1 and the other player chooses A0: you get 3 points, the other player gets 0 points." in text
     assert "- Whoever plays A1 pays 3 points to the other player." in text
-    assert "The payoff description above does not include these payments" in text
+    assert "The contract changes your final points, so take it into account" in text
+    assert "does not include these payments" not in text  # our sentence: explain_payoffs only
     # both defect and both pay 3: the base payoffs, transfers cancel out
     assert [s["payoff"] for s in store.seats(match["id"])] == [1, 1]
 
@@ -264,9 +265,9 @@ async def test_reputation_agents_keep_their_seat_in_a_population_of_every_agent_
         text = prompt_of(d)
         player = 1 if d.seat < 3 else 2
         assert f"you are Player {player}." in text
-        assert "population of 6 agents" in text
-        assert f"while you always play as Player {player}" in text
-        opponent = int(re.search(r"This round you play against Agent #(\d+)", text).group(1)) - 1
+        # CoopEval's information only: not the population's size, not the fixed seat
+        assert "population" not in text and "always play as" not in text
+        opponent = int(re.search(r"You play against 1 other agent: Agent #(\d+)", text).group(1)) - 1
         assert (opponent < 3) != (d.seat < 3)  # always someone from the other role
         partners[d.seat].add(opponent)
     assert any(len(p) > 1 for p in partners.values())  # co-players are re-drawn

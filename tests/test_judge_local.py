@@ -1,5 +1,8 @@
 """The embedded model as a judge, offline, through the real CLI (kept tiny: two decisions).
 
+The per-category protocol is used: the two answers of a 24-token player are shorter than
+the 80 characters CoopEval's protocol (the default of ``justifications``) requires.
+
 SmolLM2 judges the two play decisions of a one-shot Prisoner's Dilemma it played itself;
 its answers are grammar-constrained, so every judgement is valid on the first attempt.
 """
@@ -43,7 +46,8 @@ agents = ["small"]
     played = cli("--batch", str(sweep), "--db", str(db))
     assert played.returncode == 0, played.stdout + played.stderr
 
-    first = cli("judge", "--judge", "local/smollm2", "--rubric", "justifications", "--db", str(db))
+    first = cli("judge", "--judge", "local/smollm2", "--rubric", "justifications", "--db", str(db),
+                "--protocol", "per-category")
     assert first.returncode == 0, first.stdout + first.stderr
     conn = sqlite3.connect(db)
     plays = conn.execute("select id from decisions where phase = 'play'").fetchall()
@@ -67,7 +71,7 @@ agents = ["small"]
     conn.close()
 
     again = cli("judge", "--judge", "local/smollm2", "--rubric", "justifications", "--db", str(db),
-                "--resume")
+                "--resume", "--protocol", "per-category")
     assert again.returncode == 0, again.stderr
     assert "nothing to ask" in again.stdout
     conn = sqlite3.connect(db)
@@ -80,5 +84,5 @@ agents = ["small"]
     (freq,) = section["frequencies"]
     assert (freq["judge"], freq["agent"], freq["game"], freq["n"]) == ("local/smollm2", "small",
                                                                        "prisoners", 2)
-    assert "Individual utility" in freq["categories"] and "Reciprocity" in freq["categories"]
+    assert "Individual utility maximization" in freq["categories"] and "Reciprocity" in freq["categories"]
     assert all(v in (0.0, 0.5, 1.0) for v in freq["categories"].values())

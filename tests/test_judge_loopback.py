@@ -110,6 +110,10 @@ agents = ["alpha", "beta"]
 
 
 def cli(*args: str, wait: bool = True) -> Any:
+    if args[:1] == ("judge",) and "justifications" in args and "--protocol" not in args:
+        # the machinery below is checked under the per-category protocol (one confidence
+        # per category, every decision with text); the coopeval protocol has its own test
+        args = (*args, "--protocol", "per-category")
     cmd = [sys.executable, "-m", "coop_tui.cli", *args]
     if not wait:
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -152,7 +156,7 @@ def test_every_play_decision_is_judged_once_by_each_judge_and_linked(judged: Any
     assert len(links) == 8
     for judge, _judged, valid, phase, kind, dvalid, rubric, version, rkind, spec in links:
         assert (valid, phase, kind, dvalid, rubric, version, rkind) == (
-            1, "judge", "judgement", 1, "justifications", "1", "judge")
+            1, "judge", "judgement", 1, "justifications", "2", "judge")
         assert json.loads(spec)["judge"] == judge
     for judge in ("cheap", "dear"):
         judged_ids = sorted(r[1] for r in links if r[0] == judge)
@@ -197,20 +201,20 @@ def test_report_figures_equal_hand_computed_values(judged: Any) -> None:
     # individual utility in TEXT-1, TEXT-2 and TEXT-3 (0.5 counts); judge B sees
     # reciprocity in TEXT-0, individual utility in TEXT-1 and TEXT-2, risk in TEXT-2, TEXT-3
     expected = {
-        ("cheap", "alpha"): {"Reciprocity": 1.0, "Trust evaluation": 0.5, "Individual utility": 0.5,
+        ("cheap", "alpha"): {"Reciprocity": 1.0, "Trust evaluation": 0.5, "Individual utility maximization": 0.5,
                              "Risk aversion": 0.0},
-        ("cheap", "beta"): {"Reciprocity": 0.0, "Trust evaluation": 0.0, "Individual utility": 1.0,
+        ("cheap", "beta"): {"Reciprocity": 0.0, "Trust evaluation": 0.0, "Individual utility maximization": 1.0,
                             "Risk aversion": 0.0},
-        ("dear", "alpha"): {"Reciprocity": 0.5, "Trust evaluation": 0.0, "Individual utility": 0.5,
+        ("dear", "alpha"): {"Reciprocity": 0.5, "Trust evaluation": 0.0, "Individual utility maximization": 0.5,
                             "Risk aversion": 0.0},
-        ("dear", "beta"): {"Reciprocity": 0.0, "Trust evaluation": 0.0, "Individual utility": 0.5,
+        ("dear", "beta"): {"Reciprocity": 0.0, "Trust evaluation": 0.0, "Individual utility maximization": 0.5,
                            "Risk aversion": 1.0},
     }
     for key, cats in expected.items():
         for name, value in cats.items():
             assert freq[key]["categories"][name] == pytest.approx(value), (key, name)
-        assert len(freq[key]["categories"]) == 15
-        assert freq[key]["categories"]["Social welfare"] == 0.0
+        assert len(freq[key]["categories"]) == 16
+        assert freq[key]["categories"]["Social welfare maximization"] == 0.0
 
     coop = {(r["judge"], r["category"]): r for r in section["cooperation_given_category"]}
     # stated cooperation: TEXT-0 1.0, TEXT-1 0.5, TEXT-2 0.0, TEXT-3 0.2
@@ -218,8 +222,8 @@ def test_report_figures_equal_hand_computed_values(judged: Any) -> None:
     assert coop[("cheap", None)]["coop_rate"] == pytest.approx((1.0 + 0.5 + 0.0 + 0.2) / 4)
     assert coop[("cheap", "Reciprocity")]["coop_rate"] == pytest.approx(0.75)
     assert coop[("cheap", "Trust evaluation")]["coop_rate"] == pytest.approx(1.0)
-    assert coop[("cheap", "Individual utility")]["n"] == 3
-    assert coop[("cheap", "Individual utility")]["coop_rate"] == pytest.approx(0.7 / 3)
+    assert coop[("cheap", "Individual utility maximization")]["n"] == 3
+    assert coop[("cheap", "Individual utility maximization")]["coop_rate"] == pytest.approx(0.7 / 3)
     assert coop[("dear", "Risk aversion")]["coop_rate"] == pytest.approx(0.1)
     assert coop[("dear", "Reciprocity")]["coop_rate"] == pytest.approx(1.0)
     assert ("dear", "Trust evaluation") not in coop
@@ -234,13 +238,13 @@ def test_report_figures_equal_hand_computed_values(judged: Any) -> None:
     # reciprocity A=[1,1,0,0] B=[1,0,0,0]: po 3/4, pe .5*.25+.5*.75 = .5 -> .5
     assert kappa["Reciprocity"] == pytest.approx(0.5)
     # individual utility A=[0,1,1,1] B=[0,1,1,0]: po 3/4, pe .75*.5+.25*.5 = .5 -> .5
-    assert kappa["Individual utility"] == pytest.approx(0.5)
+    assert kappa["Individual utility maximization"] == pytest.approx(0.5)
     # trust A=[1,0,0,0] B=[0,0,0,0]: po 3/4, pe .75 -> 0; risk A=[0,0,0,0] B=[0,0,1,1] -> 0
     assert kappa["Trust evaluation"] == pytest.approx(0.0)
     assert kappa["Risk aversion"] == pytest.approx(0.0)
     # both judges constant and equal: chance agreement is total, kappa undefined
-    assert kappa["Social welfare"] is None
-    assert agreement["agreement"]["Social welfare"] == 1.0
+    assert kappa["Social welfare maximization"] is None
+    assert agreement["agreement"]["Social welfare maximization"] == 1.0
 
     text = cli("report", "judged", "--db", str(db))
     assert "Reasoning judgements" in text.stdout and "agreement cheap vs dear" in text.stdout
@@ -346,7 +350,7 @@ async def test_analysis_screen_and_inspector_show_the_judgements(judged: Any, tm
         panel = screen.query_one("#an-section-judgements")
         assert panel.border_title == "Reasoning judgements"
         heat = shown(panel.query_one(Static))
-        assert "justifications v1 by cheap" in heat and "Reciprocity" in heat
+        assert "justifications v2 by cheap" in heat and "Reciprocity" in heat
         assert "100%" in heat and "agreement cheap vs dear" in heat
 
     app = App(lambda s: InspectorScreen(s, play_id))
@@ -413,7 +417,7 @@ def test_an_imported_coopeval_run_is_judged_from_its_stored_responses(tmp_path: 
         expected = sum("dominant" in t.lower() for t in texts) / len(texts)
         row = freq[("justifications", agent)]
         assert row["mechanism"] == "none" and row["game"] == "prisoners"
-        assert row["categories"]["Individual utility"] == pytest.approx(expected)
+        assert row["categories"]["Individual utility maximization"] == pytest.approx(expected)
         assert freq[("similarity-reasoning", agent)]["categories"]["Causal"] == pytest.approx(expected)
     assert report["agreement"] == []  # different rubrics are never compared
 

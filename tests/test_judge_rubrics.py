@@ -16,26 +16,57 @@ from coop_tui.parsing import ParseError, parse_answer
 from coop_tui.schemas import answer_schema
 from coop_tui.spec import SpecError
 
-SEED_002 = [
-    "Individual utility", "Equilibrium focus", "Social welfare", "Inequity aversion",
-    "Reciprocity", "Strategic influence", "Trust evaluation", "Competitiveness", "Uncertainty",
-    "Social norms", "Rule misunderstanding", "Exploration/exploitation", "Risk aversion",
-    "Legibility", "Multidimensional reasoning",
+COOPEVAL_TYPES = [
+    "Individual utility maximization", "Strategic equilibrium focus", "Social welfare maximization",
+    "Inequity aversion", "Reciprocity", "Strategic influence", "Trust evaluation",
+    "Competitiveness", "Uncertainty evaluation", "Social norm conformity", "Rule misunderstanding",
+    "Exploration-exploitation trade-off", "Risk aversion", "Strategy legibility",
+    "Multidimensional reasoning", "Others",
 ]
 
 
-def test_builtin_rubrics_carry_seed_002s_categories_and_seed_000s_reasoning_types() -> None:
+def test_builtin_rubrics_carry_coopevals_categories_and_seed_000s_reasoning_types() -> None:
     assert {"justifications", "similarity-reasoning"} <= set(builtin_rubrics())
     just = load_rubric("justifications")
-    assert [c.name for c in just.categories] == SEED_002
+    assert [c.name for c in just.categories] == COOPEVAL_TYPES  # its 16, "Others" included
     assert all(len(c.definition) > 40 for c in just.categories)
-    assert just.threshold == 0.5 and just.version == "1"
+    assert just.threshold == 0.5 and just.version == "2" and just.protocol == "coopeval"
     sim = load_rubric("similarity-reasoning")
     assert {"causal", "acausal_expected_value", "dissimilar_plays_rational",
             "dissimilar_plays_opposite"} <= set(sim.ids)
-    prompt = just.prompt("I defect because it dominates.", "game prisoners")
-    assert "I defect because it dominates." in prompt
-    assert all(f"- {cid}:" in prompt for cid in just.ids)
+    assert sim.protocol == "per-category"
+    # CoopEval's request: the types by name, the game, the text; the answer shape
+    prompt = just.prompt("I defect because it dominates.", "Prisoner's Dilemma")
+    assert "I defect because it dominates." in prompt and "Game: Prisoner's Dilemma" in prompt
+    assert all(f"- {name}:" in prompt for name in COOPEVAL_TYPES)
+    assert '"confidence": 0.85, "types": [' in prompt and 'give ["Others"]' in prompt
+    # the per-category protocol, as an option: one confidence per category id
+    per = just.with_protocol("per-category")
+    prompt = per.prompt("I defect because it dominates.", "game prisoners")
+    assert all(f"- {cid}:" in prompt for cid in per.ids) and per.digest != just.digest
+
+
+def test_coopeval_answers_give_one_confidence_and_a_list_of_types() -> None:
+    just = load_rubric("justifications")
+    opts = just.answer_options()
+    parsed, note = parse_answer("judgement", 'Thinking...\n{"reasoning": "tit for tat", '
+                                '"confidence": 0.9, "types": ["Reciprocity", "trust evaluation"]}',
+                                labels=just.ids, options=opts)
+    assert parsed == {"reasoning": "tit for tat", "confidence": 0.9,
+                      "types": ["reciprocity", "trust_evaluation"]} and note is None
+    # CoopEval's own shape: the types as one comma-separated string
+    parsed, note = parse_answer("judgement", '{"reasoning": "", "confidence": 0.5, '
+                                '"types": "Reciprocity, Others"}', labels=just.ids, options=opts)
+    assert parsed["types"] == ["reciprocity", "others"] and "comma-separated" in (note or "")
+    present = just.present(parsed)
+    assert present["reciprocity"] == (0.5, True) and present["risk_aversion"] == (0.0, False)
+    for bad, reason in (('{"confidence": 80, "types": []}', "from 0 to 1"),
+                        ('{"confidence": 0.5, "types": ["Kindness"]}', "not one of the categories"),
+                        ('{"confidence": 0.5}', '"types"')):
+        with pytest.raises(ParseError, match=reason):
+            parse_answer("judgement", bad, labels=just.ids, options=opts)
+    schema = answer_schema("judgement", just.ids, opts)
+    assert schema["properties"]["types"]["items"]["enum"] == COOPEVAL_TYPES
 
 
 def test_a_user_rubric_file_is_loaded_and_its_digest_follows_its_content(tmp_path: Path) -> None:
@@ -183,7 +214,7 @@ def test_a_strategy_or_a_missing_table_cannot_judge(db: Path, tmp_path: Path) ->
     # a run without text: nothing to ask, nothing written but the judge run's record
     done = cli("judge", "--judge", "small", "--agents", str(agents), "--rubric", "justifications",
                "--db", str(db), "--dry-run")
-    assert done.returncode == 0 and "0 play decisions with text" in done.stdout
+    assert done.returncode == 0 and "0 play decisions of chain-of-thought" in done.stdout
     assert json.dumps(snapshot(db))  # still a readable database
 
 

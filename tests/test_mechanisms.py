@@ -196,20 +196,20 @@ async def test_reputation_first_order_rematches_and_shows_records(tmp_path: Any)
     seat = 2
     co = pairings[2][seat]
     text = prompt_of(decisions[(3, seat)])
-    assert "a population of 4 agents, and you are one of them: Agent #3." in text
-    assert f"This round you play against Agent #{co + 1}." in text
+    assert "population" not in text and "Agent #3" not in text  # CoopEval: "you", no size
+    assert f"You play against 1 other agent: Agent #{co + 1}." in text
     for t in (1, 2):
         mine = pairings[t - 1][seat]
-        assert (f"- Round {t}: You played A{r[t][seat]['action']} and got "
-                f"{pts(r[t][seat]['payoff'])}, against Agent #{mine + 1}, who played "
-                f"A{r[t][mine]['action']} and got {pts(r[t][mine]['payoff'])}.") in text
+        assert (f"- Round {t}: You played A{r[t][seat]['action']} and received "
+                f"{pts(r[t][seat]['payoff'])}; Agent #{mine + 1} played "
+                f"A{r[t][mine]['action']} and received {pts(r[t][mine]['payoff'])}.") in text
         theirs = pairings[t - 1][co]
         other = "you" if theirs == seat else f"Agent #{theirs + 1}"
-        assert (f"- Round {t}: Agent #{co + 1} played A{r[t][co]['action']} and got "
-                f"{pts(r[t][co]['payoff'])}, against {other}") in text
-    assert f"Record of Agent #{co + 1}:" in text
+        assert (f"- Round {t}: Agent #{co + 1} played A{r[t][co]['action']} and received "
+                f"{pts(r[t][co]['payoff'])}; {other} played") in text
+    assert f"Past play of Agent #{co + 1}:" in text
     assert "did before that round" not in text
-    assert "No rounds have been played yet" in prompt_of(decisions[(1, 0)])
+    assert "You have not played this game before." in prompt_of(decisions[(1, 0)])
 
 
 @pytest.mark.usefixtures("strategies_read_prompts")
@@ -232,7 +232,7 @@ async def test_reputation_higher_order_nests_co_players_records(tmp_path: Any) -
     before = pairings[0][partner]
     subject = "You" if partner == seat else f"Agent #{partner + 1}"
     assert f"    - Round 1: {subject} played A{r[1][partner]['action']}" in text
-    assert f"against {'you' if before == seat else f'Agent #{before + 1}'}" in text
+    assert f"; {'you' if before == seat else f'Agent #{before + 1}'} played" in text
     # round-1 entries have nothing earlier to unfold
     assert "Round 0" not in text
 

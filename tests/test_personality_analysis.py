@@ -68,13 +68,33 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def profile(db: Path) -> dict:
+def full_report(db: Path) -> dict:
     from coop_tui.report import build_report
 
     store = Store(db)
     report = build_report(store, RUN)
     store.close()
-    return json.loads(json.dumps(report))["strategic_personality"]
+    return json.loads(json.dumps(report))
+
+
+@pytest.fixture(scope="module")
+def profile(full_report: dict) -> dict:
+    """The pooled profile (every seat of self-play): most tests below check its mechanics."""
+    return full_report["strategic_personality_pooled"]
+
+
+def test_the_default_profile_is_on_the_papers_sample(full_report: dict) -> None:
+    paper = full_report["strategic_personality"]
+    assert paper["sample"]["name"] == "table2"
+    table2 = full_report["cooperation_by_model"]
+    for agent, a in paper["agents"].items():
+        rec = a["reciprocity"]
+        # each 6-round Table 2 trial gives 5 round pairs of the agent in seat 0
+        assert rec["n_after_c"] + rec["n_after_d"] == 5 * table2[agent]["n"]
+        assert a["cooperation"]["trials"] == table2[agent]["n"]
+    cell = next(c for c in paper["cells"] if c["agent"] == "tft_self")
+    assert cell["decisions"] == 18  # 3 matches x 6 rounds, seat 0 only
+    assert full_report["strategic_personality_pooled"]["sample"]["name"] == "pooled"
 
 
 # (P(C|C) successes, P(C|D) successes, cooperations out of 18, archetype)

@@ -192,6 +192,47 @@ async def test_strategies_play_the_game_through_the_store(
     assert rounds[1]["moves"]
 
 
+@pytest.mark.parametrize("rule", ["as_run", "intended", None])
+async def test_signaling_is_played_as_run_by_default_and_as_described_on_request(
+        tmp_path: Any, rule: str | None) -> None:
+    """Seed 003's code matched "signal" inside "no_signal": the sender paid its signal cost
+    every round and the receiver was always told a signal was sent (its data: against
+    never_signal no total is above -105). That is the default; ``rule = "intended"`` plays
+    the described rules. A receiver that accepts exactly the signalled senders shows it."""
+    agents = {"never": strat("never_signal"), "receiver": strat("bayesian_receiver", as_run=False)}
+    params = {"rounds": 6} | ({"rule": rule} if rule else {})
+    store, match, rounds, payoffs = await play(tmp_path, "signaling", list(agents), agents, params)
+    as_run = rule != "intended"
+    expected = [0.0, 0.0]
+    for r in range(1, 7):
+        mv = rounds[r]["moves"]
+        high = mv["type"] == "high"
+        assert mv["signalled"] is False and mv["shown_signal"] is as_run
+        assert mv["accepted"] is as_run
+        expected[0] += (10 - (3 if high else 12)) if as_run else 0
+        expected[1] += (10 if high else -5) if as_run else 3
+    assert payoffs == pytest.approx(expected)
+    told = [d for d in store.decisions(match["id"]) if d.phase == "respond"]
+    assert len(told) == 6
+    seen = "sent the signal" if as_run else "did not send the signal"
+    assert all(seen in json.dumps(d.prompt) for d in told)
+
+
+@pytest.mark.parametrize("hint", [None, False])
+async def test_centipede_names_the_equilibrium_move_as_the_code_did(
+        tmp_path: Any, hint: bool | None) -> None:
+    """Seed 003's centipede prompt tells the players the equilibrium is to take at node 1;
+    so does ours by default (in our words), and ``hint = false`` leaves it out."""
+    agents = {"a": strat("fixed_number", value=3), "b": strat("fixed_number", value=7)}
+    params = {} if hint is None else {"hint": hint}
+    store, match, rounds, payoffs = await play(tmp_path, "centipede_6", list(agents), agents,
+                                               params)
+    asked = [json.dumps(d.prompt) for d in store.decisions(match["id"])]
+    assert len(asked) == 2
+    assert all(("takes at node 1" in a) is (hint is None) for a in asked)
+    assert rounds[1]["moves"]["end_node"] == 3  # the hint changes what is said, not the game
+
+
 async def test_auctions_draw_private_values_and_pay_by_the_rule(tmp_path: Any) -> None:
     agents = {"a": strat("truthful_bidder"), "b": strat("fixed_number", value=45)}
     for game, rule in (("auction_vickrey", "second"), ("auction_first_price", "first")):
@@ -280,6 +321,22 @@ def llm(server: LoopbackServer) -> dict[str, Any]:
             "style": "cot"}
 
 
+@pytest.mark.parametrize("style", ["plain", "cot"])
+async def test_the_plain_style_is_the_codes_baseline_and_cot_its_cot_condition(
+        tmp_path: Any, model: LoopbackServer, style: str) -> None:
+    """Seed 003's baseline prompt says nothing about reasoning and asks for the answer at the
+    end; its ``cot`` condition adds a step-by-step instruction. ``style = "plain"`` (the
+    study file's) and ``style = "cot"`` send exactly that difference, in one call each."""
+    agents = {"m": {**llm(model), "style": style}}
+    store, match, rounds, payoffs = await play(tmp_path, "ultimatum", ["m", "m"], agents)
+    decisions = store.decisions(match["id"])
+    assert decisions and all(d.valid for d in decisions)
+    for d in decisions:
+        text = json.dumps(d.prompt)
+        assert ("step by step" in text) is (style == "cot")
+        assert "Finish with one JSON object" in text and "nothing else" not in text.lower()
+
+
 async def test_a_model_plays_ultimatum_trust_and_blotto_from_prose_tags_and_json(
     tmp_path: Any, model: LoopbackServer,
 ) -> None:
@@ -314,7 +371,7 @@ async def test_a_model_plays_the_message_games_and_the_turn_by_turn_versions(
 ) -> None:
     agents = {"m": llm(model)}
     store, match, rounds, payoffs = await play(tmp_path / "s", "signaling", ["m", "m"], agents,
-                                               {"rounds": 4})
+                                               {"rounds": 4, "rule": "intended"})
     total = [0.0, 0.0]
     for r in range(1, 5):
         mv = rounds[r]["moves"]
@@ -409,12 +466,13 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
     # plus random, mirror and anti_mirror; the other 14 games get those three alone
     per_model = 3 * 6 + 2 * 6 + 3 * 7 + 1 * 6 + 14 * 3
     assert Counter(c.matchup for c in cells) == Counter(
-        {"versus": per_model * (9 + 16), "self": 23 * 16, "pairs": 23 * 120})
+        {"versus": per_model * (9 + 16), "self": 23 * (16 + 9), "pairs": 23 * 120})
     ultimatum = {c.seats[1] for c in cells if c.game == "ultimatum" and c.matchup == "versus"}
     assert ultimatum == {"reject_unfair", "accept_all", "fair_offer", "random", "mirror",
                          "anti_mirror"}
     for c in cells:
-        assert c.game_params == {} and c.mechanism_params == {}  # the code's rounds per game
+        assert c.game_params == {}  # the code's rounds per game
+        assert c.mechanism_params == {"rounds_told": "two_by_two"}  # "round t", as the code
         if c.game == "pg_low_mpcr" and c.matchup == "pairs":
             assert c.seats[2:] == ("random", "random")
 
@@ -441,7 +499,8 @@ async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_pat
     local = [d for m in matches for d in store.decisions(m["id"]) if d.agent == "smollm2"]
     assert len(local) == 3 and all(d.valid and d.constrained for d in local)
     assert {d.kind for d in local} == {"number"}
-    assert all("This is round 1 of 1" in d.prompt[0]["content"] for d in local)
+    # as the code: these games say only "round t" (rounds_told = "two_by_two")
+    assert all("This is round 1." in d.prompt[0]["content"] for d in local)
 
 
 async def test_a_stored_offer_keeps_its_range_and_a_reask_checks_it(tmp_path: Any) -> None:

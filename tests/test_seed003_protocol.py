@@ -126,6 +126,31 @@ async def test_continuation_one_no_longer_promises_another_round(tmp_path: Path)
         assert "chance" not in prompt and "round after round" in prompt
 
 
+@pytest.mark.parametrize("told", ["always", "two_by_two"])
+async def test_rounds_told_only_in_two_by_two_games_as_the_code_states_them(
+        tmp_path: Path, told: str) -> None:
+    """Seed 003's code says "T rounds in total ... round t" in its 12 two-by-two matrix
+    games and only "round t" in the other 26 (Diner's, El Farol, focal point and the
+    move-by-move games); ``rounds_told = "two_by_two"`` does the same, "always" (the
+    default) states T everywhere."""
+    data = sweep(
+        {**KNOWN_PD, "rounds": 2, "rounds_told": told, "matchup": [["tft", "alt"]]},
+        {**KNOWN_PD, "game": "focal_point", "rounds": 2, "rounds_told": told,
+         "matchup": [["rnd", "rnd"]]},
+        {"game": "ultimatum", "game_params": {"rounds": 2}, "mechanism": "none",
+         "rounds_told": told, "matchup": [["offer", "resp"]]},
+        agents={**AGENTS, "offer": {"strategy": "fixed_number", "params": {"value": 40}},
+                "resp": {"strategy": "threshold_responder", "params": {"threshold": 30}}})
+    store, matches = await run(tmp_path, data)
+    for m in matches:
+        for d in store.decisions(m["id"]):
+            prompt = first_prompt(d)
+            stated = told == "always" or m["game"] == "pd_canonical"
+            assert (f"round {d.round} of 2" in prompt) is stated, (m["game"], prompt)
+            assert f"round {d.round}" in prompt.lower()
+            assert ("2 rounds" in prompt or "2 round" in prompt) is stated
+
+
 def test_horizon_errors_name_the_field() -> None:
     err = spec_error(sweep({**KNOWN_PD, "agents": ["tft"], "continuation": 0.9}))
     assert err.field == "experiments[0].continuation" and "horizon" in err.message

@@ -122,7 +122,109 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
             if d.agent.startswith("smollm2"):
                 local += 1
                 assert d.constrained and d.valid
-                assert "round 1 of 1" in d.prompt[0]["content"]
+                # the code states the number of rounds in its 2 x 2 games only
+                told = m["game"] not in ("diners_dilemma", "el_farol_bar", "focal_point")
+                assert ("round 1 of 1" in d.prompt[0]["content"]) is told
+                assert "round 1" in d.prompt[0]["content"]
         cond = json.loads(m["condition"])
         assert cond["horizon"] == "known" and cond["answer"] == "choice"
     assert local == 3 + 2 * 2 + 2
+
+
+DESIGN_G = {"claude-sonnet-4.5", "claude-sonnet-4.6", "claude-opus-4.5", "claude-opus-4.6",
+            "gpt-4.1", "gpt-5.3", "gpt-5.4", "gemini-3-pro", "gemini-3.1-pro"}
+
+
+def test_design_g_is_as_the_published_data_has_it() -> None:
+    """Design G: one strategy-play and one self-play trial per cell, so each frontier model
+    has 4 games x 16 opponents + 4 self-play = 68 Table 2 trials (the data: 56-90)."""
+    sweep = load_sweep(FULL, check_keys=False)
+    table2 = {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild"}
+    for model in DESIGN_G:
+        cells = [c for c in sweep.cells if c.game in table2 and c.seats[0] == model]
+        assert sum(c.samples for c in cells) == 68, model
+        assert {c.matchup for c in cells} == {"versus", "self"}
+    self_play = [c for c in sweep.cells if c.matchup == "self" and c.seats[0] in DESIGN_G]
+    assert self_play and all(c.samples == 1 for c in self_play)
+    assert len({c.game for c in self_play}) == 38
+
+
+def test_each_model_thinks_as_the_code_ran_it() -> None:
+    """The code's model registry and callers: Claude Haiku 4.5 Thinking with a 4,096-token
+    thinking budget (max_tokens 8,192), Gemini 3 / 3.1 Pro at thinking level high, Gemini
+    2.5 Flash Thinking sent exactly as Gemini 2.5 Flash (its registry entry has thinking
+    off and OpenRouter gets no reasoning setting); every other model without a setting."""
+    agents = load_sweep(FULL, check_keys=False).spec.agents
+    thinking = {name: (a.reasoning_effort, a.max_tokens) for name, a in agents.items()
+                if a.model and (a.reasoning_effort or a.max_tokens)}
+    assert thinking == {"claude-haiku-4.5-thinking": ("high", 8192),
+                        "gemini-3-pro": ("high", 16384), "gemini-3.1-pro": ("high", 16384)}
+    same = ("model", "temperature", "reasoning_effort", "max_tokens", "style")
+    flash, flash_thinking = agents["gemini-2.5-flash"], agents["gemini-2.5-flash-thinking"]
+    assert all(getattr(flash, k) == getattr(flash_thinking, k) for k in same)
+
+
+async def test_the_offline_study_profiles_the_table2_trials_and_its_estimate_holds(
+        tmp_path: Path) -> None:
+    """The whole offline study, every experiment at its size, with the two embedded-model
+    agents played by strategies (the same seats, moves and decisions; no model calls): the
+    default profile is the paper's sample, the Table 2 prisoner's dilemma trials with the
+    agent in seat 0, and the estimate's count of model decisions is the count made."""
+    from coop_tui.report import build_report
+    from coop_tui.runner import estimate
+
+    data: dict[str, Any] = read_sweep_file(OFFLINE)
+    predicted = estimate(build_sweep(data, source=OFFLINE))["model_calls"]
+    data["agents"]["smollm2"] = {"strategy": "mirror"}
+    data["agents"]["smollm2-hot"] = {"strategy": "random"}
+    sweep = build_sweep(data, source=OFFLINE)
+    store = Store(tmp_path / "offline.db")
+    summary = await run_sweep(sweep, store)
+    matches = store.matches(summary.run_id)
+    assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
+    made = sum(1 for m in matches for d in store.decisions(m["id"])
+               if d.agent in ("smollm2", "smollm2-hot"))
+    assert abs(predicted - made) <= 0.1 * made, (predicted, made)
+
+    report = build_report(store, summary.run_id)
+    store.close()
+    profile = report["strategic_personality"]
+    assert profile["sample"]["name"] == "table2"
+    table2 = report["cooperation_by_model"]
+    pd_games = {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild"}
+    assert {c["game"] for c in profile["cells"]} <= pd_games
+    # smollm2: 2 PD variants x 2 opponents + self-play (seat 0) + cross-play (seat 0)
+    assert table2["smollm2"]["n"] == 2 * 2 + 1 + 1
+    for agent, a in profile["agents"].items():
+        rec = a["reciprocity"]
+        # 5-round trials: 4 round pairs of the agent in seat 0 per Table 2 trial
+        assert rec["n_after_c"] + rec["n_after_d"] == 4 * table2[agent]["n"], agent
+    pooled = report["strategic_personality_pooled"]
+    # the wider sample is kept: both seats of self-play and cross-play
+    assert pooled["sample"]["seat_runs"] > profile["sample"]["seat_runs"]
+
+
+async def test_the_progress_counts_model_calls_as_the_estimate_does(tmp_path: Path) -> None:
+    """The batch progress line used to count every strategy move as a call, so a run
+    looked like it made far more model calls than estimated (the offline study: over 419
+    'calls' against an estimate of 292 after 15 of 36 matches). Strategy moves are now
+    counted apart; a strategy-only run makes no model call."""
+    from rich.console import Console
+
+    from coop_tui.events import EventBus
+    from coop_tui.runner import ProgressView, estimate
+
+    data: dict[str, Any] = read_sweep_file(OFFLINE)
+    data["agents"]["smollm2"] = {"strategy": "mirror"}
+    data["agents"]["smollm2-hot"] = {"strategy": "random"}
+    data["experiments"] = data["experiments"][:1]
+    sweep = build_sweep(data, source=OFFLINE)
+    bus = EventBus()
+    view = ProgressView(sweep, Console(file=None, quiet=True))
+    bus.subscribe(view)
+    store = Store(tmp_path / "p.db")
+    summary = await run_sweep(sweep, store, bus=bus)
+    moves = sum(len(store.decisions(m["id"])) for m in store.matches(summary.run_id))
+    store.close()
+    assert estimate(sweep)["model_calls"] == view.stats["all"]["calls"] == 0
+    assert view.stats["all"]["moves"] == moves == 2 * 2 * 5 * 2

@@ -25,8 +25,11 @@ from coop_tui.cli import main
 from coop_tui.importers.strategic_personalities import SymmetricGame
 from coop_tui.store import Store
 
-SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
-          / "strategic_personalities.sample.csv.gz")
+SAMPLE = next(  # the shared folder beside the checkout (a worktree sits one level deeper)
+    (p / "shared" / "strategic-personalities-sample" / "strategic_personalities.sample.csv.gz"
+     for p in Path(__file__).resolve().parents
+     if (p / "shared" / "strategic-personalities-sample").is_dir()),
+    Path("/work/shared/strategic-personalities-sample/strategic_personalities.sample.csv.gz"))
 # R, S, T, P of the public code's prisoner's dilemmas (README, "Games as run")
 PD = {"pd_canonical": (3, 0, 5, 1), "pd_harsh": (8, 0, 10, 5), "pd_medium": (6, 0, 10, 2),
       "pd_mild": (8, 0, 10, 2)}
@@ -96,10 +99,15 @@ def test_cooperation_by_model_matches_an_independent_count(
         if len(values) > 1:
             sd = statistics.stdev(values)
             assert row["sd"] == pytest.approx(sd, abs=1e-3)
-            half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
             mean = statistics.fmean(values)
+            # the paper's bounds are mean ± 1.96 se; the public code's t-interval is ci_t
+            half = 1.959964 * sd / math.sqrt(len(values))
+            assert row["ci_method"] == "normal-1.96"
             assert row["ci"] == pytest.approx(
                 [max(0.0, mean - half), min(100.0, mean + half)], abs=1e-3)
+            half_t = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+            assert row["ci_t"] == pytest.approx(
+                [max(0.0, mean - half_t), min(100.0, mean + half_t)], abs=1e-3)
         else:
             assert row["sd"] is None and row["ci"] is None
 
@@ -218,6 +226,8 @@ async def test_the_analysis_screen_opens_on_the_imported_table(imported: Path, t
         shown = console.export_text()
         assert "gpt-4o-mini" in shown and "76.7" in shown  # (100 + 40 + 90) / 3 in the sample
         assert screen.query("#an-section-published_trials")
+        for key in ("provider_summary", "cohens_h_models", "domain_spread", "fold_difference"):
+            assert screen.query(f"#an-section-{key}"), key
 
 
 def test_export_writes_the_trial_table(imported: Path, tmp_path: Path,

@@ -451,7 +451,7 @@ class LLMAgent:
         constraint = self._constraint(request) if self.constrained else None
         calls: list[_Call] = []
         answer: str | None = None
-        if constraint is None or self.style == "cot":
+        if constraint is None or self.style in ("cot", "plain"):
             calls.append(await self._call(messages, sink, {}))
         if constraint is not None:
             params, budget = constraint

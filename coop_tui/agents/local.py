@@ -539,6 +539,11 @@ def answer_grammar(
         return "gbnf", mixed_gbnf(labels)
     if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
         return "gbnf", choice_gbnf(labels)
+    if kind == "judgement" and labels and opts.get("shape") == "types":
+        from coop_tui.judging.rubric import judgement_types_gbnf
+
+        names = opts.get("names") or {}
+        return "gbnf", judgement_types_gbnf(tuple(names.get(x, x) for x in labels))
     if kind == "judgement" and labels:  # number ranges are beyond the schema converter
         from coop_tui.judging.rubric import judgement_gbnf
 
@@ -617,8 +622,8 @@ class LocalAgent:
         style: str = "cot",
         spec: dict[str, Any] | None = None,
     ) -> None:
-        if style not in ("cot", "direct"):
-            raise ValueError(f"style must be 'cot' or 'direct', not {style!r}")
+        if style not in ("cot", "direct", "plain"):
+            raise ValueError(f"style must be 'cot', 'direct' or 'plain', not {style!r}")
         self.name = name
         self.model = model
         self.path = resolve_model_path(model)
@@ -651,7 +656,7 @@ class LocalAgent:
             schema=schema,
             grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema,
                                                                  dict(request.options)),
-            free_step=self.style == "cot" or schema is None,
+            free_step=self.style in ("cot", "plain") or schema is None,
             think_tokens=self.max_tokens,
             temperature=self.temperature,
             seed=seed,

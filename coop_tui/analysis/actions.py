@@ -178,10 +178,20 @@ def _match_rows(db: Any, run_id: str, mechanisms: tuple[str, ...]) -> list[tuple
     ).fetchall()
 
 
-def _seat_agents(db: Any, match_id: str) -> list[str]:
-    return [r[0] for r in db.execute(
-        "select agent from seats where match_id = ? order by seat", [match_id]
-    ).fetchall()]
+def _seat_agents(db: Any, run_id: str, mechanisms: tuple[str, ...]) -> dict[str, list[str]]:
+    """The agents of every done match of these mechanisms, in seat order: one read for
+    the run (a query per match cost seconds at tens of thousands of matches)."""
+    marks = ",".join("?" * len(mechanisms))
+    out: dict[str, list[str]] = defaultdict(list)
+    for match_id, agent in read_cache.rows(
+        db.conn,
+        f"""select s.match_id, s.agent from seats s join matches m on m.id = s.match_id
+            where m.run_id = ? and m.status = 'done' and m.mechanism in ({marks})
+            order by s.match_id, s.seat""",
+        [run_id, *mechanisms],
+    ):
+        out[match_id].append(agent)
+    return out
 
 
 def vote_statistics(source: Any, run_id: str) -> list[dict[str, Any]]:
@@ -199,8 +209,10 @@ def vote_statistics(source: Any, run_id: str) -> list[dict[str, Any]]:
     infos = _phase_infos(db, run_id)
     rounds = _round_infos(db, run_id)
     acc: dict[tuple[Any, ...], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for match_id, exp, game, mech, cond, _spec in _match_rows(db, run_id, ("mediation", "contracting")):
-        agents = _seat_agents(db, match_id)
+    mechanisms = ("mediation", "contracting")
+    seats = _seat_agents(db, run_id, mechanisms)
+    for match_id, exp, game, mech, cond, _spec in _match_rows(db, run_id, mechanisms):
+        agents = seats[match_id]
         phases = infos.get(match_id, {})
         proposals = phases.get("propose", {}).get("proposals", {})
         vote = phases.get("vote", {})
@@ -296,21 +308,32 @@ def design_stability(source: Any, run_id: str) -> list[dict[str, Any]]:
 
     db = _db(source)
     infos = _phase_infos(db, run_id)
+    mechanisms = ("mediation", "contracting")
+    seats = _seat_agents(db, run_id, mechanisms)
+    games: dict[str, Game] = {}
+    # a design's verdict depends only on the game and the design; agents propose the same
+    # designs match after match, so each distinct one is solved once
+    verdicts: dict[tuple[str, str, tuple[tuple[int, int], ...]], bool] = {}
     out = []
-    for match_id, exp, game_key, mech, cond, spec in _match_rows(db, run_id, ("mediation", "contracting")):
+    for match_id, exp, game_key, mech, cond, spec in _match_rows(db, run_id, mechanisms):
         if not spec:
             continue
-        game = game_from_spec(json.loads(spec))
-        agents = _seat_agents(db, match_id)
+        if spec not in games:
+            games[spec] = game_from_spec(json.loads(spec))
+        game = games[spec]
+        agents = seats[match_id]
         phases = infos.get(match_id, {})
         winner = phases.get("vote", {}).get("winner")
         for pid, p in phases.get("propose", {}).get("proposals", {}).items():
             if mech == "mediation":
                 design = {int(k): int(a) for k, a in p["plan"].items()}
-                stable = mediator_sustains_cooperation(game, design)
             else:
                 design = {int(k): int(v) for k, v in p["terms"].items()}
-                stable = contract_sustains_cooperation(game, design)
+            key = (spec, mech, tuple(sorted(design.items())))
+            if key not in verdicts:
+                verdicts[key] = (mediator_sustains_cooperation(game, design) if mech == "mediation"
+                                 else contract_sustains_cooperation(game, design))
+            stable = verdicts[key]
             out.append({
                 "match_id": match_id, "experiment": exp, "game": game_key, "mechanism": mech,
                 "condition": cond, "proposal": pid, "seat": p["seat"], "agent": agents[p["seat"]],

@@ -21,7 +21,7 @@ solver, so this is an emulation, measured on every published rating we can read:
 gives the published ratings of CoopEval's Prisoner's Dilemma sample and of the main
 study's run-1 Stag Hunt but not of its Trust sample (HiGHS's dual simplex gives that
 one and misses the Stag Hunt), and 9 of the 14 reachable DevRank cells of Tables 6-7
-(see the README).
+(see docs/reproducing-coopeval.md, "DevRank").
 """
 
 from __future__ import annotations

@@ -146,7 +146,10 @@ def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -
 # ----------------------------------------------------------------------------- per replicate
 
 
-def replicate_metrics(tensor, *, freeze: str = "every_optimum", db: Any = None) -> dict[str, Any]:
+def replicate_metrics(
+    tensor, *, freeze: str = "every_optimum", db: Any = None,
+    ratings: Sequence[float] | None = None,
+) -> dict[str, Any]:
     """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory.
 
     ``freeze="vertex"`` rates agents by CoopEval's rule (whatever is tight at the LP vertex
@@ -154,11 +157,14 @@ def replicate_metrics(tensor, *, freeze: str = "every_optimum", db: Any = None) 
     seatings, seat and rated equalities, its tolerance: see
     :mod:`coop_tui.analysis.coopeval_devrating`); the default is our solver-independent
     rating. With ``db`` the other rules' ratings are read from, or stored in, its rating
-    results (no LP when solved before).
+    results (no LP when solved before). ``ratings`` given (a source's published ones, in
+    ``tensor.agents`` order) are ranked as they are, with no LP.
     """
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
-    if freeze == "coopeval":
+    if ratings is not None:
+        ratings = list(ratings)
+    elif freeze == "coopeval":
         from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
 
         ratings = coopeval_deviation_ratings(tensor.payoffs)
@@ -200,11 +206,62 @@ def _subsample(trajectory: np.ndarray, points: int = EVOLUTION_POINTS) -> tuple[
 # ----------------------------------------------------------------------------- tables
 
 
+DEVRANK_MODES = ("every_optimum", "vertex", "coopeval", "published")
+"""How DevRank's ratings are obtained (``report --devrank``, a study's ``devrank``):
+
+* ``every_optimum`` — our solver-independent ratings (a constraint is frozen only when
+  it is tight in every optimum); the default;
+* ``vertex`` — CoopEval's freezing rule on our LP (whatever is tight at the vertex
+  HiGHS's dual simplex returns);
+* ``coopeval`` — CoopEval's own LP, solved by HiGHS's interior point + crossover;
+* ``published`` — an imported replicate's own ``deviation_ratings.json`` (the ratings
+  of the optimum Gurobi returned to CoopEval), ranked as ours are; a replicate without
+  that file falls back to ``coopeval``, and each cell says which source it used.
+"""
+DEVRANK_FALLBACK = "coopeval"
+
+
+def devrank_mode(mode: str | None) -> str:
+    """A valid DevRank mode (None: the default); a ValueError names the choices."""
+    if mode is None:
+        return "every_optimum"
+    if mode not in DEVRANK_MODES:
+        raise ValueError(f"devrank {mode!r} is not one of {', '.join(DEVRANK_MODES)}")
+    return mode
+
+
+def run_devrank_mode(store: Any, run_id: str) -> str | None:
+    """The ``devrank`` a run's study file asked for (None when it set none)."""
+    run = store.run(run_id) or {}
+    try:
+        spec = json.loads(run.get("spec") or "{}")
+    except (TypeError, ValueError):
+        return None
+    mode = spec.get("devrank") if isinstance(spec, dict) else None
+    return mode if mode in DEVRANK_MODES else None
+
+
+def _published_ratings(published: dict[str, Any] | None, agents: Sequence[str]) -> list[float] | None:
+    """The replicate's published deviation ratings in ``agents`` order, if it has all."""
+    if not published:
+        return None
+    out = []
+    for agent in agents:
+        value = (published.get(agent) or {}).get("deviation_rating")
+        if not isinstance(value, int | float):
+            return None
+        out.append(float(value))
+    return out
+
+
 def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> dict[str, Any]:
     """``{"tables": [cell rows], "evolution": [trajectories], "per_replicate": [...]}``.
 
-    ``freeze`` chooses how deviation ratings settle ties (see :func:`replicate_metrics`).
+    ``freeze`` is the DevRank mode (:data:`DEVRANK_MODES`): how deviation ratings settle
+    ties, or ``published`` to rank by an import's own ratings. Every DevRank cell and
+    per-replicate row names the ``devrank_source`` it used.
     """
+    freeze = devrank_mode(freeze)
     db = store.db
     cells: list[dict[str, Any]] = []
     evolution: list[dict[str, Any]] = []
@@ -225,10 +282,15 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
             tensor = _tensor(db, run_id, g, r)
             if not tensor.complete:
                 continue  # a replicate with unplayed matchups has no population metrics
+            shown = published.get((g["experiment"], r))
+            given = _published_ratings(shown, tensor.agents) if freeze == "published" else None
+            source = "published" if given is not None else (
+                DEVRANK_FALLBACK if freeze == "published" else freeze)
             try:
-                rep = replicate_metrics(tensor, freeze=freeze, db=db)
+                rep = replicate_metrics(tensor, freeze=source, db=db, ratings=given)
             except (ValueError, RuntimeError):
                 continue  # an LP that fails must not take the whole report down
+            rep["devrank_source"] = source
             steps, shares = _subsample(rep.pop("trajectory"))
             evolution.append({
                 **key, "replicate": r, "steps": steps,
@@ -253,10 +315,23 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
                     if agent == "average" or agent in rep[metric]
                 ]
                 value, se = mean_se(values)
-                cells.append({**key, "metric": metric, "agent": agent, "value": value,
-                              "se": se, "n": len(values)})
+                cell = {**key, "metric": metric, "agent": agent, "value": value, "se": se,
+                        "n": len(values)}
+                if metric == "deviation_rank":
+                    cell["devrank_source"] = _sources(reps)
+                cells.append(cell)
     cells.extend(aggregate_cells(cells, game_specs))
     return {"tables": cells, "evolution": evolution, "per_replicate": per_replicate}
+
+
+def _sources(reps: list[dict[str, Any]]) -> str:
+    """Which ratings a DevRank cell's replicates used: one mode, or each with its count."""
+    counts: dict[str, int] = defaultdict(int)
+    for rep in reps:
+        counts[rep.get("devrank_source", "every_optimum")] += 1
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{k} ({v} of {len(reps)})" for k, v in sorted(counts.items()))
 
 
 def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
@@ -266,6 +341,8 @@ def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
         spec = json.loads(run.get("spec") or "{}")
     except (TypeError, ValueError):
         return {}
+    if isinstance(spec.get("published"), dict) and spec["published"]:
+        return {(0, 0): spec["published"]}  # one tournament imported on its own
     return {
         (t["experiment"], t["replicate"]): t["published"]
         for t in spec.get("tournaments") or []
@@ -290,13 +367,31 @@ def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
     return None if math.isclose(low, high) else (low, high)
 
 
+def across_games(condition: str | None) -> str:
+    """A cell's condition without its game: the key that pools one setting over games.
+
+    Our own sweeps put ``game=...`` in every match's condition (an experiment may list
+    several games, which must never be pooled *within* a game's table), so Table 2 has to
+    drop it to bring the four dilemmas of one mechanism setting together; an import has
+    no game in its conditions and is unchanged.
+    """
+    parts = [p for p in str(condition or "-").split(" ") if not p.startswith("game=")]
+    return " ".join(p for p in parts if p and p != "-") or "-"
+
+
 def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Table 2: the four dilemmas' cells normalised and averaged across games."""
+    """Table 2: the four dilemmas' cells normalised and averaged across games.
+
+    Cells of one mechanism setting are pooled over games by :func:`across_games`; a game
+    appearing twice in one pool (two experiments with the same setting) keeps both, each
+    counted as a game, and the cell's ``games`` lists them.
+    """
     scales = {g: _scale(game_specs.get(g)) for g in DILEMMAS if g in game_specs}
     by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
         if c["table"] in scales and scales[c["table"]] is not None:
-            key = (c["mechanism"], c["order"], c["condition"], c["metric"], c["agent"])
+            key = (c["mechanism"], c["order"], across_games(c["condition"]), c["metric"],
+                   c["agent"])
             by_key[key].append(c)
     out = []
     for (mech, order, condition, metric, agent), group in by_key.items():
@@ -312,10 +407,18 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
                 value, se = normed[0]
             else:
                 value, se = mean_se([v for v, _ in normed])
+        if metric == "deviation_rank":
+            extra = {"devrank_source": "; ".join(sorted({str(c.get("devrank_source"))
+                                                         for c in group}))}
+        else:
+            extra = {}
+        experiments = {c.get("experiment") for c in group}
         out.append({"table": "all", "mechanism": mech, "order": order, "metric": metric,
                     "agent": agent, "value": value, "se": se, "n": len(group),
-                    "experiment": None, "condition": condition,
-                    "games": sorted(c["table"] for c in group)})
+                    # one experiment listing every game (our sweeps) keeps its number
+                    "experiment": experiments.pop() if len(experiments) == 1 else None,
+                    "condition": condition,
+                    "games": sorted(c["table"] for c in group), **extra})
     return out
 
 
@@ -402,6 +505,14 @@ def render_csv(cells: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
+DEVRANK_SOURCE_TEXT = {
+    "every_optimum": "ours (solver-independent)",
+    "vertex": "CoopEval's freezing rule on our LP (HiGHS dual simplex vertex)",
+    "coopeval": "CoopEval's LP (HiGHS interior point + crossover)",
+    "published": "CoopEval's own deviation_ratings.json",
+}
+
+
 def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
     from rich.table import Table
 
@@ -418,5 +529,10 @@ def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
             table.add_row(row["mechanism"], METRIC_NAMES[row["metric"]],
                           *(cell_text(row["cells"].get(c)) for c in t["columns"]))
         table.caption = "value ± SE over replicates (the aggregate: ± SE across games)"
+        sources = sorted({c["devrank_source"] for r in t["rows"] for c in r["cells"].values()
+                          if c.get("devrank_source")})
+        if sources:
+            table.caption += "\nDevRank ratings: " + "; ".join(
+                DEVRANK_SOURCE_TEXT.get(x, x) for x in sources)
         out.append(table)
     return out

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,8 +42,26 @@ LEXICON: dict[str, str] = {
     "retaliation": r"\bretaliat\w*", "tit-for-tat": r"\btit[\s-]+for[\s-]+tat\b",
     "long-term": r"\blong[\s-]+term\b", "short-term": r"\bshort[\s-]+term\b",
 }
-_PATTERNS = {name: re.compile(p, re.IGNORECASE) for name, p in LEXICON.items()}
+_MULTI_WORD = {name: p for name, p in LEXICON.items() if r"[\s-]" in p}
+_ONE_WORD = {name: p for name, p in LEXICON.items() if name not in _MULTI_WORD}
+
+
+def _alternatives(terms: dict[str, str], prefix: str) -> str:
+    return "|".join(f"(?P<{prefix}{i}>{p.removeprefix(chr(92) + 'b')})"
+                    for i, p in enumerate(terms.values()))
+
+
+_ONE_WORD_RE = re.compile(_alternatives(_ONE_WORD, "w"), re.IGNORECASE)
+"""A one-word term matches a whole run of word characters (it starts at a word boundary
+and ends with any word characters or at a boundary), so it is tested once per distinct run."""
+_MULTI_WORD_RE = re.compile(r"\b(?:" + _alternatives(_MULTI_WORD, "m") + ")", re.IGNORECASE)
+_GROUPS = {**{f"w{i}": n for i, n in enumerate(_ONE_WORD)},
+           **{f"m{i}": n for i, n in enumerate(_MULTI_WORD)}}
+_RUN = re.compile(r"\w+")
 _WORD = re.compile(r"\b\w[\w'-]*\b")
+_SEPARATOR = "\0"
+"""Joins an agent's texts for one pass: not a word character nor whitespace nor a hyphen,
+so no word or term runs across two texts (a text's end stays a word boundary)."""
 
 
 def word_count(text: str) -> int:
@@ -51,9 +69,22 @@ def word_count(text: str) -> int:
 
 
 def lexical_rates(texts: Sequence[str]) -> dict[str, Any]:
-    """Occurrences of each lexicon term per 1,000 words over all ``texts``."""
-    words = sum(word_count(t) for t in texts)
-    counts = {name: sum(len(p.findall(t)) for t in texts) for name, p in _PATTERNS.items()}
+    """Occurrences of each lexicon term per 1,000 words over all ``texts``.
+
+    Counted in passes over all the texts at once rather than one search per term and
+    text: the one-word terms per distinct run of word characters, the four multi-word
+    terms (which none of the others overlap) in one pattern; the counts are those of a
+    ``findall`` per term.
+    """
+    joined = _SEPARATOR.join(texts)
+    words = sum(1 for _ in _WORD.finditer(joined))
+    counts = dict.fromkeys(LEXICON, 0)
+    for run, n in Counter(_RUN.findall(joined)).items():
+        match = _ONE_WORD_RE.fullmatch(run)
+        if match is not None:
+            counts[_GROUPS[match.lastgroup or ""]] += n
+    for match in _MULTI_WORD_RE.finditer(joined):
+        counts[_GROUPS[match.lastgroup or ""]] += 1
     rates = {name: (1000.0 * c / words if words else None) for name, c in counts.items()}
     return {"words": words, "per_1000_words": rates}
 
@@ -99,19 +130,23 @@ def fingerprints(texts: Sequence[str], agents: Sequence[str], providers: dict[st
     if k < 1:
         return {"traces": len(texts), "lexical": lexical, "embedding": None}
     import numpy as np
+    from threadpoolctl import threadpool_limits
 
-    emb = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
-    centroids = np.vstack([emb[by_agent[a]].mean(axis=0) for a in names])
-    dist = cosine_distances(centroids)
-    labels = [providers[a] for a in agents]
-    overall = None
-    if 2 <= len(set(labels)) <= len(texts) - 1:
-        try:
-            overall = float(silhouette_score(emb, labels, metric="cosine",
-                                             sample_size=min(len(texts), 5000),
-                                             random_state=seed))
-        except ValueError:  # the drawn sample held a single provider
-            overall = None
+    # One BLAS thread: the dense steps are small, and a second thread on a busy machine
+    # (the analysis screen's worker, other processes) spends more time waiting than working.
+    with threadpool_limits(limits=1):
+        emb = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
+        centroids = np.vstack([emb[by_agent[a]].mean(axis=0) for a in names])
+        dist = cosine_distances(centroids)
+        labels = [providers[a] for a in agents]
+        overall = None
+        if 2 <= len(set(labels)) <= len(texts) - 1:
+            try:
+                overall = float(silhouette_score(emb, labels, metric="cosine",
+                                                 sample_size=min(len(texts), 5000),
+                                                 random_state=seed))
+            except ValueError:  # the drawn sample held a single provider
+                overall = None
     within, between = [], []
     for i, a in enumerate(names):
         for j in range(i + 1, len(names)):

@@ -11,11 +11,15 @@ On the 2-core development machine, 50,048 ten-round matches (a million stored
 decisions) take about 0.7 s to read and 0.6 s to summarise; 2,560 matches of 200 rounds
 0.03 s in all.
 
-Who is profiled: every seat of a two-seat match whose rounds record cooperation, except
-in ``matchup = "versus"`` (an agent against fixed strategies), where only the agent in
-seat 0 is (the strategies are the yardstick, not the subject). Per-agent reciprocity and
-endgame numbers pool all games and opponents, as the paper does; the endgame uses only
-matches whose horizon the players were told (``horizon = "known"``) when there are any.
+Who is profiled depends on the sample (:data:`SAMPLES`). By default the paper's: the
+trials of its Supplementary Table 2 (the four prisoner's dilemmas, no condition or
+``baseline``, the agent in seat 0), on which its Tables 3 and 4 (endgame, reciprocity)
+are computed. ``pooled`` takes every seat of a two-seat match whose rounds record
+cooperation, except in ``matchup = "versus"`` (an agent against fixed strategies), where
+only the agent in seat 0 is (the strategies are the yardstick, not the subject).
+Per-agent reciprocity and endgame numbers pool the sample's games and opponents, as the
+paper does; the endgame uses only matches whose horizon the players were told
+(``horizon = "known"``) when there are any.
 """
 
 from __future__ import annotations
@@ -30,7 +34,19 @@ from coop_tui.analysis.personality import archetype, endgame_type, provider_from
 from coop_tui.analysis.stats import cohens_h, wilson_interval
 from coop_tui.summaries import MOVES_SHAPE, MOVES_STRING
 
-__all__ = ["METHODS", "SeatRun", "has_repeated_pairs", "load_seat_runs", "personality_profile"]
+__all__ = ["METHODS", "SAMPLES", "TABLE2_GAMES", "SeatRun", "has_repeated_pairs",
+           "load_seat_runs", "personality_profile", "table2_sample"]
+
+TABLE2_GAMES = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild")
+"""The prisoner's dilemmas of seed 003's Supplementary Table 2."""
+SAMPLES = {
+    "table2": "the paper's sample (Supplementary Tables 2-4): the Table 2 prisoner's "
+              "dilemma trials (pd_canonical, pd_harsh, pd_medium, pd_mild; no condition or "
+              "baseline), the agent in seat 0 only; N after C + N after D = (T - 1) x trials",
+    "pooled": "every repeated two-player game and opponent, both seats of self-play and "
+              "cross-play (the agent in seat 0 against strategies)",
+}
+"""The samples a profile can be computed on; ``table2`` is the paper's and the default."""
 
 METHODS = {
     "rate_wilson": "Wilson 95% over pooled decisions (assumes rounds independent; the "
@@ -432,9 +448,20 @@ def _cohens_d(x: list[float], y: list[float]) -> float | None:
     return (mx - my) / pooled if pooled > 0 else None
 
 
-def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:
-    """The whole seed-003 profile of a run, or None when it has no repeated 2-player play."""
+def table2_sample(runs: list[SeatRun]) -> list[SeatRun]:
+    """The seat runs of the paper's sample (:data:`SAMPLES` ``table2``)."""
+    return [r for r in runs if r.seat == 0 and r.game in TABLE2_GAMES
+            and r.condition in (None, "baseline")]
+
+
+def personality_profile(db: Any, run_id: str, sample: str = "table2") -> dict[str, Any] | None:
+    """The seed-003 profile of a run on ``sample`` (a key of :data:`SAMPLES`), or None when
+    the sample holds no repeated 2-player play."""
+    if sample not in SAMPLES:
+        raise ValueError(f"sample must be one of {', '.join(SAMPLES)}, not {sample!r}")
     runs = load_seat_runs(db, run_id)
+    if sample == "table2":
+        runs = table2_sample(runs)
     if not runs:
         return None
     cells: dict[tuple[str, str, str, str | None], list[SeatRun]] = defaultdict(list)
@@ -483,6 +510,8 @@ def personality_profile(db: Any, run_id: str) -> dict[str, Any] | None:
     for a in names:
         by_provider[providers[a]].append(a)
     return {
+        "sample": {"name": sample, "description": SAMPLES[sample],
+                   "matches": len({r.match_id for r in runs}), "seat_runs": len(runs)},
         "methods": METHODS,
         "cells": cell_rows,
         "agents": agents,

@@ -36,9 +36,11 @@ transaction.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import sqlite3
 import sys
 import time
 from collections import Counter
@@ -50,6 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from coop_tui import summaries
+from coop_tui.analysis.ratings_cache import rate_run
+from coop_tui.analysis.sections import store_sections
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
 
@@ -816,13 +821,16 @@ class _DecisionBuilder:
         self.decisions.append(decision)
         return decision
 
-    def play(self, match_id: str, round_: int, mv: _Move) -> None:
+    def play(self, match_id: str, round_: int, mv: _Move, *, stored_seat: int | None = None) -> None:
         """A play decision, stored as our Mediation stores it when there is a delegate.
 
         The prompt's labels are A0, A1 (and A2 = delegate under Mediation); label i is
         game action i, delegate being the action after the base ones. ``action`` is the
         action chosen (delegate when CoopEval marks the move mediated); the rounds table
         has the action played. Delegating is not counted as cooperating.
+        ``stored_seat``: the decision's seat in its match when that is not the game
+        position (a Reputation player is a one-seat match); cooperation is always judged
+        by the game position ``mv.seat``.
         """
         from coop_tui.parsing import ParseError, parse_mixed_strategy
         from coop_tui.testing.coopeval_log import classify_prompt
@@ -834,7 +842,7 @@ class _DecisionBuilder:
             match_id,
             round_,
             "play",
-            mv.seat,
+            mv.seat if stored_seat is None else stored_seat,
             "mixed",
             mv.agent,
             mv.trace_id,
@@ -1052,8 +1060,6 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
         _insert(conn, "phases", plan.phases)
         _insert(conn, "decisions", plan.decisions)
         # the report reads per-run summaries: drop a replaced import's, add this one's
-        from coop_tui import summaries
-
         summaries.delete_run(conn, run_id)
         summaries.fold_pending(conn, run_id)
     return replaced
@@ -1219,7 +1225,20 @@ def write_path(store: Any, path: Path, header: ImportPlan) -> bool:
         for _t, _experiment, _replicate, plan in _study_plans(groups, run_id):
             for rows in _ROWS:
                 _insert(conn, rows, getattr(plan, rows))
+        # as for one tournament: without the summaries every report would aggregate each
+        # match live from its decisions (seconds at CoopEval's 16,000 matches)
+        summaries.delete_run(conn, run_id)
+        summaries.fold_pending(conn, run_id)
     return replaced
+
+
+def _analyse(store: Any, run_id: str) -> None:
+    """What ``--batch`` does when a run finishes: the deviation ratings solved and the slow
+    report sections built now, once, so ``report`` and the analysis screen read them."""
+    with contextlib.suppress(sqlite3.Error):
+        rate_run(store, run_id)
+    with contextlib.suppress(sqlite3.Error):
+        store_sections(store, run_id)
 
 
 def import_command(directory: Path, db_path: Path) -> int:
@@ -1237,6 +1256,7 @@ def import_command(directory: Path, db_path: Path) -> int:
     try:
         study = "layout" in plan.summary
         replaced = write_path(store, directory, plan) if study else write_plan(store, plan)
+        _analyse(store, plan.summary["run_id"])
     finally:
         store.close()
     s = plan.summary

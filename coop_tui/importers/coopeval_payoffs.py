@@ -185,15 +185,17 @@ def plan_from_payoffs(
     )
     specs = {agent_label(a): a for a in config.get("agents") or []}
     if mech_type in REPUTATION_ORDER:
-        _reputation_rows(plan, data, path, base, (prefix, base_key), discount, specs)
+        players = _reputation_rows(plan, data, path, base, (prefix, base_key), discount, specs)
+        tag = run_id if single else f"{run_id}:{experiment}:{replicate}"
+        _reputation_decisions(plan, directory, config, game, players, tag)
     else:
         _matchup_rows(plan, data, path, base, (prefix, base_key), discount, game.n_players, specs)
     plan.summary = {
         "run_id": run_id,
         "name": name,
         "matches": len(plan.matches),
-        "decisions": 0,
-        "decisions_with_log": 0,
+        "decisions": len(plan.decisions),
+        "decisions_with_log": sum(1 for d in plan.decisions if d["prompt"] != "[]"),
         "failed_attempts": 0,
         "unlinked_log_entries": 0,
         "matchup_payoffs": "only source",
@@ -265,8 +267,10 @@ def _reputation_rows(
     ids: tuple[str, str],
     discount: float,
     specs: dict[str, Any],
-) -> None:
+) -> dict[str, str]:
+    """One single-seat match per Reputation player; returns player label -> match id."""
     prefix, key = ids
+    players: dict[str, str] = {}
     for k, entry in enumerate(data["profile"]):
         where = f"{path}: profile {k}"
         if not isinstance(entry, dict) or "player" not in entry or "points" not in entry:
@@ -297,3 +301,111 @@ def _reputation_rows(
             }),
         })
         plan.seats.append(_seat_row(match_id, 0, agent, payoff, specs))
+        if isinstance(player_id, int):
+            players[f"{agent}#P{player_id}"] = match_id
+    return players
+
+
+def _reputation_games(path: Path) -> list[list[dict[str, Any]]]:
+    """Every game of a Reputation ``records.jsonl`` in play order.
+
+    CoopEval writes the whole tournament as one line: a list of games, each the list of
+    its players' moves (``player``, ``action``, ``points``, ``trace_id``); a round is
+    one game per player of each seat, so the n-th game a player appears in is its round n.
+    """
+    games: list[list[dict[str, Any]]] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, list) and node and all(
+            isinstance(m, dict) and "player" in m for m in node
+        ):
+            games.append(node)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, where)
+        else:
+            raise CoopEvalError(f"{where}: expected games of moves")
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CoopEvalError(f"{path}: cannot be read ({exc})") from None
+    for lineno, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                walk(json.loads(line), f"{path}:{lineno}")
+            except json.JSONDecodeError as exc:
+                raise CoopEvalError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    return games
+
+
+def _reputation_decisions(
+    plan: ImportPlan,
+    directory: Path,
+    config: dict[str, Any],
+    game: Any,
+    players: dict[str, str],
+    tag: str,
+) -> None:
+    """Every Reputation move as a play decision and a round of its player's match.
+
+    Read from ``records.jsonl`` (the moves, in play order) and ``game_log.txt`` (each
+    move's prompt and answer, by trace id), when present: the decision keeps the prompt,
+    the answer and its parsed distribution, as for every other mechanism. A player's
+    match has one seat, so the decision's seat is 0; the game position (which decides
+    what cooperating means in an asymmetric game) and the co-players are in the round's
+    info.
+    """
+    from coop_tui.importers.coopeval import (
+        _DecisionBuilder,
+        _log_entries,
+        _member_letter,
+        _Move,
+        _split_player,
+        action_keys,
+    )
+    from coop_tui.store import decision_row
+
+    path = directory / "records.jsonl"
+    if not path.is_file() or not players:
+        return
+    letters = action_keys(config, game)
+    log = _log_entries(directory / "game_log.txt")
+    builder = _DecisionBuilder(plan, tag, game, letters, log, set())
+    played: dict[str, int] = {}
+    for number, raw in enumerate(_reputation_games(path), 1):
+        where = f"{path}: game {number}"
+        moves = []
+        for m in raw:
+            if not {"player", "action", "points"} <= m.keys():
+                raise CoopEvalError(f"{where}: a move needs player, action and points")
+            agent, seat = _split_player(m["player"], where)
+            letter = _member_letter(m["action"], where)
+            if letter not in letters:
+                raise CoopEvalError(f"{where}: action {m['action']!r} is not an action of the game")
+            if not isinstance(m["points"], int | float):
+                raise CoopEvalError(f"{where}: points {m['points']!r} is not a number")
+            moves.append(_Move(seat, agent, letters[letter], float(m["points"]),
+                               m.get("trace_id"), m.get("response"), m.get("mediated")))
+        for mv in moves:
+            player = f"{mv.agent}#P{mv.seat + 1}"
+            match_id = players.get(player)
+            if match_id is None:
+                raise CoopEvalError(f"{where}: player {player!r} has no payoffs in this tournament")
+            played[player] = round_ = played.get(player, 0) + 1
+            plan.rounds.append({
+                "match_id": match_id,
+                "round": round_,
+                "seat": 0,
+                "action": mv.action,
+                "payoff": mv.points,
+                "cooperated": int(bool(game.is_cooperative(mv.seat, mv.action))),
+                "info": json.dumps({
+                    "position": mv.seat + 1,
+                    "co_players": [f"{o.agent}#P{o.seat + 1}" for o in moves if o is not mv],
+                    "game": number,
+                }),
+            })
+            builder.play(match_id, round_, mv, stored_seat=0)
+    builder.attach_retries()
+    plan.decisions.extend(decision_row(d) for d in builder.decisions)

@@ -16,6 +16,19 @@ matrices have them — coop-tui's games of the same id), and c₀ + c₁ is twic
 mean. Every derived pair is checked against the joint cooperation by recomputing seat 0's
 total; a row that does not add up keeps no own cooperation (counted in the summary).
 
+The published file holds three shapes besides trials, each handled the way the authors'
+numbers were made and reported in the import summary (never silently):
+
+* **fragments**: the tail of a row whose quoted text field was split over lines — a few
+  leading cells (an id, a flag, a timestamp), the trial's fields empty. Skipped; their
+  line numbers and cells are listed in the summary and the run's spec.
+* **re-run duplicates**: the same game / model / opponent / design / condition / trial
+  twice. The last copy is the trial (the authors' collection overwrote a trial's file on a
+  re-run); earlier copies are stored with ``superseded_by`` = the line of the last one,
+  so nothing is lost and the paper's tables leave them out.
+* **models outside the paper's 25** (:data:`PAPER_MODELS`): stored with ``in_paper = 0``;
+  the paper's tables leave them out.
+
 The file is streamed twice: a first pass checks every row (bad input: one message naming
 the line and column, exit 2, nothing written), a second writes the rows in one
 transaction. The run (kind ``import``) has an id derived from the file's bytes, so
@@ -37,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COLUMNS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
+__all__ = ["COLUMNS", "PAPER_MODELS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
            "read_rows"]
 
 COLUMNS = (
@@ -54,6 +67,19 @@ _TITLES = {
 _INTS = ("trial", "rounds", "tokens0", "tokens1")
 _FLOATS = ("payoff0", "payoff1", "coop_mean", "joint", "cost_usd")
 _REQUIRED = ("game", "model", "trial", "rounds", "payoff0", "payoff1")
+_TRIAL_FIELDS = ("model", "opponent", "matchup", "trial", "rounds", "payoff0", "payoff1")
+"""A row with all of these empty is a fragment (the tail of a split row), not a trial."""
+PAPER_MODELS = (
+    "claude-haiku-4.5", "claude-haiku-4.5-thinking", "claude-sonnet-4.5", "claude-sonnet-4.6",
+    "claude-opus-4.5", "claude-opus-4.6", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini",
+    "gpt-4.1-nano", "gpt-5-mini", "gpt-5-nano", "gpt-5.3", "gpt-5.4", "gemini-2.0-flash",
+    "gemini-2.5-flash", "gemini-2.5-flash-thinking", "gemini-3-flash", "gemini-3-pro",
+    "gemini-3.1-pro", "deepseek-v3", "deepseek-r1", "llama-3.3-70b", "ministral-14b",
+    "qwen3.5-flash",
+)
+"""The 25 model keys of the paper (Supplementary Table 1)."""
+DUPLICATE_KEY = ("game", "model", "opponent", "matchup", "condition", "trial")
+"""Two rows with these equal are one trial run twice; the last copy counts."""
 GAME_KEYS = {"chicken": "chicken_sp"}
 """Seed 003 game ids whose coop-tui key differs (the rest are the same)."""
 SYMMETRIC_2X2 = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild", "stag_hunt_standard",
@@ -163,6 +189,10 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
             for line, raw in enumerate(reader, 1):
                 if not raw or raw == [""]:
                     continue
+                if len(raw) <= len(COLUMNS) and _is_fragment(raw):
+                    yield {"fragment": True, "line": line,
+                           "cells": [v.strip() for v in raw if v.strip()]}
+                    continue
                 if len(raw) != len(COLUMNS):
                     raise TrialTableError(
                         f"{path}: line {line}: {len(raw)} columns, expected {len(COLUMNS)}; "
@@ -199,6 +229,13 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
             raise TrialTableError(f"{path}: cannot be read as a (gzipped) CSV table: {exc}") from None
 
 
+def _is_fragment(raw: list[str]) -> bool:
+    """The tail of a row split inside a quoted field: every trial field empty (at most a
+    few leading cells such as an id, a flag and a timestamp hold anything)."""
+    cells = dict(zip(COLUMNS, (v.strip() for v in raw), strict=False))
+    return all(not cells.get(col) for col in _TRIAL_FIELDS)
+
+
 @dataclass
 class Summary:
     rows: int = 0
@@ -207,12 +244,56 @@ class Summary:
     games: Counter = field(default_factory=Counter)
     models: set = field(default_factory=set)
     conditions: Counter = field(default_factory=Counter)
+    fragments: list = field(default_factory=list)
+    """``{"line": n, "cells": [...]}`` of each skipped fragment row."""
+    last_copy: dict = field(default_factory=dict)
+    """:data:`DUPLICATE_KEY` values → line of the last copy."""
+    superseded: dict = field(default_factory=dict)
+    """line of an earlier copy → line of the last copy."""
+    superseded_by_model: Counter = field(default_factory=Counter)
+    outside_paper: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "own_cooperation_derived": self.derived,
                 "own_cooperation_inconsistent": self.inconsistent,
                 "games": len(self.games), "models": len(self.models),
-                "conditions": dict(self.conditions)}
+                "conditions": dict(self.conditions),
+                "fragments_skipped": self.fragments,
+                "duplicates_superseded": {
+                    "rows": len(self.superseded), "by_model": dict(self.superseded_by_model),
+                    "rule": "the last copy of a game / model / opponent / design / condition"
+                            " / trial counts; earlier copies are kept with superseded_by"},
+                "models_outside_paper": dict(self.outside_paper)}
+
+    def note(self, row: dict[str, Any]) -> None:
+        """Count one trial row (first pass): duplicates and models outside the paper."""
+        key = tuple(row[c] for c in DUPLICATE_KEY)
+        earlier = self.last_copy.get(key)
+        if earlier is not None:  # the earlier copy, and any copy it had superseded
+            self.superseded_by_model[row["model"]] += 1
+            for line, last in list(self.superseded.items()):
+                if last == earlier:
+                    self.superseded[line] = row["line"]
+            self.superseded[earlier] = row["line"]
+        self.last_copy[key] = row["line"]
+        if row["model"] not in PAPER_MODELS:
+            self.outside_paper[row["model"]] += 1
+
+    def lines(self) -> list[str]:
+        """What the import set aside, for the command's output."""
+        out = []
+        if self.fragments:
+            out.append(f"skipped {len(self.fragments)} fragment rows (tails of a split row: "
+                       "no model, trial or totals), lines "
+                       + ", ".join(str(f["line"]) for f in self.fragments))
+        if self.superseded:
+            out.append(f"{len(self.superseded)} re-run duplicates superseded by their last "
+                       "copy (kept, left out of the paper's tables): "
+                       + ", ".join(f"{m} {n}" for m, n in sorted(self.superseded_by_model.items())))
+        if self.outside_paper:
+            out.append("models outside the paper's 25 (kept, left out of the paper's tables): "
+                       + ", ".join(f"{m} ({n} rows)" for m, n in sorted(self.outside_paper.items())))
+        return out
 
 
 def _with_own(row: dict[str, Any], games: dict[str, SymmetricGame], summary: Summary) -> None:
@@ -242,7 +323,11 @@ def check_file(path: Path) -> Summary:
     games = symmetric_games()
     summary = Summary()
     for row in read_rows(path):
+        if row.get("fragment"):
+            summary.fragments.append({"line": row["line"], "cells": row["cells"]})
+            continue
         summary.rows += 1
+        summary.note(row)
         summary.games[row["game"]] += 1
         summary.models.add(row["model"])
         summary.conditions[row["condition"]] += 1
@@ -266,15 +351,19 @@ def import_file(store: Any, path: Path, summary: Summary | None = None) -> tuple
               **summary.as_dict()},
     )
     games = symmetric_games()
-    cols = ["run_id", "line", *COLUMNS, "own_coop0", "own_coop1"]
+    cols = ["run_id", "line", *COLUMNS, "own_coop0", "own_coop1", "superseded_by", "in_paper"]
     sql = (f"insert into sp_trials ({', '.join(cols)}) "
            f"values ({', '.join('?' * len(cols))})")
     scratch = Summary()
     batch: list[list[Any]] = []
     with store.transaction():
         for row in read_rows(path):
+            if row.get("fragment"):
+                continue
             _with_own(row, games, scratch)
             row["run_id"] = run_id
+            row["superseded_by"] = summary.superseded.get(row["line"])
+            row["in_paper"] = int(row["model"] in PAPER_MODELS)
             batch.append([row[c] for c in cols])
             if len(batch) >= 5000:
                 store.db.conn.executemany(sql, batch)
@@ -308,5 +397,7 @@ def import_command(path: Path, db_path: Path) -> int:
           f"derived for {summary.derived} two-player trials"
           + (f", {summary.inconsistent} whose totals do not add up left without"
              if summary.inconsistent else ""), file=sys.stdout)
+    for line in summary.lines():
+        print(line)
     print(f"database: {db_path}")
     return 0

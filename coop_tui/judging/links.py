@@ -73,16 +73,17 @@ def link(
             store.db.conn.executemany(
                 "insert or replace into judgement_labels (judge_decision_id, category,"
                 " confidence, present) values (?, ?, ?, ?)",
-                [(judge_id, cid, float(parsed[cid]), int(float(parsed[cid]) >= rubric.threshold))
-                 for cid in rubric.ids if cid in parsed],
+                [(judge_id, cid, conf, int(present))
+                 for cid, (conf, present) in rubric.present(parsed).items()],
             )
     return judge_id
 
 
-def present_mask(rubric: Rubric, confidences: dict[str, Any]) -> int:
-    """Bit i set when the rubric's i-th category reaches the threshold (at most 60 bits)."""
-    return sum(1 << i for i, cid in enumerate(rubric.ids)
-               if float(confidences.get(cid, 0.0)) >= rubric.threshold)
+def present_mask(rubric: Rubric, parsed: dict[str, Any]) -> int:
+    """Bit i set when the rubric's i-th category is present (at most 60 bits): its
+    confidence reaches the threshold, or (protocol ``coopeval``) the judge listed it."""
+    present = rubric.present(parsed)
+    return sum(1 << i for i, cid in enumerate(rubric.ids) if present.get(cid, (0.0, False))[1])
 
 
 def judgements_of(store: Store, decision_id: int) -> list[dict[str, Any]]:

@@ -1,11 +1,13 @@
 """Rubrics: the categories a judge sorts reasoning texts into, read from data files.
 
 A rubric is a TOML (or YAML) file: a name, a version, the judge's instructions, a
-presence threshold and a list of categories (id, display name, definition). The
-built-in ones live in ``data/rubrics/`` (``justifications``: seed 002's 15 categories;
-``similarity-reasoning``: seed 000's reasoning types); a user passes a path to their own.
-Every rubric is answered the same way, one JSON object giving each category id a
-confidence in [0, 1], so one parser, one grammar and one analysis serve them all.
+presence threshold, a protocol and a list of categories (id, display name, definition).
+The built-in ones live in ``data/rubrics/`` (``justifications``: CoopEval's 16
+categories, judged by its protocol; ``similarity-reasoning``: the similarity paper's
+reasoning types); a user passes a path to their own. A rubric is answered in one of two
+shapes (:data:`PROTOCOLS`): one confidence in [0, 1] per category id, or CoopEval's one
+overall confidence and a list of the types present; both become the same present flags,
+so one analysis serves them all.
 
 Validation names the field and the fix (:class:`coop_tui.spec.SpecError`, exit 2) before
 anything is written.
@@ -24,6 +26,44 @@ from typing import Any
 OUTPUT_FORMAT = "confidence-per-category"
 _ID = re.compile(r"[a-z][a-z0-9_]{0,39}")
 MAX_CATEGORIES = 60
+
+PROTOCOLS = ("per-category", "coopeval")
+"""How a judge is asked and what it answers:
+
+* ``per-category`` — one confidence from 0 to 1 per category (present at the rubric's
+  threshold); every decision with text in the phase is judged, at the judge's own
+  temperature;
+* ``coopeval`` — CoopEval's justification judge (``scripts/llm_judge`` of its code): one
+  overall confidence and a list of the types present (a type is present when listed),
+  temperature 0, and only play answers of chain-of-thought agents at least
+  :data:`COOPEVAL_MIN_CHARS` characters long (after trimming) are judged; the judge reads
+  the game and the answer text.
+"""
+COOPEVAL_MIN_CHARS = 80
+COOPEVAL_STYLE = "cot"
+COOPEVAL_TEMPERATURE = 0.0
+COOPEVAL_MAX_TOKENS = 500
+"""CoopEval's judge call: temperature 0 and at most 500 answer tokens."""
+
+COOPEVAL_TEMPLATE = """{instructions}
+
+Justification types (name: meaning):
+{categories}
+
+Game: {game}
+The response to classify, between the BEGIN and END lines:
+=== BEGIN TEXT ===
+{text}
+=== END TEXT ===
+
+Answer with one JSON object and nothing outside it, shaped like this:
+{{"reasoning": "why these types apply", "confidence": 0.85, "types": ["<name>", "<name>"]}}
+- "reasoning": a short explanation of your classification.
+- "confidence": your confidence in the classification as a whole, a number from 0 to 1.
+- "types": the names of all the justification types the response shows, written exactly as \
+listed above: one, several or none.{none}
+"""
+"""The judge's request under the ``coopeval`` protocol (our words, CoopEval's content)."""
 
 PROMPT_TEMPLATE = """{instructions}
 
@@ -66,6 +106,8 @@ class Rubric:
     categories: tuple[Category, ...]
     template: str
     source: str
+    protocol: str = "per-category"
+    """One of :data:`PROTOCOLS`; ``coop-tui judge --protocol`` overrides the file's."""
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -82,13 +124,57 @@ class Rubric:
 
     def public(self) -> dict[str, Any]:
         """Everything that defines the rubric (stored with the judge run)."""
-        return {
+        out = {
             "name": self.name, "version": self.version, "title": self.title,
             "instructions": self.instructions, "threshold": self.threshold,
             "categories": [c.__dict__ for c in self.categories], "template": self.template,
         }
+        if self.protocol != "per-category":  # per-category digests stay as they were
+            out["protocol"] = self.protocol
+        return out
+
+    @property
+    def coopeval(self) -> bool:
+        return self.protocol == "coopeval"
+
+    def with_protocol(self, protocol: str | None) -> Rubric:
+        """This rubric under another protocol (None: unchanged)."""
+        from dataclasses import replace
+
+        from coop_tui.spec import SpecError
+
+        if protocol is None or protocol == self.protocol:
+            return self
+        if protocol not in PROTOCOLS:
+            raise SpecError("--protocol", f"{protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        return replace(self, protocol=protocol)
+
+    def answer_options(self) -> dict[str, Any]:
+        """The judgement's parsing options: CoopEval's answer shape needs the names."""
+        return {"shape": "types", "names": self.names} if self.coopeval else {}
+
+    def present(self, parsed: dict[str, Any]) -> dict[str, tuple[float, bool]]:
+        """Per category: (confidence, present) of one valid answer. Under ``coopeval`` a
+        listed type is present with the answer's overall confidence, the others absent."""
+        if self.coopeval:
+            listed = set(parsed.get("types") or ())
+            overall = float(parsed.get("confidence") or 0.0)
+            return {cid: (overall if cid in listed else 0.0, cid in listed) for cid in self.ids}
+        return {cid: (float(parsed[cid]), float(parsed[cid]) >= self.threshold)
+                for cid in self.ids if cid in parsed}
 
     def prompt(self, text: str, context: str) -> str:
+        """The judge's request. ``context``: one line about the decision (per-category) or
+        the game's name (coopeval)."""
+        if self.coopeval:
+            categories = "\n".join(f"- {c.name}: {c.definition}" for c in self.categories)
+            others = next((c.name for c in self.categories if c.id == "others"), None)
+            none = (f" When none of the other types applies, give [\"{others}\"]."
+                    if others else "")
+            return COOPEVAL_TEMPLATE.format(
+                instructions=self.instructions.strip(), categories=categories, game=context,
+                text=text.strip(), none=none,
+            )
         categories = "\n".join(f"- {c.id}: {c.definition}" for c in self.categories)
         example = json.dumps({c.id: 0.0 for c in self.categories[:3]})[:-1] + ", ...}"
         return self.template.format(
@@ -132,7 +218,7 @@ def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
     from coop_tui.spec import SpecError
 
     known = {"name", "version", "title", "instructions", "threshold", "categories", "output",
-             "template"}
+             "template", "protocol"}
     for key in data:
         if key not in known:
             raise SpecError(str(key), "is not a known rubric field; remove it or check its spelling "
@@ -147,6 +233,9 @@ def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
     fmt = output.get("format", OUTPUT_FORMAT)
     if fmt != OUTPUT_FORMAT or set(output) - {"format"}:
         raise SpecError("output.format", f"must be \"{OUTPUT_FORMAT}\" (the only answer format)")
+    protocol = data.get("protocol", "per-category")
+    if protocol not in PROTOCOLS:
+        raise SpecError("protocol", f"must be one of {', '.join(PROTOCOLS)} (got {protocol!r})")
     threshold = data.get("threshold", 0.5)
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
         raise SpecError("threshold", f"must be a number above 0 and at most 1 (got {threshold!r})")
@@ -188,7 +277,7 @@ def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
     return Rubric(
         name=name, version=str(version), title=_text(data, "title") or name,
         instructions=_text(data, "instructions", required=True), threshold=float(threshold),
-        categories=tuple(categories), template=template, source=source,
+        categories=tuple(categories), template=template, source=source, protocol=protocol,
     )
 
 
@@ -219,8 +308,33 @@ def judgement_gbnf(ids: tuple[str, ...]) -> str:
     )
 
 
+def judgement_types_gbnf(names: tuple[str, ...]) -> str:
+    """Grammar of a ``coopeval`` judgement for the embedded model: a short reasoning, one
+    confidence (0, 1, 0.x or 0.xx) and a list of at most as many type names as there are
+    categories (a small model would otherwise repeat names until it runs out of tokens)."""
+    if not names:
+        raise ValueError("a judgement needs at least one category")
+    alts = " | ".join(json.dumps(json.dumps(n)) for n in names)
+    more = len(names) - 1
+    return (
+        'root ::= "{" space "\\"reasoning\\"" space ":" space text "," space '
+        '"\\"confidence\\"" space ":" space conf "," space '
+        '"\\"types\\"" space ":" space "[" space (type ("," space type){0,' + str(more) + '})? '
+        '"]" space "}" space\n'
+        'text ::= "\\"" [^"\\\\\\n]{0,160} "\\"" space\n'
+        f"type ::= ({alts}) space\n"
+        'conf ::= ("0" ("." [0-9] [0-9]?)? | "1" (".0")?) space\n'
+        'space ::= " "?\n'
+    )
+
+
 __all__ = [
+    "COOPEVAL_MAX_TOKENS",
+    "COOPEVAL_MIN_CHARS",
+    "COOPEVAL_TEMPERATURE",
     "OUTPUT_FORMAT",
+    "PROTOCOLS",
+    "judgement_types_gbnf",
     "Category",
     "Rubric",
     "builtin_rubrics",

@@ -46,6 +46,34 @@ _TEXT_SQL = (
 )
 """Decisions with a text a person or model wrote (a strategy's fixed JSON is no reasoning)."""
 
+_WHITESPACE = "' ' || char(9) || char(10) || char(13)"
+_COOPEVAL_SQL = (
+    f" and length(trim(coalesce(d.response, ''), {_WHITESPACE})) >= {{min_chars}}"
+    " and exists (select 1 from seats s where s.match_id = d.match_id and s.seat = d.seat"
+    " and (json_extract(s.agent_spec, '$.style') = 'cot'"
+    " or json_extract(s.agent_spec, '$.type') = 'CoTAgent'))"
+)
+"""CoopEval judges only the answers of chain-of-thought agents (our ``style = "cot"``, an
+import's ``CoTAgent``) whose text is at least ``min_chars`` long after trimming."""
+
+
+def selection_sql(rubric: Rubric) -> str:
+    """Which decisions of the phase the rubric's protocol judges (SQL over ``d``)."""
+    from coop_tui.judging.rubric import COOPEVAL_MIN_CHARS
+
+    if rubric.coopeval:
+        return _TEXT_SQL + _COOPEVAL_SQL.format(min_chars=COOPEVAL_MIN_CHARS)
+    return _TEXT_SQL
+
+
+def protocol_spec(spec: AgentSpec, rubric: Rubric) -> AgentSpec:
+    """The judge agent as the protocol runs it: CoopEval's judge answers at temperature 0."""
+    from coop_tui.judging.rubric import COOPEVAL_TEMPERATURE
+
+    if rubric.coopeval and spec.temperature != COOPEVAL_TEMPERATURE:
+        return spec.model_copy(update={"temperature": COOPEVAL_TEMPERATURE})
+    return spec
+
 
 @dataclass
 class JudgeStats:
@@ -116,8 +144,12 @@ def judge_run_id(judged_run: str, rubric: Rubric, spec: dict[str, Any], phase: s
 
 
 # ----------------------------------------------------------------- what to judge
-def pending_counts(store: Store, judged_run: str, judge_run: str, phase: str) -> dict[str, int]:
-    """Decisions with text in ``phase``; how many are judged already; characters to read."""
+def pending_counts(
+    store: Store, judged_run: str, judge_run: str, phase: str, rubric: Rubric | None = None,
+) -> dict[str, int]:
+    """Decisions with text in ``phase`` (that the rubric's protocol judges); how many are
+    judged already; characters to read."""
+    where = _TEXT_SQL if rubric is None else selection_sql(rubric)
     row = store.db.execute(
         f"""select count(*),
                    coalesce(sum(j.judged_decision_id is not null), 0),
@@ -126,13 +158,14 @@ def pending_counts(store: Store, judged_run: str, judge_run: str, phase: str) ->
                        else 0 end), 0)
             from matches m join decisions d on d.match_id = m.id
             left join judgements j on j.judge_run_id = ? and j.judged_decision_id = d.id
-            where m.run_id = ? and d.phase = ? and {_TEXT_SQL}""",
+            where m.run_id = ? and d.phase = ? and {where}""",
         [judge_run, judged_run, phase],
     ).fetchone()
     return {"eligible": row[0], "judged": row[1], "pending": row[0] - row[1], "chars": row[2]}
 
 
-def _pages(store: Store, judged_run: str, judge_run: str, phase: str):  # noqa: ANN202
+def _pages(store: Store, judged_run: str, judge_run: str, phase: str,  # noqa: ANN202
+           where: str = _TEXT_SQL):
     """Judged matches with their decisions still to judge, a page of matches at a time."""
     last = -1
     while True:
@@ -151,7 +184,7 @@ def _pages(store: Store, judged_run: str, judge_run: str, phase: str):  # noqa: 
                 f"""select d.id, d.round, d.seat, d.phase, d.agent, d.response, d.reasoning,
                            d.answer, d.parsed
                     from decisions d
-                    where d.match_id = ? and d.phase = ? and {_TEXT_SQL}
+                    where d.match_id = ? and d.phase = ? and {where}
                       and not exists (select 1 from judgements j where j.judge_run_id = ?
                                       and j.judged_decision_id = d.id)
                     order by d.id""",
@@ -199,6 +232,7 @@ async def judge_pass(
     from coop_tui.games import load_game
     from coop_tui.sweep import RunLease
 
+    judge_spec = protocol_spec(judge_spec, rubric)
     public = judge_spec.public()
     run_id = judge_run_id(judged_run["id"], rubric, public, phase)
     if store.run(run_id) is None:
@@ -229,13 +263,16 @@ async def judge_pass(
         nonlocal spent
         from coop_tui.decisions import DecisionRequest, SeatView
 
-        text = judged_text(row["response"], row["reasoning"])
-        prompt = rubric.prompt(text, context_line(match, row))
+        if rubric.coopeval:  # CoopEval's judge reads the game and the answer text only
+            prompt = rubric.prompt(judged_text(row["response"], None), game_name(match))
+        else:
+            text = judged_text(row["response"], row["reasoning"])
+            prompt = rubric.prompt(text, context_line(match, row))
         request = DecisionRequest(
             seat=0, round=int(row["round"]), phase=JUDGE_KIND, kind="judgement",
             messages=({"role": "user", "content": prompt},),
             view=SeatView(game=placeholder, seat=0, round=int(row["round"])),
-            labels=rubric.ids, schema=None,
+            labels=rubric.ids, schema=None, options=rubric.answer_options(),
         )
         # The same text judged twice at once (CoopEval repeats answers) is asked once: the
         # second waits for the first and then finds it in the store by its keys.
@@ -301,7 +338,7 @@ async def judge_pass(
 
     try:
         left = limit
-        for page in _pages(store, judged_run["id"], run_id, phase):
+        for page in _pages(store, judged_run["id"], run_id, phase, selection_sql(rubric)):
             batch = []
             for match, rows in page:
                 if left is not None:
@@ -334,7 +371,7 @@ def judge_command(
     db_path: Path, run_ref: str | None, *, judge: str, rubric_ref: str, agents_file: str | None,
     phase: str, limit: int | None, resume: bool, concurrency: int | None,
     budget_usd: float | None, dry_run: bool, assume_yes: bool,
-    console: Console | None = None,
+    console: Console | None = None, protocol: str | None = None,
 ) -> int:
     from rich.console import Console
 
@@ -349,8 +386,9 @@ def judge_command(
         raise SpecError("--budget", f"{budget_usd} is not a positive amount of dollars")
     if phase not in PHASES_WITH_TEXT:
         raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
-    rubric = load_rubric(rubric_ref)
+    rubric = load_rubric(rubric_ref).with_protocol(protocol)
     judge_name, spec = resolve_judge(judge, agents_file)
+    spec = protocol_spec(spec, rubric)
     if not db_path.exists():
         return fail(f"--db: no database at {db_path}; run a sweep or import a run first")
     from coop_tui.runner import open_store
@@ -365,15 +403,16 @@ def judge_command(
     if resume and not exists:
         return fail(f"--resume: there is no judge pass of run {judged['id']} with {judge_name} "
                     f"and rubric {rubric.name} to continue; run it without --resume")
-    counts = pending_counts(store, judged["id"], run_id, phase)
+    counts = pending_counts(store, judged["id"], run_id, phase, rubric)
     n = counts["pending"] if limit is None else min(limit, counts["pending"])
     chars = counts["chars"] * n // counts["pending"] if counts["pending"] else 0
     est = estimate(spec, rubric, n, chars)
     price = "unknown price" if est["cost_usd"] is None else f"~${est['cost_usd']:.4f}"
     console.print(
         f"[bold]judge[/] run {judged['id']} ({judged.get('name')}): {counts['eligible']} "
-        f"{phase} decisions with text, {counts['judged']} already judged; asking {judge_name} "
-        f"about {n} with rubric {rubric.name} v{rubric.version} ({len(rubric.ids)} categories): "
+        f"{phase} decisions {_selected(rubric)}, {counts['judged']} already judged; asking "
+        f"{judge_name} about {n} with rubric {rubric.name} v{rubric.version} "
+        f"({len(rubric.ids)} categories, protocol {rubric.protocol}): "
         f"~{est['calls']} model calls, ~{est['input_tokens']:,} input tokens, {price}"
     )
     if budget_usd is not None and (est["cost_usd"] or 0) > budget_usd:
@@ -422,6 +461,24 @@ def judge_command(
     console.print(f"analysis: coop-tui report {judged['id']} --db {db_path}")
     store.close()
     return 1 if stats.failed else 0
+
+
+def _selected(rubric: Rubric) -> str:
+    from coop_tui.judging.rubric import COOPEVAL_MIN_CHARS
+
+    if rubric.coopeval:
+        return (f"of chain-of-thought agents with at least {COOPEVAL_MIN_CHARS} characters of "
+                "answer (judged at temperature 0)")
+    return "with text"
+
+
+def game_name(match: dict[str, Any]) -> str:
+    """The game as the judge is told it: its title from the match's game spec, else its key."""
+    try:
+        title = json.loads(match.get("game_spec") or "{}").get("title")
+    except (TypeError, ValueError, AttributeError):
+        title = None
+    return str(title or match.get("game") or "unknown game")
 
 
 def _judged_run(store: Store, ref: str | None) -> dict[str, Any] | None:
@@ -473,5 +530,5 @@ class _Progress:
         self.progress.update(self.task, advance=1, stats=stats)
 
 
-__all__ = ["JudgeStats", "estimate", "judge_command", "judge_pass", "judge_run_id",
-           "pending_counts", "resolve_judge"]
+__all__ = ["JudgeStats", "estimate", "game_name", "judge_command", "judge_pass", "judge_run_id",
+           "pending_counts", "protocol_spec", "resolve_judge", "selection_sql"]

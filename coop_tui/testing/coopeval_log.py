@@ -93,7 +93,8 @@ def iter_log_entries(path: str | Path) -> Iterator[LogEntry]:
         yield LogEntry(entry_id, agent, prompt, responses.get(entry_id), when)
 
 
-_ACTIONS_BLOCK = re.compile(r"Actions available to each player:\n((?:[ \t]*-[ \t]*\S+[ \t]*\n?)+)")
+_ACTIONS_BLOCK = re.compile(r"Actions available to each player:\n((?:[ \t]*-[ \t]*\S+[^\n]*\n?)+)")
+_ACTION_LINE = re.compile(r"^[ \t]*-[ \t]*(?P<label>[^\s:]+)")
 _EXTRA_ACTION = re.compile(r"Consider (\w+) as an additional action")
 _PROPOSER = re.compile(r"^Mediator proposed by ", re.MULTILINE)
 _DELEGATORS = re.compile(r"number of players delegating \(from 1 to (\d+)\)")
@@ -104,9 +105,10 @@ def action_labels(prompt: str) -> tuple[str, ...]:
     block = _ACTIONS_BLOCK.search(prompt)
     if block is None:
         return ()
-    return tuple(
-        line.strip().lstrip("-").strip() for line in block.group(1).splitlines() if line.strip()
-    )
+    # a line is "- A0" (2 x 2 games, Public Goods) or "- A0: correspond to the number 2"
+    # (Traveler's Dilemma): the label is the token before any colon
+    labels = (_ACTION_LINE.match(line) for line in block.group(1).splitlines() if line.strip())
+    return tuple(m.group("label") for m in labels if m is not None)
 
 
 def classify_prompt(prompt: str) -> PromptInfo:

@@ -1,4 +1,7 @@
-"""Report section ``strategic_personality``: seed 003's profile of repeated play.
+"""Report section ``strategic_personality``: seed 003's profile of repeated play, on the
+paper's sample (the Supplementary Table 2 prisoner's dilemma trials, the agent in seat 0;
+``sample`` in the JSON says so). The same profile over every repeated game and both seats
+is the section ``strategic_personality_pooled`` (:mod:`.personality_pooled`).
 
 Per agent × game × opponent: cooperation with Wilson and per-trial intervals, first-round
 and joint cooperation, the per-round curve; per agent: reciprocity (P(C|C), P(C|D), index,
@@ -10,6 +13,7 @@ endgame curves, Cohen's h matrix).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coop_tui.analysis.sections import Section, register
@@ -33,10 +37,13 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
         return None
     if not has_repeated_pairs(store.db, run_id):
         return None
-    try:  # after cooperation_by_model (order 55), which read the same seat runs
-        return personality_profile(store.db, run_id)
-    finally:
+    # after cooperation_by_model (order 55), which read the same seat runs; the pooled
+    # profile (order 61) reads them once more and forgets them
+    try:
+        return personality_profile(store.db, run_id, sample="table2")
+    except BaseException:
         forget_seat_runs()
+        raise
 
 
 def _pct(x: float | None) -> str:
@@ -50,9 +57,12 @@ def _ci(pair: list[float] | None) -> str:
 def agent_table(value: dict[str, Any]) -> Any:
     from rich.table import Table
 
+    sample = value.get("sample", {}).get("name", "pooled")
+    scope = ("Table 2 prisoner's dilemma trials, seat 0" if sample == "table2"
+             else "all games and opponents, both seats")
     table = Table("agent", "provider", "coop %", "trial CI", "P(C|C) (N)", "P(C|D) (N)",
                   "index", "archetype", "R(T-1)", "R(T)", "endgame", "type",
-                  title="Reciprocity and endgame (per agent, all games and opponents)")
+                  title=f"Reciprocity and endgame (per agent, {scope})")
     for name, a in value["agents"].items():
         coop, rec, end = a["cooperation"], a["reciprocity"], a["endgame"] or {}
         table.add_row(
@@ -122,29 +132,39 @@ def render(value: dict[str, Any]) -> list[Any]:
             *provider_lines(value)]
 
 
-def widgets(value: dict[str, Any]) -> list[Widget]:
-    from rich.console import Group
-    from textual.widgets import DataTable, Static
+def make_widgets(prefix: str) -> Callable[[dict[str, Any]], list[Widget]]:
+    """The panel's widgets, their ids starting with ``prefix`` (the paper's-sample profile
+    and the pooled one can be on the same screen)."""
 
-    from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
+    def widgets(value: dict[str, Any]) -> list[Widget]:
+        from rich.console import Group
+        from textual.widgets import DataTable, Static
 
-    table = DataTable(id="sp-cohens-h", cursor_type="cell", show_cursor=False)
-    names = value["cohens_h"]["agents"]
-    table.add_columns("h (row − col)", *names)
-    for name, row in zip(names, value["cohens_h"]["matrix"], strict=True):
-        table.add_row(name, *(f"{h:+.2f}" for h in row))
-    table.styles.height = "auto"
-    return [
-        Static(Group(agent_table(value)), id="sp-agents"),
-        ArchetypeMap(value, id="sp-archetype-map"),
-        EndgameCurves(value, id="sp-endgame"),
-        table,
-        Static(Group(cells_table(value), *provider_lines(value)), id="sp-cells"),
-    ]
+        from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
+
+        table = DataTable(id=f"{prefix}-cohens-h", cursor_type="cell", show_cursor=False)
+        names = value["cohens_h"]["agents"]
+        table.add_columns("h (row − col)", *names)
+        for name, row in zip(names, value["cohens_h"]["matrix"], strict=True):
+            table.add_row(name, *(f"{h:+.2f}" for h in row))
+        table.styles.height = "auto"
+        return [
+            Static(Group(agent_table(value)), id=f"{prefix}-agents"),
+            ArchetypeMap(value, id=f"{prefix}-archetype-map"),
+            EndgameCurves(value, id=f"{prefix}-endgame"),
+            table,
+            Static(Group(cells_table(value), *provider_lines(value)), id=f"{prefix}-cells"),
+        ]
+
+    return widgets
+
+
+widgets = make_widgets("sp")
 
 
 SECTION = register(Section(
     key="strategic_personality",
-    title="Strategic personality (seed 003): reciprocity, endgame, effect sizes",
+    title="Strategic personality (seed 003, the paper's sample): reciprocity, endgame, "
+          "effect sizes",
     build=build, render=render, widgets=widgets, order=60,
 ))

@@ -1,0 +1,344 @@
+"""The README and docs/ stay true: links resolve, documented flags exist, examples run.
+
+Documentation drifts silently when a flag is renamed or a page moves; these checks make
+the drift a test failure. Command lines are read from fenced code blocks of README.md and
+docs/*.md; flags are checked against each subcommand's ``--help`` built in-process from
+``coop_tui.cli.build_parser`` (fast, no subprocess). The README's runnable commands are
+run verbatim through the installed ``coop-tui`` in a temporary directory with its own
+database, so a newcomer who copies them gets what the README promises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coop_tui.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+DOCUMENTS = [README, *PAGES]
+
+FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+SHELL_BREAKS = {"|", ">", ">>", "2>", "&&", "||", ";", "<"}
+SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
+"""Fences whose lines are commands; other fences (screen captures, TOML) are not read."""
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced code block."""
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+
+
+def command_lines(text: str) -> list[str]:
+    """The ``coop-tui ...`` lines of shell fences, continuation lines joined."""
+    lines = []
+    for language, body in fenced_blocks(text):
+        if language not in SHELL_LANGUAGES:
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            stripped = line.strip().removeprefix("$ ")
+            first = stripped.split(" ", 1)[0]
+            if first == "coop-tui" or first.endswith("/coop-tui"):
+                lines.append(stripped)
+    return lines
+
+
+def command_tokens(line: str) -> list[str]:
+    """The words of the coop-tui command itself: comments, pipes and redirects cut off."""
+    tokens = shlex.split(line, comments=True)
+    for i, token in enumerate(tokens):
+        if token in SHELL_BREAKS:
+            return tokens[:i]
+    return tokens
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def split_command(
+    tokens: list[str], parser: argparse.ArgumentParser
+) -> tuple[str | None, list[str]]:
+    """(subcommand or None for the top level, the tokens naming flags)."""
+    commands = subparsers(parser)
+    takes_value = {
+        option
+        for action in parser._actions
+        if action.option_strings and action.nargs != 0
+        for option in action.option_strings
+    }
+    i = 1
+    while i < len(tokens):
+        token = tokens[i]
+        if token.startswith("-"):
+            i += 2 if token.split("=", 1)[0] in takes_value and "=" not in token else 1
+            continue
+        if token in commands:
+            return token, tokens[i + 1:]
+        i += 1
+    return None, tokens[1:]
+
+
+def documented_commands() -> list[tuple[Path, str]]:
+    return [(doc, line) for doc in DOCUMENTS for line in command_lines(doc.read_text())]
+
+
+def test_commands_sit_in_shell_fences() -> None:
+    """A command in an unlabelled fence would escape the checks below: label it bash."""
+    commands = "|".join(subparsers(build_parser()))
+    looks_like_command = re.compile(rf"^\s*(\$ )?coop-tui (-|({commands})\b)", re.MULTILINE)
+    unlabelled = [
+        f"{doc.relative_to(ROOT)}: {body.splitlines()[0]}"
+        for doc in DOCUMENTS
+        for language, body in fenced_blocks(doc.read_text())
+        if language not in SHELL_LANGUAGES and looks_like_command.search(body)
+    ]
+    assert not unlabelled, "label these fences ```bash:\n" + "\n".join(unlabelled)
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    text = INLINE_CODE.sub(lambda m: m.group(0).strip("`"), heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text())
+    return {github_slug(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+)$", text, re.MULTILINE)}
+
+
+def test_readme_stays_short() -> None:
+    lines = README.read_text().count("\n")
+    assert lines < 250, f"README.md has {lines} lines; move detail into a docs/ page"
+
+
+def test_every_relative_link_resolves() -> None:
+    broken = []
+    checked = 0
+    for doc in DOCUMENTS:
+        text = INLINE_CODE.sub("", FENCE.sub("", doc.read_text()))
+        for target in LINK.findall(text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+                continue
+            checked += 1
+            path, _, anchor = target.partition("#")
+            page = (doc.parent / path).resolve() if path else doc
+            if not page.exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and page.suffix == ".md" and anchor not in anchors(page):
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
+    assert checked >= 20, f"only {checked} relative links found: is the link pattern broken?"
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_every_documented_flag_exists() -> None:
+    parser = build_parser()
+    helps = {None: parser.format_help()}
+    helps.update({name: sub.format_help() for name, sub in subparsers(parser).items()})
+    commands = documented_commands()
+    assert len(commands) >= 30, f"only {len(commands)} coop-tui command lines found"
+    unknown = []
+    for doc, line in commands:
+        command, rest = split_command(command_tokens(line), parser)
+        for flag in (f for token in rest for f in FLAG.findall(token)):
+            if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", helps[command]):
+                unknown.append(f"{doc.relative_to(ROOT)}: `{line}`: {flag} is not an option of "
+                               f"coop-tui {command or ''}".rstrip())
+    assert not unknown, "\n".join(unknown)
+
+
+def test_cli_reference_covers_every_flag() -> None:
+    """docs/cli.md names every subcommand and every option the parser has."""
+    page = (ROOT / "docs" / "cli.md").read_text()
+    parser = build_parser()
+    missing = []
+    for name, sub in [(None, parser), *subparsers(parser).items()]:
+        if name and f"coop-tui {name}" not in page:
+            missing.append(f"subcommand {name}")
+        for action in sub._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help" and f"`{option}" not in page:
+                    missing.append(f"{name or 'coop-tui'} {option}")
+    assert not missing, "docs/cli.md does not document: " + ", ".join(missing)
+
+
+# The README's command lines that are not run here, each with the reason. Every other
+# README command runs verbatim; a new README command fails the test until it is run or
+# listed here.
+NOT_RUN = {
+    "coop-tui --batch data/sweeps/quickstart.toml":
+        "the embedded model: minutes of llama.cpp on two cores; tests/test_local_sweep.py "
+        "runs the embedded model in a sweep",
+    "coop-tui --batch data/sweeps/quickstart.toml --resume":
+        "resumes the embedded-model sweep above; tests/test_sweep_robustness.py covers --resume",
+    "coop-tui play --game prisoners --opponent tit_for_tat --rounds 3":
+        "opens the TUI (play mode reads keys, not stdin); tests/test_tui_core.py plays it "
+        "through Textual's pilot",
+    "coop-tui --batch data/studies/coopeval-offline.toml":
+        "the embedded model: minutes of llama.cpp on two cores; tests/test_coopeval_study.py "
+        "runs a cut-down copy of this study",
+}
+
+
+def readme_commands() -> list[str]:
+    return [" ".join(command_tokens(line)) for line in command_lines(README.read_text())]
+
+
+def test_readme_commands_are_all_run_or_skipped_with_reason() -> None:
+    commands = readme_commands()
+    assert len(commands) >= 6
+    stale = set(NOT_RUN) - set(commands)
+    assert not stale, f"NOT_RUN lists commands the README no longer has: {stale}"
+
+
+def fresh_clone_view(tmp_path: Path) -> Path:
+    """A working directory where the repository's relative paths resolve, so the commands'
+    outputs (report.json, exported/) land in the temporary directory, not the repository."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("data", "tests"):
+        (work / name).symlink_to(ROOT / name)
+    return work
+
+
+def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
+    work = fresh_clone_view(tmp_path)
+    env = {**os.environ, "COOP_TUI_DB": str(tmp_path / "readme.db"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for key in [k for k in env if k.endswith("_API_KEY")]:
+        del env[key]  # the README's examples need no key
+    ran = []
+    for line in command_lines(README.read_text()):
+        if " ".join(command_tokens(line)) in NOT_RUN:
+            continue
+        done = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=600)
+        assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr}"
+        ran.append(line)
+    assert any("--batch data/sweeps/strategies-prisoners.toml" in line for line in ran)
+    assert any(line.startswith("coop-tui import coopeval") for line in ran)
+    report = json.loads((work / "report.json").read_text())
+    assert report["run"]["name"] == "strategies-prisoners"
+    exported = sorted(p.name for p in (work / "exported").iterdir())
+    assert "decisions.csv" in exported, exported
+
+
+# --- each reproduction page states its full study's size as --dry-run measures it ---
+
+STUDY_PAGES = {
+    "coopeval": "reproducing-coopeval.md",
+    "strategic-personalities": "reproducing-strategic-personalities.md",
+    "superadditive": "reproducing-superadditive.md",
+}
+"""The study files whose --dry-run works as shipped (the similarity study needs the
+published benchmark files, which are not shipped)."""
+PLACEHOLDER_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+
+
+@pytest.mark.parametrize("study", sorted(STUDY_PAGES))
+def test_reproduction_page_states_the_dry_run_size(study: str, tmp_path: Path) -> None:
+    page = (ROOT / "docs" / STUDY_PAGES[study]).read_text()
+    stated = re.search(r"\*\*([\d,]+) model calls\*\*", page)
+    assert stated, f"{STUDY_PAGES[study]} states no '**N model calls**'"
+    env = {**os.environ, **dict.fromkeys(PLACEHOLDER_KEYS, "unused")}
+    done = subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", "--db", str(tmp_path / "dry.db"), "--batch",
+         f"data/studies/{study}.toml", "--dry-run"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    measured = re.search(r"~(\d+)\s+model\s+calls", done.stdout)
+    assert measured, done.stdout
+    assert int(stated.group(1).replace(",", "")) == int(measured.group(1))
+    assert not (tmp_path / "dry.db").exists()  # a dry run writes nothing
+
+
+# --- docs/storage.md: its SQL and pandas examples run against a real database ---
+
+
+LOOPBACK_SWEEP = """
+name = "loopback-similarity"
+seed = 5
+samples = 1
+
+[agents.model]
+model = "openai/loopback"
+api_base = "{url}"
+api_key_env = "DOCS_LOOPBACK_KEY"
+style = "direct"
+
+[[experiments]]
+game = "prisoners"
+mechanism = "similarity"
+matchup = "self"
+agents = ["model"]
+similarity = [20, 80]
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small database: the strategies sweep (strategies answer from the game state, so
+    their decisions carry no prompt) plus a model sweep against the loopback server, whose
+    decisions carry prompts, so the examples that join ``texts`` return rows."""
+    from coop_tui.cli import main
+    from coop_tui.testing.server import LoopbackServer
+
+    folder = tmp_path_factory.mktemp("storage")
+    db = folder / "coop-tui.db"
+    sweep = str(ROOT / "data" / "sweeps" / "strategies-prisoners.toml")
+    assert main(["--db", str(db), "--batch", sweep, "--yes"]) == 0
+    answer = 'Weighing it up, I lean towards cooperating.\n{"A0": 70, "A1": 30}'
+    with LoopbackServer(latency=0.0, chunks=2, answer=answer) as server, \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCS_LOOPBACK_KEY", "sk-docs-loopback")
+        model_sweep = folder / "loopback.toml"
+        model_sweep.write_text(LOOPBACK_SWEEP.format(url=server.url))
+        assert main(["--db", str(db), "--batch", str(model_sweep), "--yes"]) == 0
+    return db
+
+
+def storage_blocks(language: str) -> list[str]:
+    page = (ROOT / "docs" / "storage.md").read_text()
+    return [body for lang, body in fenced_blocks(page) if lang == language]
+
+
+def test_storage_sql_examples_run(sweep_db: Path) -> None:
+    blocks = storage_blocks("sql")
+    assert len(blocks) >= 3
+    con = sqlite3.connect(sweep_db)
+    for block in blocks:
+        for statement in (s.strip() for s in block.split(";")):
+            if statement and not all(line.lstrip().startswith("--")
+                                     for line in statement.splitlines()):
+                rows = con.execute(statement).fetchall()
+                assert rows, f"no rows from:\n{statement}"
+
+
+def test_storage_pandas_examples_run(sweep_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = storage_blocks("python")
+    assert blocks
+    monkeypatch.chdir(sweep_db.parent)  # the examples open "coop-tui.db"
+    for block in blocks:
+        namespace: dict[str, object] = {}
+        exec(compile(block, "docs/storage.md", "exec"), namespace)
+        frames = [v for v in namespace.values() if type(v).__name__ == "DataFrame"]
+        assert frames and all(len(f) for f in frames), f"an empty result from:\n{block}"

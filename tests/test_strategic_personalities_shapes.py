@@ -1,0 +1,196 @@
+"""The published trial table as published: fragment rows, re-run duplicates and a model
+outside the paper, on a synthetic file (plain and gzipped) built from known outcomes, and
+the paper's analyses of the table (Supplementary Tables 2 and 5, Cohen's h, CV per
+domain, fold difference, generational drift) checked against values computed here."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from coop_tui.cli import main
+from coop_tui.store import Store
+
+R, S, T, P = 3, 0, 5, 1  # pd_canonical as run
+
+
+def pd_row(model: str, trial: int, c0: float, c1: float, joint: float,
+           opponent: str = "tit_for_tat", timestamp: str = "2026-03-01 10:00:00") -> list[str]:
+    """A 10-round canonical PD trial whose outcomes are known: joint·10 CC rounds, etc."""
+    cc, cd, dc = round(10 * joint), round(10 * (c0 - joint)), round(10 * (c1 - joint))
+    dd = 10 - cc - cd - dc
+    total0 = R * cc + S * cd + T * dc + P * dd
+    total1 = R * cc + T * cd + S * dc + P * dd
+    return ["pd_canonical", "Prisoner's Dilemma (Canonical Axelrod)", "cooperation",
+            "simultaneous", model, opponent, "model_vs_strategy", "baseline", f"{trial}.0",
+            "10.0", model, opponent, f"{total0}.0", f"{total1}.0", str((c0 + c1) / 2),
+            str(joint), "cooperate", "cooperate", "1000.0", "900.0", "0.001", "False", timestamp]
+
+
+def bos_row(model: str, mean: float, joint: float) -> list[str]:
+    return ["bos_standard", "Battle of the Sexes", "coordination", "simultaneous", model,
+            model, "self_play", "baseline", "1.0", "10.0", model, model, "70.0", "70.0",
+            str(mean), str(joint), "ballet", "ballet", "1000.0", "900.0", "0.001", "False",
+            "2026-03-01 10:00:00"]
+
+
+def fragment(*lead: str) -> list[str]:
+    return [*lead, *[""] * (23 - len(lead))]
+
+
+ROWS = [
+    pd_row("claude-opus-4.6", 1, 0.8, 0.8, 0.8),
+    pd_row("claude-opus-4.6", 2, 0.6, 0.6, 0.5),
+    fragment("a1b2c3d4", "False", "2026-02-28 14:43:06"),   # line 3
+    pd_row("deepseek-r1", 1, 0.2, 0.3, 0.1),                # superseded by line 7
+    pd_row("deepseek-r1", 2, 0.4, 0.4, 0.4),
+    pd_row("gpt-4o", 1, 1.0, 1.0, 1.0),                      # not one of the 25
+    pd_row("deepseek-r1", 1, 0.6, 0.6, 0.6, timestamp="2026-03-09 10:00:00"),
+    fragment("9f8e7d", "True"),                              # line 8
+    pd_row("gpt-4o-mini", 1, 0.5, 0.5, 0.5),
+    pd_row("gpt-5-nano", 1, 0.1, 0.1, 0.0),
+    bos_row("claude-opus-4.6", 0.5, 0.5),   # both on ballet every round: coordination 1
+    bos_row("gpt-5-nano", 0.5, 0.0),        # never on the same option: coordination 0
+    bos_row("gpt-4o-mini", 0.5, 0.25),      # half the rounds: 0.5
+]
+TABLE2 = {"claude-opus-4.6": [0.8, 0.6], "deepseek-r1": [0.4, 0.6], "gpt-4o-mini": [0.5],
+          "gpt-5-nano": [0.1]}
+"""Each model's own cooperation per Table 2 trial (the last copy of deepseek-r1 trial 1)."""
+
+
+def write(path: Path, rows: list[list[str]], *, gz: bool) -> Path:
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    if gz:
+        with gzip.open(path, "wt", newline="") as fh:
+            fh.write(buf.getvalue())
+    else:
+        path.write_text(buf.getvalue())
+    return path
+
+
+@pytest.fixture(params=["plain", "gzip"])
+def imported(request: pytest.FixtureRequest, tmp_path: Path,
+             capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
+    gz = request.param == "gzip"
+    src = write(tmp_path / ("t.csv.gz" if gz else "t.csv"), ROWS, gz=gz)
+    db = tmp_path / "coop.db"
+    assert main(["import", "strategic-personalities", str(src), "--db", str(db)]) == 0
+    return db, capsys.readouterr().out
+
+
+def report(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    capsys.readouterr()
+    assert main(["report", "--db", str(db), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fragments_duplicates_and_outside_models_are_named_in_the_summary(
+        imported: tuple[Path, str]) -> None:
+    db, out = imported
+    assert "11 trials" in out
+    assert "skipped 2 fragment rows" in out and "lines 3, 8" in out
+    assert "1 re-run duplicates superseded" in out and "deepseek-r1 1" in out
+    assert "gpt-4o (1 rows)" in out
+    store = Store(db)
+    rows = store.db.execute("select line, superseded_by, in_paper from sp_trials"
+                            " where model in ('deepseek-r1', 'gpt-4o') order by line").fetchall()
+    store.close()
+    # nothing lost: the earlier copy and the outside model are stored, marked
+    assert rows == [(4, 7, 1), (5, None, 1), (6, None, 0), (7, None, 1)]
+
+
+def test_table2_uses_the_last_copy_and_leaves_the_outside_model_out(
+        imported: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    got = report(imported[0], capsys)
+    table = got["cooperation_by_model"]
+    assert set(table) == set(TABLE2)
+    for model, values in TABLE2.items():
+        assert table[model]["n"] == len(values)
+        assert table[model]["mean"] == pytest.approx(100 * statistics.fmean(values))
+    summary = got["published_trials"]
+    assert [f["line"] for f in summary["fragments_skipped"]] == [3, 8]
+    assert summary["fragments_skipped"][0]["cells"] == ["a1b2c3d4", "False", "2026-02-28 14:43:06"]
+    assert summary["duplicates_superseded"] == 1 and summary["models_outside_paper"] == {"gpt-4o": 1}
+
+
+def h(p1: float, p2: float) -> float:
+    return 2 * math.asin(math.sqrt(p1)) - 2 * math.asin(math.sqrt(p2))
+
+
+def test_the_papers_analyses_of_the_table(imported: tuple[Path, str],
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    got = report(imported[0], capsys)
+    rates = {m: statistics.fmean(v) for m, v in TABLE2.items()}
+    providers = got["provider_summary"]["providers"]
+    assert providers["openai"]["models"] == ["gpt-4o-mini", "gpt-5-nano"]
+    assert providers["openai"]["cooperation_mean"] == pytest.approx(30.0)
+    assert providers["openai"]["cooperation_range"] == pytest.approx([10.0, 50.0])
+    # coordination 0.5 and 0 across OpenAI's two models: sd / mean = 0.3536 / 0.25
+    assert providers["openai"]["coordination_cv"] == pytest.approx(
+        statistics.stdev([0.5, 0.0]) / 0.25, abs=1e-4)
+    assert providers["anthropic"]["cooperation_range"] is None
+
+    hm = got["cohens_h_models"]
+    assert hm["models"][0] == "claude-opus-4.6" and hm["models"][-1] == "gpt-5-nano"
+    pairs = {p["name"]: p for p in hm["pairs"]}
+    assert pairs["most vs least cooperative"]["h"] == pytest.approx(h(0.7, 0.1), abs=1e-4)
+    assert pairs["openai oldest vs newest"]["h"] == pytest.approx(h(0.5, 0.1), abs=1e-4)
+    assert pairs["openai oldest vs newest"]["paper"] == 1.32
+
+    spread = got["domain_spread"]["domains"]
+    coop = list(rates.values())
+    assert spread["cooperation"]["cv"] == pytest.approx(
+        statistics.stdev(coop) / statistics.fmean(coop), abs=1e-4)
+    assert spread["coordination"]["range"] == [0.0, 1.0]
+    assert "strategic_depth" in got["domain_spread"]["not_available"]
+
+    fold = got["fold_difference"]
+    assert (fold["most"], fold["least"]) == ("claude-opus-4.6", "gpt-5-nano")
+    assert fold["fold"] == pytest.approx(7.0)
+
+    drift = got["generational_drift"]["openai"]
+    assert [c["model"] for c in drift["chain"]] == ["gpt-4o-mini", "gpt-5-nano"]
+    assert drift["change_pp"] == pytest.approx(-40.0) and drift["fold"] == pytest.approx(5.0)
+    assert drift["direction"] == "down"
+
+
+def test_the_text_report_shows_every_analysis(imported: tuple[Path, str],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["report", "--db", str(imported[0])]) == 0
+    text = capsys.readouterr().out
+    for title in ("Supplementary Table 2", "Supplementary Table 5", "Cohen's h between models",
+                  "Spread across models by domain", "7.0-fold", "gpt-4o-mini 50.0"):
+        assert title in text, title
+
+
+def test_a_row_missing_only_its_model_is_still_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [pd_row("claude-opus-4.6", 1, 0.8, 0.8, 0.8), pd_row("", 2, 0.6, 0.6, 0.5)]
+    db = tmp_path / "coop.db"
+    src = write(tmp_path / "bad.csv.gz", rows, gz=True)
+    assert main(["import", "strategic-personalities", str(src), "--db", str(db)]) == 2
+    assert "line 2: column 5 (model) is empty" in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_a_table_imported_before_is_marked_by_the_migration(imported: tuple[Path, str]) -> None:
+    db = imported[0]
+    store = Store(db)
+    store.db.execute("update sp_trials set superseded_by = null, in_paper = null")
+    store.db.execute("delete from _migrations where name like 'm150_%'")
+    store.db.conn.commit()
+    store.close()
+    store = Store(db)
+    rows = store.db.execute("select line, superseded_by, in_paper from sp_trials"
+                            " where model in ('deepseek-r1', 'gpt-4o') order by line").fetchall()
+    store.close()
+    assert rows == [(4, 7, 1), (5, None, 1), (6, None, 0), (7, None, 1)]
