@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, opens the TUI on a ready preset that uses the embedded model.",
     )
     _db_arg(parser, top=True)
-    parser.add_argument("--batch", metavar="FILE", help="run a sweep file headless (TOML or YAML)")
+    parser.add_argument("--batch", metavar="FILE", help="run a sweep file headless (TOML or YAML); "
+                        "a shipped one also by name: `coop-tui list studies`")
     parser.add_argument("--resume", action="store_true", help="with --batch: continue the latest run of this sweep")
     parser.add_argument("--concurrency", type=int, metavar="N", help="with --batch: at most N requests at once")
     parser.add_argument("--yes", "-y", action="store_true", help="with --batch: skip the cost confirmation")
@@ -117,8 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
     _db_arg(jdg)
 
-    lst = sub.add_parser("list", help="list games, strategies, mechanisms or runs")
-    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs"])
+    lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
+                         "sweep and study files")
+    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs", "studies"])
+    lst.add_argument("--json", action="store_true",
+                     help="print a JSON list of objects (piped text output is tab-separated "
+                     "with every value in full)")
     _db_arg(lst)
     return parser
 
@@ -191,9 +196,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
     if args.batch:
         from coop_tui.runner import run_batch
+        from coop_tui.shipped import resolve_sweep_file
 
+        sweep_file, shipped = resolve_sweep_file(args.batch)
+        if shipped:
+            print(f"{args.batch}: the shipped file {sweep_file}", file=sys.stderr)
         return run_batch(
-            Path(args.batch), _db_path(args), resume=args.resume,
+            sweep_file, _db_path(args), resume=args.resume,
             concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run,
         )
     if args.command == "report":
@@ -228,7 +237,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         from coop_tui.listing import list_command
 
-        return list_command(args.what, _db_path(args))
+        return list_command(args.what, _db_path(args), as_json=args.json)
     if args.command == "play":
         from coop_tui.app import run_play
 

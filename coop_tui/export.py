@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from coop_tui.store import game_spec_sql
+
 CHUNK = 20_000
 
 TABLES = {
@@ -46,10 +48,13 @@ def _columns(conn: Any, table: str) -> list[tuple[str, str]]:
 def table_query(conn: Any, name: str) -> tuple[list[tuple[str, str]], str]:
     """The columns and the SQL that streams one exported table of a run."""
     table, template = TABLES[name] if name in TABLES else OPTIONAL_TABLES[name]
-    columns = [c for c in _columns(conn, table) if not (table == "decisions" and c[0] == "prompt_hash")]
+    columns = [c for c in _columns(conn, table) if not (table == "decisions" and c[0] == "prompt_hash")
+               and not (table == "matches" and c[0] == "game_spec_hash")]
     exprs = []
     for col, _type in columns:
-        if table == "decisions" and col == "prompt":
+        if table == "matches" and col == "game_spec":  # stored once per spec (game_specs)
+            exprs.append(f"{game_spec_sql('t')} as game_spec")
+        elif table == "decisions" and col == "prompt":
             exprs.append(
                 "coalesce((select x.text from texts x where x.hash = t.prompt_hash), t.prompt)"
                 " as prompt"
@@ -108,9 +113,25 @@ def _write_parquet(conn: Any, name: str, run_id: str, path: Path) -> None:
             writer.write_table(schema.empty_table())
 
 
+class ExportError(RuntimeError):
+    """An export that cannot be made, with a message that says what to do."""
+
+
+def require_parquet_engine() -> None:
+    """pyarrow is a dependency, but an environment can still lack it: say so plainly."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise ExportError("Parquet export needs pyarrow, which this Python lacks: "
+                          "pip install pyarrow (or export CSV)") from None
+
+
 def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[Path]:
     from coop_tui.store import Store
 
+    if fmt == "parquet":
+        require_parquet_engine()  # before anything is written
     store = Store(db_path)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -142,9 +163,9 @@ def export_command(db_path: Path, ref: str | None, *, fmt: str, out: Path) -> in
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
     if fmt == "parquet":
         try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            return fail("--format parquet needs pyarrow: pip install pyarrow")
+            require_parquet_engine()
+        except ExportError as exc:
+            return fail(f"--format parquet: {exc}")
     for path in export_run(db_path, run["id"], out, fmt):
         print(path)
     return 0

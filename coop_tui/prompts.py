@@ -14,18 +14,14 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import numpy as np
 
-from coop_tui.games.base import Game
-
-
-def data_dir() -> Path:
-    return Path(str(resources.files("coop_tui.data")))
+from coop_tui.games.base import Game, points
+from coop_tui.shipped import data_dir
 
 
 def default_template_dir() -> Path:
@@ -44,6 +40,7 @@ class PromptRenderer:
             keep_trailing_newline=False,
             autoescape=False,
         )
+        self._env.filters["points"] = points  # "1 point", "3 points"
 
     def render(self, name: str, **context: Any) -> str:
         return self._env.get_template(name).render(**context).strip()
@@ -105,10 +102,6 @@ def trial_labelling(letters: Sequence[str], order_rng: np.random.Generator) -> L
     return Labelling(tuple(letters[a] for a in order), tuple(order))
 
 
-def _fmt(x: float) -> str:
-    return f"{x:g}"
-
-
 def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling]) -> str:
     """Describe every outcome from ``seat``'s point of view, in its labels.
 
@@ -134,10 +127,10 @@ def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling]) -
                 who = "the other player" if n == 2 else f"Player {j + 1}"
                 parts.append(f"{who} chooses {labellings[j].labels[lab_idx]}")
             pay = game.payoff(profile)
-            gets = [f"you get {_fmt(pay[seat])} points"]
+            gets = [f"you get {points(pay[seat])}"]
             for j in others:
                 who = "the other player" if n == 2 else f"Player {j + 1}"
-                gets.append(f"{who} gets {_fmt(pay[j])} points")
+                gets.append(f"{who} gets {points(pay[j])}")
             cond = " and ".join(parts) if n == 2 else ", ".join(parts)
             lines.append(f"- If {cond}: {', '.join(gets)}.")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import defaultdict
 from collections.abc import Collection
 from pathlib import Path
@@ -131,6 +132,12 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         (exp, ckey): gspec
         for exp, ckey, _g, _m, _c, _s, gspec, *_rest in condition_rows(db, run_id)
     }
+    # b* is the similarity at which mutual cooperation becomes a b-similarity equilibrium:
+    # it means something only where agents are told a similarity
+    told_similarity = {
+        (exp, ckey) for exp, ckey, _g, mech, _c, sim, *_rest in condition_rows(db, run_id)
+        if sim is not None or "similarity" in (mech or "").split(",")
+    }
     experiments: dict[int, dict[str, Any]] = {}
     for exp, games, mech, gspec, matchup, n in exp_rows:
         experiments[exp] = {
@@ -184,7 +191,8 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         labels = {}
         for c in e["conditions"]:
             c["label"] = " ".join(f"{k}={_short(c['condition'].get(k))}" for k in varying) or "-"
-            c["b_star"] = _b_star(cond_specs.get((exp, c["condition_key"])))
+            c["b_star"] = (_b_star(cond_specs.get((exp, c["condition_key"])))
+                           if (exp, c["condition_key"]) in told_similarity else None)
             labels[c["condition_key"]] = " ".join(
                 f"{k}={_short(c['condition'].get(k))}" for k in series_keys
             )
@@ -405,7 +413,7 @@ def render_text(report: dict[str, Any]) -> Any:
 
     parts: list[Any] = []
     run, c = report["run"], report["counts"]
-    parts.append(Text(f"run {run['id']}  {run['name']}  [{run['status']}]", style="bold"))
+    parts.append(Text.from_markup(f"run {run['id']}  {run['name']}  \\[{run['status']}]", style="bold"))
     parts.append(
         Text(
             f"matches {c['matches_done']}/{c['matches']} done, {c['matches_failed']} failed; "
@@ -489,12 +497,11 @@ def _mechanism_tables(mech: dict[str, Any]) -> list[Any]:
     votes = mech.get("votes") or []
     if votes:
         table = Table(title="proposals and votes", title_justify="left")
-        cols = [k for k in votes[0] if k not in ("experiment", "condition")]
+        cols = _columns(votes)
         for col in cols:
             table.add_column(col, justify="left" if col in ("agent", "game", "mechanism") else "right")
         for v in votes:
-            table.add_row(*[_pct(v[c]) if isinstance(v[c], float) and "rate" in c else
-                            _num(v[c]) if isinstance(v[c], float) else str(v[c]) for c in cols])
+            table.add_row(*[_cell(v.get(c), pct="rate" in c) for c in cols])
         out.append(table)
     # One-shot cooperation is already in the experiment tables; frequencies earn a table
     # where play unfolds over rounds or phases.
@@ -502,15 +509,32 @@ def _mechanism_tables(mech: dict[str, Any]) -> list[Any]:
              if f.get("mechanism") not in ("none", "similarity")]
     if freqs:
         table = Table(title="action frequencies (play phase)", title_justify="left")
-        cols = [k for k in freqs[0] if k not in ("experiment", "condition")]
+        cols = _columns(freqs)
         for col in cols:
             table.add_column(col)
         for f in freqs[:60]:
-            table.add_row(*[_num(f[c]) if isinstance(f[c], float) else str(f[c]) for c in cols])
+            table.add_row(*[_cell(f.get(c)) for c in cols])
         if len(freqs) > 60:
             table.caption = f"first 60 of {len(freqs)} rows; --json has them all"
         out.append(table)
     return out
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every field of any row, in first-seen order: rows of different mechanisms carry
+    different fields (Contracting's ``sign_rate``, Mediation's ``delegate_rate``), so the
+    first row alone does not name the columns of a run that has both."""
+    seen = dict.fromkeys(k for row in rows for k in row)
+    return [k for k in seen if k not in ("experiment", "condition")]
+
+
+def _cell(value: Any, pct: bool = False) -> str:
+    """One table cell; "-" where the row's mechanism has no such field."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return _pct(value) if pct else _num(value)
+    return str(value)
 
 
 def _curve_table(e: dict[str, Any]) -> Any:
@@ -619,8 +643,12 @@ def report_command(
         tables = _paper_tables(store, run["id"], devrank).get("tables")
         read_cache.forget()
         if not tables:
-            return fail(f"run {run['id']} has no population tables (no cross-play tournament "
-                        f"or Reputation population); --format {fmt} prints only those")
+            # nothing is wrong with the run: the tables have nothing to say, and say so
+            note = (f"run {run['id']} has no population tables (no cross-play tournament or "
+                    f"Reputation population); --format {fmt} prints only those")
+            print(f"coop-tui: {note}", file=sys.stderr)
+            print(f"% {note}\n" if fmt == "latex" else render_csv([]), end="")
+            return 0
         print((render_latex if fmt == "latex" else render_csv)(tables), end="")
         return 0
     report = build_report(store, run["id"], wanted, devrank=devrank)
@@ -629,5 +657,8 @@ def report_command(
     else:
         from rich.console import Console
 
-        Console().print(render_text(report))
+        from coop_tui.terminal import terminal_data
+
+        # names and errors come from sweep files, imports and providers: shown, not obeyed
+        Console().print(render_text(terminal_data(report)))
     return 0

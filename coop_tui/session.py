@@ -497,7 +497,7 @@ class MatchSession(Session):
         mech_cls = mechanism_class(cell.mechanism)
         # what defines the condition (as stored per match), not every parameter
         self.condition = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params)).condition()
-        self.phases = tuple(getattr(mech_cls, "phases", ("play",)))
+        self.phases = tuple(mech_cls.phases_for(self.condition))
         self.title = f"{self.game.title} · {cell.mechanism}"
         self.matches_total = self.sweep.total_matches
         self._stop_event = asyncio.Event()
@@ -614,7 +614,7 @@ class ReplaySession(Session):
 
     def __init__(self, store: Store, match_id: str, speed: float = 1.0) -> None:
         super().__init__()
-        row = store.db["matches"].get(match_id) if match_id else None
+        row = store.match(match_id) if match_id else None  # with its game spec resolved
         self.store = store
         self.match = dict(row)
         self.match_id = match_id
@@ -630,7 +630,7 @@ class ReplaySession(Session):
         try:
             from coop_tui.mechanisms import mechanism_class
 
-            self.phases = tuple(mechanism_class(self.mechanism).phases)
+            self.phases = tuple(mechanism_class(self.mechanism).phases_for(self.condition))
         except Exception:
             self.phases = ("play",)
         self.title = f"{getattr(self.game, 'title', self.match['game'])} · {self.mechanism}"
@@ -765,7 +765,9 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     mech = mechanism or ("repetition" if rounds > 1 else "none")
     params: dict[str, Any] = {}
     if mech == "repetition":
-        params = {"rounds": rounds, "payoff": "mean"}
+        # the screen shows "Round 1/3": the prompt must not speak of a chance of more
+        # rounds, so the player hears the known horizon (seed 003's wording)
+        params = {"rounds": rounds, "horizon": "known"}
     try:
         loaded = load_game(game)
         n = loaded.n_players

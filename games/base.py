@@ -15,6 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def points(x: float | str) -> str:
+    """An amount of points as a prompt says it: "1 point", "-1 point", "2.5 points".
+
+    Takes a number or a number already formatted for the prompt (templates get those)."""
+    text = x if isinstance(x, str) else f"{x:g}"
+    return f"{text} point" if abs(float(x)) == 1 else f"{text} points"
+
+
 class GameError(ValueError):
     """A game reference or game file the user must fix: unknown key, malformed file.
 

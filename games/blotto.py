@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
+from coop_tui.games.base import points
 from coop_tui.games.kinds import AllocationSpace, ProtocolGame, RoundResult, Turn, protocol_game
 
 
@@ -54,7 +55,7 @@ def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
         vectors = [[a[key] for key in keys] for a in allocs]
         pay = blotto_payoffs(vectors, pz)
         return RoundResult(pay, {"allocations": vectors},
-                           tuple(f"you received {p:g} points." for p in pay))
+                           tuple(f"you received {points(p)}." for p in pay))
 
     return protocol_game(
         "colonel_blotto", f"Colonel Blotto ({b} soldiers, {k} battlefields)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
+from coop_tui.games.base import points
 from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
 
 
@@ -61,7 +62,7 @@ def _rules(nodes: int, schedule: list[tuple[float, float]]) -> str:
 
 
 def _summaries(pay: tuple[float, ...], end: int) -> tuple[str, ...]:
-    return tuple(f"the game ended at node {end}; you received {p:g} points." for p in pay)
+    return tuple(f"the game ended at node {end}; you received {points(p)}." for p in pay)
 
 
 def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True) -> ProtocolGame:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
+from coop_tui.games.base import points
 from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
 
 
@@ -37,7 +38,7 @@ def commons_dilemma(players: int = 4, capacity: int = 40, max_extraction: int = 
         values = await turn.numbers([(s, "extract", query, space, None) for s in range(n)])
         pay = commons_payoffs(values, cap)
         return RoundResult(pay, {"extractions": values},
-                           tuple(f"you received {p:g} points." for p in pay))
+                           tuple(f"you received {points(p)}." for p in pay))
 
     return protocol_game(
         "commons_dilemma", f"Commons dilemma ({n} players, capacity {cap})",

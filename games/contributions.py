@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_float, as_int, clean
+from coop_tui.games.base import points
 from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
 
 
@@ -37,7 +38,7 @@ def _game(key: str, mpcr: float, players: int, endowment: int, rounds: int) -> P
         values = await turn.numbers([(s, "contribute", query, space, None) for s in range(n)])
         pay = contribution_payoffs(values, e, m)
         return RoundResult(pay, {"contributions": values},
-                           tuple(f"you received {p:g} points." for p in pay))
+                           tuple(f"you received {points(p)}." for p in pay))
 
     return protocol_game(
         key, f"Public Goods ({n} players, MPCR {m:g}, contributions 0-{e})",

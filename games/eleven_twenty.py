@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
+from coop_tui.games.base import points
 from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
 
 
@@ -33,7 +34,7 @@ def eleven_twenty(request_bonus: int = 20, rounds: int = 10) -> ProtocolGame:
         asks = await turn.numbers([(s, "request", query, space, None) for s in range(2)])
         pay = eleven_twenty_payoffs(asks, bz)
         return RoundResult(pay, {"requests": asks},
-                           tuple(f"you received {p:g} points." for p in pay))
+                           tuple(f"you received {points(p)}." for p in pay))
 
     return protocol_game(
         "eleven_twenty", "11-20 money request game",

@@ -11,6 +11,7 @@ from fractions import Fraction
 
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_float, as_int, clean
+from coop_tui.games.base import points
 from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
 
 
@@ -41,7 +42,7 @@ def _game(key: str, p: float, players: int, prize: float, rounds: int) -> Protoc
         guesses = await turn.numbers([(s, "guess", query, space, None) for s in range(n)])
         pay = beauty_contest_payoffs(guesses, pv, pz)
         return RoundResult(pay, {"guesses": guesses, "target": pv * sum(guesses) / n},
-                           tuple(f"you received {x:g} points." for x in pay))
+                           tuple(f"you received {points(x)}." for x in pay))
 
     return protocol_game(
         key, f"Beauty contest (p = {p_text}, {n} players)",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from coop_tui.games.base import Game
+from coop_tui.games.base import Game, points
 
 if TYPE_CHECKING:
     from coop_tui.decisions import Decision, DecisionRequest
@@ -295,7 +295,7 @@ class Turn:
 
 def points_summaries(pay: Sequence[float]) -> tuple[str, ...]:
     """What each seat is told after a round: the points it received."""
-    return tuple(f"you received {p:g} points." for p in pay)
+    return tuple(f"you received {points(p)}." for p in pay)
 
 
 def moves_text(moves: dict[str, Any]) -> str:

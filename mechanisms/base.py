@@ -74,6 +74,13 @@ class Mechanism:
         """Roughly how many decisions one match asks for (for the pre-run estimate)."""
         return n_seats
 
+    @classmethod
+    def phases_for(cls, condition: dict[str, Any]) -> tuple[str, ...]:
+        """The phases a match under ``condition`` goes through, in order (the live
+        screen's timeline lists them); a mechanism whose parameters switch phases off
+        drops those here."""
+        return cls.phases
+
     def condition(self) -> dict[str, Any]:
         """The parameters that define the experimental condition (stored per match)."""
         return self.params.model_dump()

@@ -68,12 +68,18 @@ class SimilarityParams(MechanismParams):
     )
     framing: Literal["similar", "different", "dissimilar"] = "similar"
     prompt: PromptMode = "percentage_updated"
-    benchmark: str = "newcomb"
+    # `shown_when`: the setup form shows a field only under these values of another field
+    benchmark: str = Field(
+        default="newcomb", description="benchmark / benchmark_sweep: the catalogue entry named",
+        json_schema_extra={"shown_when": {"prompt": ["benchmark", "benchmark_sweep"]}},
+    )
     battery: list[str] | None = Field(
-        default=None, description="benchmark_sweep: which catalogue entries to list (default all)"
+        default=None, description="benchmark_sweep: which catalogue entries to list (default all)",
+        json_schema_extra={"shown_when": {"prompt": ["benchmark_sweep"]}},
     )
     benchmarks_file: str | None = Field(
-        default=None, description="a TOML catalogue of benchmarks to use instead of ours"
+        default=None, description="a TOML catalogue of benchmarks to use instead of ours",
+        json_schema_extra={"shown_when": {"prompt": ["benchmark", "benchmark_sweep"]}},
     )
 
     @field_validator("similarity")

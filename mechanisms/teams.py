@@ -168,6 +168,16 @@ class Teams(Mechanism):
     title = "Team tournament (seed 004: RI / GC / SA, partner choice, planner and critic)"
     Params = TeamsParams
     phases = ("plan", "critique", "play", "exit", "meta")
+
+    @classmethod
+    def phases_for(cls, condition: dict[str, Any]) -> tuple[str, ...]:
+        """No plan or critique without planning; no meta-prompts with ``meta = "off"``."""
+        off = set()
+        if not condition.get("planning", True):
+            off |= {"plan", "critique"}
+        if condition.get("meta", "all") == "off":
+            off.add("meta")
+        return tuple(p for p in cls.phases if p not in off)
     pooled = True
     seats_are_players = True
     """The setup screen's seats are the players, one agent each (a human takes one seat)."""

@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from coop_tui.screens.widgets import NavScreen, PayoffTable
+from coop_tui.terminal import terminal_text
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
 """Plot line colours, one per agent / framing series (cycled)."""
@@ -343,13 +344,16 @@ class AnalysisScreen(NavScreen):
         run = self.report["run"]
         e = self.experiment
         title = Text.assemble((" coop-tui ", "bold reverse"), (" analysis ", "bold"),
-                              f" run {run['name']} ", (f"{run['id']} [{run['status']}]", "dim"))
+                              f" run {terminal_text(run['name'], markup=False)} ",
+                              (f"{run['id']} [{run['status']}]", "dim"))
         if e is None:
             title.append("   no finished matches yet", style="yellow")
             self.query_one("#an-title", Static).update(title)
             return
         n = len(self.report["experiments"])
-        title.append(f"   experiment {self.index + 1}/{n}: ", style="bold")
+        # the experiment's own number, as `coop-tui report` prints it; then where it is in the run
+        where = f" ({self.index + 1} of {n})" if n > 1 else ""
+        title.append(f"   experiment {e['experiment']}{where}: ", style="bold")
         title.append(f"{e['game']} / {e['mechanism']} ({e['matches']} matches, {e['matchup']})")
         if e.get("b_star") is not None:
             title.append(f"   b* = {e['b_star']:g}", style="bold yellow")
@@ -550,13 +554,19 @@ class AnalysisScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, fmt: str, out: Path) -> None:
-        from coop_tui.export import export_run
+        from coop_tui.export import ExportError, export_run
 
         try:
             paths = export_run(self.store.path, self.run_id, out, fmt)
         except Exception as exc:  # a missing engine, a read-only folder: say so on screen
+            if isinstance(exc, ExportError):
+                reason = str(exc)
+            elif isinstance(exc, OSError):
+                reason = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+            else:
+                reason = f"{type(exc).__name__}: {exc}"
             self.app.call_from_thread(
-                self._export_status, Text(f"✗ export failed: {type(exc).__name__}: {exc}", style="bold red"))
+                self._export_status, Text(f"✗ export failed: {reason}", style="bold red"))
             return
         self.app.call_from_thread(self._exported, paths)
 

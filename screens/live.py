@@ -36,6 +36,7 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
+from coop_tui.mechanisms import MechanismError, mechanism_class
 from coop_tui.screens.widgets import (
     NavScreen,
     SeatPane,
@@ -48,6 +49,17 @@ from coop_tui.session import HumanTurn, Session, human_answer, prompt_text
 FRAME = 1 / 30
 HEAL = 0.2
 """How often a full repaint is considered after events were applied (see ``_heal``)."""
+
+
+def condition_shown(mechanism: str, condition: dict[str, Any]) -> dict[str, Any]:
+    """The condition fields worth a title: those set and not at their default (a Team
+    tournament has some twenty parameters; the title shows what this one changed)."""
+    try:
+        fields = mechanism_class(mechanism).Params.model_fields if mechanism else {}
+    except MechanismError:
+        fields = {}
+    return {k: v for k, v in condition.items() if v is not None
+            and not (k in fields and not fields[k].is_required() and fields[k].default == v)}
 
 
 def _short(value: Any) -> str:
@@ -153,7 +165,8 @@ class LiveScreen(NavScreen):
         out.append(" coop-tui ", style="bold reverse")
         out.append(" replay " if s.kind == "replay" else " live ", style="bold")
         out.append(s.title)
-        cond = " ".join(f"{k}={_short(v)}" for k, v in s.condition.items() if v is not None)
+        shown = condition_shown(getattr(s, "mechanism", ""), s.condition)
+        cond = " ".join(f"{k}={_short(v)}" for k, v in shown.items())
         if cond:
             out.append(f"   {cond}", style="dim")
         return out

@@ -141,6 +141,9 @@ def _field_text(value: Any) -> str:
 class Row(Horizontal):
     """A label and one control."""
 
+    shown_when: dict[str, list[Any]] = {}
+    """Shown only while each named parameter has one of the listed values."""
+
     DEFAULT_CSS = """
     Row { height: auto; }
     Row > Label { width: 16; padding: 0 1 0 0; color: $text-muted; }
@@ -340,8 +343,23 @@ class SetupScreen(NavScreen):
                 control = Input(_field_text(value), id=wid, compact=True,
                                 placeholder=(info.description or "default")[:60])
             control.tooltip = info.description
-            rows.append(Row(Label(name), control))
+            row = Row(Label(name), control)
+            row.shown_when = extra.get("shown_when") or {}
+            rows.append(row)
         await box.mount_all(rows)
+        self._show_relevant_params()
+
+    def _show_relevant_params(self) -> None:
+        """Hide the parameters that mean nothing under the other choices made (a field's
+        ``shown_when``: Similarity's benchmark fields only with a benchmark prompt)."""
+        rows = list(self.query("#params Row").results(Row))
+        chosen = {}
+        for row in rows:
+            for control in row.query(Select).results(Select):
+                chosen[str(control.id).removeprefix("param-")] = control.value
+        for row in rows:
+            row.display = all(chosen.get(field) in values
+                              for field, values in row.shown_when.items())
 
     def _show_game(self) -> None:
         from coop_tui.games import load_game
@@ -363,8 +381,8 @@ class SetupScreen(NavScreen):
         params: dict[str, Any] = {}
         for name, info in fields.items():
             widgets = list(self.query(f"#param-{name}"))
-            if not widgets:
-                continue
+            if not widgets or not widgets[0].parent.display:
+                continue  # absent, or hidden as meaningless under the other choices
             w = widgets[0]
             if isinstance(w, Select):
                 params[name] = None if w.value is NO_CHOICE else w.value
@@ -461,6 +479,8 @@ class SetupScreen(NavScreen):
                 await self._build_seats(n)
         elif event.select.id == "mechanism" and str(event.value) != self._built_mechanism:
             await self._build_params(str(event.value))
+        elif str(event.select.id).startswith("param-"):
+            self._show_relevant_params()
         self._schedule_preview()
 
     @on(Input.Submitted)

@@ -108,7 +108,7 @@ async def test_mediation_play_shows_base_payoffs_and_the_plan(tmp_path: Path, mo
         "- If you choose A0 and the other player chooses A0: you get 2 points, the other player gets 2 points.",
         "- If you choose A0 and the other player chooses A1: you get 0 points, the other player gets 3 points.",
         "- If you choose A1 and the other player chooses A0: you get 3 points, the other player gets 0 points.",
-        "- If you choose A1 and the other player chooses A1: you get 1 points, the other player gets 1 points.",
+        "- If you choose A1 and the other player chooses A1: you get 1 point, the other player gets 1 point.",
     ]
     assert re.search(r"^- If 1 player delegates, the mediator plays A[01] for that player\.$", text, re.M)
     assert "- If 2 players delegate, the mediator plays A0 for each of them." in text

@@ -327,7 +327,8 @@ async def test_play_mode_three_rounds_against_tit_for_tat(tmp_path: Path) -> Non
     assert [(r["round"], r["seat"], r["payoff"]) for r in store.rounds(match_id)] == [
         (1, 0, 2.0), (1, 1, 2.0), (2, 0, 2.0), (2, 1, 2.0), (3, 0, 2.0), (3, 1, 2.0)]
     (match,) = store.matches(run_id)
-    assert json.loads(match["payoffs"]) == [2.0, 2.0]  # payoff "mean" over the rounds
+    # told "exactly 3 rounds ... your points add up": the match payoff is the total
+    assert json.loads(match["payoffs"]) == [6.0, 6.0]
 
 
 async def test_play_mode_mixed_strategy_and_a_rejected_typo(tmp_path: Path) -> None:
@@ -519,7 +520,7 @@ def test_self_play_uses_one_agent_and_the_self_matchup() -> None:
 def test_play_setup_repetition_only_for_several_rounds() -> None:
     many = play_setup("prisoners", "tit_for_tat", 4, None)
     assert many.seats == ["human", "tit_for_tat"]
-    assert (many.mechanism, many.params) == ("repetition", {"rounds": 4, "payoff": "mean"})
+    assert (many.mechanism, many.params) == ("repetition", {"rounds": 4, "horizon": "known"})
     one = play_setup("prisoners", "openai/gpt-4o-mini", 1, None)
     assert one.mechanism == "none" and one.params == {}
 

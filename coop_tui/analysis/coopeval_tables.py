@@ -41,6 +41,7 @@ from coop_tui.analysis.population import (
     replicator_dynamics,
 )
 from coop_tui.analysis.tournament import cross_play_tensor
+from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP
 
 DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
 """The games of the aggregate table (Stag Hunt and Matching Pennies are not dilemmas)."""
@@ -73,12 +74,13 @@ MECHANISM_LABELS = {
 }
 
 
-def mean_se(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error (sample standard deviation / sqrt n; 0 for one value)."""
+def mean_se(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean and standard error (sample standard deviation / sqrt n). One value has no
+    standard error: None, printed as the value alone (never "± 0.000")."""
     n = len(values)
     mean = float(sum(values) / n)
     if n < 2:
-        return mean, 0.0
+        return mean, None
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(var / n)
 
@@ -93,13 +95,16 @@ def mechanism_label(mechanism: str, order: str | None) -> str:
 def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
     """One group per experiment x game x condition that has population metrics."""
     rows = db.execute(
-        """select experiment, game, mechanism, condition_key, min(condition), min(matchup),
-                  min(game_spec), group_concat(distinct replicate)
+        f"""select experiment, game, mechanism, condition_key, cond, matchup,
+                  {GAME_SPEC_OF_GROUP}, reps from (
+           select experiment, game, mechanism, condition_key, min(condition) as cond,
+                  min(matchup) as matchup, {GAME_SPEC_MIN},
+                  group_concat(distinct replicate) as reps
            from matches
            where run_id = ? and status = 'done'
                  and ((matchup = 'cross' and mechanism not in ('benchmark', 'score'))
                       or (matchup in ('reputation', 'population') and mechanism = 'reputation'))
-           group by experiment, game, condition_key, matchup
+           group by experiment, game, condition_key, matchup)
            order by experiment, game, condition_key""",
         [run_id],
     ).fetchall()
@@ -402,7 +407,8 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
             normed = []
             for c in group:
                 low, high = scales[c["table"]]
-                normed.append(((c["value"] - low) / (high - low), c["se"] / abs(high - low)))
+                se = None if c["se"] is None else c["se"] / abs(high - low)
+                normed.append(((c["value"] - low) / (high - low), se))
             if len(normed) == 1:
                 value, se = normed[0]
             else:
@@ -469,6 +475,8 @@ def cell_text(c: dict[str, Any] | None) -> str:
     if c is None:
         return "-"
     digits = 1 if c["metric"] == "deviation_rank" and c["agent"] != "average" else 3
+    if c["se"] is None:  # one replicate (or one game): no standard error exists
+        return f"{c['value']:.{digits}f}"
     return f"{c['value']:.{digits}f} ± {c['se']:.{digits}f}"
 
 

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from coop_tui.store import Store
+from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, Store
 
 ONE_SHOT = ("similarity", "none")
 """Mechanisms whose matches are one round of the base game with one play decision per seat."""
@@ -127,10 +127,11 @@ def _conditions(store: Store, run_id: str) -> list[tuple[int, str, str, str, int
         return []
     marks = ",".join("?" for _ in ONE_SHOT)
     return store.db.execute(
-        f"""select experiment, condition_key, min(condition), min(game_spec), count(*),
-                   min(mechanism)
+        f"""select experiment, condition_key, cond, {GAME_SPEC_OF_GROUP}, n, mech from (
+            select experiment, condition_key, min(condition) as cond, {GAME_SPEC_MIN},
+                   count(*) as n, min(mechanism) as mech, min(rowid) as first
             from matches where run_id = ? and status = 'done' and mechanism in ({marks})
-            group by experiment, condition_key order by experiment, min(rowid)""",
+            group by experiment, condition_key) order by experiment, first""",
         [run_id, *ONE_SHOT],
     ).fetchall()
 
@@ -335,6 +336,8 @@ def expected_section(conds: list[_Condition]) -> dict[str, Any]:
     """``report --json`` key ``expected``."""
     out = []
     for c in conds:
+        # the seats of one match are not independent samples: one match has no SE
+        several = c.matches > 1
         out.append({
             "experiment": c.experiment,
             "condition_key": c.condition_key,
@@ -342,8 +345,10 @@ def expected_section(conds: list[_Condition]) -> dict[str, Any]:
             "game": c.game.key,
             "matches": c.matches,
             "per_player": {
-                "expected": _round(c.expected_all.mean()), "expected_se": _round(c.expected_all.se()),
-                "realised": _round(c.realised_all.mean()), "realised_se": _round(c.realised_all.se()),
+                "expected": _round(c.expected_all.mean()),
+                "expected_se": _round(c.expected_all.se()) if several else None,
+                "realised": _round(c.realised_all.mean()),
+                "realised_se": _round(c.realised_all.se()) if several else None,
             },
             "agents": {
                 agent: {

@@ -17,6 +17,7 @@ from collections import defaultdict
 from itertools import combinations, product
 from typing import Any
 
+from coop_tui.grounded.domains import benchmark_key
 from coop_tui.grounded.metrics import similarity
 
 Answers = dict[str, dict[str, dict[int, dict[str, Any]]]]
@@ -101,6 +102,7 @@ def matrix_for(db: Any, run_id: str, source: str) -> dict[str, dict[str, float |
     """The matrix a ``similarity_source`` names: ``exogenous:<benchmark>`` or
     ``endogenous:<benchmark>:<view>`` (KeyError naming what is missing)."""
     parts = source.split(":")
+    parts[1] = benchmark_key(parts[1])  # an alias ("die") names the key answers are stored under
     if parts[0] == "exogenous":
         found = exogenous(db, run_id).get(parts[1])
         if found is None:
