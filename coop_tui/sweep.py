@@ -26,6 +26,7 @@ from coop_tui.engine import (
     MatchContext,
     MatchStopped,
     derived_seed,
+    let_loop_run,
     stable_hash,
 )
 from coop_tui.events import (
@@ -201,6 +202,16 @@ def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
         )
 
 
+async def close_agents(agents: Any) -> None:
+    """Close what agents hold open on this loop (an LLM agent's HTTP session): the run is
+    over, and a session left to the garbage collector warns "Unclosed client session"."""
+    for agent in agents:
+        close = getattr(agent, "aclose", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                await close()
+
+
 async def prepare_agents(agents: Any) -> None:
     """Let agents load what they need (client libraries, model files) before any match."""
     await asyncio.gather(
@@ -271,6 +282,8 @@ async def run_sweep(
         await prepare_agents(agents.values())
     except BaseException:  # the lease must not outlive a run that never started
         lease.release()
+        if agents is not None:
+            await close_agents(agents.values())
         raise
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
@@ -311,6 +324,7 @@ async def run_sweep(
             if status == "failed":
                 summary.matches_failed += 1
             progress()
+            await let_loop_run()  # a strategy match never suspends: signals must get in
 
     n_workers = max(1, min(n_todo, match_workers or sweep.spec.concurrency * 2))
     progress()
@@ -343,6 +357,7 @@ async def run_sweep(
         gc.unfreeze()
         heartbeat.cancel()
         lease.release()
+        await asyncio.shield(close_agents(agents.values()))
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:
             u()
