@@ -230,7 +230,8 @@ def test_list_strategies_shows_the_aliases() -> None:
     env = {**os.environ, "COLUMNS": "250"}
     out = subprocess.run([sys.executable, "-m", "coop_tui.cli", "list", "strategies"],
                          capture_output=True, text=True, env=env, check=True).stdout
-    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
+    # piped, the listing is tab-separated: name, aliases, what it does
+    rows = {line.split("\t")[0]: line for line in out.splitlines() if line.count("\t") >= 2}
     assert "noise_10 (noise = 0.1)" in rows["noisy_tit_for_tat"]
     assert "hard_tft" in rows["hard_tit_for_tat"]
     assert "pavlov" in rows["win_stay_lose_shift_sp"]
