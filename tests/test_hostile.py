@@ -24,12 +24,13 @@ from coop_tui.testing.server import LoopbackServer
 SECRET = "sk-hostile-SECRET-9137"
 
 
-# The CLI run as with -m, reporting its own peak memory on exit: RUSAGE_CHILDREN would be
-# the peak of every child this test process ever waited for, other tests' ones included.
+# The CLI run as with -m, reporting its own peak memory (VmHWM) on exit: RUSAGE_CHILDREN is
+# the peak of every child this process ever waited for, and on Linux a child's ru_maxrss
+# starts at its parent's peak (kept across exec): a pytest worker that loaded the model.
 _CLI_REPORTING_ITS_PEAK = (
-    "import atexit, os, resource, runpy, sys\n"
-    "atexit.register(lambda: open(os.environ['PEAK_RSS_FILE'], 'a').write("
-    "f'{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
+    "import atexit, os, re, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['PEAK_RSS_FILE'], 'a').write(re.search("
+    "r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1) + '\\n'))\n"
     "sys.argv[0] = 'coop-tui'\n"
     "runpy.run_module('coop_tui.cli', run_name='__main__', alter_sys=True)\n"
 )
