@@ -435,9 +435,10 @@ def _gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def mixed_gbnf(labels: tuple[str, ...]) -> str:
+def mixed_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
     """Grammar of a mixed answer: every label once, in order, an integer 0..100 each, and
-    at least one of them positive.
+    at least one of them positive (then ``"leave": true|false`` when ``leave``: seed
+    004's move and keep-playing choice in one answer).
 
     All zeros is the one integer answer the parser must reject (nothing to normalise), so
     the grammar rules it out: rule ``z<i>`` is "no positive value yet", ``a<i>`` "one
@@ -447,7 +448,9 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     n = len(labels)
     if n == 0:
         raise ValueError("a mixed answer needs at least one label")
-    lines = ['root ::= "{" space z0 "}" space']
+    lines = ['root ::= "{" space z0 ' + ("leave " if leave else "") + '"}" space']
+    if leave:
+        lines.append(_LEAVE_RULE)
     for i, label in enumerate(labels):
         key = f'{_gbnf_literal(json.dumps(label))} space ":" space'
         if i == n - 1:
@@ -467,15 +470,22 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def choice_gbnf(labels: tuple[str, ...]) -> str:
-    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels."""
+_LEAVE_RULE = 'leave ::= "," space ' + '"\\"leave\\"" space ":" space ("true" | "false") space'
+"""The ``, "leave": true|false`` tail of a combined move-and-leave answer."""
+
+
+def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
+    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels
+    (and ``"leave": true|false`` after it when ``leave``)."""
     if not labels:
         raise ValueError("a choice answer needs at least one label")
     options = " | ".join(_gbnf_literal(json.dumps(label)) for label in labels)
     key = _gbnf_literal(json.dumps("choice"))
+    tail = " leave" if leave else ""
     return (
-        f'root ::= "{{" space {key} space ":" space ( {options} ) space "}}" space\n'
-        'space ::= " "?\n'
+        f'root ::= "{{" space {key} space ":" space ( {options} ) space{tail} "}}" space\n'
+        + (_LEAVE_RULE + "\n" if leave else "")
+        + 'space ::= " "?\n'
     )
 
 
@@ -535,10 +545,12 @@ def answer_grammar(
         if gbnf is not None:
             return "gbnf", gbnf
 
-    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, {}):
-        return "gbnf", mixed_gbnf(labels)
-    if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
-        return "gbnf", choice_gbnf(labels)
+    leave = bool(opts.get("ask_leave"))
+    plain = {"ask_leave": True} if leave else {}
+    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, plain):
+        return "gbnf", mixed_gbnf(labels, leave=leave)
+    if kind == "choice" and labels and schema == answer_schema("choice", labels, plain):
+        return "gbnf", choice_gbnf(labels, leave=leave)
     if kind == "judgement" and labels and opts.get("shape") == "types":
         from coop_tui.judging.rubric import judgement_types_gbnf
 
