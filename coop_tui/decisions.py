@@ -184,6 +184,10 @@ class Decision:
     retries: list[Attempt] = field(default_factory=list)
     reused: bool = False
     """True when the answer came from the store (resume / cache), not a new request."""
+    asked_again: bool = False
+    """True when the store held this decision as invalid (no usable answer) and a resume
+    asked it again: an unusable answer can change once the model or prompt is fixed. The
+    new answer replaces the stored one under the same cache key."""
     coop_prob: float | None = None
     cooperated: bool | None = None
     created_at: float = 0.0

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,7 +52,10 @@ from coop_tui.prompts import (
     example_answer,
     payoff_description,
 )
+from coop_tui.redact import scrub
 
+RECENT_DECISIONS = 1000
+"""Decisions a match context keeps in memory (MatchContext.decisions)."""
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta", "item")
 ITEM_PHASE = "item"
 """A benchmark answer (seed 000's grounded similarity): a choice or mixed answer in this
@@ -123,7 +127,11 @@ class DecisionPolicy:
     code): the rules as a system message and the round as a user message, the answer in
     ``<answer>`` tags (the kinds with an ``answer/<kind>_tag.j2`` template), decimals
     accepted in numeric moves."""
-
+    max_prompt_tokens: int | None = None
+    """Every prompt (first attempt and re-asks) is measured before it is sent (characters
+    / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
+    with the reason recorded. Prompts grow with history, so the dry run's check of the
+    first prompt cannot cover them all."""
 
 
 @dataclass
@@ -150,11 +158,11 @@ class _Sink:
 
     def text(self, delta: str) -> None:
         if delta:
-            self.bus.emit(TextDelta(self.match_id, self.seat, delta))
+            self.bus.emit(TextDelta(self.match_id, self.seat, scrub(delta)))
 
     def reasoning(self, delta: str) -> None:
         if delta:
-            self.bus.emit(ReasoningDelta(self.match_id, self.seat, delta))
+            self.bus.emit(ReasoningDelta(self.match_id, self.seat, scrub(delta)))
 
     def restart(self, reason: str) -> None:
         self.bus.emit(StreamRestarted(self.match_id, self.seat, reason))
@@ -202,7 +210,9 @@ class MatchContext:
         played on other positions or games): handed to strategies with the history."""
         self._instructions: dict[tuple[str, str, tuple[str, ...]], str] = {}
         """Rendered answer instructions per (kind, style, labels): the same every round."""
-        self.decisions: list[Decision] = []
+        self.decisions: deque[Decision] = deque(maxlen=RECENT_DECISIONS)
+        """The match's latest decisions (the store holds them all): one match can be a
+        tournament of hundreds of thousands of decisions."""
         self._counts = game.action_counts
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
         self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]
@@ -254,8 +264,13 @@ class MatchContext:
         game: Game | None = None,
         position: int | None = None,
         describe: Game | None = None,
+        goal: str | None = None,
     ) -> DecisionRequest:
         """The standard game prompt for one seat, with a mechanism's twist inserted.
+
+        ``goal`` replaces the wrapper's personal goal ("collect as many points as you
+        can"); an empty string states none, for a mechanism whose twist gives the goal
+        (seed 004's group competition, whose players pursue only the group's score).
 
         ``describe`` is the game whose actions and payoffs the prompt spells out when it
         is not the game played: Mediation plays the game with "delegate" added but, as
@@ -306,9 +321,9 @@ class MatchContext:
             if callable(twist):  # the twist names the actions the description leaves out
                 twist = twist(own)
             base = own.restricted(describe.action_counts[pos])
-            text = self._game_text(describe, pos, base, twist, instructions)
+            text = self._game_text(describe, pos, base, twist, instructions, goal)
         else:
-            text = self._game_text(game, pos, own, twist, instructions)
+            text = self._game_text(game, pos, own, twist, instructions, goal)
         from coop_tui.schemas import answer_schema
 
         options: dict[str, Any] = {}
@@ -428,6 +443,7 @@ class MatchContext:
         own: Labelling,
         twist: str | Callable[[Labelling], str],
         instructions: str,
+        goal: str | None = None,
     ) -> str:
         rules = own
         if self.policy.randomize_labels == "trial":
@@ -452,6 +468,7 @@ class MatchContext:
             answer_kind=self.policy.answer,
             condition_text=self.policy.condition_text,
             rules_end=RULES_END if self.seed003_prompts else "",
+            goal=goal,
         )
 
     # ------------------------------------------------------------ asking
@@ -523,8 +540,13 @@ class MatchContext:
             return self._record(self._strategy_decision(agent, request))
         cache_key, content_key = self._keys(request, shared)
         reusable = agent.kind not in ("human",)
+        asked_again = False
         if reusable and self.lookup is not None:
             found = self.lookup.find_decision(cache_key)
+            if found is not None and not found.valid:
+                # No usable answer last time: the model, prompt or server may have been
+                # fixed since, so a resume asks again instead of failing the same way.
+                found, asked_again = None, True
             if found is None and self.policy.reuse_across_runs:
                 earlier = self.lookup.find_content(content_key)
                 if earlier is not None:
@@ -536,7 +558,9 @@ class MatchContext:
                 found.reused = True
                 self._emit_reused(found)
                 return self._record(found)
-        return self._record(await self._ask_fresh(agent, request, cache_key, content_key))
+        decision = await self._ask_fresh(agent, request, cache_key, content_key)
+        decision.asked_again = asked_again
+        return self._record(decision)
 
     def _answers_directly(self, request: DecisionRequest) -> bool:
         """A strategy asked without a prompt: its answer is free, instant and the same on
@@ -734,6 +758,10 @@ class MatchContext:
         for attempt in range(1, self.policy.max_attempts + 1):
             if self.stopped:
                 raise MatchStopped()
+            oversize = self._oversize(messages)
+            if oversize is not None:
+                error = oversize
+                break
             self.bus.emit(
                 DecisionStarted(
                     self.match_id, request.seat, request.round, request.phase, attempt,
@@ -779,8 +807,11 @@ class MatchContext:
                 failed.append(
                     Attempt(
                         messages=[dict(m) for m in messages],
-                        response=reply.parse_text if reply.answer is None else reply.text + "\n[answer] " + reply.answer,
-                        reasoning=reply.reasoning,
+                        response=scrub(
+                            reply.parse_text if reply.answer is None
+                            else reply.text + "\n[answer] " + reply.answer
+                        ),
+                        reasoning=scrub(reply.reasoning),
                         error=exc.reason,
                         latency_ms=reply.latency_ms,
                         input_tokens=reply.input_tokens,
@@ -794,7 +825,7 @@ class MatchContext:
                     )
                 )
                 messages = messages + [
-                    {"role": "assistant", "content": reply.parse_text},
+                    {"role": "assistant", "content": scrub(reply.parse_text)},
                     {
                         "role": "user",
                         "content": self.renderer.render(
@@ -804,7 +835,10 @@ class MatchContext:
                         ),
                     },
                 ]
-        assert last_reply is not None
+        if last_reply is None:  # nothing was sent: the first prompt is over the limit
+            last_reply = AgentReply(text="", latency_ms=0.0)
+            all_tokens = {"in": False, "out": False}
+            cost_known = False
         valid = error is None
         decision = Decision(
             match_id=self.match_id,
@@ -814,8 +848,8 @@ class MatchContext:
             kind=request.kind,
             agent=agent.name,
             prompt=[dict(m) for m in request.messages] if valid and not failed else messages,
-            response=last_reply.text,
-            reasoning=last_reply.reasoning,
+            response=scrub(last_reply.text),  # a provider may echo the Authorization header
+            reasoning=scrub(last_reply.reasoning),
             parsed=None,
             valid=valid,
             attempts=len(failed) + (1 if valid else 0),
@@ -825,7 +859,7 @@ class MatchContext:
             labels=request.labels,
             label_to_action=request.label_to_action,
             normalisation=note,
-            answer=last_reply.answer,
+            answer=scrub(last_reply.answer),
             constrained=last_reply.constrained,
             latency_ms=provider_ms if provider_ms > 0 else (time.perf_counter() - started) * 1000.0,
             input_tokens=totals["in"] if all_tokens["in"] else None,
@@ -845,6 +879,19 @@ class MatchContext:
         if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
+
+    def _oversize(self, messages: Sequence[Message]) -> str | None:
+        """Why these messages must not be sent (over ``max_prompt_tokens``), or None."""
+        limit = self.policy.max_prompt_tokens
+        if limit is None:
+            return None
+        chars = sum(len(str(m.get("content") or "")) for m in messages)
+        if chars <= limit * 4:  # the cheap common case, before any division
+            return None
+        tokens = -(-chars // 4)
+        return (f"prompt not sent: about {tokens:,} tokens (characters / 4), more than "
+                f"max_prompt_tokens = {limit:,}; use a shorter history or fewer players, or "
+                "raise max_prompt_tokens")
 
     def _finish_mixed(self, decision: Decision, request: DecisionRequest, parsed: Any) -> None:
         # the view's seat is the player position in the game (== seat unless re-matched)

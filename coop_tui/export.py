@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from coop_tui.store import game_spec_sql
+
 CHUNK = 20_000
 
 TABLES = {
@@ -46,10 +48,13 @@ def _columns(conn: Any, table: str) -> list[tuple[str, str]]:
 def table_query(conn: Any, name: str) -> tuple[list[tuple[str, str]], str]:
     """The columns and the SQL that streams one exported table of a run."""
     table, template = TABLES[name] if name in TABLES else OPTIONAL_TABLES[name]
-    columns = [c for c in _columns(conn, table) if not (table == "decisions" and c[0] == "prompt_hash")]
+    columns = [c for c in _columns(conn, table) if not (table == "decisions" and c[0] == "prompt_hash")
+               and not (table == "matches" and c[0] == "game_spec_hash")]
     exprs = []
     for col, _type in columns:
-        if table == "decisions" and col == "prompt":
+        if table == "matches" and col == "game_spec":  # stored once per spec (game_specs)
+            exprs.append(f"{game_spec_sql('t')} as game_spec")
+        elif table == "decisions" and col == "prompt":
             exprs.append(
                 "coalesce((select x.text from texts x where x.hash = t.prompt_hash), t.prompt)"
                 " as prompt"

@@ -16,6 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from coop_tui.terminal import terminal_text
+
 COLUMNS = {
     "games": ("key", "players", "actions", "title"),
     "strategies": ("name", "aliases", "what it does"),
@@ -116,12 +118,14 @@ def list_command(what: str, db_path: Path, *, as_json: bool = False) -> int:
         # `coop-tui list games | grep punish` and `cut -f1` see whole names
         print("\t".join(columns))
         for row in rows:
-            print("\t".join(_cell(what, col, row).replace("\t", " ") for col in columns))
+            print("\t".join(terminal_text(_cell(what, col, row), markup=False).replace("\t", " ")
+                             for col in columns))
         return 0
     table = Table(title=what)
     for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*[_cell(what, col, row) for col in columns])
+        # names come from sweep files and imports: never raw escapes or markup
+        table.add_row(*[terminal_text(_cell(what, col, row)) for col in columns])
     Console().print(table)
     return 0

@@ -5,8 +5,10 @@ ballots, contracts) and the agent's style, so it is measured, not assumed: each 
 grid point's mechanism builds its real first request for every model seat, through the
 same ``play_cell`` as a run, with probe agents that record the messages and stop the
 match before anything is sent. Tokens are estimated as characters / 4 (English text in
-common tokenizers). The first request is a lower bound for repeated games, whose later
-prompts add the history shown; the report says so.
+common tokenizers). Probes answer the simplest valid way (an even mix, the first option),
+so a repeated game is rendered round after round and its later, longer prompts are
+measured too (within a budget of requests); the check uses the longest, the cost the
+mean. A request a probe cannot answer (a plan, a vote) ends its match there.
 
 The model's context window comes from litellm's bundled price map (the JSON file, read
 directly: importing litellm costs seconds).
@@ -23,6 +25,9 @@ from coop_tui.spec import Sweep
 CHARS_PER_TOKEN = 4
 MAX_PROBES = 200
 """Distinct grid points rendered at most; beyond that a spread sample stands for the rest."""
+PROBE_REQUESTS = 20_000
+"""Requests the probes render in all (the whole match of each probed grid point while
+this lasts: prompts grow with the history a repeated game shows)."""
 
 
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:
@@ -32,14 +37,19 @@ def estimate_tokens(messages: list[dict[str, Any]]) -> int:
 
 @dataclass
 class PromptSizes:
-    """Estimated input tokens of the first request, per probed grid point and seat."""
+    """Estimated input tokens per probed grid point and seat: of the first request, the
+    mean and the largest of the requests the probe rendered (the whole match where the
+    probe budget allowed and the probe could answer every request)."""
 
     by_cell: dict[int, dict[int, int]] = field(default_factory=dict)
+    mean_by_cell: dict[int, dict[int, float]] = field(default_factory=dict)
+    largest_by_cell: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    """(tokens, the seat's request number it was) of the longest request."""
     probed: int = 0
     distinct: int = 0
 
     def for_seat(self, cell_index: int, seat: int, agent_mean: float | None) -> float | None:
-        seats = self.by_cell.get(cell_index)
+        seats = self.mean_by_cell.get(cell_index) or self.by_cell.get(cell_index)
         if seats and seat in seats:
             return float(seats[seat])
         return agent_mean
@@ -50,14 +60,38 @@ class _Stop(Exception):
 
 
 class _Probe:
-    def __init__(self, name: str, kind: str, style: str, seen: dict[int, list[dict[str, Any]]]) -> None:
+    """Records each request's size and answers it the simplest valid way (an even mix,
+    the first option) so the match goes on and later, longer prompts are rendered too;
+    a request it cannot answer, or the end of the budget, stops the match."""
+
+    def __init__(self, name: str, kind: str, style: str, seen: dict[int, list[int]],
+                 budget: list[int]) -> None:
         self.name, self.kind, self.style = name, kind, style
         self.spec: dict[str, Any] = {"probe": name}
-        self._seen = seen
+        self._seen, self._budget = seen, budget
 
     async def reply(self, request: Any, messages: list[dict[str, Any]], sink: Any) -> Any:
-        self._seen.setdefault(request.seat, [dict(m) for m in messages])
-        raise _Stop()
+        from coop_tui.decisions import AgentReply
+
+        self._seen.setdefault(request.seat, []).append(estimate_tokens(messages))
+        self._budget[0] -= 1
+        answer = _simplest_answer(request)
+        if answer is None or self._budget[0] <= 0:
+            raise _Stop()
+        return AgentReply(text=answer)
+
+
+def _simplest_answer(request: Any) -> str | None:
+    import json
+
+    labels = list(request.labels)
+    if request.kind == "choice" and labels:
+        return json.dumps({"choice": labels[0]})
+    if request.kind == "mixed" and labels:
+        shares = [100 // len(labels)] * len(labels)
+        shares[0] += 100 - sum(shares)
+        return json.dumps(dict(zip(labels, shares, strict=True)))
+    return None
 
 
 def _signature(sweep: Sweep, index: int) -> str:
@@ -91,21 +125,30 @@ async def measure(sweep: Sweep) -> PromptSizes:
     renderer = PromptRenderer(_templates(sweep))
     base = sweep.source.parent if sweep.source else None
     rep_of = {members[0]: members for members in groups.values()}
-    for i in reps:
+    budget = [PROBE_REQUESTS]
+    for n, i in enumerate(reps):
         cell = sweep.cells[i]
-        seen: dict[int, list[dict[str, Any]]] = {}
+        seen: dict[int, list[int]] = {}
+        # every probe renders at least its first requests, whatever the others used
+        cell_budget = [max(budget[0] // max(len(reps) - n, 1), 2 * len(cell.seats) + 1)]
         agents = {}
         for name in set(cell.seats):
             spec = sweep.spec.agents[name]
             style = spec.style if spec.kind in ("llm", "local") else "direct"
-            agents[name] = _Probe(name, spec.kind, style, seen)
+            agents[name] = _Probe(name, spec.kind, style, seen, cell_budget)
+        before = cell_budget[0]
         await play_cell(
             cell, 0, run_id="probe", sweep=sweep, agents=agents, bus=EventBus(), store=None,
-            renderer=renderer, base=base,
+            renderer=renderer, base=base, limit_prompts=False,
         )
-        tokens = {seat: estimate_tokens(msgs) for seat, msgs in seen.items()}
+        budget[0] -= before - cell_budget[0]
+        first = {seat: sizes_[0] for seat, sizes_ in seen.items()}
+        mean = {seat: sum(sizes_) / len(sizes_) for seat, sizes_ in seen.items()}
+        largest = {seat: max((t, k + 1) for k, t in enumerate(sizes_)) for seat, sizes_ in seen.items()}
         for member in rep_of.get(i, [i]):
-            sizes.by_cell[member] = tokens
+            sizes.by_cell[member] = first
+            sizes.mean_by_cell[member] = mean
+            sizes.largest_by_cell[member] = largest
         sizes.probed += 1
     return sizes
 
@@ -142,18 +185,21 @@ def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
     limit = sweep.spec.max_prompt_tokens
     for index, seats in sizes.by_cell.items():
         cell = sweep.cells[index]
-        for seat, tokens in seats.items():
+        largest = sizes.largest_by_cell.get(index, {})
+        for seat, first_tokens in seats.items():
             if seat >= len(cell.seats):
                 continue
             name = cell.seats[seat]
             agent = sweep.spec.agents[name]
             if agent.kind not in ("llm", "local"):
                 continue
+            tokens, number = largest.get(seat, (first_tokens, 1))
+            which = "first prompt" if number == 1 else f"prompt number {number:,} (prompts grow with the history shown)"
             if tokens > limit:
                 raise SpecError(
                     "max_prompt_tokens",
-                    f"experiments[{cell.experiment}] ({cell.game} / {cell.mechanism}): the first "
-                    f"prompt of seat {seat + 1} ({name}) is about {tokens:,} tokens (characters / "
+                    f"experiments[{cell.experiment}] ({cell.game} / {cell.mechanism}): the "
+                    f"{which} of seat {seat + 1} ({name}) is about {tokens:,} tokens (characters / "
                     f"{CHARS_PER_TOKEN}), more than max_prompt_tokens = {limit:,}; use fewer "
                     "players or a shorter history, or raise max_prompt_tokens",
                 )
@@ -161,7 +207,7 @@ def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
             if window is not None and tokens > window:
                 raise SpecError(
                     f"agents.{name}.model",
-                    f"the first prompt of experiments[{cell.experiment}] ({cell.game} / "
+                    f"the {which} of experiments[{cell.experiment}] ({cell.game} / "
                     f"{cell.mechanism}) is about {tokens:,} tokens, beyond the {window:,}-token "
                     f"context of {agent.model}; use a model with a longer context or a smaller "
                     "game",

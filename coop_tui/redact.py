@@ -4,11 +4,13 @@ Secrets reach coop-tui three ways: a literal ``api_key``, the value of an enviro
 variable (``api_key_env`` or the provider's usual one), and a ``user:password@`` part in
 an ``api_base`` URL. The agent needs them to connect; nothing else does. Two tools:
 
-- :func:`strip_userinfo` turns ``http://user:pass@host/v1`` into ``http://host/v1``, for
-  the public agent spec (stored, hashed, shown);
+- :func:`strip_userinfo` turns ``http://user:pass@host/v1?key=sk-1`` into
+  ``http://host/v1?key=***``, for the public agent spec (stored, hashed, shown);
 - :func:`scrub` removes every registered secret (and its Basic-auth encoding), any
-  ``user:pass@`` in a URL or host, and ``Authorization`` / ``Basic`` / ``Bearer`` echoes
-  from free text such as provider error bodies, before it is stored or printed.
+  ``user:pass@`` in a URL or host, credentials in a URL's query (``?key=…``: HTTP
+  libraries such as aiohttp quote the request URL in their errors), and ``Authorization``
+  / ``Basic`` / ``Bearer`` echoes from free text such as provider error bodies, before it
+  is stored or printed.
 
 Secrets are registered when a sweep's keys are resolved (:func:`register_secret`), so a
 provider that quotes the key back in an error cannot get it into the database.
@@ -28,6 +30,13 @@ _SECRETS: set[str] = set()
 # "scheme://user:pass@" or a bare "user:pass@host" (as in "model at user:pass@host:8000")
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)?[^\s/@:'\"<>()\[\]{},]+:[^\s/@'\"<>]*@")
 _USER_ONLY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/@:'\"<>]+@")
+_QUERY_SECRET = re.compile(
+    r"([?&;](?:api[_-]?key|key|apikey|token|access[_-]?token|auth|secret|password|passwd|"
+    r"sig|signature)=)([^&\s'\"#<>)]+)",
+    re.I,
+)
+"""A credential in a URL's query (``/v1?key=sk-...``, ``&token=...``): some providers take
+the key that way, and HTTP libraries such as aiohttp quote the request URL in their errors."""
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+|=|:\s*)([A-Za-z0-9._~+/=\-]+)", re.I)
 _AUTH_HEADER = re.compile(
     r"((?:Proxy-)?Authorization|api[_-]?key|x-api-key)(['\"]?\s*[:=]\s*['\"]?)"
@@ -67,8 +76,13 @@ def register_secret(value: str | None) -> None:
 
 
 def register_url(url: str | None) -> None:
-    """Register the ``user:password`` of a URL (as typed and as Basic auth sends it)."""
-    if not url or "@" not in url:
+    """Register the ``user:password`` and the query credentials of a URL (as typed and
+    as Basic auth sends them)."""
+    if not url:
+        return
+    for m in _QUERY_SECRET.finditer(url):
+        register_secret(m.group(2))
+    if "@" not in url:
         return
     try:
         parts = urlsplit(url)
@@ -89,7 +103,10 @@ def strip_userinfo(url: Any) -> Any:
     """
     if isinstance(url, list | tuple):
         return type(url)(strip_userinfo(u) for u in url)
-    if not isinstance(url, str) or "@" not in url:
+    if not isinstance(url, str):
+        return url
+    url = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, url)
+    if "@" not in url:
         return url
     try:
         parts = urlsplit(url)
@@ -115,6 +132,8 @@ def scrub(text: Any) -> Any:
     if "@" in text:
         text = _USERINFO.sub(lambda m: m.group("scheme") or "", text)
         text = _USER_ONLY.sub(lambda m: m.group("scheme"), text)
+    if "=" in text:
+        text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)

@@ -413,7 +413,7 @@ def render_text(report: dict[str, Any]) -> Any:
 
     parts: list[Any] = []
     run, c = report["run"], report["counts"]
-    parts.append(Text(f"run {run['id']}  {run['name']}  [{run['status']}]", style="bold"))
+    parts.append(Text.from_markup(f"run {run['id']}  {run['name']}  \\[{run['status']}]", style="bold"))
     parts.append(
         Text(
             f"matches {c['matches_done']}/{c['matches']} done, {c['matches_failed']} failed; "
@@ -657,5 +657,8 @@ def report_command(
     else:
         from rich.console import Console
 
-        Console().print(render_text(report))
+        from coop_tui.terminal import terminal_data
+
+        # names and errors come from sweep files, imports and providers: shown, not obeyed
+        Console().print(render_text(terminal_data(report)))
     return 0

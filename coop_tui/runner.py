@@ -38,8 +38,9 @@ from coop_tui.events import (
     RunStarted,
 )
 from coop_tui.redact import scrub
-from coop_tui.spec import Sweep, load_sweep
+from coop_tui.spec import SpecError, Sweep, load_sweep
 from coop_tui.sweep import reasks, run_sweep
+from coop_tui.terminal import terminal_text
 
 OUTPUT_TOKENS_GUESS = 800
 """Output tokens per call assumed for the estimate when an agent sets no max_tokens."""
@@ -48,9 +49,9 @@ OUTPUT_TOKENS_GUESS = 800
 def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     """Matches, decisions, model calls and cost before anything runs.
 
-    Input tokens come from the real rendered first prompt of each grid point and seat
-    (``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of the
-    match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
+    Input tokens come from the real rendered prompts of each grid point and seat (their
+    mean, ``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of
+    the match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
     """
     from coop_tui.sweep import decisions_per_match
 
@@ -69,7 +70,7 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
             if agents[name].kind not in ("llm", "local"):
                 continue
             calls[name] = calls.get(name, 0.0) + per_seat
-            seen = sizes.by_cell.get(i, {}) if sizes is not None else {}
+            seen = (sizes.mean_by_cell.get(i) or sizes.by_cell.get(i, {})) if sizes is not None else {}
             if seat in seen:
                 tokens_in[name] = tokens_in.get(name, 0.0) + per_seat * seen[seat]
             else:
@@ -127,7 +128,7 @@ class ProgressView:
         for cell in sweep.cells:
             if cell.experiment not in self.tasks:
                 exp = sweep.spec.experiments[cell.experiment]
-                label = exp.name or f"#{cell.experiment} {cell.game} / {cell.mechanism}"
+                label = terminal_text(exp.name) or f"#{cell.experiment} {cell.game} / {cell.mechanism}"
                 total = sum(c.slots for c in sweep.cells if c.experiment == cell.experiment)
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
@@ -174,7 +175,7 @@ class ProgressView:
             self.console.print(f"[yellow]{event.message}")  # type: ignore[attr-defined]
         elif isinstance(event, MatchDone):
             exp = self.match_exp.get(event.match_id)
-            if event.status != "done":
+            if event.status == "failed":  # a stopped match is not a failed one
                 self._bump("all", "failed")
                 self._bump(exp, "failed")
             self.progress.advance(self.overall)
@@ -198,27 +199,39 @@ def run_batch(
 
     console = console or Console(stderr=False)
     sweep = load_sweep(path)  # SpecError -> exit 2 before anything is written
-    sizes = measure_sync(sweep)  # the real first prompts, rendered without sending them
+    sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
     check_prompt_sizes(sweep, sizes)
     est = estimate(sweep, sizes)
     price = f"~${est['cost_usd']:.4f}" if not est["unknown_price"] else (
         f"~${est['cost_usd']:.4f} + unknown price for {', '.join(est['unknown_price'])}"
     )
     console.print(
-        f"[bold]{sweep.name}[/]: {est['matches']} matches, ~{est['decisions']} decisions, "
+        f"[bold]{terminal_text(sweep.name)}[/]: {est['matches']} matches, ~{est['decisions']} decisions, "
         f"~{est['model_calls']} model calls, estimated cost {price}"
     )
     if est["model_calls"] and est["prompts_measured"]:
         console.print(
-            f"[dim]cost from the rendered first prompt of each grid point: ~{est['prompt_tokens_mean']:,.0f} "
-            "input tokens per call (characters / 4; repeated games grow with history), "
-            "output at max_tokens (or 800)"
+            f"[dim]cost from the rendered prompts of each grid point: ~{est['prompt_tokens_mean']:,.0f} "
+            "input tokens per call (characters / 4; the mean over a match where it was rendered "
+            "whole), output at max_tokens (or 800)"
         )
     budget = sweep.spec.budget_usd
     if budget is not None and est["cost_usd"] > budget:
         console.print(
             f"[yellow]the estimate exceeds the budget of ${budget:g}: the run stops when the budget is spent"
         )
+    check_source_runs(sweep, db_path)
+    # every server the agents talk to answers once before anything runs or is written
+    # (dry runs too, warning only: one GET per endpoint, no model call; hosted providers
+    # are not probed)
+    from coop_tui import preflight
+
+    flight = preflight.check(sweep, strict=not dry_run)  # SpecError (exit 2): no live server
+    line = preflight.describe(flight)
+    if line:
+        console.print(f"[dim]{line}", soft_wrap=True)
+    for warning in flight.warnings:  # whole lines: a URL or a cause must not be split
+        console.print(warning, style="yellow", highlight=False, markup=False, soft_wrap=True)
     if dry_run:
         return 0
     if est["cost_usd"] > 1.0 and not assume_yes and sys.stdin.isatty():
@@ -241,7 +254,7 @@ def run_batch(
     if resume:
         prev = store.latest_run(name=sweep.name)
         if prev is None:
-            console.print(f"[yellow]no earlier run named {sweep.name!r}: starting a new one")
+            console.print(f"[yellow]no earlier run named {terminal_text(repr(sweep.name))}: starting a new one")
         else:
             from coop_tui.sweep import check_resumable
 
@@ -348,12 +361,40 @@ def open_store(db_path: Path) -> Any:
                                 "give a writable file path") from None
 
 
+def check_source_runs(sweep: Sweep, db_path: Path) -> None:
+    """Every ``source_run`` names a run in the database (SpecError otherwise), checked
+    read-only before the database is opened for writing."""
+    wanted = {(i, exp.source_run) for i, exp in enumerate(sweep.spec.experiments) if exp.source_run}
+    if not wanted:
+        return
+    known: set[str] = set()
+    if db_path.exists():
+        try:
+            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+            try:
+                known = {row[0] for row in conn.execute("select id from runs")}
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            known = set()
+    for i, run in sorted(wanted):
+        if run not in known:
+            raise SpecError(
+                f"experiments[{i}].source_run",
+                f"no run {run!r} in {db_path}; name a run listed by `coop-tui list runs --db "
+                f"{db_path}`, or drop source_run to read this sweep's own earlier stages",
+            )
+
+
 def print_summary(summary: Any, console: Console) -> None:
-    table = Table(title=f"run {summary.run_id} ({summary.name}): {summary.status}", show_header=False)
+    table = Table(title=f"run {summary.run_id} ({terminal_text(summary.name)}): {summary.status}",
+                  show_header=False)
     rows = [
         ("matches", f"{summary.matches_done}/{summary.matches_total} "
                     f"({summary.matches_skipped} already done, {summary.matches_failed} failed)"),
-        ("decisions", f"{summary.decisions} ({summary.reused} reused from the database)"),
+        ("decisions", f"{summary.decisions} ({summary.reused} reused from the database"
+                      + (f", {summary.asked_again} asked again: they had no usable answer before"
+                         if getattr(summary, "asked_again", 0) else "") + ")"),
         ("invalid answers", str(summary.invalid)),
         ("re-asks / transport retries", f"{summary.retries} / {summary.transport_retries}"),
         ("cost", f"${summary.cost_usd:.4f}"),
@@ -370,8 +411,10 @@ def print_summary(summary: Any, console: Console) -> None:
         failures.add_column("matches", justify="right")
         failures.add_column("example")
         for reason, group in sorted(summary.failures.items(), key=lambda kv: (-kv[1]["count"], kv[0])):
-            failures.add_row(reason, str(group["count"]), scrub(group["example"]))
+            failures.add_row(terminal_text(reason), str(group["count"]),
+                             terminal_text(scrub(group["example"])))
         console.print(failures)
     for err in summary.errors[:5]:
-        console.print(f"[red]{scrub(err)}", highlight=False, markup=False)
+        console.print(f"{terminal_text(scrub(err), markup=False)}", style="red", highlight=False,
+                      markup=False)
     console.print(f"report: coop-tui report {summary.run_id}")

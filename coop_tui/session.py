@@ -614,7 +614,7 @@ class ReplaySession(Session):
 
     def __init__(self, store: Store, match_id: str, speed: float = 1.0) -> None:
         super().__init__()
-        row = store.db["matches"].get(match_id) if match_id else None
+        row = store.match(match_id) if match_id else None  # with its game spec resolved
         self.store = store
         self.match = dict(row)
         self.match_id = match_id

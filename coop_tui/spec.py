@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from coop_tui import redact
 from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
+from coop_tui.terminal import name_problem
 
 # Environment variables litellm reads for each provider prefix; used only to give a
 # clear "missing API key" error before anything runs.
@@ -241,6 +242,14 @@ class ExperimentSpec(BaseModel):
         default=None, description="read benchmark answers / judgements from this stored run"
     )
 
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, name: str | None) -> str | None:
+        problem = None if name is None else name_problem(name)
+        if problem:
+            raise ValueError(f"the experiment name {problem}")
+        return name
+
     @field_validator("randomize_labels", mode="before")
     @classmethod
     def _label_mode(cls, v: Any) -> bool | str:
@@ -290,10 +299,21 @@ class SweepSpec(BaseModel):
     agents: dict[str, AgentSpec]
     experiments: list[ExperimentSpec] = Field(min_length=1)
 
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, name: str) -> str:
+        problem = name_problem(name)
+        if problem:
+            raise ValueError(f"the sweep name {problem}")
+        return name
+
     @field_validator("agents")
     @classmethod
     def _one_kind(cls, agents: dict[str, AgentSpec]) -> dict[str, AgentSpec]:
         for name, a in agents.items():
+            problem = name_problem(name)
+            if problem:
+                raise ValueError(f"an agent name {problem}")
             kinds = [bool(a.model), bool(a.strategy), a.human]
             if sum(kinds) != 1:
                 raise ValueError(
@@ -394,6 +414,8 @@ class Sweep:
     spec: SweepSpec
     source: Path | None
     cells: list[Cell] = field(default_factory=list)
+    inputs: dict[str, str] = field(default_factory=dict)
+    """{path: sha256} of every other file the sweep names (see :mod:`coop_tui.inputs`)."""
 
     @property
     def name(self) -> str:
@@ -600,6 +622,9 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
         if not tdir.is_dir():
             raise SpecError("templates", f"folder {tdir} does not exist; point it at a copy of data/prompts")
     _check_decision_bound(sweep)
+    from coop_tui.inputs import fingerprints
+
+    sweep.inputs = fingerprints(data, source.parent if source else None)
     return sweep
 
 

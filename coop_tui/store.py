@@ -455,6 +455,47 @@ def m150_sp_trials_duplicates_and_paper_models(db: sqlite_utils.Database) -> Non
                          and {same})""")
 
 
+@migration
+def m130_run_input_fingerprints(db: sqlite_utils.Database) -> None:
+    # The SHA-256 of every file a run read besides its sweep (game files, item files,
+    # rubrics, templates), JSON {path: hash}: --resume refuses when one has changed.
+    if "inputs" not in db["runs"].columns_dict:
+        db["runs"].add_column("inputs", str)
+
+
+@migration
+def m130_content_addressed_game_specs(db: sqlite_utils.Database) -> None:
+    # A match's game spec (key, params, payoff tensor) is stored once per distinct spec in
+    # ``game_specs`` and referenced by hash: a 12-player table's tensor is 300 KB, and it
+    # was repeated in every match row. Older rows are moved over here; readers take the
+    # referenced spec and fall back to an inline one (GAME_SPEC_SQL).
+    db.execute("create table if not exists game_specs (hash text primary key, spec text not null)")
+    if "game_spec_hash" not in db["matches"].columns_dict:
+        db["matches"].add_column("game_spec_hash", str)
+    db.conn.create_function("coop_text_hash", 1, text_hash, deterministic=True)
+    db.execute(
+        "insert or ignore into game_specs (hash, spec) select distinct coop_text_hash(game_spec),"
+        " game_spec from matches where game_spec is not null"
+    )
+    db.execute(
+        "update matches set game_spec_hash = coop_text_hash(game_spec), game_spec = null"
+        " where game_spec is not null"
+    )
+
+
+@migration
+def m120_failure_reasons_by_cause(db: sqlite_utils.Database) -> None:
+    # Failure reasons name the real cause now (a refused connection that litellm reported
+    # as HTTP 500 is "connection refused"; DNS, TLS, connect timeouts, dropped connections
+    # have their own): derive the stored reasons again from the stored error texts.
+    from coop_tui.errors import failure_reason
+
+    rows = db.conn.execute("select id, error, reason from failures").fetchall()
+    changed = [(failure_reason(error), key) for key, error, reason in rows
+               if failure_reason(error) != reason]
+    db.conn.executemany("update failures set reason = ? where id = ?", changed)
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
@@ -531,6 +572,14 @@ INSERT_DECISION = (
     f"insert or ignore into decisions ({', '.join(DECISION_COLUMNS)})"
     f" values ({', '.join('?' * len(DECISION_COLUMNS))})"
 )
+REPLACE_DECISION = (
+    f"insert into decisions ({', '.join(DECISION_COLUMNS)})"
+    f" values ({', '.join('?' * len(DECISION_COLUMNS))})"
+    " on conflict(cache_key) where cache_key is not null do update set "
+    + ", ".join(f"{c} = excluded.{c}" for c in DECISION_COLUMNS if c != "cache_key")
+)
+"""A decision asked again on resume (the stored one had no usable answer): the new
+answer takes the old row's place, keeping its id (judgements and links stay valid)."""
 
 
 _JSON_CACHE: dict[tuple[Any, ...], str] = {}
@@ -638,6 +687,51 @@ PROMPT_SQL = "coalesce((select t.text from texts t where t.hash = d.prompt_hash)
 """A decision's prompt JSON in SQL, for a query over ``decisions d``."""
 
 
+def game_spec_sql(alias: str = "matches") -> str:
+    """A match's game spec JSON in SQL (``alias`` names the matches table in the query):
+    the referenced one in ``game_specs``, else an inline one from before m130."""
+    return (f"coalesce((select g.spec from game_specs g where g.hash = {alias}.game_spec_hash),"
+            f" {alias}.game_spec)")
+
+
+GAME_SPEC_MIN = "min(game_spec_hash) as _spec_hash, min(game_spec) as _spec_inline"
+"""One game spec of a group of matches, as two aggregate columns; an enclosing query
+turns them into the JSON with :data:`GAME_SPEC_OF_GROUP` (SQLite refuses an aggregate
+inside a correlated subquery)."""
+GAME_SPEC_OF_GROUP = (
+    "coalesce((select g.spec from game_specs g where g.hash = _spec_hash), _spec_inline)"
+)
+
+
+def intern_game_specs(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """Move each match row's inline ``game_spec`` JSON to ``game_specs`` (once per distinct
+    spec) and reference it by hash, in place, before the rows are inserted."""
+    known: dict[str, str] = {}
+    for row in rows:
+        spec = row.pop("game_spec", None)
+        if spec is None:
+            row["game_spec_hash"] = None
+            continue
+        digest = known.get(spec)
+        if digest is None:
+            digest = known[spec] = text_hash(spec)
+            conn.execute("insert or ignore into game_specs (hash, spec) values (?, ?)", [digest, spec])
+        row["game_spec_hash"] = digest
+
+
+def delete_judged_links(conn: sqlite3.Connection, run_id: str) -> int:
+    """Drop the links (and labels) of judgements of ``run_id``'s decisions, whose rows are
+    about to go (the run deleted, or replaced by a re-import): a link must never point at
+    a decision that is not there. The judge runs keep their own decisions. Returns how
+    many links went."""
+    if "judgements" not in {r[0] for r in conn.execute("select name from sqlite_master")}:
+        return 0
+    conn.execute(
+        "delete from judgement_labels where judge_decision_id in"
+        " (select judge_decision_id from judgements where judged_run_id = ?)", [run_id])
+    return conn.execute("delete from judgements where judged_run_id = ?", [run_id]).rowcount
+
+
 def text_hash(text: str) -> str:
     """The key of a stored text (128 bits of SHA-256: collisions are not a concern)."""
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -716,6 +810,8 @@ class Store:
         self._handlers: dict[type, Any] = {}
         self._batches: dict[str, _MatchBatch] = {}
         """Writes held back until the match ends, for matches of cheap seats only."""
+        self._spec_hashes: dict[str, str] = {}
+        """Game spec JSON -> hash, for specs already in ``game_specs`` (a few per run)."""
         self._folds = summaries.DirectFolds()
         """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
 
@@ -732,7 +828,8 @@ class Store:
 
     # ------------------------------------------------------------ runs
     def create_run(
-        self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any]
+        self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
+        inputs: dict[str, str] | None = None,
     ) -> None:
         with self.db.conn:
             self.db["runs"].insert(
@@ -747,6 +844,7 @@ class Store:
                     "created_at": time.time(),
                     "finished_at": None,
                     "error": None,
+                    "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
                 }
             )
 
@@ -887,9 +985,14 @@ class Store:
                 " (select judge_decision_id from judgements where judge_run_id = ?)", [run_id])
             self.db.execute("delete from judgements where judge_run_id = ?", [run_id])
             self.db.execute("delete from section_results where run_id = ?", [run_id])
+            delete_judged_links(self.db.conn, run_id)
             summaries.delete_run(self.db.conn, run_id)
             self.db.execute("delete from matches where run_id = ?", [run_id])
             self.db.execute("delete from runs where id = ?", [run_id])
+            self.db.execute(
+                "delete from game_specs where not exists"
+                " (select 1 from matches m where m.game_spec_hash = game_specs.hash)"
+            )
             self.db.execute(
                 "delete from texts where hash in (select x.hash from _dropped_texts x where not"
                 " exists (select 1 from decisions d where d.prompt_hash = x.hash))"
@@ -906,7 +1009,10 @@ class Store:
         }
 
     def matches(self, run_id: str) -> list[dict[str, Any]]:
-        return list(self.db.query("select * from matches where run_id = ? order by rowid", [run_id]))
+        return list(self.db.query(
+            f"select *, {game_spec_sql()} as game_spec from matches where run_id = ? order by rowid",
+            [run_id],
+        ))
 
     def seats(self, match_id: str) -> list[dict[str, Any]]:
         return list(self.db.query("select * from seats where match_id = ? order by seat", [match_id]))
@@ -991,7 +1097,9 @@ class Store:
         return list(self.db.query(sql, [run_id, *args, limit]))
 
     def match(self, match_id: str) -> dict[str, Any] | None:
-        rows = list(self.db.query("select * from matches where id = ? limit 1", [match_id]))
+        rows = list(self.db.query(
+            f"select *, {game_spec_sql()} as game_spec from matches where id = ? limit 1", [match_id]
+        ))
         return rows[0] if rows else None
 
     def decision_list(self, match_id: str) -> list[dict[str, Any]]:
@@ -1072,13 +1180,27 @@ class Store:
         agent_specs = info.pop("agent_specs", [{}] * len(e.seats))
         agent_kinds = info.pop("agent_kinds", [None] * len(e.seats))
         game_spec = info.pop("game_spec", None)
+        spec_json = _json(game_spec)
+        spec_hash = None
+        if spec_json is not None:
+            spec_hash = self._spec_hashes.get(spec_json)
+            if spec_hash is None:
+                if len(self._spec_hashes) > 64:
+                    self._spec_hashes.clear()
+                spec_hash = self._spec_hashes[spec_json] = text_hash(spec_json)
+                with self.db.conn:
+                    self.db.conn.execute(
+                        "insert or ignore into game_specs (hash, spec) values (?, ?)",
+                        [spec_hash, spec_json],
+                    )
         row = {
             "id": e.match_id,
             "run_id": e.run_id,
             "match_key": info.pop("match_key", e.match_id),
             "experiment": e.experiment,
             "game": e.game,
-            "game_spec": _json(game_spec),
+            "game_spec": None,  # stored once in game_specs (m130)
+            "game_spec_hash": spec_hash,
             "mechanism": e.mechanism,
             "condition": json.dumps(e.condition, sort_keys=True),
             "condition_key": condition_key(e.condition),
@@ -1133,6 +1255,7 @@ class Store:
         batch = self._batches.get(d.match_id)
         if batch is not None:
             batch.decisions.append(values)
+            self._hold(batch)
             return
         with self.db.conn:
             if d.prompt:
@@ -1142,12 +1265,13 @@ class Store:
                 self.db.conn.execute(
                     "insert or ignore into texts (hash, text) values (?, ?)", [values[HASH_AT], prompt]
                 )
-            self.db.conn.execute(INSERT_DECISION, values)
+            self.db.conn.execute(REPLACE_DECISION if d.asked_again else INSERT_DECISION, values)
 
     def _on_DirectDecisions(self, e: DirectDecisions) -> None:  # noqa: N802
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.decisions.append(e)
+            self._hold(batch)
             return
         for decision in e.decisions():
             self._on_DecisionDone(DecisionDone(decision))
@@ -1169,6 +1293,7 @@ class Store:
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.rounds.extend(rows)
+            self._hold(batch)
             return
         with self.db.conn:
             self.db.conn.executemany(INSERT_ROUND, rows)
@@ -1178,15 +1303,53 @@ class Store:
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.phases.append(row)
+            self._hold(batch)
             return
         with self.db.conn:
             self.db.conn.execute(INSERT_PHASE, row)
+
+    def _hold(self, batch: _MatchBatch) -> None:
+        """Write a batch's rows out once it holds SPILL_ROWS: one match can be a whole
+        tournament of hundreds of thousands of decisions, which memory must not hold.
+        The match is folded from the database when it ends (its rows are no longer all
+        in memory); a replay deletes its strategy decisions first, as for any match."""
+        if len(batch.decisions) + len(batch.rounds) + len(batch.phases) < SPILL_ROWS:
+            return
+        with self.db.conn:
+            self._write_batch(batch)
+        batch.spilled = True
+
+    def _write_batch(self, batch: _MatchBatch) -> None:
+        """Write and forget the rows a batch holds (the caller holds the transaction)."""
+        conn = self.db.conn
+        if all(type(item) is DirectDecisions for item in batch.decisions):
+            conn.executemany(INSERT_DIRECT, direct_values(batch.decisions))  # type: ignore[arg-type]
+        else:
+            rows = [
+                row for item in batch.decisions for row in (
+                    [decision_values(d) for d in item.decisions()]
+                    if type(item) is DirectDecisions else [item]
+                )
+            ]
+            for values in rows:
+                prompt = values[PROMPT_AT]
+                if prompt is not None and prompt != "[]":
+                    values[HASH_AT] = text_hash(prompt)
+                    conn.execute("insert or ignore into texts (hash, text) values (?, ?)",
+                                 (values[HASH_AT], prompt))
+                values[PROMPT_AT] = None
+            conn.executemany(INSERT_DECISION, rows)
+        conn.executemany(INSERT_ROUND, batch.rounds)
+        conn.executemany(INSERT_PHASE, batch.phases)
+        batch.decisions, batch.rounds, batch.phases = [], [], []
 
     def _flush(self, match_id: str, done: bool) -> None:
         """Write a batched match's decisions, rounds and phases (inside a transaction),
         and fold it into the summaries from memory when it is done."""
         batch = self._batches.pop(match_id, None)
-        if batch is None:
+        if batch is None or batch.spilled:
+            if batch is not None:
+                self._write_batch(batch)
             if done:
                 summaries.fold(self.db.conn, match_id)
             return
@@ -1284,16 +1447,21 @@ class Store:
 class _MatchBatch:
     """A cheap match's rows, written in one transaction when it ends."""
 
-    __slots__ = ("match", "agents", "decisions", "rounds", "phases")
+    __slots__ = ("match", "agents", "decisions", "rounds", "phases", "spilled")
 
     def __init__(self, match: tuple[str, str, int, str], agents: list[str]) -> None:
         self.match = match
         self.agents = agents
+        self.spilled = False
+        """Some rows were written before the match ended (see Store._hold)."""
         self.decisions: list[Any] = []
         """Rows in DECISION_COLUMNS order, or DirectDecisions events, in arrival order."""
         self.rounds: list[tuple[Any, ...]] = []
         self.phases: list[tuple[Any, ...]] = []
 
+
+SPILL_ROWS = 20_000
+"""Rows a cheap match's batch holds at most before they are written (Store._hold)."""
 
 FOLD_EVERY = 64
 """Finished strategy matches folded into the summaries in one write (see _write_folds)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import secrets
 import time
 from collections.abc import Callable
@@ -75,6 +76,8 @@ class RunSummary:
     matches_skipped: int = 0
     decisions: int = 0
     reused: int = 0
+    asked_again: int = 0
+    """Decisions stored as invalid by an earlier attempt of the run, asked again."""
     invalid: int = 0
     retries: int = 0
     transport_retries: int = 0
@@ -105,6 +108,7 @@ class _Counter:
             if d.reused:
                 self.s.reused += 1
                 return
+            self.s.asked_again += int(d.asked_again)
             self.s.invalid += 0 if d.valid else 1
             self.s.retries += reasks(d.attempts)
             self.s.transport_retries += d.transport_retries
@@ -183,6 +187,28 @@ def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
             "run it without --resume (a new run reuses identical finished decisions), "
             "or give it another name",
         )
+    from coop_tui.inputs import changed_input
+
+    recorded = json.loads(previous.get("inputs") or "{}")
+    changed = changed_input(recorded)
+    if changed is not None:
+        path, what = changed
+        raise SpecError(
+            "--resume",
+            f"{path} {what} since run {previous['id']} was started; its finished matches "
+            "used the old version. Restore the file to continue the run, or run without "
+            "--resume (a new run reuses identical finished decisions)",
+        )
+
+
+async def close_agents(agents: Any) -> None:
+    """Close what agents hold open on this loop (an LLM agent's HTTP session): the run is
+    over, and a session left to the garbage collector warns "Unclosed client session"."""
+    for agent in agents:
+        close = getattr(agent, "aclose", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                await close()
 
 
 async def prepare_agents(agents: Any) -> None:
@@ -229,7 +255,7 @@ async def run_sweep(
         run_id = run_id or new_run_id()
         store.create_run(
             run_id, sweep.name, kind=kind, seed=sweep.spec.seed, sweep_hash=sweep.hash,
-            spec=public_spec(sweep.spec),
+            spec=public_spec(sweep.spec), inputs=sweep.inputs,
         )
         lease = RunLease(store, run_id)
         lease.acquire()  # no contention on a new run; renewed while it plays, released at the end
@@ -255,6 +281,8 @@ async def run_sweep(
         await prepare_agents(agents.values())
     except BaseException:  # the lease must not outlive a run that never started
         lease.release()
+        if agents is not None:
+            await close_agents(agents.values())
         raise
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
@@ -327,6 +355,7 @@ async def run_sweep(
         gc.unfreeze()
         heartbeat.cancel()
         lease.release()
+        await asyncio.shield(close_agents(agents.values()))
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:
             u()
@@ -370,9 +399,13 @@ async def play_cell(
     pause: asyncio.Event | None = None,
     on_context: Callable[[MatchContext], None] | None = None,
     designs: DesignBook | None = None,
+    limit_prompts: bool = True,
 ) -> str:
     """Play one match of the grid; returns its status: done, failed or stopped (a failure
     is recorded, not raised).
+
+    ``limit_prompts`` False lets a prompt over ``max_prompt_tokens`` reach the agent: the
+    size probes of :mod:`coop_tui.prompt_size` must see it to measure it.
 
     ``sample`` is the cell's slot (replicate x sample, see :class:`Cell`); ``designs``
     is the run's book of tournament-wide designs (a fresh one when not given: stored
@@ -448,6 +481,7 @@ async def play_cell(
             answer=cell.answer,
             condition_text=_condition_text(cell.condition),
             prompt_protocol=cell.prompt_protocol,
+            max_prompt_tokens=sweep.spec.max_prompt_tokens if limit_prompts else None,
         ),
         lookup=store,
         pause=pause,
@@ -586,17 +620,19 @@ class RunLease:
         self.token = secrets.token_hex(8)
         self.held = False
 
-    def acquire(self) -> None:
+    def acquire(self, *, field: str = "--resume", then: str = "resume") -> None:
+        """Take the lease, or refuse (SpecError on ``field``; ``then`` says what to do
+        once the other process is gone: a sweep resumes, a judge pass is run again)."""
         from coop_tui.spec import SpecError
 
         holder = self.store.take_lease(self.run_id, self.token, stale_after=LEASE_STALE_S)
         if holder is not None:
             age = max(0.0, time.time() - float(holder["heartbeat"]))
             raise SpecError(
-                "--resume",
+                field,
                 f"run {self.run_id} is being played by process {holder['pid']} on "
                 f"{holder['host']} (last heartbeat {age:.0f} s ago); wait for it to finish or "
-                f"stop it, then resume. One run has one writer.",
+                f"stop it, then {then}. One run has one writer.",
             )
         self.held = True
 

@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from coop_tui.screens.widgets import NavScreen, PayoffTable
+from coop_tui.terminal import terminal_text
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
 """Plot line colours, one per agent / framing series (cycled)."""
@@ -343,7 +344,8 @@ class AnalysisScreen(NavScreen):
         run = self.report["run"]
         e = self.experiment
         title = Text.assemble((" coop-tui ", "bold reverse"), (" analysis ", "bold"),
-                              f" run {run['name']} ", (f"{run['id']} [{run['status']}]", "dim"))
+                              f" run {terminal_text(run['name'], markup=False)} ",
+                              (f"{run['id']} [{run['status']}]", "dim"))
         if e is None:
             title.append("   no finished matches yet", style="yellow")
             self.query_one("#an-title", Static).update(title)

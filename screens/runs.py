@@ -25,6 +25,13 @@ from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from coop_tui.screens.widgets import NavScreen
+from coop_tui.terminal import terminal_text
+
+
+def shown(name: str | None) -> str:
+    """A stored name for a table cell: control characters shown as escapes, never sent
+    to the terminal (names come from sweep files and imports)."""
+    return terminal_text(name or "", markup=False)
 
 STATUS_STYLE = {
     "done": "green",
@@ -202,7 +209,7 @@ class RunsScreen(NavScreen):
         self.run_rows = {r["id"]: r for r in rows}
         for r in rows:
             table.add_row(
-                Text(r["id"]), Text(r["name"] or ""), Text(r["kind"] or ""), _status(r["status"]),
+                Text(r["id"]), Text(shown(r["name"])), Text(r["kind"] or ""), _status(r["status"]),
                 Text(r["date"] or ""), Text(str(r["matches"]), justify="right"),
                 Text(str(r["decisions"]), justify="right"),
                 Text(f"${r['cost_usd']:.4f}", justify="right"),
@@ -247,7 +254,7 @@ class RunsScreen(NavScreen):
         labels, common = condition_labels(rows)
         for i, (m, label) in enumerate(zip(rows, labels, strict=True), start=1):
             table.add_row(
-                Text(str(i), justify="right"), Text(m["agents"] or "-"), Text(_payoffs(m["payoffs"])),
+                Text(str(i), justify="right"), Text(shown(m["agents"]) or "-"), Text(_payoffs(m["payoffs"])),
                 _status(m["status"]), Text(m["game"] or ""), Text(m["mechanism"] or ""),
                 Text(label), Text(str(m["decisions"]), justify="right"),
                 key=m["id"],
@@ -454,7 +461,7 @@ class DecisionsScreen(NavScreen):
             table.add_row(
                 Text(str(r["id"]), justify="right"), Text(str(r["round"]), justify="right"),
                 Text(r["phase"] or ""), Text(str(r["seat"] + 1), justify="right"),
-                Text(r["agent"] or ""), Text(r["kind"] or ""), answer,
+                Text(shown(r["agent"])), Text(r["kind"] or ""), answer,
                 Text("-" if r["action"] is None else f"A{r['action']}"), attempts,
                 Text(f"{r['latency_ms'] or 0:.0f} ms", justify="right"),
                 key=str(r["id"]),

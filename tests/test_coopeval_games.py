@@ -227,7 +227,7 @@ def test_travelers_and_public_goods_records_map_actions_by_meaning(tmp_path, cap
     capsys.readouterr()
     store = Store(db)
     try:
-        spec = json.loads(store.db.execute("select game_spec from matches limit 1").fetchone()[0])
+        spec = json.loads(store.db.execute("select spec from game_specs limit 1").fetchone()[0])
         names = spec["action_names"][0]
         played = store.db.execute(
             "select s.agent, r.action, r.payoff from rounds r join seats s "

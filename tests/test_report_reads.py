@@ -56,9 +56,14 @@ def old_rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in store.db.execute(sql, ["mixed"]).fetchall()]
 
 
+SPEC = "min(coalesce((select g.spec from game_specs g where g.hash = game_spec_hash), game_spec))"
+"""A match's game spec, stored once per spec since m130 (inline before)."""
+
+
 def test_experiment_rows_equal_the_group_by_experiment_they_replace(store: Store) -> None:
     old = old_rows(store, """select experiment, group_concat(distinct game),
-        group_concat(distinct mechanism), min(game_spec), min(matchup), count(*)
+        group_concat(distinct mechanism), min(coalesce((select g.spec from game_specs g where g.hash = game_spec_hash), game_spec)),
+        min(matchup), count(*)
         from matches where run_id = ? group by experiment order by experiment""")
     new = _experiment_rows(store.db, "mixed")
     assert len(new) == 3 and {r[0] for r in new} == {0, 1, 2}
@@ -79,7 +84,7 @@ def test_condition_reads_equal_their_own_queries(store: Store) -> None:
     old_meta = old_rows(store, """select experiment, condition_key, min(game), min(mechanism)
         from matches where run_id = ? group by experiment, condition_key""")
     assert actions._condition_meta(store.db, "mixed") == {(r[0], r[1]): r[2:] for r in old_meta}
-    old_specs = old_rows(store, """select experiment, condition_key, min(game_spec) from matches
+    old_specs = old_rows(store, f"""select experiment, condition_key, {SPEC} from matches
         where run_id = ? group by experiment, condition_key""")
     import json
 

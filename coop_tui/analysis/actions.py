@@ -31,6 +31,7 @@ from typing import Any
 
 from coop_tui import read_cache, summaries
 from coop_tui.games.base import Game
+from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, game_spec_sql
 
 __all__ = [
     "action_frequencies",
@@ -77,11 +78,14 @@ def _condition_meta(db: Any, run_id: str) -> dict[tuple[int, str], tuple[str, st
 
 
 CONDITIONS_SQL = (
-    "select experiment, condition_key, min(game), min(mechanism), min(condition),"
-    " min(similarity), min(game_spec), group_concat(distinct game),"
-    " group_concat(distinct mechanism), min(matchup), count(*),"
-    " group_concat(distinct coalesce(json_extract(info, '$.answers'), 'lenient'))"
-    " from matches where run_id = ? group by experiment, condition_key"
+    "select experiment, condition_key, g, mech, cond, sim, " + GAME_SPEC_OF_GROUP + ", games,"
+    " mechs, matchup, n, answers from ("
+    "select experiment, condition_key, min(game) as g, min(mechanism) as mech,"
+    " min(condition) as cond, min(similarity) as sim, " + GAME_SPEC_MIN + ","
+    " group_concat(distinct game) as games, group_concat(distinct mechanism) as mechs,"
+    " min(matchup) as matchup, count(*) as n,"
+    " group_concat(distinct coalesce(json_extract(info, '$.answers'), 'lenient')) as answers"
+    " from matches where run_id = ? group by experiment, condition_key)"
 )
 """Everything the report and this module ask per (experiment, condition) of a run's
 matches: one scan of the wide match rows instead of one per question (each column is its
@@ -171,7 +175,7 @@ def _phase_infos(db: Any, run_id: str) -> dict[str, dict[str, Any]]:
 def _match_rows(db: Any, run_id: str, mechanisms: tuple[str, ...]) -> list[tuple[Any, ...]]:
     marks = ",".join("?" * len(mechanisms))
     return db.execute(
-        f"""select id, experiment, game, mechanism, condition_key, game_spec from matches
+        f"""select id, experiment, game, mechanism, condition_key, {game_spec_sql()} from matches
             where run_id = ? and status = 'done' and mechanism in ({marks})
             order by rowid""",
         [run_id, *mechanisms],

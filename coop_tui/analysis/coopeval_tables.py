@@ -41,6 +41,7 @@ from coop_tui.analysis.population import (
     replicator_dynamics,
 )
 from coop_tui.analysis.tournament import cross_play_tensor
+from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP
 
 DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
 """The games of the aggregate table (Stag Hunt and Matching Pennies are not dilemmas)."""
@@ -94,13 +95,16 @@ def mechanism_label(mechanism: str, order: str | None) -> str:
 def _groups(db: Any, run_id: str) -> list[dict[str, Any]]:
     """One group per experiment x game x condition that has population metrics."""
     rows = db.execute(
-        """select experiment, game, mechanism, condition_key, min(condition), min(matchup),
-                  min(game_spec), group_concat(distinct replicate)
+        f"""select experiment, game, mechanism, condition_key, cond, matchup,
+                  {GAME_SPEC_OF_GROUP}, reps from (
+           select experiment, game, mechanism, condition_key, min(condition) as cond,
+                  min(matchup) as matchup, {GAME_SPEC_MIN},
+                  group_concat(distinct replicate) as reps
            from matches
            where run_id = ? and status = 'done'
                  and ((matchup = 'cross' and mechanism not in ('benchmark', 'score'))
                       or (matchup in ('reputation', 'population') and mechanism = 'reputation'))
-           group by experiment, game, condition_key, matchup
+           group by experiment, game, condition_key, matchup)
            order by experiment, game, condition_key""",
         [run_id],
     ).fetchall()

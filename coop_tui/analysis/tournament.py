@@ -22,7 +22,7 @@ from typing import Any
 
 from coop_tui import read_cache
 from coop_tui.analysis.population import MatchupTensor, population_metrics, tensor_from_sums
-from coop_tui.store import Store
+from coop_tui.store import Store, game_spec_sql
 
 STEPS = 1000
 LEARNING_RATE = 0.1
@@ -56,7 +56,7 @@ def tournament_metrics(store: Store, run_id: str, experiment: int) -> dict[str, 
         named = f"game={game}" in ckey.split()
         key = f"game={game} {ckey}" if several_games and not named else ckey
         # one match's spec: reading the JSON of every match would dominate the query
-        gspec = db.execute("select game_spec from matches where rowid = ?", [first]).fetchone()[0]
+        gspec = db.execute(f"select {game_spec_sql()} from matches where rowid = ?", [first]).fetchone()[0]
         spec = json.loads(gspec) if gspec else None
         tensor = _tensor(store, run_id, experiment, game, ckey)
         tournaments[key] = {

@@ -17,9 +17,10 @@ line and the field (the CLI exits 2 before anything is written).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,18 @@ _KNOWN = {
 }
 _COMMON = {"id", "prompt", "kind", "category"}
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+# Bounds on what an item file can name, checked before anything is allocated from it: a
+# Likert scale is listed point by point in the prompt and its kappa matrix is points x
+# points; a number's range and step size the answer check; a file is read whole.
+MAX_SCALE_POINTS = 101
+MAX_ABS_NUMBER = 1e12
+"""The same bound game files put on payoffs: beyond it, float arithmetic loses units."""
+MIN_STEP = 1e-6
+MAX_STEPS = 10**9
+"""(max - min) / step at most: an answer is checked against this grid."""
+MAX_ITEM_FILE_BYTES = 16 * 1024 * 1024
+MAX_ITEMS = 20_000
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,13 @@ class Item:
         if self.kind == "mixed":
             return self.actions
         return ()
+
+    def in_order(self, order: Sequence[int] | None) -> Item:
+        """The item with its options shown in ``order`` (shown position -> the file's
+        option index); itself when ``order`` is None."""
+        if order is None:
+            return self
+        return replace(self, options=tuple(self.options[i] for i in order))
 
     def shown(self) -> str:
         """The question as an agent (or a judge) reads it: prompt plus its choices."""
@@ -99,9 +119,18 @@ def _err(where: str, message: str) -> Exception:
 
 
 def _number(where: str, value: Any) -> float:
+    """A finite number within ±MAX_ABS_NUMBER (NaN, Infinity and 10^400 are refused
+    here, not by an OverflowError in the middle of a run)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _err(where, f"must be a number, not {json.dumps(value)}")
-    return float(value)
+        raise _err(where, f"must be a number, not {json.dumps(value)[:40]}")
+    if isinstance(value, int):
+        if abs(value) > MAX_ABS_NUMBER:
+            raise _err(where, f"must be between -{MAX_ABS_NUMBER:g} and {MAX_ABS_NUMBER:g}")
+        return float(value)
+    if not math.isfinite(value) or abs(value) > MAX_ABS_NUMBER:
+        raise _err(where, f"must be a finite number between -{MAX_ABS_NUMBER:g} and "
+                          f"{MAX_ABS_NUMBER:g}, not {value!r}")
+    return value
 
 
 def parse_item(obj: Any, where: str) -> Item:
@@ -141,6 +170,9 @@ def parse_item(obj: Any, where: str) -> Item:
             or scale[0] >= scale[1]
         ):
             raise _err(f"{where}.scale", "must be [low, high], two whole numbers with low < high (e.g. [1, 5])")
+        if scale[1] - scale[0] + 1 > MAX_SCALE_POINTS:
+            raise _err(f"{where}.scale", f"has {scale[1] - scale[0] + 1:,} points; a Likert scale "
+                       f"lists every point in the prompt, so use at most {MAX_SCALE_POINTS} (e.g. [1, 7])")
         anchors = obj.get("anchors") or {}
         if not isinstance(anchors, dict) or not all(isinstance(v, str) for v in anchors.values()):
             raise _err(f"{where}.anchors", 'must map scale points to words, e.g. {"1": "Dislike"}')
@@ -154,8 +186,11 @@ def parse_item(obj: Any, where: str) -> Item:
         step = _number(f"{where}.step", obj["step"]) if "step" in obj else None
         if lo is not None and hi is not None and lo >= hi:
             raise _err(f"{where}.max", "must be larger than min")
-        if step is not None and step <= 0:
-            raise _err(f"{where}.step", "must be positive")
+        if step is not None and step < MIN_STEP:
+            raise _err(f"{where}.step", f"must be at least {MIN_STEP:g}")
+        if step is not None and lo is not None and hi is not None and (hi - lo) / step > MAX_STEPS:
+            raise _err(f"{where}.step", f"makes {(hi - lo) / step:,.0f} steps from min to max; use a "
+                       f"larger step (at most {MAX_STEPS:,} steps)")
         return Item(**base, minimum=lo, maximum=hi, step=step)
     if kind == "mixed":
         actions = obj.get("actions")
@@ -171,9 +206,19 @@ def load_items(path: Path | str) -> list[Item]:
     """Every item of a JSONL file, checked; empty lines and ``#`` comment lines skipped."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_ITEM_FILE_BYTES:
+            raise _err("benchmark", f"{path} is {size / 2**20:.1f} MiB; an item file may hold at most "
+                       f"{MAX_ITEM_FILE_BYTES // 2**20} MiB ({MAX_ITEMS:,} items): split it")
+        raw = path.read_bytes()
     except OSError as exc:
         raise _err("benchmark", f"cannot read {path} ({exc.strerror}); give a JSONL item file") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise _err(f"{path.name}:{line}", f"is not UTF-8 (byte {exc.start:,} of {path}); save the "
+                   "file as UTF-8") from None
     return check_items(_lines(text, path.name), path.name)
 
 
@@ -193,6 +238,8 @@ def check_items(rows: Iterable[tuple[str, Any]], name: str) -> list[Item]:
     items: list[Item] = []
     seen: dict[str, str] = {}
     for where, obj in rows:
+        if len(items) >= MAX_ITEMS:
+            raise _err("benchmark", f"{name} has more than {MAX_ITEMS:,} items; split it")
         item = parse_item(obj, where)
         if item.id in seen:
             raise _err(f"{where}.id", f"{item.id!r} is already used at {seen[item.id]}; ids must be unique")

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
+import math
 import re
 import sqlite3
 import sys
@@ -57,6 +59,8 @@ from coop_tui.analysis.ratings_cache import rate_run
 from coop_tui.analysis.sections import store_sections
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
+from coop_tui.inputs import InputTooLarge, open_bounded
+from coop_tui.store import delete_judged_links, intern_game_specs
 
 GAMES = {
     # CoopEval game type -> (our key, title); the 2 x 2 ones are tables keyed "CC", "CD", ...
@@ -92,6 +96,24 @@ class CoopEvalError(ValueError):
     """The directory cannot be imported; the message says which file and what is wrong."""
 
 
+def finite_payoff(value: Any, where: str) -> float:
+    """A payoff or points value as a float: a number, finite, within ±MAX_PAYOFF (the
+    bound game files have). JSON's NaN, Infinity and 1e308 are refused here, before they
+    reach sums, standard errors or the population dynamics."""
+    from coop_tui.games.user import MAX_PAYOFF
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CoopEvalError(f"{where}: points {str(value)[:40]!r} is not a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or abs(number) > MAX_PAYOFF:
+        raise CoopEvalError(f"{where}: points {str(value)[:40]} is not a finite number within "
+                            f"±{MAX_PAYOFF:g}; a CoopEval log holds ordinary payoffs")
+    return number
+
+
 # ----------------------------------------------------------------------------- reading
 
 
@@ -104,20 +126,33 @@ def _read_json(path: Path, what: str) -> Any:
         raise CoopEvalError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
+def records_file(directory: Path) -> Path | None:
+    """The run's ``records.jsonl``, plain or gzip-compressed (``records.jsonl.gz``)."""
+    for name in ("records.jsonl", "records.jsonl.gz"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
 def _records(path: Path) -> list[tuple[int, Any]]:
     if not path.is_file():
         raise CoopEvalError(
             f"{path}: missing; a CoopEval run directory has one match per line here"
         )
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise CoopEvalError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    try:
+        with io.TextIOWrapper(open_bounded(path), encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append((lineno, json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise CoopEvalError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    except InputTooLarge as exc:
+        raise CoopEvalError(str(exc)) from None
+    except (UnicodeDecodeError, EOFError, OSError) as exc:
+        raise CoopEvalError(f"{path}: cannot be read as UTF-8 JSON lines ({exc})") from None
     if not out:
         raise CoopEvalError(f"{path}: no matches recorded")
     return out
@@ -211,7 +246,7 @@ def build_game(config: dict[str, Any], action_names: Iterable[str]) -> Game:
                 and all(isinstance(x, int | float) for x in pay)
             ):
                 raise CoopEvalError(f"config.json: payoff_matrix[{a + b!r}] must be two numbers")
-            row.append([float(x) for x in pay])
+            row.append([finite_payoff(x, f"config.json: payoff_matrix[{a + b!r}]") for x in pay])
         cells.append(row)
     payoffs = np.asarray(cells)
     welfare = [payoffs[i, i].sum() for i in range(2)]
@@ -325,14 +360,13 @@ def _parse_match(lineno: int, record: Any, letters: dict[str, int]) -> _Match:
             letter = _member_letter(m["action"], where)
             if letter not in letters:
                 raise CoopEvalError(f"{where}: action {m['action']!r} is not an action of the game")
-            if not isinstance(m["points"], int | float):
-                raise CoopEvalError(f"{where}: points {m['points']!r} is not a number")
+            points = finite_payoff(m["points"], where)
             moves.append(
                 _Move(
                     seat,
                     agent,
                     letters[letter],
-                    float(m["points"]),
+                    points,
                     m.get("trace_id"),
                     m.get("response"),
                     m.get("mediated"),
@@ -479,9 +513,11 @@ def import_run_row(
 
 def _content_hash(directory: Path) -> str:
     digest = hashlib.sha256()
-    for name in ("config.json", "records.jsonl"):
+    records = records_file(directory)
+    for name, path in (("config.json", directory / "config.json"),
+                       ("records.jsonl", records or directory / "records.jsonl")):
         digest.update(name.encode())
-        digest.update((directory / name).read_bytes())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -570,14 +606,16 @@ def plan_import(
             f"config.json: mechanism.type {mech_type!r} is not supported by the importer; "
             f"supported: {', '.join(MECHANISMS)}"
         )
-    payoffs_only = not (directory / "records.jsonl").is_file() or mech_type in REPUTATION_ORDER
+    records_path = records_file(directory)
+    payoffs_only = records_path is None or mech_type in REPUTATION_ORDER
     if payoffs_only:
         from coop_tui.importers.coopeval_payoffs import plan_from_payoffs
 
         return plan_from_payoffs(
             directory, config, run_id=run_id, experiment=experiment, replicate=replicate
         )
-    records = _records(directory / "records.jsonl")
+    assert records_path is not None
+    records = _records(records_path)
     mechanism = MECHANISMS[mech_type]
     mech_kwargs = mech_cfg.get("kwargs") or {}
 
@@ -1051,9 +1089,11 @@ def write_plan(store: Any, plan: ImportPlan) -> bool:
     run_id = plan.run["id"]
     with conn:
         replaced = conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is not None
+        delete_judged_links(conn, run_id)  # the judged decisions are replaced below
         for sql in _DELETE:
             conn.execute(sql, [run_id])
         _insert(conn, "runs", [plan.run])
+        intern_game_specs(conn, plan.matches)  # one stored spec per game, not per match
         _insert(conn, "matches", plan.matches)
         _insert(conn, "seats", plan.seats)
         _insert(conn, "rounds", plan.rounds)

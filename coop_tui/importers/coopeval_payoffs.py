@@ -21,15 +21,16 @@ Either file may be gzip-compressed (``matchup_payoffs.json.gz``).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from coop_tui.games.user import MAX_PAYOFF
 from coop_tui.importers.coopeval import (
     MECHANISMS,
     REPUTATION_ORDER,
@@ -37,9 +38,12 @@ from coop_tui.importers.coopeval import (
     ImportPlan,
     agent_label,
     build_game,
+    finite_payoff,
     import_run_row,
+    records_file,
     round_weights,
 )
+from coop_tui.inputs import InputTooLarge, read_bounded
 
 PAYOFFS = "matchup_payoffs.json"
 
@@ -54,8 +58,9 @@ def payoffs_file(directory: Path) -> Path | None:
 
 def read_payoffs(path: Path) -> dict[str, Any]:
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        data = json.loads(raw)
+        data = json.loads(read_bounded(path))  # gzip or plain, inflated size bounded
+    except InputTooLarge as exc:
+        raise CoopEvalError(str(exc)) from None
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CoopEvalError(f"{path}: not readable JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("profile"), list):
@@ -81,16 +86,19 @@ def reputation_from_records(path: Path, config: dict[str, Any]) -> dict[str, Any
             for item in node:
                 walk(item, where)
         elif isinstance(node, dict) and "player" in node:
-            if not isinstance(node.get("points"), int | float):
+            if "points" not in node:
                 raise CoopEvalError(f"{where}: a move needs numeric points")
+            value = finite_payoff(node["points"], where)
             _split_player(node["player"], where)  # checks the '<agent>#P<seat>' form
-            points.setdefault(node["player"], []).append(float(node["points"]))
+            points.setdefault(node["player"], []).append(value)
         else:
             raise CoopEvalError(f"{where}: expected games of moves")
 
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = read_bounded(path).decode("utf-8").splitlines()  # plain or .gz, bounded
+    except InputTooLarge as exc:
+        raise CoopEvalError(str(exc)) from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise CoopEvalError(f"{path}: cannot be read ({exc})") from None
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
@@ -129,8 +137,9 @@ def plan_from_payoffs(
     mech_cfg = config.get("mechanism") or {}
     mech_type = mech_cfg.get("type")
     path = payoffs_file(directory)
-    if path is None and mech_type in REPUTATION_ORDER and (directory / "records.jsonl").is_file():
-        path = directory / "records.jsonl"
+    if path is None and mech_type in REPUTATION_ORDER and records_file(directory) is not None:
+        path = records_file(directory)
+        assert path is not None
         data = reputation_from_records(path, config)
     elif path is None:
         raise CoopEvalError(
@@ -242,6 +251,10 @@ def _matchup_rows(
                 raise CoopEvalError(f"{where}: payoffs must be rounds of numbers") from None
             if table.ndim != 2 or table.shape[1] != n_players:
                 raise CoopEvalError(f"{where}: each round needs {n_players} payoffs")
+            if not np.isfinite(table).all() or (np.abs(table) > MAX_PAYOFF).any():
+                bad = next(v for v in table.ravel().tolist()
+                           if not math.isfinite(v) or abs(v) > MAX_PAYOFF)
+                finite_payoff(bad, where)  # raises, naming the value
             payoffs = [float(x) for x in np.asarray(round_weights(len(table), discount)) @ table]
             match_id = f"{prefix}-{number:05d}"
             number += 1
@@ -282,6 +295,9 @@ def _reputation_rows(
             raise CoopEvalError(f"{where}: points must be numbers, one per round") from None
         if points.ndim != 1 or not len(points):
             raise CoopEvalError(f"{where}: points must be a non-empty list, one per round")
+        if not np.isfinite(points).all() or (np.abs(points) > MAX_PAYOFF).any():
+            for value in points.tolist():
+                finite_payoff(value, where)  # raises at the first bad value, naming it
         payoff = float(np.asarray(round_weights(len(points), discount)) @ points)
         player_id = entry["player"].get("player_id")
         match_id = f"{prefix}-{k:05d}"

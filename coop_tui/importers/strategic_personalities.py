@@ -39,7 +39,6 @@ the table: reciprocity, endgame and fingerprints cannot be computed from it.
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import io
 import re
@@ -49,6 +48,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from coop_tui.inputs import InputTooLarge, open_bounded
 
 __all__ = ["COLUMNS", "PAPER_MODELS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
            "read_rows"]
@@ -151,11 +152,8 @@ def _decode_header(names: list[str]) -> list[str]:
 
 
 def _open_text(path: Path) -> io.TextIOBase:
-    with path.open("rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return path.open("r", encoding="utf-8", newline="")
+    """The table as text, inflated when gzip, bounded (:func:`coop_tui.inputs.open_bounded`)."""
+    return io.TextIOWrapper(open_bounded(path), encoding="utf-8", newline="")
 
 
 def _number(value: str, line: int, column: str, path: Path, *, whole: bool) -> float | int | None:
@@ -225,6 +223,8 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
                                           "a trial has at least one round")
                 row["line"] = line
                 yield row
+        except InputTooLarge as exc:
+            raise TrialTableError(str(exc)) from None
         except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
             raise TrialTableError(f"{path}: cannot be read as a (gzipped) CSV table: {exc}") from None
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coop_tui.judging.links import JUDGE_KIND, context_line, judged_text, link
+from coop_tui.store import game_spec_sql
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -170,7 +171,8 @@ def _pages(store: Store, judged_run: str, judge_run: str, phase: str,  # noqa: A
     last = -1
     while True:
         matches = store.db.execute(
-            "select rowid, * from matches where run_id = ? and rowid > ? order by rowid limit ?",
+            f"select rowid, *, {game_spec_sql()} as game_spec from matches"
+            " where run_id = ? and rowid > ? order by rowid limit ?",
             [judged_run, last, PAGE],
         )
         cols = [c[0] for c in matches.description]
@@ -230,6 +232,7 @@ async def judge_pass(
     from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
     from coop_tui.events import EventBus, MatchDone, MatchStarted
     from coop_tui.games import load_game
+    from coop_tui.spec import DEFAULT_MAX_PROMPT_TOKENS
     from coop_tui.sweep import RunLease
 
     judge_spec = protocol_spec(judge_spec, rubric)
@@ -243,7 +246,7 @@ async def judge_pass(
                   "rubric": rubric.public(), "rubric_digest": rubric.digest, "phase": phase},
         )
     lease = RunLease(store, run_id)
-    lease.acquire()
+    lease.acquire(field="judge", then="run the same judge command again (it continues the pass)")
     keep_alive = asyncio.create_task(lease.keep_alive())
     stats = JudgeStats()
     agent = agent if agent is not None else build_agent(judge_name, judge_spec, concurrency=concurrency)
@@ -323,7 +326,8 @@ async def judge_pass(
         ))
         ctx = MatchContext(
             run_id=run_id, match_id=match_id, game=placeholder, agents=[agent], bus=bus,
-            seed=0, policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort"),
+            seed=0, policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort",
+                                          max_prompt_tokens=DEFAULT_MAX_PROMPT_TOKENS),
             lookup=store,
         )
         before = stats.failed
@@ -363,6 +367,9 @@ async def judge_pass(
         keep_alive.cancel()
         store.set_run_status(run_id, status, "; ".join(stats.errors[:3]) or None)
         lease.release()
+        from coop_tui.sweep import close_agents
+
+        await asyncio.shield(close_agents([agent]))
     return run_id, stats
 
 
