@@ -331,6 +331,7 @@ class MatchContext:
             # Agents that must pick one action from a distribution (strategies) draw with
             # this number, so their pick follows the match seed like a sampled mixed answer.
             options["draw"] = float(self.rng("draw", round_, seat, phase).random())
+        options.update(self.answer_form(kind))
         return DecisionRequest(
             seat=seat,
             round=round_,
@@ -425,6 +426,13 @@ class MatchContext:
         if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
             return self.renderer.render(f"answer/{kind}_tag.j2", style=style, **values)
         return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
+
+    def answer_form(self, kind: str) -> dict[str, str]:
+        """``{"form": "tag"}`` when the answer is asked for in ``<answer>`` tags (so a
+        constrained agent's grammar writes the tag), else nothing."""
+        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
+            return {"form": "tag"}
+        return {}
 
     def prompt_messages(self, text: str) -> tuple[Message, ...]:
         """The messages a prompt is sent as: one user message, or (prompt_protocol

@@ -233,7 +233,8 @@ class Turn:
             labels=own.labels, label_to_action=own.label_to_action,
             schema=answer_schema("choice", own.labels, {}),
             options={"meanings": [opts[a] for a in own.label_to_action],
-                     "draw": float(self.rng("draw", seat, phase).random())},
+                     "draw": float(self.rng("draw", seat, phase).random()),
+                     **self.ctx.answer_form("choice")},
         )
         decision = self.ctx.require(await self.ctx.ask(request))
         assert decision.action is not None
@@ -244,7 +245,7 @@ class Turn:
         """The move's options; under prompt_protocol "seed003" a whole-number move also
         takes decimals (``decimals``: any value within the bounds), as seed 003's code read
         every numeric answer as a float."""
-        options = space.options()
+        options = {**space.options(), **self.ctx.answer_form("number")}
         if self.ctx.seed003_prompts and space.step == 1 and space.decimals_allowed:
             options["decimals"] = True
         return options

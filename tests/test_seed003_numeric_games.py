@@ -504,6 +504,7 @@ async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_pat
     assert all([m["role"] for m in d.prompt] == ["system", "user"] for d in local)
     assert all("This is round 1." in d.prompt[1]["content"] for d in local)
     assert all("<answer>N</answer>" in d.prompt[1]["content"] for d in local)
+    assert all(re.fullmatch(r"<answer>\d+</answer>", d.answer or "") for d in local)
 
 
 async def test_a_stored_offer_keeps_its_range_and_a_reask_checks_it(tmp_path: Any) -> None:

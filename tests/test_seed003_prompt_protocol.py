@@ -182,3 +182,23 @@ def test_moves_that_name_a_thing_keep_whole_numbers() -> None:
     source = {name: (Path(__file__).parents[1] / "games" / f"{name}.py").read_text()
               for name in ("centipede", "eleven_twenty", "signalling")}
     assert all("decimals_allowed=False" in text for text in source.values())
+
+
+def test_the_embedded_models_grammar_writes_the_tag_when_the_tag_is_asked_for() -> None:
+    """The constrained answer step follows the form asked for: a choice as
+    ``<answer>Option J</answer>``, a whole-number move in its range; without ``form``
+    (today's protocol) the JSON grammars stay. The end-to-end check on the embedded model
+    is in test_seed003_studies.py (every smollm2 answer there is a parsed tag)."""
+    from coop_tui.agents.local import answer_grammar
+    from coop_tui.schemas import answer_schema
+
+    choice = answer_schema("choice", ("J", "F"), {})
+    assert answer_grammar("choice", ("J", "F"), choice, {"form": "tag"}) == (
+        "gbnf", 'root ::= "<answer>Option " ( "J" | "F" ) "</answer>"\n')
+    assert 'choice' in answer_grammar("choice", ("J", "F"), choice, {})[1]  # the JSON object
+    offer = {"name": "take_node", "min": 1, "max": 3, "step": 1, "form": "tag"}
+    assert answer_grammar("number", (), answer_schema("number", (), offer), offer) == (
+        "gbnf", 'root ::= "<answer>" ( "1" | "2" | "3" ) "</answer>"\n')
+    split = {"keys": ["B1", "B2"], "min": 0, "max": 10, "step": 1, "total": 10, "form": "tag"}
+    assert answer_grammar("allocation", (), answer_schema("allocation", (), split), split)[1] \
+        .startswith("root ::= ")  # a split keeps its JSON grammar

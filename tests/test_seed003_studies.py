@@ -134,6 +134,9 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
                 assert (system["role"], user["role"]) == ("system", "user")
                 assert ("round 1 of 1" in user["content"]) is told
                 assert "round 1" in user["content"] and "<answer>" in user["content"]
+                # the grammar writes the code's tag form, and the tag is what is read
+                assert d.answer.startswith("<answer>Option ") and d.parsed in d.labels
+                assert d.normalisation == "from the <answer> tag"
         cond = json.loads(m["condition"])
         assert cond["horizon"] == "known" and cond["answer"] == "choice"
     assert local == 3 + 2 * 2 + 2
