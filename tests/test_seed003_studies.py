@@ -114,9 +114,9 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
     store = Store(tmp_path / "offline.db")
     summary = await run_sweep(sweep, store)
     matches = store.matches(summary.run_id)
-    assert len(matches) == len(sweep.cells) == 6
+    assert len(matches) == len(sweep.cells) == 7
     assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
-    assert Counter(m["matchup"] for m in matches) == {"versus": 3, "self": 2, "pairs": 1}
+    assert Counter(m["matchup"] for m in matches) == {"versus": 4, "self": 2, "pairs": 1}
     local = 0
     for m in matches:
         decisions = store.decisions(m["id"])
@@ -139,7 +139,7 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
                 assert d.normalisation == "from the <answer> tag"
         cond = json.loads(m["condition"])
         assert cond["horizon"] == "known" and cond["answer"] == "choice"
-    assert local == 3 + 2 * 2 + 2
+    assert local == 4 + 2 * 2 + 2
 
 
 DESIGN_G = {"claude-sonnet-4.5", "claude-sonnet-4.6", "claude-opus-4.5", "claude-opus-4.6",
@@ -204,8 +204,9 @@ async def test_the_offline_study_profiles_the_table2_trials_and_its_estimate_hol
     table2 = report["cooperation_by_model"]
     pd_games = {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild"}
     assert {c["game"] for c in profile["cells"]} <= pd_games
-    # smollm2: 1 PD variant x 2 opponents + self-play (seat 0) + cross-play (seat 0)
-    assert table2["smollm2"]["n"] == 2 + 1 + 1
+    # smollm2: 1 PD variant x 2 opponents + self-play (seat 0) + cross-play (seat 0);
+    # smollm2-hot: its one strategy-play trial, so the comparisons have two models
+    assert table2["smollm2"]["n"] == 2 + 1 + 1 and table2["smollm2-hot"]["n"] == 1
     for agent, a in profile["agents"].items():
         rec = a["reciprocity"]
         # 3-round trials: 2 round pairs of the agent in seat 0 per Table 2 trial
