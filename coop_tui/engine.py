@@ -46,6 +46,7 @@ from coop_tui.events import (
 )
 from coop_tui.games.base import Game
 from coop_tui.prompts import (
+    RULES_END,
     Labelling,
     PromptRenderer,
     action_lines,
@@ -121,6 +122,12 @@ class DecisionPolicy:
     answer: str = "mixed"
     """How play decisions are answered: "mixed" (percentages per action, sampled by the
     engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
+    prompt_protocol: str = "coop_tui"
+    """How a prompt reaches the seat and how it asks for the answer. "coop_tui": one user
+    message, the answer as a JSON object, numbers on the move's grid. "seed003" (seed 003's
+    code): the rules as a system message and the round as a user message, the answer in
+    ``<answer>`` tags (the kinds with an ``answer/<kind>_tag.j2`` template), decimals
+    accepted in numeric moves."""
     max_prompt_tokens: int | None = None
     """Every prompt (first attempt and re-asks) is measured before it is sent (characters
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
@@ -339,8 +346,8 @@ class MatchContext:
         key = (kind, self._style(seat), labels, ask_leave)
         instructions = self._instructions.get(key)
         if instructions is None:
-            instructions = self.renderer.render(
-                f"answer/{kind}_{self._style(seat)}.j2", labels=labels,
+            instructions = self.answer_instructions(
+                kind, self._style(seat), labels=labels,
                 example=example_for(kind, labels, leave_option), leave=ask_leave,
             )
             self._instructions[key] = instructions
@@ -359,12 +366,13 @@ class MatchContext:
             # this number, so their pick follows the match seed like a sampled mixed answer.
             options["draw"] = float(self.rng("draw", round_, seat, phase).random())
         options.update(leave_option)
+        options.update(self.answer_form(kind))
         return DecisionRequest(
             seat=seat,
             round=round_,
             phase=phase,
             kind=kind,  # type: ignore[arg-type]
-            messages=({"role": "user", "content": text},),
+            messages=self.prompt_messages(text),
             view=view,
             labels=labels,
             label_to_action=own.label_to_action,
@@ -407,15 +415,15 @@ class MatchContext:
         opts = dict(options or {})
         messages: tuple[Message, ...] = ()
         if self.reads_prompt(seat):
-            instructions = self.renderer.render(
-                f"answer/{kind}_{self._style(seat)}.j2",
+            instructions = self.answer_instructions(
+                kind, self._style(seat),
                 labels=answer_labels,
                 action_labels=own.labels,
                 options=opts,
                 example=example_for(kind, answer_labels, opts),
             )
             text = self._game_text(game, pos, own, twist, instructions)
-            messages = ({"role": "user", "content": text},)
+            messages = self.prompt_messages(text)
         from coop_tui.schemas import answer_schema
 
         return DecisionRequest(
@@ -440,6 +448,36 @@ class MatchContext:
 
     def _style(self, seat: int) -> str:
         return getattr(self.agents[seat], "style", "cot") or "cot"
+
+    @property
+    def seed003_prompts(self) -> bool:
+        return self.policy.prompt_protocol == "seed003"
+
+    def answer_instructions(self, kind: str, style: str, **values: Any) -> str:
+        """The answer instructions of ``kind`` for an agent of ``style``: under
+        prompt_protocol "seed003" the ``<answer>`` tag form (``answer/<kind>_tag.j2``,
+        which words each style itself) where the kind has one, else
+        ``answer/<kind>_<style>.j2`` (a JSON object)."""
+        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
+            return self.renderer.render(f"answer/{kind}_tag.j2", style=style, **values)
+        return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
+
+    def answer_form(self, kind: str) -> dict[str, str]:
+        """``{"form": "tag"}`` when the answer is asked for in ``<answer>`` tags (so a
+        constrained agent's grammar writes the tag), else nothing."""
+        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
+            return {"form": "tag"}
+        return {}
+
+    def prompt_messages(self, text: str) -> tuple[Message, ...]:
+        """The messages a prompt is sent as: one user message, or (prompt_protocol
+        "seed003", where the template marks the end of the rules) the rules as a system
+        message and the rest as a user message, as seed 003's code sends them."""
+        rules, mark, rest = text.partition(RULES_END)
+        if not mark:
+            return ({"role": "user", "content": text},)
+        return ({"role": "system", "content": rules.strip()},
+                {"role": "user", "content": rest.strip()})
 
     def _game_text(
         self,
@@ -472,6 +510,7 @@ class MatchContext:
             instructions=instructions,
             answer_kind=self.policy.answer,
             condition_text=self.policy.condition_text,
+            rules_end=RULES_END if self.seed003_prompts else "",
             goal=goal,
         )
 

@@ -659,12 +659,30 @@ CHOICE_KEY = "choice"
 """The one key of a ``choice`` answer: ``{"choice": "<label>"}``."""
 
 _BARE_LABEL = re.compile(r"[\s*`\"'(\[]*([A-Za-z0-9_]+)[\s*`\"'.)\]]*")
+_ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.IGNORECASE | re.DOTALL)
+_TAGGED_LABEL = re.compile(r"[\s*`\"'(\[]*(?:option\s+)?([A-Za-z0-9_]+)[\s*`\"'.)\]]*",
+                           re.IGNORECASE)
+
+
+def _tagged_choice(text: str, by_norm: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(label, tag content) from the last ``<answer>`` tag (seed 003's form,
+    ``<answer>Option J</answer>``); label None when the tag names no action, both None
+    without a tag."""
+    tags = _ANSWER_TAG.findall(text or "")
+    if not tags:
+        return None, None
+    content = tags[-1]
+    found = _TAGGED_LABEL.fullmatch(content)
+    if found is not None and _norm(found.group(1)) in by_norm:
+        return by_norm[_norm(found.group(1))], content
+    return None, content
 
 
 def _parse_choice(
     text: str, labels: Sequence[str], with_leave: bool = False
 ) -> tuple[str, str | None]:
-    """Exactly one action label, from ``{"choice": "<label>"}`` (the last such object).
+    """Exactly one action label, from ``{"choice": "<label>"}`` (the last such object) or
+    from the last ``<answer>`` tag (``<answer>Option J</answer>``, seed 003's form).
 
     A reply that is nothing but one label (``A1``, ``"A1".``) is accepted with a note,
     since it cannot mean anything else; everything else is re-asked with the reason.
@@ -672,6 +690,24 @@ def _parse_choice(
     if not labels:
         raise ValueError("choice answers need the action labels")
     by_norm = {_norm(label): label for label in labels}
+    tagged, tag = _tagged_choice(text, by_norm)
+    if tagged is not None:
+        return tagged, "from the <answer> tag"
+    if tag is not None:
+        try:
+            return _parse_choice_object(text, labels, by_norm, with_leave)
+        except ParseError:
+            options = " or ".join(f"Option {label}" for label in labels)
+            raise ParseError(
+                f"the <answer> tag must hold exactly one option ({options}), "
+                f"not {json.dumps(tag[:80])}"
+            ) from None
+    return _parse_choice_object(text, labels, by_norm, with_leave)
+
+
+def _parse_choice_object(
+    text: str, labels: Sequence[str], by_norm: Mapping[str, str], with_leave: bool = False
+) -> tuple[str, str | None]:
     stripped = (text or "").strip()
     bare = _BARE_LABEL.fullmatch(stripped) if stripped else None
     if bare is not None and _norm(bare.group(1)) in by_norm:

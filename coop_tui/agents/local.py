@@ -49,6 +49,8 @@ N_CTX = 4096
 """Context size: a game prompt, the reasoning and the answer step fit with room to spare."""
 FINAL_ANSWER_PROMPT = "Now give only your final answer, as a JSON object, with no explanation."
 """The answer step's request; the grammar, not this wording, guarantees the shape."""
+FINAL_TAG_PROMPT = "Now give only your final answer, in <answer> tags, with no explanation."
+"""The answer step's request when the answer was asked for in ``<answer>`` tags."""
 
 __all__ = [
     "DEFAULT_TEMPERATURE",
@@ -489,6 +491,26 @@ def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
     )
 
 
+def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str | None:
+    """Grammar of an answer in ``<answer>`` tags (prompt_protocol "seed003"): a choice as
+    ``<answer>Option J</answer>``, a whole-number move as ``<answer>40</answer>`` within its
+    range; None for the other kinds and grids (they keep the JSON grammar, which the
+    parser reads as well)."""
+    if kind == "choice" and labels:
+        alternatives = " | ".join(_gbnf_literal(label) for label in labels)
+        return f'root ::= "<answer>Option " ( {alternatives} ) "</answer>"\n'
+    if kind != "number":
+        return None
+    lo, hi, step = options.get("min"), options.get("max"), float(options.get("step", 1) or 1)
+    if lo is None or hi is None or step != 1 or not float(lo).is_integer():
+        return None
+    low, high = int(lo), int(float(hi))
+    if not 0 <= high - low <= MAX_ENUMERATED_RANGE:
+        return None
+    values = " | ".join(f'"{v}"' for v in range(low, high + 1))
+    return f'root ::= "<answer>" ( {values} ) "</answer>"\n'
+
+
 MAX_ALLOCATION_ALTERNATIVES = 20000
 """An allocation grammar spells out every split; above this many it falls back to the schema."""
 
@@ -539,6 +561,8 @@ def answer_grammar(
     from coop_tui.schemas import answer_schema
 
     opts = options or {}
+    if opts.get("form") == "tag" and (tagged := tag_gbnf(kind, labels, opts)) is not None:
+        return "gbnf", tagged
     if kind == "allocation" and opts.get("total") is not None and float(opts.get("step", 1)) == 1:
         gbnf = allocation_gbnf(tuple(opts.get("keys") or ()), int(opts["total"]),
                                int(opts.get("min", 0)), int(opts.get("max", opts["total"])))
@@ -607,6 +631,8 @@ class _Plan:
     seed: int
     reproducible: bool
     threads: int
+    final_prompt: str = FINAL_ANSWER_PROMPT
+    """What the answer step asks after a reasoning step (the tag form's own wording)."""
 
 
 @dataclass
@@ -663,11 +689,14 @@ class LocalAgent:
             seed = request.seed % 2**31
         else:
             seed = random.SystemRandom().randrange(2**31)
+        grammar = None if schema is None else answer_grammar(request.kind, request.labels, schema,
+                                                             dict(request.options))
+        tagged = grammar is not None and grammar[1].startswith('root ::= "<answer>')
         return _Plan(
             messages=[dict(m) for m in messages],
             schema=schema,
-            grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema,
-                                                                 dict(request.options)),
+            grammar=grammar,
+            final_prompt=FINAL_TAG_PROMPT if tagged else FINAL_ANSWER_PROMPT,
             free_step=self.style in ("cot", "plain") or schema is None,
             think_tokens=self.max_tokens,
             temperature=self.temperature,
@@ -730,7 +759,7 @@ def _generate(
                 messages = [
                     *plan.messages,
                     {"role": "assistant", "content": text.strip()},
-                    {"role": "user", "content": FINAL_ANSWER_PROMPT},
+                    {"role": "user", "content": plan.final_prompt},
                 ]
                 if text:
                     # a paragraph break: live panes render Markdown, where one newline
