@@ -36,8 +36,17 @@ def _integer(lo: int | None, hi: int | None) -> dict[str, Any]:
 def answer_schema(
     kind: str, labels: Sequence[str] = (), options: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
-    """The schema of a valid answer of ``kind``; None for free text (no constraint)."""
+    """The schema of a valid answer of ``kind``; None for free text (no constraint).
+
+    A play answer asked with the ``ask_leave`` option (seed 004's move and keep-playing
+    choice in one answer) has a boolean ``leave`` after the move's own keys."""
     opts: Mapping[str, Any] = options or {}
+    if opts.get("ask_leave") and kind in ("mixed", "choice"):
+        plain = answer_schema(kind, labels, {k: v for k, v in opts.items() if k != "ask_leave"})
+        assert plain is not None
+        plain["properties"]["leave"] = {"type": "boolean"}
+        plain["required"] = list(plain["properties"])
+        return plain
     if kind == "mixed":
         return _object({label: _integer(0, 100) for label in labels})
     if kind == "choice":

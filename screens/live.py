@@ -22,6 +22,7 @@ from textual.containers import Grid, Vertical
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
+from coop_tui.decisions import ASK_LEAVE
 from coop_tui.events import (
     AnswerRejected,
     DecisionDone,
@@ -394,6 +395,14 @@ class LiveScreen(NavScreen):
             prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
             prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
             prompt.append(", then Enter.")
+        elif turn.request.options.get(ASK_LEAVE):  # seed 004: the move and leave or stay
+            prompt.append(f"Actions: {labels}. Type your move, then ")
+            prompt.append("leave", style="bold")
+            prompt.append(" or ")
+            prompt.append("stay", style="bold")
+            prompt.append(" for after this round (e.g. ")
+            prompt.append("0 stay", style="bold")
+            prompt.append("), then Enter.")
         elif turn.request.kind == "choice":
             prompt.append(f"Keys: {labels}; or type one action label, then Enter.")
         elif turn.request.kind != "mixed":
@@ -416,6 +425,8 @@ class LiveScreen(NavScreen):
             box.placeholder = f"a number from {turn.request.options.get('min')} to {turn.request.options.get('max')}"
         elif turn.request.kind == "allocation":
             box.placeholder = ", ".join(f"{k}=…" for k in turn.request.options.get("keys") or ())
+        elif turn.request.options.get(ASK_LEAVE):
+            box.placeholder = "0 stay / 1 leave / A0=70 A1=30 stay; Enter confirms"
         else:
             box.placeholder = self._default_placeholder
         box.focus()
@@ -454,7 +465,8 @@ class LiveScreen(NavScreen):
             return
         turn = self.turns[0]
         try:
-            answer = human_answer(event.value, turn.request.labels, turn.request.kind)
+            answer = human_answer(event.value, turn.request.labels, turn.request.kind,
+                                  ask_leave=bool(turn.request.options.get(ASK_LEAVE)))
         except ValueError as exc:
             self.query_one("#human-prompt", Static).update(Text(f"✗ {exc}", style="bold red"))
             return

@@ -49,6 +49,8 @@ N_CTX = 4096
 """Context size: a game prompt, the reasoning and the answer step fit with room to spare."""
 FINAL_ANSWER_PROMPT = "Now give only your final answer, as a JSON object, with no explanation."
 """The answer step's request; the grammar, not this wording, guarantees the shape."""
+FINAL_TAG_PROMPT = "Now give only your final answer, in <answer> tags, with no explanation."
+"""The answer step's request when the answer was asked for in ``<answer>`` tags."""
 
 __all__ = [
     "DEFAULT_TEMPERATURE",
@@ -435,9 +437,10 @@ def _gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def mixed_gbnf(labels: tuple[str, ...]) -> str:
+def mixed_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
     """Grammar of a mixed answer: every label once, in order, an integer 0..100 each, and
-    at least one of them positive.
+    at least one of them positive (then ``"leave": true|false`` when ``leave``: seed
+    004's move and keep-playing choice in one answer).
 
     All zeros is the one integer answer the parser must reject (nothing to normalise), so
     the grammar rules it out: rule ``z<i>`` is "no positive value yet", ``a<i>`` "one
@@ -447,7 +450,9 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     n = len(labels)
     if n == 0:
         raise ValueError("a mixed answer needs at least one label")
-    lines = ['root ::= "{" space z0 "}" space']
+    lines = ['root ::= "{" space z0 ' + ("leave " if leave else "") + '"}" space']
+    if leave:
+        lines.append(_LEAVE_RULE)
     for i, label in enumerate(labels):
         key = f'{_gbnf_literal(json.dumps(label))} space ":" space'
         if i == n - 1:
@@ -467,16 +472,43 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def choice_gbnf(labels: tuple[str, ...]) -> str:
-    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels."""
+_LEAVE_RULE = 'leave ::= "," space ' + '"\\"leave\\"" space ":" space ("true" | "false") space'
+"""The ``, "leave": true|false`` tail of a combined move-and-leave answer."""
+
+
+def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
+    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels
+    (and ``"leave": true|false`` after it when ``leave``)."""
     if not labels:
         raise ValueError("a choice answer needs at least one label")
     options = " | ".join(_gbnf_literal(json.dumps(label)) for label in labels)
     key = _gbnf_literal(json.dumps("choice"))
+    tail = " leave" if leave else ""
     return (
-        f'root ::= "{{" space {key} space ":" space ( {options} ) space "}}" space\n'
-        'space ::= " "?\n'
+        f'root ::= "{{" space {key} space ":" space ( {options} ) space{tail} "}}" space\n'
+        + (_LEAVE_RULE + "\n" if leave else "")
+        + 'space ::= " "?\n'
     )
+
+
+def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str | None:
+    """Grammar of an answer in ``<answer>`` tags (prompt_protocol "seed003"): a choice as
+    ``<answer>Option J</answer>``, a whole-number move as ``<answer>40</answer>`` within its
+    range; None for the other kinds and grids (they keep the JSON grammar, which the
+    parser reads as well)."""
+    if kind == "choice" and labels:
+        alternatives = " | ".join(_gbnf_literal(label) for label in labels)
+        return f'root ::= "<answer>Option " ( {alternatives} ) "</answer>"\n'
+    if kind != "number":
+        return None
+    lo, hi, step = options.get("min"), options.get("max"), float(options.get("step", 1) or 1)
+    if lo is None or hi is None or step != 1 or not float(lo).is_integer():
+        return None
+    low, high = int(lo), int(float(hi))
+    if not 0 <= high - low <= MAX_ENUMERATED_RANGE:
+        return None
+    values = " | ".join(f'"{v}"' for v in range(low, high + 1))
+    return f'root ::= "<answer>" ( {values} ) "</answer>"\n'
 
 
 MAX_ALLOCATION_ALTERNATIVES = 20000
@@ -529,16 +561,20 @@ def answer_grammar(
     from coop_tui.schemas import answer_schema
 
     opts = options or {}
+    if opts.get("form") == "tag" and (tagged := tag_gbnf(kind, labels, opts)) is not None:
+        return "gbnf", tagged
     if kind == "allocation" and opts.get("total") is not None and float(opts.get("step", 1)) == 1:
         gbnf = allocation_gbnf(tuple(opts.get("keys") or ()), int(opts["total"]),
                                int(opts.get("min", 0)), int(opts.get("max", opts["total"])))
         if gbnf is not None:
             return "gbnf", gbnf
 
-    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, {}):
-        return "gbnf", mixed_gbnf(labels)
-    if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
-        return "gbnf", choice_gbnf(labels)
+    leave = bool(opts.get("ask_leave"))
+    plain = {"ask_leave": True} if leave else {}
+    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, plain):
+        return "gbnf", mixed_gbnf(labels, leave=leave)
+    if kind == "choice" and labels and schema == answer_schema("choice", labels, plain):
+        return "gbnf", choice_gbnf(labels, leave=leave)
     if kind == "judgement" and labels and opts.get("shape") == "types":
         from coop_tui.judging.rubric import judgement_types_gbnf
 
@@ -595,6 +631,8 @@ class _Plan:
     seed: int
     reproducible: bool
     threads: int
+    final_prompt: str = FINAL_ANSWER_PROMPT
+    """What the answer step asks after a reasoning step (the tag form's own wording)."""
 
 
 @dataclass
@@ -651,11 +689,14 @@ class LocalAgent:
             seed = request.seed % 2**31
         else:
             seed = random.SystemRandom().randrange(2**31)
+        grammar = None if schema is None else answer_grammar(request.kind, request.labels, schema,
+                                                             dict(request.options))
+        tagged = grammar is not None and grammar[1].startswith('root ::= "<answer>')
         return _Plan(
             messages=[dict(m) for m in messages],
             schema=schema,
-            grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema,
-                                                                 dict(request.options)),
+            grammar=grammar,
+            final_prompt=FINAL_TAG_PROMPT if tagged else FINAL_ANSWER_PROMPT,
             free_step=self.style in ("cot", "plain") or schema is None,
             think_tokens=self.max_tokens,
             temperature=self.temperature,
@@ -718,7 +759,7 @@ def _generate(
                 messages = [
                     *plan.messages,
                     {"role": "assistant", "content": text.strip()},
-                    {"role": "user", "content": FINAL_ANSWER_PROMPT},
+                    {"role": "user", "content": plan.final_prompt},
                 ]
                 if text:
                     # a paragraph break: live panes render Markdown, where one newline
