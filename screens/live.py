@@ -19,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
+from textual.widget import MountError
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -204,6 +205,11 @@ class LiveScreen(NavScreen):
         self._draining = True
         try:
             await self._apply_batch()
+        except MountError:
+            # the app is closing (Quit, a signal) and took the panes down under a batch that
+            # was still writing into them: nothing is left to show it in
+            if not getattr(self.app, "_exit", False) and self.is_attached:
+                raise
         finally:
             self._draining = False
 
