@@ -44,12 +44,14 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, public_url
+from coop_tui.agents.sse import DONE, SSEDecoder
+from coop_tui.agents.sse import loads as sse_loads
 from coop_tui.agents.transport import (
     connect_failed,
     connection_cause,
@@ -227,20 +229,30 @@ def price_map() -> dict[str, Any]:
 
 def cost_for(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """USD cost of one call from litellm's offline price map; None when the model is unknown."""
+    prices = _prices_of(model)
+    if prices is None:
+        return None
+    per_in, per_out = prices
+    return per_in * input_tokens + per_out * output_tokens
+
+
+@functools.lru_cache(maxsize=256)
+def _prices_of(model: str) -> tuple[float, float] | None:
+    """USD per input and per output token of ``model`` (looked up once per model: a sweep
+    asks for every answer)."""
     if not model:
         return None
     prices = price_map()
     parts = model.split("/")
     # "openrouter/openai/gpt-4o" -> that, "openai/gpt-4o", "gpt-4o": the map keys vary
-    candidates = ["/".join(parts[i:]) for i in range(len(parts))]
-    for name in candidates:
+    for name in ("/".join(parts[i:]) for i in range(len(parts))):
         entry = prices.get(name)
         if not isinstance(entry, dict):
             continue
         per_in, per_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
         if per_in is None or per_out is None:
             continue
-        return float(per_in) * input_tokens + float(per_out) * output_tokens
+        return float(per_in), float(per_out)
     return None
 
 
@@ -572,10 +584,18 @@ class LLMAgent:
                 else:
                     sent = time.perf_counter()
                     await self._attempt(lease, messages, extra, body, sink, attempt)
+                if attempt.finish_reason is None:
+                    raise _StreamBroken(
+                        "the stream ended without a finish reason (dropped connection, or the "
+                        "server interrupted it for another request?)",
+                        cut=True,
+                    )
                 outcome = "ok"
             except Exception as exc:  # noqa: BLE001 - classified below
                 failure = classify(exc)
                 outcome = _endpoint_outcome(exc)
+                if outcome == "down" and lease is not None:
+                    lease.cause = failure.message  # the pool names it when it gives up
             finally:
                 now = time.perf_counter()
                 if sent:
@@ -676,7 +696,7 @@ class LLMAgent:
         }
         return json.dumps(payload).encode()
 
-    async def _attempt(
+    def _attempt(
         self,
         lease: Any,
         messages: list[dict],
@@ -684,23 +704,13 @@ class LLMAgent:
         body: bytes,
         sink: Any,
         state: _AttemptState,
-    ) -> None:
+    ) -> Awaitable[None]:
+        """One HTTP attempt on the agent's transport (a plain function handing on the
+        coroutine: every streamed chunk resumes each coroutine level in between)."""
         url = lease.endpoint.url if lease is not None else self.api_base
-        try:
-            if self.transport == "openai":
-                await self._stream_http(url or "", body, sink, state)
-            else:
-                await self._stream_litellm(url, messages, extra, sink, state)
-        except Exception as exc:  # noqa: BLE001 - re-raised; the pool learns the cause
-            if lease is not None and connect_failed(exc):
-                lease.cause = classify(exc).message
-            raise
-        if state.finish_reason is None:
-            raise _StreamBroken(
-                "the stream ended without a finish reason (dropped connection, or the server "
-                "interrupted it for another request?)",
-                cut=True,
-            )
+        if self.transport == "openai":
+            return self._stream_http(url or "", body, sink, state)
+        return self._stream_litellm(url, messages, extra, sink, state)
 
     async def prepare(self) -> None:
         """Import the client library off the event loop, before the first request needs it.
@@ -739,6 +749,8 @@ class LLMAgent:
         ``user:password@`` is sent with HTTP Basic auth (aiohttp reads it from the URL) and
         then carries no bearer key.
         """
+        import aiohttp
+
         assert self.endpoints is not None  # the openai transport always has an api_base
         session = self.endpoints.http_session(self._session_headers)
         target, proxy, proxy_auth = self._chat_url(url)
@@ -756,63 +768,47 @@ class LLMAgent:
                     kind = response.headers.get("Content-Type", "")
                     if "json" in kind and "event-stream" not in kind:
                         _whole_answer(await _read_capped(response, None), sink, state)
-                    else:
-                        await self._read_sse(response, deadline, sink, state)
+                        return
+                    # Server-sent events, read here rather than in a method of their own
+                    # (one coroutine level less to resume per chunk). After [DONE] the
+                    # body is read on only to reuse the connection (a server that then
+                    # drops it, as llama.cpp's does when it interrupts a stream, has still
+                    # ended the stream).
+                    loop = asyncio.get_running_loop()
+                    limit = self.timeout
+                    push_after = limit / 4  # push the silence deadline back at most this often
+                    pushed = loop.time()
+                    decoder = SSEDecoder()
+                    feed = decoder.feed
+                    content = response.content
+                    read = content.readany  # b"" at the end of the body
+                    try:
+                        while piece := await read():
+                            if state.done:
+                                continue  # read to the end so the connection can be reused
+                            now = loop.time()
+                            if now - pushed > push_after:
+                                deadline.reschedule(now + limit)
+                                pushed = now
+                            for payload in feed(piece):
+                                if _sse_event(payload, sink, state):
+                                    if not content.at_eof():
+                                        # a server that keeps the body open after [DONE]
+                                        # gets one more second
+                                        deadline.reschedule(loop.time() + 1.0)
+                                    break
+                    except (aiohttp.ClientError, ConnectionError):
+                        if not state.done:
+                            raise
+                        return
+                    if not state.done:
+                        for payload in decoder.close():
+                            _sse_event(payload, sink, state)
         except TimeoutError:
             if not state.done:
                 raise TimeoutError(
                     f"the server sent nothing for {self.timeout:g} s (the agent's timeout)"
                 ) from None
-
-    async def _read_sse(
-        self, response: Any, deadline: Any, sink: Any, state: _AttemptState
-    ) -> None:
-        """Decode SSE lines into the attempt; after ``[DONE]`` read on only to reuse the
-        connection (a server that then drops it, as llama.cpp's does when it interrupts a
-        stream, has still ended the stream)."""
-        import aiohttp
-
-        loop = asyncio.get_running_loop()
-        limit = self.timeout
-        pushed = loop.time()
-        data: list[bytes] = []
-        buffer = b""
-        try:
-            async for piece in response.content.iter_any():
-                now = loop.time()
-                if now - pushed > limit / 4 and not state.done:
-                    deadline.reschedule(now + limit)
-                    pushed = now
-                if state.done:
-                    continue  # read to the end so the connection can be reused
-                if b"\n" not in piece:
-                    buffer += piece
-                    continue
-                lines = (buffer + piece if buffer else piece).split(b"\n")
-                buffer = lines.pop()
-                for line in lines:
-                    if line.startswith(b"data:"):
-                        # the value (JSON or [DONE]): surrounding blanks and a CRLF's \r
-                        # mean nothing to it
-                        data.append(line[5:].strip())
-                        continue
-                    if line and line != b"\r":
-                        continue  # event:, id:, retry: and ":" comments carry nothing we use
-                    if data and _sse_event(data[0] if len(data) == 1 else b"\n".join(data),
-                                           sink, state):
-                        # a server that keeps the body open after [DONE] gets one more second
-                        deadline.reschedule(loop.time() + 1.0)
-                        data = []
-                        break
-                    data = []
-        except (aiohttp.ClientError, ConnectionError):
-            if not state.done:
-                raise
-            return
-        if buffer.startswith(b"data:") and not state.done:
-            data.append(buffer[5:].strip())
-        if data and not state.done:
-            _sse_event(b"\n".join(data), sink, state)
 
     async def _stream_litellm(
         self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
@@ -892,17 +888,17 @@ def _schema_gbnf(schema_json: str) -> str:
 def _sse_event(payload: bytes, sink: Any, state: _AttemptState) -> bool:
     """Handle one SSE ``data`` payload (UTF-8 bytes, as JSON reads them); True at
     ``[DONE]``. Bad JSON raises (retryable)."""
-    if payload.strip() == b"[DONE]":
+    if payload == DONE:
         state.done = True
         return True
-    chunk = json.loads(payload)
-    if not isinstance(chunk, dict):
+    chunk = sse_loads(payload)
+    if type(chunk) is not dict:
         raise _StreamBroken(f"unexpected stream chunk: {payload[:80]!r}")
     error = chunk.get("error")
     if error:
         message = error.get("message") if isinstance(error, dict) else str(error)
         raise _StreamBroken(f"the provider reported an error mid-stream: {message}")
-    state.consume(chunk, sink)
+    state.consume_dict(chunk, sink)
     return False
 
 
@@ -950,6 +946,9 @@ def _check_litellm_stream(stream: Any, state: _AttemptState) -> None:
 class _AttemptState:
     """What one attempt has streamed so far (discarded when the attempt fails)."""
 
+    __slots__ = ("text", "reasoning", "input_tokens", "output_tokens", "finish_reason", "model",
+                 "emitted", "done")
+
     def __init__(self) -> None:
         self.text: list[str] = []
         self.reasoning: list[str] = []
@@ -958,8 +957,7 @@ class _AttemptState:
         self.finish_reason: str | None = None
         self.model: str | None = None
         self.emitted = False
-        self.done = False
-        """``[DONE]`` arrived: the answer is complete whatever happens to the connection."""
+        self.done = False  # [DONE] arrived: the answer is complete whatever the connection does
 
     def consume(self, chunk: Any, sink: Any) -> None:
         if type(chunk) is dict:

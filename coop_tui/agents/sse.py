@@ -1,0 +1,94 @@
+"""Server-sent events of a streamed chat completion, decoded from raw bytes.
+
+Why bytes and not text lines: a sweep decodes every chunk of every answer on one event
+loop, so the client's CPU per chunk bounds how many streams one process can follow. The
+body arrives in pieces cut anywhere (the HTTP client hands over what the socket gave);
+this splits them into events without decoding each line to ``str``, and hands on each
+event's ``data`` as the UTF-8 bytes JSON reads. A piece that is exactly one one-line
+``data:`` event (what OpenAI-compatible servers send per chunk) takes a short path, and
+so does every one-line event of a piece that holds several.
+
+What an OpenAI-compatible stream needs of the SSE format, and no more: lines end with
+``\\n`` or ``\\r\\n``; a blank line ends an event; ``data:`` lines of one event are joined
+with ``\\n``; ``event:``, ``id:``, ``retry:`` and ``:`` comment lines carry nothing a chat
+stream uses and are skipped. The value of a ``data:`` line is stripped of blanks at both
+ends (JSON and ``[DONE]`` do not care, and a CRLF's ``\\r`` goes with them).
+
+JSON is read by jiter (the openai SDK's own parser, in Rust: about half the standard
+library's time per chunk); whatever it refuses is handed to ``json.loads``, so the
+result, or the error, is the standard library's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jiter import from_json as _from_json
+
+DONE = b"[DONE]"
+"""The payload that ends an OpenAI-compatible stream."""
+
+
+class SSEDecoder:
+    """Feed the body's pieces in order; get back the ``data`` payloads they complete."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        """What was fed after the last blank line: the event being read."""
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """The payloads of the events this piece completes (often none or one)."""
+        if self._buffer:
+            piece = self._buffer + piece
+        elif piece.startswith(b"data:") and piece.endswith(b"\n\n") and piece.count(b"\n") == 2:
+            return [piece[5:-2].strip()]  # one whole one-line event: the usual piece
+        cut_crlf = b""
+        if b"\r" in piece:
+            if piece.endswith(b"\r"):  # maybe the first half of a CRLF: keep it for later
+                piece, cut_crlf = piece[:-1], b"\r"
+            piece = piece.replace(b"\r\n", b"\n")  # CRLF lines: the same events
+        blocks = piece.split(b"\n\n")
+        self._buffer = blocks.pop() + cut_crlf  # no blank line after it yet
+        events: list[bytes] = []
+        for block in blocks:
+            if block.startswith(b"data:") and b"\n" not in block:
+                events.append(block[5:].strip())
+            elif block:
+                data = _data_lines(block)
+                if data is not None:
+                    events.append(data)
+        return events
+
+    def close(self) -> list[bytes]:
+        """At the end of the body: the event that no blank line ended, if any."""
+        if not self._buffer:
+            return []
+        events = self.feed(b"\n\n")  # the end of the body ends the last event
+        self._buffer = b""
+        return events
+
+
+def _data_lines(block: bytes) -> bytes | None:
+    """The ``data`` of an event's lines (several ``data:`` lines joined by ``\\n``; other
+    fields and comments skipped), None when it has none. A blank line inside (three line
+    ends in a row) only ends an empty event."""
+    data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
+    if not data:
+        return None
+    return data[0] if len(data) == 1 else b"\n".join(data)
+
+
+def loads(payload: bytes) -> Any:
+    """``json.loads(payload)``, by jiter where it can.
+
+    jiter and the standard library agree on every document both accept; jiter refuses a
+    few that ``json.loads`` takes (a lone surrogate escape, a byte-order mark), and its
+    errors are worded differently, so anything it refuses goes to ``json.loads``.
+    """
+    try:
+        return _from_json(payload)
+    except ValueError:
+        return json.loads(payload)
