@@ -205,12 +205,10 @@ class EndpointPool:
         loop = asyncio.get_running_loop()
         first = True
         while True:
+            lease = self.try_acquire()
+            if lease is not None:
+                return lease
             now = time.monotonic()
-            ep = self._pick(now)
-            if ep is not None:
-                if ep.down_for > DOWN_FOR and ep.down_until:  # back from a pause: probe
-                    ep.down_until = now + ep.down_for
-                return self._lease(ep)
             dead = self._given_up(now)
             if dead is not None:
                 wait = dead.down_until - now
@@ -242,6 +240,17 @@ class EndpointPool:
                     waiter.cancel()
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(waiter)
+
+    def try_acquire(self) -> Lease | None:
+        """A slot at once when an endpoint is up and has one free (no waiting, no
+        coroutine: the usual case of a sweep within its concurrency), else None."""
+        now = time.monotonic()
+        ep = self._pick(now)
+        if ep is None:
+            return None
+        if ep.down_for > DOWN_FOR and ep.down_until:  # back from a pause: probe
+            ep.down_until = now + ep.down_for
+        return self._lease(ep)
 
     def _wake(self) -> None:
         while self._waiters:

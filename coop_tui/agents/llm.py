@@ -568,7 +568,8 @@ class LLMAgent:
             attempt = _AttemptState()
             asked = time.perf_counter()
             try:
-                lease = await self.endpoints.acquire() if self.endpoints is not None else None
+                pool = self.endpoints
+                lease = None if pool is None else pool.try_acquire() or await pool.acquire()
             except EndpointsDown as exc:  # every server failed again after its rest: fail fast
                 raise ProviderError(
                     f"{self._where()}: {scrub(self._key.scrub(str(exc)))}",
