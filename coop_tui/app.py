@@ -127,7 +127,7 @@ def run_app(db: Path) -> int:
 
 def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None) -> int:
     """``coop-tui play``: you in seat 1 against ``opponent``; bad input exits 2 before the UI."""
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     if rounds < 1:
         raise SpecError("--rounds", f"must be at least 1 (got {rounds})")

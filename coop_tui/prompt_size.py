@@ -180,7 +180,7 @@ def _local_window() -> int:
 
 def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
     """Refuse prompts above ``max_prompt_tokens`` or the model's context (SpecError)."""
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     limit = sweep.spec.max_prompt_tokens
     for index, seats in sizes.by_cell.items():

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from coop_tui import redact
 from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
+from coop_tui.errors import SpecError  # defined in the bottom layer; importable from here too
 from coop_tui.terminal import name_problem
 
 # Environment variables litellm reads for each provider prefix; used only to give a
@@ -58,15 +59,6 @@ MAX_INT_DIGITS = 19
 SECRET_FIELDS = frozenset({"api_key", "api_key_env", "api_base"})
 """Fields whose value a validation error must never echo."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class SpecError(ValueError):
-    """A sweep or match specification that cannot run, with the field and the fix."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
 
 
 class AgentSpec(BaseModel):
@@ -619,8 +611,6 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
 
 
 def _check_decision_bound(sweep: Sweep) -> None:
-    from coop_tui.sweep import estimate_decisions
-
     total = estimate_decisions(sweep)
     if total > sweep.spec.max_decisions:
         raise SpecError(
@@ -629,6 +619,41 @@ def _check_decision_bound(sweep: Sweep) -> None:
             f"more than max_decisions = {sweep.spec.max_decisions:,}; shrink the grid or "
             "samples, or raise max_decisions if you mean it",
         )
+
+
+def estimate_decisions(sweep: Sweep) -> int:
+    """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
+    tournament's shared designs counted once)."""
+    from coop_tui.mechanisms._designs import shared_design_count
+
+    per_match = decisions_per_match(sweep)
+    return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
+        sweep.cells
+    )
+
+
+def decisions_per_match(sweep: Sweep) -> list[int]:
+    """Decisions in one match of each grid point, aligned with ``sweep.cells``; one game
+    load per distinct game and one mechanism per distinct parameter set."""
+    from coop_tui.mechanisms import mechanism_class
+
+    base = sweep.source.parent if sweep.source else None
+    games: dict[str, Any] = {}
+    per_match: dict[str, int] = {}
+    out: list[int] = []
+    for cell in sweep.cells:
+        gkey = stable_hash([cell.game, cell.game_params])
+        key = stable_hash([gkey, cell.mechanism, cell.mechanism_params, len(cell.seats)])
+        if key not in per_match:
+            if gkey not in games:
+                games[gkey] = cell_game(cell, base)
+            mech_cls = mechanism_class(cell.mechanism)
+            from coop_tui.grounded.stages import planning_params
+
+            mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
+            per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
+        out.append(per_match[key])
+    return out
 
 
 def _resolve(path: str, base: Path | None) -> Path:

@@ -606,11 +606,11 @@ def _int_field(text: str, name: str, *, default: int | None = None, low: int | N
     try:
         value = int(raw)
     except ValueError:
-        from coop_tui.spec import SpecError
+        from coop_tui.errors import SpecError
 
         raise SpecError(name, f"must be a whole number (got {raw!r})") from None
     if low is not None and value < low:
-        from coop_tui.spec import SpecError
+        from coop_tui.errors import SpecError
 
         raise SpecError(name, f"must be at least {low} (got {value})")
     return value
@@ -623,6 +623,6 @@ def _float_field(text: str, name: str) -> float | None:
     try:
         return float(raw)
     except ValueError:
-        from coop_tui.spec import SpecError
+        from coop_tui.errors import SpecError
 
         raise SpecError(name, f"must be a number (got {raw!r})") from None

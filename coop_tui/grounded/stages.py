@@ -24,6 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from coop_tui.errors import SpecError
+
 VIEWS = ("decision", "explanation", "both")
 
 
@@ -38,7 +40,6 @@ def _extra(exp: Any, key: str, default: Any = None) -> Any:
 def parse_source(source: Any, where: str) -> tuple[str, str, str | None]:
     """("exogenous" | "endogenous", benchmark key, view or None)."""
     from coop_tui.grounded.domains import benchmark_key
-    from coop_tui.spec import SpecError
 
     parts = source.split(":") if isinstance(source, str) else []
     if parts and parts[0] == "exogenous" and len(parts) == 2 and parts[1]:
@@ -59,7 +60,6 @@ def check_sweep(spec: Any, base: Path | None) -> list[int]:
     the runner and the estimates find them wherever the process runs.
     """
     from coop_tui.grounded.domains import benchmark_key, load_benchmark
-    from coop_tui.spec import SpecError
 
     administered: dict[str, list[int]] = {}
     judged: dict[tuple[str, str], list[int]] = {}
