@@ -115,7 +115,7 @@ def load_target(store: Store, decision_id: int) -> ReaskTarget:
 
 def _game(match: dict[str, Any]) -> Game:
     if match.get("game_spec"):
-        from coop_tui.report import game_from_spec
+        from coop_tui.games import game_from_spec
 
         try:
             return game_from_spec(json.loads(match["game_spec"]))

@@ -418,7 +418,7 @@ class AnalysisScreen(NavScreen):
         if not specs:
             widget.show(None, "the game of this experiment was not stored")
             return
-        from coop_tui.report import game_from_spec
+        from coop_tui.games import game_from_spec
 
         games, problems = [], []
         for spec in specs:

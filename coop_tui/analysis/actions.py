@@ -308,7 +308,7 @@ def contract_sustains_cooperation(game: Game, terms: Mapping[int, int]) -> bool:
 
 def design_stability(source: Any, run_id: str) -> list[dict[str, Any]]:
     """One row per stored proposal: does it make mutual cooperation stable, did it win."""
-    from coop_tui.report import game_from_spec
+    from coop_tui.games import game_from_spec
 
     db = _db(source)
     infos = _phase_infos(db, run_id)

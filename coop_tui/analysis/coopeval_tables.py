@@ -360,7 +360,7 @@ def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
     if not spec:
         return None
     try:
-        from coop_tui.report import game_from_spec
+        from coop_tui.games import game_from_spec
 
         game = game_from_spec(spec)
     except (KeyError, TypeError, ValueError):

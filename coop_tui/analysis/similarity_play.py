@@ -201,7 +201,7 @@ def _aggregate(store: Store, run_id: str, experiment: int, ckey: str, cjson: str
     so Python sees one row per seating however many matches were played."""
     import itertools
 
-    from coop_tui.report import game_from_spec
+    from coop_tui.games import game_from_spec
 
     if not gspec:
         return None

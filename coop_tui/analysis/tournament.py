@@ -182,7 +182,7 @@ def _game(spec: dict[str, Any] | None):
     if not spec:
         return None
     try:
-        from coop_tui.report import game_from_spec
+        from coop_tui.games import game_from_spec
 
         game = game_from_spec(spec)
     except (KeyError, TypeError, ValueError):
