@@ -289,7 +289,7 @@ def run_batch(
     print_summary(summary, console)
     if summary.run_id and summary.matches_done:
         # deviation ratings solved now, once, so `report` reads them without scipy
-        from coop_tui.analysis.ratings_cache import rate_run
+        from coop_tui.analysis.coopeval_tables import rate_run
 
         with contextlib.suppress(sqlite3.Error):
             rate_run(store, summary.run_id)

@@ -22,6 +22,7 @@ from typing import Any
 
 from coop_tui import read_cache
 from coop_tui.analysis.population import MatchupTensor, population_metrics, tensor_from_sums
+from coop_tui.analysis.ratings_cache import deviation_ratings
 from coop_tui.store import Store, game_spec_sql
 
 STEPS = 1000
@@ -154,7 +155,6 @@ def _metrics(tensor: MatchupTensor, game_spec: dict[str, Any] | None, db: Any = 
         return out
     ratings = None
     if db is not None:  # stored by their inputs: no LP (and no scipy) when solved before
-        from coop_tui.analysis.ratings_cache import deviation_ratings
 
         ratings = deviation_ratings(db, tensor.payoffs, method=LP_METHOD, freeze="every_optimum")
     population = population_metrics(

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from coop_tui import summaries
-from coop_tui.analysis.ratings_cache import rate_run
+from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.games.base import Game, bimatrix
