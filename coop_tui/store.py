@@ -35,13 +35,25 @@ from coop_tui.events import (
     RunStarted,
     TextDelta,
 )
-from coop_tui.importers.strategic_personalities import DUPLICATE_KEY, PAPER_MODELS
 from coop_tui.redact import scrub
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 DB_ENV = "COOP_TUI_DB"
+
+# Seed 003's published trials (``sp_trials``, filled by importers/strategic_personalities.py):
+PAPER_MODELS = (
+    "claude-haiku-4.5", "claude-haiku-4.5-thinking", "claude-sonnet-4.5", "claude-sonnet-4.6",
+    "claude-opus-4.5", "claude-opus-4.6", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini",
+    "gpt-4.1-nano", "gpt-5-mini", "gpt-5-nano", "gpt-5.3", "gpt-5.4", "gemini-2.0-flash",
+    "gemini-2.5-flash", "gemini-2.5-flash-thinking", "gemini-3-flash", "gemini-3-pro",
+    "gemini-3.1-pro", "deepseek-v3", "deepseek-r1", "llama-3.3-70b", "ministral-14b",
+    "qwen3.5-flash",
+)
+"""The 25 model keys of the paper (Supplementary Table 1)."""
+DUPLICATE_KEY = ("game", "model", "opponent", "matchup", "condition", "trial")
+"""Two rows with these equal are one trial run twice; the last copy counts."""
 
 
 def default_db_path() -> Path:
