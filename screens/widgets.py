@@ -69,10 +69,10 @@ def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
 class NavScreen(Screen):
     """Help and back behave the same on every screen: back pops, or quits at the root."""
 
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
+    async def action_help(self) -> None:
+        # help is the app's action (the help screen lists every screen's keys, so it sits
+        # above them all); a screen only forwards the key
+        await self.app.run_action("app.help")
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
