@@ -194,3 +194,11 @@ class Decision:
     options: dict[str, Any] = field(default_factory=dict)
     """The request's kind-specific options the answer was checked against (a number's
     range and step, an allocation's keys and total), so a re-ask checks the same ones."""
+
+
+@dataclass
+class MatchOutcome:
+    """What a match produced: one payoff per seat, and what the mechanism wants kept."""
+
+    payoffs: tuple[float, ...]
+    info: dict[str, Any] = field(default_factory=dict)

@@ -10,12 +10,11 @@ Mechanisms only say *what* to ask and how answers become payoffs.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -27,6 +26,7 @@ from coop_tui.decisions import (
     Attempt,
     Decision,
     DecisionRequest,
+    MatchOutcome,  # defined below the engine (games use it too); importable from here
     Message,
     Move,
     SeatView,
@@ -44,14 +44,16 @@ from coop_tui.events import (
     TextDelta,
 )
 from coop_tui.games.base import Game
+from coop_tui.hashing import derived_seed, stable_hash  # the same: importable from here
+from coop_tui.parsing import ParseError, parse_answer
 from coop_tui.prompts import (
     Labelling,
     PromptRenderer,
     action_lines,
-    example_answer,
     payoff_description,
 )
 from coop_tui.redact import scrub
+from coop_tui.schemas import answer_schema, example_answer, example_for
 
 RECENT_DECISIONS = 1000
 """Decisions a match context keeps in memory (MatchContext.decisions)."""
@@ -125,22 +127,6 @@ class DecisionPolicy:
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
     with the reason recorded. Prompts grow with history, so the dry run's check of the
     first prompt cannot cover them all."""
-
-
-@dataclass
-class MatchOutcome:
-    payoffs: tuple[float, ...]
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-def stable_hash(payload: Any) -> str:
-    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
-def derived_seed(*parts: Any) -> int:
-    """A 63-bit seed from any parts, stable across processes (unlike hash())."""
-    return int(stable_hash(list(parts))[:15], 16)
 
 
 class _Sink:
@@ -313,7 +299,6 @@ class MatchContext:
             text = self._game_text(describe, pos, base, twist, instructions)
         else:
             text = self._game_text(game, pos, own, twist, instructions)
-        from coop_tui.schemas import answer_schema
 
         options: dict[str, Any] = {}
         if kind == "choice":
@@ -377,7 +362,6 @@ class MatchContext:
             )
             text = self._game_text(game, pos, own, twist, instructions)
             messages = ({"role": "user", "content": text},)
-        from coop_tui.schemas import answer_schema
 
         return DecisionRequest(
             seat=seat,
@@ -533,8 +517,6 @@ class MatchContext:
     def _strategy_decision(self, agent: Any, request: DecisionRequest) -> Decision:
         """The fast path of :meth:`ask` for strategies: the same parse and sampling, no
         prompt, no cache keys (a replay recomputes the identical answer)."""
-        from coop_tui.parsing import ParseError, parse_answer
-
         if self.announce_strategies:
             self.bus.emit(
                 DecisionStarted(self.match_id, request.seat, request.round, request.phase, 1, (), agent.name)
@@ -701,8 +683,6 @@ class MatchContext:
     async def _ask_fresh(
         self, agent: Agent, request: DecisionRequest, cache_key: str, content_key: str
     ) -> Decision:
-        from coop_tui.parsing import ParseError, parse_answer
-
         messages: list[Message] = [dict(m) for m in request.messages]
         failed: list[Attempt] = []
         sink = _Sink(self.bus, self.match_id, request.seat)
@@ -1014,27 +994,6 @@ def _retry_example(request: DecisionRequest) -> str:
     if request.kind in ("mediator", "contract", "number", "allocation"):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
-
-
-def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> str:
-    """The example answer shown in a phase's instructions (placeholders, not advice)."""
-    if kind == "mediator":
-        n = int(options.get("n_players", 2))
-        return json.dumps({str(k): "<ACTION>" for k in range(1, n + 1)})
-    if kind == "approvals":
-        return json.dumps({label: "<true/false>" for label in labels}).replace('"<true/false>"', "<true/false>")
-    if kind == "sign":
-        return '{"sign": <true/false>}'
-    if kind in ("contract", "mixed"):
-        return example_answer(labels)
-    if kind == "number":
-        return json.dumps({str(options.get("name", "value")): "<NUMBER>"}).replace('"<NUMBER>"', "<number>")
-    if kind == "allocation":
-        keys = options.get("keys") or ()
-        return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
-    if kind == "choice":
-        return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
-    return ""
 
 
 def _plain(parsed: Any, labels: Sequence[str]) -> Any:

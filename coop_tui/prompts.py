@@ -9,7 +9,6 @@ mapping from shown label to game action travels with the request and is stored.
 from __future__ import annotations
 
 import itertools
-import json
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -145,10 +144,6 @@ def action_lines(game: Game, seat: int, own: Labelling) -> list[str]:
         note = notes[action] if notes is not None and action < len(notes) else None
         out.append(f"{label}: {note}" if note else label)
     return out
-
-
-def example_answer(labels: Sequence[str]) -> str:
-    return json.dumps({label: "<INT>" for label in labels}).replace('"<INT>"', "<INT>")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ __all__ = [
     "answer_grammar",
     "answer_schema",
     "choice_gbnf",
+    "example_answer",
+    "example_for",
     "grammar_schema",
     "judgement_gbnf",
     "judgement_types_gbnf",
@@ -105,6 +107,35 @@ def _grid(opts: Mapping[str, Any]) -> dict[str, Any]:
     count = int(round((float(hi) - float(lo)) / step)) + 1
     values = [float(lo) + i * step for i in range(count)]
     return {"enum": [int(v) if v.is_integer() else round(v, 10) for v in values]}
+
+
+# --------------------------------------------------------------------------- examples
+# The example answer a phase's instructions show (placeholders, never advice).
+
+
+def example_answer(labels: Sequence[str]) -> str:
+    return json.dumps({label: "<INT>" for label in labels}).replace('"<INT>"', "<INT>")
+
+
+def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> str:
+    """The example answer shown in a phase's instructions (placeholders, not advice)."""
+    if kind == "mediator":
+        n = int(options.get("n_players", 2))
+        return json.dumps({str(k): "<ACTION>" for k in range(1, n + 1)})
+    if kind == "approvals":
+        return json.dumps({label: "<true/false>" for label in labels}).replace('"<true/false>"', "<true/false>")
+    if kind == "sign":
+        return '{"sign": <true/false>}'
+    if kind in ("contract", "mixed"):
+        return example_answer(labels)
+    if kind == "number":
+        return json.dumps({str(options.get("name", "value")): "<NUMBER>"}).replace('"<NUMBER>"', "<number>")
+    if kind == "allocation":
+        keys = options.get("keys") or ()
+        return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
+    if kind == "choice":
+        return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
+    return ""
 
 
 # --------------------------------------------------------------------------- grammars

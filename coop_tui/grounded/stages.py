@@ -169,10 +169,6 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
         if store is not None:
             params["dossier"] = dossier_for(store, source_run, params, cell.seats[0], cell.seats[1])
         return params
-    from coop_tui.mechanisms import mechanism_class
-
-    if "similarity_scores" not in mechanism_class(cell.mechanism).Params.model_fields:
-        raise ValueError("the similarity mechanism of this build takes no similarity_scores yet")
     if store is None:
         matrix = {a: {b: 50.0 for b in cell.seats} for a in cell.seats}  # probe: size only
     else:
