@@ -24,6 +24,7 @@ from pathlib import Path
 
 from coop_tui.errors import SpecError
 from coop_tui.grounded.items import Item, load_items, metric_of
+from coop_tui.shipped import data_dir
 
 SIMILARITY_LEVELS = tuple(range(0, 101, 10))
 CONTROLS = {
@@ -50,8 +51,6 @@ class Benchmark:
 
 
 def demo_dir() -> Path:
-    from coop_tui.prompts import data_dir
-
     return data_dir() / "benchmarks"
 
 

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui.errors import SpecError
+from coop_tui.grounded.domains import benchmark_key, load_benchmark
+from coop_tui.grounded.dossier import build_dossier
+from coop_tui.grounded.matrices import matrix_for
 
 VIEWS = ("decision", "explanation", "both")
 
@@ -39,8 +42,6 @@ def _extra(exp: Any, key: str, default: Any = None) -> Any:
 
 def parse_source(source: Any, where: str) -> tuple[str, str, str | None]:
     """("exogenous" | "endogenous", benchmark key, view or None)."""
-    from coop_tui.grounded.domains import benchmark_key
-
     parts = source.split(":") if isinstance(source, str) else []
     if parts and parts[0] == "exogenous" and len(parts) == 2 and parts[1]:
         return "exogenous", benchmark_key(parts[1]), None
@@ -59,8 +60,6 @@ def check_sweep(spec: Any, base: Path | None) -> list[int]:
     Relative benchmark file paths are made absolute here (the sweep file's folder), so
     the runner and the estimates find them wherever the process runs.
     """
-    from coop_tui.grounded.domains import benchmark_key, load_benchmark
-
     administered: dict[str, list[int]] = {}
     judged: dict[tuple[str, str], list[int]] = {}
     for i, exp in enumerate(spec.experiments):
@@ -172,10 +171,8 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
     if store is None:
         matrix = {a: {b: 50.0 for b in cell.seats} for a in cell.seats}  # probe: size only
     else:
-        from coop_tui.grounded.matrices import matrix_for
-
         try:
-            full = matrix_for(store.db.conn, source_run, cell.source)
+            full = matrix_for(store, source_run, cell.source)
         except KeyError as exc:
             raise ValueError(str(exc).strip("'\"")) from None
         matrix = {}
@@ -193,30 +190,18 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
 def dossier_for(store: Any, run_id: str, params: dict[str, Any], judge: str, target: str) -> str:
     """The target's record for this judge: its first run, or - when the judge judges
     itself - its second run, so no judge ever reads the answers it gave itself."""
-    import json
-
-    from coop_tui.grounded.domains import benchmark_key, load_benchmark
-    from coop_tui.grounded.dossier import build_dossier
-
     bench = benchmark_key(params["benchmark"])
-    rows = store.db.conn.execute(
-        "select m.id, m.sample from matches m join seats s on s.match_id = m.id and s.seat = 0"
-        " where m.run_id = ? and m.mechanism = 'benchmark' and s.agent = ? and m.status = 'done'"
-        " and json_extract(m.condition, '$.benchmark') = ? order by m.replicate, m.sample",
-        [run_id, target, bench],
-    ).fetchall()
+    sheets = store.benchmark_matches(run_id, target, bench)
     position = 1 if judge == target else 0
-    if len(rows) <= position:
+    if len(sheets) <= position:
         need = "two runs (samples = 2 or more) to judge itself" if judge == target else "a finished run"
         raise ValueError(f"{target} has no answers to {bench!r} in run {run_id}: the judgement needs {need}")
-    match_id = rows[position][0]
+    match_id = sheets[position]
     benchmark = load_benchmark(params["benchmark"])
     items = {item.id: item for item in benchmark.items}
     answers: dict[str, Any] = {}
-    for (info,) in store.db.conn.execute(
-        "select info from phases where match_id = ? and phase = 'item' order by round", [match_id]
-    ):
-        answers.update(json.loads(info or "{}").get("answers") or {})
+    for info in store.phase_infos(match_id, "item"):
+        answers.update(info.get("answers") or {})
     texts = {
         d.round: d.response for d in store.decisions(match_id) if d.phase == "item"
     }
