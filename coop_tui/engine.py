@@ -243,8 +243,13 @@ class MatchContext:
         game: Game | None = None,
         position: int | None = None,
         describe: Game | None = None,
+        goal: str | None = None,
     ) -> DecisionRequest:
         """The standard game prompt for one seat, with a mechanism's twist inserted.
+
+        ``goal`` replaces the wrapper's personal goal ("collect as many points as you
+        can"); an empty string states none, for a mechanism whose twist gives the goal
+        (seed 004's group competition, whose players pursue only the group's score).
 
         ``describe`` is the game whose actions and payoffs the prompt spells out when it
         is not the game played: Mediation plays the game with "delegate" added but, as
@@ -296,9 +301,9 @@ class MatchContext:
             if callable(twist):  # the twist names the actions the description leaves out
                 twist = twist(own)
             base = own.restricted(describe.action_counts[pos])
-            text = self._game_text(describe, pos, base, twist, instructions)
+            text = self._game_text(describe, pos, base, twist, instructions, goal)
         else:
-            text = self._game_text(game, pos, own, twist, instructions)
+            text = self._game_text(game, pos, own, twist, instructions, goal)
 
         options: dict[str, Any] = {}
         if kind == "choice":
@@ -393,6 +398,7 @@ class MatchContext:
         own: Labelling,
         twist: str | Callable[[Labelling], str],
         instructions: str,
+        goal: str | None = None,
     ) -> str:
         rules = own
         if self.policy.randomize_labels == "trial":
@@ -416,6 +422,7 @@ class MatchContext:
             instructions=instructions,
             answer_kind=self.policy.answer,
             condition_text=self.policy.condition_text,
+            goal=goal,
         )
 
     # ------------------------------------------------------------ asking

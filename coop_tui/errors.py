@@ -34,18 +34,46 @@ def fail(message: str) -> int:
     return EXIT_USAGE
 
 
-# Failures are grouped by a short reason so "2 failed" always says why. The reason is
-# derived from the error text in a fixed order: HTTP statuses first (the most common cause
-# of a whole sweep failing: a wrong key, a wrong URL, a rate limit that never ends).
+# Failures are grouped by a short reason so "2 failed" always says why. The reason is the
+# real cause as far as the text tells it: a connection that never came about (refused, DNS,
+# TLS, connect timeout, unreachable; the agent writes these words first, see
+# coop_tui.agents.transport), an HTTP status a server sent, a timeout, unusable answers.
 _HTTP = re.compile(r"\bHTTP (\d{3})\b")
 _EXC = re.compile(r"^([A-Z][A-Za-z0-9_]*(?:Error|Exception|Aborted|Timeout|Interrupt)):")
+_CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("connection refused", ("connection refused", "connect call failed", "actively refused")),
+    ("DNS lookup failed", ("dns lookup failed", "name or service not known",
+                           "nodename nor servname", "temporary failure in name resolution",
+                           "getaddrinfo failed")),
+    ("TLS error", ("tls error:", "certificate_verify_failed", "certificate verify failed")),
+    ("connect timeout", ("connect timeout", "connection timeout to host")),
+    ("host unreachable", ("host unreachable:", "network is unreachable", "no route to host")),
+)
+"""Causes and the phrases that show them (ours, or the OS's words inside a library's)."""
+
+
+def _connection_cause(text: str, lowered: str, status: re.Match[str] | None) -> str | None:
+    """The connection cause in ``text``, unless an HTTP status came first (a gateway's 502
+    whose body talks of a refused upstream is a 502); a 500 that only wraps a failed
+    connection (litellm's APIConnectionError) is the connection's failure."""
+    for cause, phrases in _CAUSES:
+        where = [lowered.find(p) for p in phrases if p in lowered]
+        if not where:
+            continue
+        if status is None or min(where) < status.start() or (
+            status.group(1) == "500" and "connection" in lowered[:min(where)]
+        ):
+            return cause
+    return None
 
 
 def failure_reason(error: str | None) -> str:
     """A short, stable label for a failed match's error, for grouping and counting.
 
-    ``HTTP 401`` / ``HTTP 500 after retries`` for provider statuses, ``invalid answers``
-    for matches stopped by unusable answers, ``timeout``, ``connection``, otherwise the
+    ``connection refused`` / ``DNS lookup failed`` / ``TLS error`` / ``connect timeout`` /
+    ``host unreachable`` when no connection came about; ``HTTP 401`` / ``HTTP 500 after
+    retries`` for provider statuses, ``invalid answers`` for matches stopped by unusable
+    answers, ``timeout``, ``connection dropped``, ``connection error``, otherwise the
     exception type (or the first words of the message).
     """
     text = (error or "").strip()
@@ -54,12 +82,17 @@ def failure_reason(error: str | None) -> str:
     lowered = text.lower()
     gave_up = "gave up after" in lowered
     status = _HTTP.search(text)
+    cause = _connection_cause(text, lowered, status)
+    if cause:
+        return cause
     if status:
         return f"HTTP {status.group(1)}" + (" after retries" if gave_up else "")
     if "gave no valid" in lowered:
         return "invalid answers"
     if "timeout" in lowered or "timed out" in lowered:
         return "timeout" + (" after retries" if gave_up else "")
+    if "connection dropped" in lowered or "serverdisconnected" in lowered:
+        return "connection dropped" + (" after retries" if gave_up else "")
     if any(w in lowered for w in ("connection", "connect", "refused", "unreachable")):
         return "connection error" + (" after retries" if gave_up else "")
     if gave_up:

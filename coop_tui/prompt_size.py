@@ -20,9 +20,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from coop_tui.prompts import CHARS_PER_TOKEN  # below the stages that size prompts; importable here
 from coop_tui.spec import Sweep
 
-CHARS_PER_TOKEN = 4
 MAX_PROBES = 200
 """Distinct grid points rendered at most; beyond that a spread sample stands for the rest."""
 PROBE_REQUESTS = 20_000

@@ -22,6 +22,9 @@ import numpy as np
 from coop_tui.games.base import Game, points
 from coop_tui.shipped import data_dir
 
+CHARS_PER_TOKEN = 4
+"""Characters per token: the estimate every prompt-size and cost check uses."""
+
 
 def default_template_dir() -> Path:
     return data_dir() / "prompts"

@@ -15,6 +15,7 @@ side in the database. Nothing here imports Textual.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import time
@@ -297,6 +298,11 @@ async def reask(
         bus.emit(MatchDone(match_id, (), status="failed", error=f"{type(exc).__name__}: {exc}"))
         store.set_run_status(run_id, "done")
         raise
+    finally:
+        close = getattr(agent, "aclose", None)
+        if callable(close):  # its HTTP session lives on this loop, which ends with the ask
+            with contextlib.suppress(Exception):
+                await close()
     bus.emit(MatchDone(match_id, (), status="done" if decision.valid else "failed",
                        error=decision.error))
     store.set_run_status(run_id, "done")

@@ -7,8 +7,10 @@ an ``api_base`` URL. The agent needs them to connect; nothing else does. Two too
 - :func:`strip_userinfo` turns ``http://user:pass@host/v1?key=sk-1`` into
   ``http://host/v1?key=***``, for the public agent spec (stored, hashed, shown);
 - :func:`scrub` removes every registered secret (and its Basic-auth encoding), any
-  ``user:pass@`` in a URL or host, and ``Authorization`` / ``Basic`` / ``Bearer`` echoes
-  from free text such as provider error bodies, before it is stored or printed.
+  ``user:pass@`` in a URL or host, credentials in a URL's query (``?key=…``: HTTP
+  libraries such as aiohttp quote the request URL in their errors), and ``Authorization``
+  / ``Basic`` / ``Bearer`` echoes from free text such as provider error bodies, before it
+  is stored or printed.
 
 Secrets are registered when a sweep's keys are resolved (:func:`register_secret`), so a
 provider that quotes the key back in an error cannot get it into the database.
@@ -30,10 +32,11 @@ _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)?[^\s/@:'\"<>(
 _USER_ONLY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/@:'\"<>]+@")
 _QUERY_SECRET = re.compile(
     r"([?&;](?:api[_-]?key|key|apikey|token|access[_-]?token|auth|secret|password|passwd|"
-    r"sig|signature)=)([^&\s'\"#<>]+)",
+    r"sig|signature)=)([^&\s'\"#<>)]+)",
     re.I,
 )
-"""A credential passed in a URL's query (``/v1?key=sk-...``), as some providers take it."""
+"""A credential in a URL's query (``/v1?key=sk-...``, ``&token=...``): some providers take
+the key that way, and HTTP libraries such as aiohttp quote the request URL in their errors."""
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+|=|:\s*)([A-Za-z0-9._~+/=\-]+)", re.I)
 _AUTH_HEADER = re.compile(
     r"((?:Proxy-)?Authorization|api[_-]?key|x-api-key)(['\"]?\s*[:=]\s*['\"]?)"

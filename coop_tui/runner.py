@@ -221,6 +221,17 @@ def run_batch(
             f"[yellow]the estimate exceeds the budget of ${budget:g}: the run stops when the budget is spent"
         )
     check_source_runs(sweep, db_path)
+    # every server the agents talk to answers once before anything runs or is written
+    # (dry runs too, warning only: one GET per endpoint, no model call; hosted providers
+    # are not probed)
+    from coop_tui import preflight
+
+    flight = preflight.check(sweep, strict=not dry_run)  # SpecError (exit 2): no live server
+    line = preflight.describe(flight)
+    if line:
+        console.print(f"[dim]{line}", soft_wrap=True)
+    for warning in flight.warnings:  # whole lines: a URL or a cause must not be split
+        console.print(warning, style="yellow", highlight=False, markup=False, soft_wrap=True)
     if dry_run:
         return 0
     if est["cost_usd"] > 1.0 and not assume_yes and sys.stdin.isatty():

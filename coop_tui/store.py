@@ -495,6 +495,19 @@ def m130_content_addressed_game_specs(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m120_failure_reasons_by_cause(db: sqlite_utils.Database) -> None:
+    # Failure reasons name the real cause now (a refused connection that litellm reported
+    # as HTTP 500 is "connection refused"; DNS, TLS, connect timeouts, dropped connections
+    # have their own): derive the stored reasons again from the stored error texts.
+    from coop_tui.errors import failure_reason
+
+    rows = db.conn.execute("select id, error, reason from failures").fetchall()
+    changed = [(failure_reason(error), key) for key, error, reason in rows
+               if failure_reason(error) != reason]
+    db.conn.executemany("update failures set reason = ? where id = ?", changed)
+
+
 def _migrate(db: Database) -> list[str]:
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
     # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.

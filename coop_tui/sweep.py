@@ -201,6 +201,16 @@ def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
         )
 
 
+async def close_agents(agents: Any) -> None:
+    """Close what agents hold open on this loop (an LLM agent's HTTP session): the run is
+    over, and a session left to the garbage collector warns "Unclosed client session"."""
+    for agent in agents:
+        close = getattr(agent, "aclose", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                await close()
+
+
 async def prepare_agents(agents: Any) -> None:
     """Let agents load what they need (client libraries, model files) before any match."""
     await asyncio.gather(
@@ -271,6 +281,8 @@ async def run_sweep(
         await prepare_agents(agents.values())
     except BaseException:  # the lease must not outlive a run that never started
         lease.release()
+        if agents is not None:
+            await close_agents(agents.values())
         raise
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
@@ -343,6 +355,7 @@ async def run_sweep(
         gc.unfreeze()
         heartbeat.cancel()
         lease.release()
+        await asyncio.shield(close_agents(agents.values()))
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:
             u()

@@ -5,7 +5,11 @@ paper's 3); every item is one decision in phase ``item``, parsed per item kind, 
 when unusable and reused on resume like any decision. The value each answer is compared
 by (an option index, a rating, a number, a normalised text, a distribution) is recorded
 per item as the phase's info ``{"answers": {item_id: value}}``; the explanation is the
-decision's text. The noise controls ask the agent once, record its reply, and assign it
+decision's text. Multiple-choice options are shown in a seeded random order per
+agent, run and item (the paper shuffles them; ``shuffle_options = false`` keeps the
+file's order); the order is stored as the phase's ``order`` (shown position -> option
+index of the file) and the recorded answer is the file's option index, so answers are
+compared under that mapping. The noise controls ask the agent once, record its reply, and assign it
 the outcomes an external seeded process drew (its own answer is ignored).
 
 The match has no payoff: it measures, it does not play.
@@ -32,6 +36,9 @@ class BenchmarkParams(MechanismParams):
                               description="ask a seeded subsample of this many items (paper: 150)")
     item_seed: int = Field(default=0, ge=0, description="which subsample: the same for every agent and run")
     length: int = Field(default=100, ge=1, le=10_000, description="controls: outcomes per sequence")
+    shuffle_options: bool = Field(
+        default=True, description="show multiple-choice options in a seeded random order (the paper)"
+    )
 
 
 def selected_items(params: BenchmarkParams, game: Game | None = None, base: Any = None) -> tuple[Any, ...]:
@@ -95,7 +102,8 @@ class BenchmarkAdministration(Mechanism):
         bench = load_benchmark(self.params.benchmark, length=self.params.length)
         return {"benchmark": benchmark_key(self.params.benchmark), "items": self.params.items,
                 "metric": bench.metric, "scale": list(bench.scale) if bench.scale else None,
-                "ref": self.params.benchmark, "length": self.params.length}
+                "ref": self.params.benchmark, "length": self.params.length,
+                "shuffle_options": self.params.shuffle_options}
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         assert isinstance(self.params, BenchmarkParams)
@@ -103,14 +111,23 @@ class BenchmarkAdministration(Mechanism):
         kind = items[0].kind
         if kind == "control":
             return await self._control(ctx, items)
+        orders: list[list[int] | None] = [None] * len(items)
         if items[0].extra.get("similarity") is not None:
             requests = [self._game_request(ctx, n, item) for n, item in enumerate(items, start=1)]
         else:
-            requests = [self._item_request(ctx, n, item) for n, item in enumerate(items, start=1)]
+            orders = [self._order(ctx, n, item) for n, item in enumerate(items, start=1)]
+            requests = [self._item_request(ctx, n, item.in_order(order))
+                        for n, (item, order) in enumerate(zip(items, orders, strict=True), start=1)]
         decisions = await ctx.ask_all(requests)
-        for n, (item, decision, request) in enumerate(zip(items, decisions, requests, strict=True), start=1):
-            value = _value(item, decision, request) if decision.valid else None
-            ctx.phase_done(n, ITEM_PHASE, {"answers": {item.id: value}, "item": item.id})
+        for n, (item, decision, request, order) in enumerate(
+            zip(items, decisions, requests, orders, strict=True), start=1
+        ):
+            value = _value(item.in_order(order), decision, request) if decision.valid else None
+            info: dict[str, Any] = {"item": item.id}
+            if order is not None:
+                value = None if value is None else order[value]  # back to the file's option
+                info["order"] = order
+            ctx.phase_done(n, ITEM_PHASE, {"answers": {item.id: value}, **info})
         failed = [d for d in decisions if not d.valid]
         if failed and ctx.policy.on_invalid == "abort":
             from coop_tui.engine import MatchAborted
@@ -119,6 +136,13 @@ class BenchmarkAdministration(Mechanism):
         return MatchOutcome((), {"items": len(items), "invalid": len(failed)})
 
     # ------------------------------------------------------------ requests
+    def _order(self, ctx: MatchContext, n: int, item: Any) -> list[int] | None:
+        """Shown position -> the file's option index, seeded by agent, run and item."""
+        assert isinstance(self.params, BenchmarkParams)
+        if item.kind != "options" or not self.params.shuffle_options:
+            return None
+        return [int(i) for i in ctx.rng("option-order", n, item.id).permutation(len(item.options))]
+
     def _game_request(self, ctx: MatchContext, n: int, item: Any) -> DecisionRequest:
         """The similarity game: the experiment's game, told the co-player is X% similar."""
         from coop_tui.mechanisms.similarity import SimilarityParams, similarity_twist

@@ -12,8 +12,10 @@ same underlying similarity can be phrased as a commonality or a difference.
 Where the figures come from: one X for everyone (``similarity``), a table per seat
 (``seat_similarity``), or per agent pair (``similarity_scores``: what each agent is told
 about each co-player agent, asymmetric, e.g. computed from benchmark answers). Every
-seat is told its own row, and the prompt only says the others were "told the same" when
-that is true; otherwise it says each was given its own figure.
+seat is told its own row. As in the paper, the prompt says the co-players were told the
+same (the paper: "the other agent is seeing this information as well") even when an
+agent-pair table gives them other figures (``others_told = "same"``); ``others_told =
+"as_given"`` says instead, when the figures differ, that each was given its own.
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ class SimilarityParams(MechanismParams):
         json_schema_extra={"form": False},
     )
     framing: Literal["similar", "different", "dissimilar"] = "similar"
+    others_told: Literal["same", "as_given"] = Field(
+        default="same",
+        description='"same": every seat hears that the others were told the same (the '
+        'paper\'s sentence, also for asymmetric scores); "as_given": say when their figures differ',
+    )
     prompt: PromptMode = "percentage_updated"
     # `shown_when`: the setup form shows a field only under these values of another field
     benchmark: str = Field(
@@ -298,7 +305,7 @@ def similarity_twist(
     shown = [_fmt_pct(shown_percentage(s, params.framing)) for s in scores]
     common = {
         "measure_word": measure_word, "relation_word": relation_word, "n_others": n_others,
-        "told_others": _told_others(m, seat),
+        "told_others": "same" if params.others_told == "same" else _told_others(m, seat),
     }
     uniform = len(set(shown)) == 1
     if params.prompt in ("percentage", "percentage_updated") and uniform:
@@ -362,6 +369,8 @@ class Similarity(Mechanism):
             cond["similarity_scores"] = p.similarity_scores
         if p.similarity_label is not None:
             cond["similarity_label"] = p.similarity_label
+        if p.others_told != "same":
+            cond["others_told"] = p.others_told
         if p.prompt in ("benchmark", "benchmark_sweep"):
             cond["benchmark"] = p.benchmark
         return cond

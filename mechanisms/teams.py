@@ -14,9 +14,11 @@ is the public code's fixed order):
 
 Each match is an iterated game (seed 004's IPD by default) of at most ``rounds`` (n)
 rounds. In the first round of every match the co-player is shown as "unknown" (name and
-group), which is what one-shot cooperation measures. After every round that is not the
-last possible one, each player answers an ``exit`` decision (``{"leave": true|false}``);
-if either leaves, the match ends. Each player may play at most ``budget`` (N) rounds in
+group), which is what one-shot cooperation measures. With every move each player answers
+an ``exit`` decision (``{"leave": true|false}``, the paper's keep-playing choice, made
+before the round's outcome is known); if either leaves, the match ends after that round.
+``exit_timing = "after_round"`` asks it instead once the round's outcome is shown (not
+after the last possible round). Each player may play at most ``budget`` (N) rounds in
 the whole tournament, and N < n*m must hold (m: matches per player). With the default
 ``budget_rule = "hard"`` a match ends when a player's budget is spent and a scheduled
 match whose player has nothing left is skipped; ``"soft"`` is the public code: the
@@ -88,7 +90,9 @@ class TeamsParams(MechanismParams):
     planning: bool = True
     plan_every: int = Field(default=5, ge=1, description="rounds between plans (K)")
     revised_plan: bool = True
-    exit_timing: Literal["after_round", "with_move"] = "after_round"
+    exit_timing: Literal["after_round", "with_move"] = "with_move"
+    """with_move: the paper's keep-playing decision, asked with the move (before the
+    round's outcome); after_round: asked once the round's outcome is known."""
     meta: Literal["all", "first_player", "off"] = "all"
     meta_questions: list[str] | None = None
     """A subset of the battery (keys of ``_teams.META_KEYS``); none: all ten."""
@@ -203,12 +207,19 @@ class Teams(Mechanism):
             )
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
+        """An upper bound: every player plays min(N, n*m) rounds (its budget, or all its
+        matches at full length when the budget cannot bind, as in GC with the paper's
+        N = 100 > 20 * 3), with an exit answer per round, a planning of 2 or 3 calls
+        every K of its rounds, and the battery after each of its matches."""
         p = self.p
-        plays = n_seats * p.rounds_budget
-        plans = 3 * (plays // p.plan_every) if p.planning else 0
+        m = matches_per_player(p.structure, p.teams, p.team_size)
+        per_player = min(p.rounds_budget, p.rounds * m)
+        plays = n_seats * per_player
+        plannings = n_seats * ((per_player - 1) // p.plan_every) if p.planning else 0
+        plans = plannings * (3 if p.revised_plan else 2)
         per_match = len(p.meta_questions or META_KEYS)
-        metas = 0 if p.meta == "off" else per_match * n_seats * matches_per_player(p.structure, p.teams, p.team_size)
-        return 2 * plays + plans + metas
+        answering = {"all": n_seats * m, "first_player": m, "off": 0}[p.meta]
+        return 2 * plays + plans + per_match * answering
 
     # ------------------------------------------------------------------ the tournament
     async def play(self, ctx: MatchContext) -> MatchOutcome:
@@ -229,9 +240,12 @@ class Teams(Mechanism):
                 if p.planning:
                     await self._plan(ctx, state, log, t, r)
                 requests = [self._play_request(ctx, state, log, pos, t, r) for pos in (0, 1)]
-                if p.exit_timing == "with_move":
-                    requests += [self._exit_request(ctx, state, log, pos, t, r) for pos in (0, 1)]
+                # with the move: built from the same pre-round state and asked right after
+                # the moves (one request per seat at a time, so a person answers in turn)
+                with_move = [self._exit_request(ctx, state, log, pos, t, r) for pos in (0, 1)] \
+                    if p.exit_timing == "with_move" else []
                 decisions = await ctx.ask_all(requests)
+                exits: list[Decision] = await ctx.ask_all(with_move) if with_move else []
                 actions = [int(ctx.require(d).action) for d in decisions[:2]]  # type: ignore[arg-type]
                 payoffs = game.payoff(actions)
                 log.rounds.append(Round((actions[0], actions[1]), (payoffs[0], payoffs[1])))
@@ -245,7 +259,6 @@ class Teams(Mechanism):
                     "cooperated": [game.is_cooperative(i, x) for i, x in enumerate(actions)],
                 })
                 end = self._limit(state, log, r)
-                exits: list[Decision] = decisions[2:]
                 if p.exit_timing == "after_round" and end is None:
                     exits = await ctx.ask_all(
                         [self._exit_request(ctx, state, log, pos, t, r + 1) for pos in (0, 1)]
@@ -326,6 +339,7 @@ class Teams(Mechanism):
         ranked = sorted(range(p.teams), key=lambda g: (-team_scores[g], g))
         return {
             "structure": p.structure,
+            "exit_timing": p.exit_timing,
             "players": ctx.n_seats,
             "teams": p.teams,
             "team_size": p.team_size,
@@ -369,9 +383,12 @@ class Teams(Mechanism):
             s = self._situation(ctx, state, log, seat, r, own.label_of)
             return ctx.renderer.render("teams/play.j2", s=s)
 
+        # GC: the players pursue the group's score only (the paper's GC prompt); the
+        # wrapper's personal goal would make it SA
         request = ctx.play_request(
             seat, t, position=pos, history=_moves(log, seat), total_rounds=self.p.rounds,
             twist=twist, extra={"pairing": log.index, "co_player": log.other(seat)},
+            goal="" if self.p.structure == "GC" else None,
         )
         return replace(request, view=replace(request.view, round=r))
 

@@ -252,3 +252,23 @@ def test_migration_adds_the_queue_column_to_an_older_database(tmp_path: Path) ->
     assert "queue_ms" in store.db["decisions"].columns_dict
     assert "transport_retries" in store.db["failures"].columns_dict
     store.close()
+
+
+def test_migration_names_stored_failures_by_their_cause(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    Store(path).close()
+    refused = ("ProviderError: ollama/qwen3 at localhost:11434: gave up after 6 retries; last "
+               "error: HTTP 500: litellm.APIConnectionError: Cannot connect to host "
+               "localhost:11434 ssl:default [Connect call failed ('127.0.0.1', 11434)]")
+    conn = sqlite3.connect(path)
+    conn.execute("insert into failures (match_id, run_id, error, reason) values "
+                 "('m1', 'r', ?, 'HTTP 500 after retries'), ('m2', 'r', 'x: HTTP 401: no', 'HTTP 401')",
+                 [refused])
+    conn.execute("delete from _migrations where name = 'm120_failure_reasons_by_cause'")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    assert "m120_failure_reasons_by_cause" in store.applied
+    groups = {g["reason"]: g["count"] for g in store.failure_groups("r")}
+    store.close()
+    assert groups == {"connection refused": 1, "HTTP 401": 1}

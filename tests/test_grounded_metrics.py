@@ -180,3 +180,30 @@ def test_dossier_views_show_answers_reasoning_or_both() -> None:
     assert "Cooperation helps both" in explanation and "Their answer" not in explanation
     assert "Green" in item.shown() and explanation.count("Green") == item.shown().count("Green")
     assert "Their answer: A) Green" in both and "Cooperation helps both" in both
+
+
+def test_agreement_baselines_are_exact() -> None:
+    """Closed form: the mean over items of the chance that two random answers match."""
+    from coop_tui.grounded.metrics import match_probability
+
+    assert random_baseline(_options(150, 4), "agreement") == (0.25, 0.0)
+    mean, se = random_baseline(NEWCOMB_SHAPE, "agreement")
+    assert se == 0.0 and mean == pytest.approx((8 * 1 / 2 + 142 * 1 / 3) / 150)  # 8 two-option items
+    die = load_benchmark("die")
+    assert random_baseline(die.items, die.metric) == (pytest.approx(1 / 6), 0.0)
+    assert match_probability(Item(id="t", prompt="q", kind="text")) == 0.0
+    assert match_probability(Item(id="n", prompt="q", kind="number", minimum=0, maximum=10, step=1)) == 1 / 11
+
+
+@pytest.mark.parametrize("ref", ["similarity_game"])
+def test_monte_carlo_baselines_are_precise_to_the_printed_digit(ref: str) -> None:
+    """QWK and JSD have no closed form: enough vectorised draws that the standard error
+    is at most 0.05 percentage points (the report prints one decimal)."""
+    from coop_tui.grounded.metrics import BASELINE_SE
+
+    bench = load_benchmark(ref)
+    mean, se = random_baseline(bench.items, bench.metric, seed=0)
+    assert se <= BASELINE_SE
+    assert random_baseline(bench.items, bench.metric, seed=0) == (mean, se)  # seeded
+    qwk_mean, qwk_se = random_baseline(_likert(90, 7), "qwk", seed=0)
+    assert qwk_se <= BASELINE_SE and abs(qwk_mean - 0.5) < 0.005

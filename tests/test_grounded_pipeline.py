@@ -68,6 +68,7 @@ mechanism = "benchmark"
 benchmark = ["demo_choices", "demo_ratings", "die"]
 agents = ["a", "b"]
 samples = 2
+shuffle_options = false   # the scripted models pick by position (shuffling: its own test)
 
 [[experiments]]
 name = "judge"
@@ -347,3 +348,104 @@ async def test_a_later_sweep_plays_under_scores_of_a_stored_run(tmp_path: Path) 
             [second.run_id]).fetchone()[0]
         store.close()
     assert json.loads(told) == {"a": {"b": 80.0}, "b": {"a": 64.5}}
+
+
+SHUFFLE_SWEEP = """
+name = "shuffled"
+seed = 7
+
+[agents.first]
+model = "openai/loopback"
+api_base = "{url}"
+api_key = "sk-test"
+
+[agents.longest]
+model = "openai/loopback-longest"
+api_base = "{url}"
+api_key = "sk-test"
+
+[[experiments]]
+game = "prisoners"
+mechanism = "benchmark"
+benchmark = "demo_choices"
+agents = ["first", "longest"]
+samples = 3
+"""
+
+
+def by_content_or_position(body: dict[str, Any]) -> str:
+    """'longest' picks the option with the longest text wherever it is shown; the other
+    model always picks the first option shown."""
+    prompt = body["messages"][0]["content"]
+    shown = re.findall(r"^([A-Z])\) (.*)$", prompt, re.M)
+    if body.get("model", "").endswith("longest"):
+        pick = max(shown, key=lambda lt: len(lt[1]))[0]
+    else:
+        pick = shown[0][0]
+    return f'{{"choice": "{pick}"}}'
+
+
+def test_options_are_shuffled_and_answers_scored_under_the_stored_order(tmp_path: Path) -> None:
+    """The paper shuffles multiple-choice options. Each (agent, run, item) shows its own
+    seeded order, stored with the answer; the answer is recorded as the file's option,
+    so an agent that answers by content agrees with itself across runs while one that
+    answers by position does not."""
+    from coop_tui.grounded.domains import load_benchmark
+
+    items = {i.id: i for i in load_benchmark("demo_choices").items}
+    with LoopbackServer(latency=0.0, chunks=1, answer=by_content_or_position) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(SHUFFLE_SWEEP.format(url=srv.url))
+        db = tmp_path / "s.db"
+        done = cli("--batch", str(path), "--db", str(db))
+        assert done.returncode == 0, done.stderr
+        report = json.loads(cli("report", "--db", str(db), "--json").stdout)
+    shown = rows(db, "select s.agent, m.sample, p.info, tx.text from phases p"
+                     " join matches m on m.id = p.match_id join seats s on s.match_id = m.id"
+                     " join decisions d on d.match_id = m.id and d.round = p.round and d.phase = 'item'"
+                     " join texts tx on tx.hash = d.prompt_hash where p.phase = 'item'")
+    assert len(shown) == 2 * 3 * len(items)
+    orders = set()
+    for agent, _sample, info, prompt in shown:
+        data = json.loads(info)
+        item = items[data["item"]]
+        order = data["order"]
+        orders.add((data["item"], tuple(order)))
+        listed = re.findall(r"^[A-Z]\) (.*)$", json.loads(prompt)[0]["content"], re.M)
+        assert listed == [item.options[i] for i in order]  # the prompt shows the stored order
+        answer = data["answers"][data["item"]]
+        if agent == "longest":
+            assert answer == max(range(len(item.options)), key=lambda i: len(item.options[i]))
+        else:
+            assert answer == order[0]  # position A, mapped back to the file's option
+    assert len(orders) > len(items)  # orders differ between agents and runs
+    exo = report["exogenous"]["demo_choices"]
+    assert exo["run_agreement"]["longest"] == 100.0 and exo["run_agreement"]["first"] < 100.0
+    assert exo["matrix"]["first"]["first"] == 100.0  # the paper's diagonal, whatever the runs
+
+
+def test_self_play_is_told_100_by_default_and_run_agreement_under_runs(tmp_path: Path) -> None:
+    """The paper's exogenous diagonal is 100% (an agent is identical to itself); the
+    agreement of an agent's separate runs is the ``exogenous:<benchmark>:runs`` variant.
+    Options are shuffled here, so 'a' (first option shown) disagrees with its other run."""
+    text = SWEEP.format(url="{url}", concurrency=4).replace(
+        'similarity_source = ["exogenous:demo_choices", "endogenous:demo_choices:decision"]',
+        'similarity_source = ["exogenous:demo_choices", "exogenous:demo_choices:runs"]'
+    ).replace("shuffle_options = false", "shuffle_options = true")
+    with LoopbackServer(latency=0.0, chunks=1, answer=scripted) as srv:
+        path = tmp_path / "d.toml"
+        path.write_text(text.replace("{url}", srv.url))
+        db = tmp_path / "d.db"
+        done = cli("--batch", str(path), "--db", str(db))
+        assert done.returncode == 0, done.stderr
+        report = json.loads(cli("report", "--db", str(db), "--json").stdout)
+    agreement = report["exogenous"]["demo_choices"]["run_agreement"]["a"]
+    assert agreement < 100.0
+    told = rows(db, "select json_extract(m.condition, '$.similarity_source'), s.agent, o.agent, tx.text"
+                    " from decisions d join matches m on m.id = d.match_id"
+                    " join seats s on s.match_id = m.id and s.seat = d.seat"
+                    " join seats o on o.match_id = m.id and o.seat = 1 - d.seat"
+                    " join texts tx on tx.hash = d.prompt_hash where d.phase = 'play'")
+    self_a = {source: prompt for source, agent, other, prompt in told if agent == other == "a"}
+    assert " 100% similar" in self_a["exogenous:demo_choices"]
+    assert f" {round(agreement, 1):g}% similar" in self_a["exogenous:demo_choices:runs"]

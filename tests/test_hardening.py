@@ -649,7 +649,20 @@ def test_failure_reasons() -> None:
         "seat 1 (m) gave no valid answer in 3 attempts: no JSON object": "invalid answers",
         "ProviderError: x: gave up after 6 retries; last error: ReadTimeout: timed out":
             "timeout after retries",
-        "ProviderError: x: APIConnectionError: Connection refused": "connection error",
+        "ProviderError: x: APIConnectionError: Connection refused": "connection refused",
+        "ProviderError: x: gave up after 6 retries; last error: HTTP 500: litellm."
+        "APIConnectionError: Cannot connect to host localhost:11434 ssl:default "
+        "[Connect call failed ('127.0.0.1', 11434)]": "connection refused",
+        "ProviderError: x: DNS lookup failed: ClientConnectorDNSError: Cannot connect to host "
+        "gpu9:8000 ssl:default [Name or service not known]": "DNS lookup failed",
+        "ProviderError: x: TLS error: ClientConnectorCertificateError: "
+        "[SSL: CERTIFICATE_VERIFY_FAILED]": "TLS error",
+        "ProviderError: x: gave up after 6 retries; last error: HTTP 502: upstream "
+        "connection refused": "HTTP 502 after retries",
+        "ProviderError: x: HTTP 500: Internal error": "HTTP 500",
+        "ProviderError: x: ServerDisconnectedError: Server disconnected": "connection dropped",
+        "ProviderError: x: gave up after 6 retries; last error: connection dropped: "
+        "ClientPayloadError: Response payload is not completed": "connection dropped after retries",
         "KeyError: 'seat'": "KeyError",
         "": "unknown error",
     }

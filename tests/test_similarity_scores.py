@@ -86,12 +86,34 @@ def transcript(store: Store, match: dict[str, Any]) -> list[tuple[str, str, str]
     return out
 
 
+async def test_paper_default_every_seat_hears_the_other_sees_the_same(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """The paper's prompts say the other agent sees this information as well, also when
+    an endogenous table tells the two seats different figures (20 against 70)."""
+    store, matches = await play(tmp_path, {
+        "name": "scores", "seed": 3, "agents": agents(server, "a", "b"),
+        "experiments": [{"game": "prisoners", "mechanism": "similarity", "matchup": "cross",
+                         "agents": ["a", "b"], "similarity_scores": SCORES}],
+    })
+    got = {tuple(s["agent"] for s in store.seats(m["id"])): transcript(store, m) for m in matches}
+    assert got[("a", "b")] == [("a", "all=20 same", "coop 0.2"), ("b", "all=70 same", "coop 0.7")]
+    assert got[("b", "b")] == [("b", "all=100 same", "coop 1"), ("b", "all=100 same", "coop 1")]
+    assert all("may differ" not in t for m in matches for t in prompts_of(store, m))
+    assert "others_told" not in json.loads(matches[0]["condition"])
+    store.close()
+
+
+def prompts_of(store: Store, match: dict[str, Any]) -> list[str]:
+    return [next(x["content"] for x in d.prompt if x["role"] == "user") for d in store.decisions(match["id"])]
+
+
 async def test_cross_play_each_seat_is_told_its_own_agents_score(tmp_path: Path, server: LoopbackServer) -> None:
     store, matches = await play(tmp_path, {
         "name": "scores", "seed": 3, "agents": agents(server, "a", "b"),
         "experiments": [{"game": "prisoners", "mechanism": "similarity", "matchup": "cross",
                          "agents": ["a", "b"], "similarity_scores": SCORES,
-                         "similarity_label": "endogenous:newcomb:both"}],
+                         "similarity_label": "endogenous:newcomb:both", "others_told": "as_given"}],
     })
     got = {tuple(s["agent"] for s in store.seats(m["id"])): transcript(store, m) for m in matches}
     assert got == {
@@ -123,7 +145,7 @@ async def test_three_players_every_seating_hears_its_own_row(tmp_path: Path, ser
     store, matches = await play(tmp_path, {
         "name": "scores3", "seed": 4, "agents": agents(server, "a", "b"),
         "experiments": [{"game": "public_good", "mechanism": "similarity", "matchup": "cross",
-                         "agents": ["a", "b"], "similarity_scores": SCORES}],
+                         "agents": ["a", "b"], "similarity_scores": SCORES, "others_told": "as_given"}],
     })
     assert len(matches) == 8
     for m in matches:
@@ -153,7 +175,7 @@ async def test_seat_table_for_abstract_scores_is_per_seat(tmp_path: Path, server
     store, (match,) = await play(tmp_path, {
         "name": "seat-table", "seed": 5, "agents": agents(server, "a"),
         "experiments": [{"game": "public_good", "mechanism": "similarity", "agents": ["a"],
-                         "seat_similarity": table}],
+                         "seat_similarity": table, "others_told": "as_given"}],
     })
     assert [t[1] for t in transcript(store, match)] == [
         "P2=80 P3=60 mutual", "P1=80 P3=50 mutual", "P1=60 P2=50 mutual"]

@@ -36,12 +36,28 @@ def test_paper_study_validates_with_user_supplied_benchmarks(tmp_path: Path) -> 
     stages = dict(zip((e.name for e in sweep.spec.experiments), experiment_stages(sweep), strict=True))
     assert stages["rq5_administer"] == 0 and stages["rq5_judge"] == 1
     assert stages["rq6_exogenous_trait"] == 1 and stages["rq6_endogenous"] == 2
+    # Figure 6 (cooperation bonus +3 / +7) and Figure 7 (reasoning effort, "no reasoning"
+    # without chain of thought)
+    bonus = [c for c in sweep.cells if sweep.spec.experiments[c.experiment].name == "rq2_bonus"]
+    assert sorted({c.game_params["bonus"] for c in bonus}) == [3.0, 7.0] and len(bonus) == 2 * 5 * 11
+    reasoning = {c.seats[0] for c in sweep.cells if sweep.spec.experiments[c.experiment].name == "rq2_reasoning"}
+    efforts = {sweep.spec.agents[a].reasoning_effort: sweep.spec.agents[a].style for a in reasoning}
+    assert efforts == {"none": "direct", "low": "cot", "medium": "cot", "high": "cot"}
+    # --dry-run sizes a judge's prompt by the record it will read: the 150 items asked
+    from coop_tui.grounded.stages import resolve_params
+
+    judge = next(c for c in sweep.cells if c.mechanism == "score"
+                 and c.mechanism_params.get("view") == "both")
+    dossier = resolve_params(judge, None, "probe")["dossier"]
+    assert dossier.count("Question ") == 150 and dossier.count("Their reasoning:") == 150
 
 
 def test_offline_study_is_valid_as_shipped() -> None:
     sweep = load_sweep(STUDIES / "similarity-offline.toml")
     assert {c.mechanism for c in sweep.cells} == {"benchmark", "score", "similarity"}
     assert {a.model for a in sweep.spec.agents.values()} == {"local/smollm2"}
+    names = {sweep.spec.experiments[c.experiment].name for c in sweep.cells}
+    assert {"bonus", "reasoning"} <= names
 
 
 def cut_down() -> dict[str, Any]:
@@ -49,7 +65,8 @@ def cut_down() -> dict[str, Any]:
     each other and play each other once per source (no diagonal, so one run is enough)."""
     data = read_sweep_file(STUDIES / "similarity-offline.toml")
     pair = [["smol_hot", "smol_cool"], ["smol_cool", "smol_hot"]]
-    admin, judge, play = data["experiments"]
+    _bonus, _reasoning, admin, judge, play = data["experiments"]
+    data["experiments"] = [admin, judge, play]  # the RQ2 sweeps: validated above
     admin["samples"] = 1
     admin["benchmark"] = ["demo_choices", "demo_ratings", "similarity_game"]
     judge["matchup"] = pair
@@ -77,7 +94,8 @@ async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Pat
     for bench in exo.values():
         value = bench["matrix"]["smol_hot"]["smol_cool"]
         assert value is None or 0.0 <= value <= 100.0
-        assert bench["matrix"]["smol_hot"]["smol_hot"] is None  # one run: no diagonal
+        assert bench["matrix"]["smol_hot"]["smol_hot"] == 100.0  # identical to itself (the paper)
+        assert bench["run_agreement"]["smol_hot"] is None  # one run: nothing to compare
     endo = report["endogenous"]["demo_choices"]
     assert set(endo) == {"explanation", "both"}
     assert 0 <= endo["both"]["matrix"]["smol_hot"]["smol_cool"] <= 100

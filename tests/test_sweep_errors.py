@@ -180,3 +180,77 @@ def test_api_key_from_a_dotenv_file_in_the_working_directory(tmp_path: Path) -> 
     assert with_file.returncode == 0, with_file.stderr
     assert "1 matches" in with_file.stdout
     assert "sk-from-dotenv" not in with_file.stdout + with_file.stderr
+
+
+# ----------------------------------------------------------------- preflight: dead servers
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _llm_sweep(path: Path, agent: str) -> Path:
+    path.write_text('name = "dead"\n' + agent + '\n[[experiments]]\ngame = "prisoners"\n'
+                    'agents = ["m"]\nsamples = 3\n')
+    return path
+
+
+def test_a_dead_endpoint_is_named_before_any_match_and_nothing_is_written(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    sweep = _llm_sweep(tmp_path / "s.toml", f'[agents.m]\nmodel = "openai/x"\napi_base = "{url}"\n')
+    db = tmp_path / "out.db"
+    result = run_cli("--batch", str(sweep), "--db", str(db))
+    assert result.returncode == 2, result.stderr + result.stdout
+    lines = [line for line in result.stderr.strip().splitlines() if line]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "agents.m.api_base" in lines[0] and "agent 'm'" in lines[0]
+    assert url in lines[0] and "connection refused" in lines[0]
+    assert not db.exists()
+    # a dry run probes too, and says so, but its estimate stands: a warning, exit 0
+    dry = run_cli("--batch", str(sweep), "--db", str(db), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "0 of 1 answered the preflight" in dry.stdout
+    assert "a run would stop here" in dry.stdout and "connection refused" in dry.stdout
+    assert not db.exists()
+
+
+def test_a_litellm_routed_ollama_agent_is_probed_at_its_default_server(tmp_path: Path) -> None:
+    import os
+
+    # the superadditive study's agents: ollama/... with no api_base (litellm's default server)
+    base = f"http://127.0.0.1:{_closed_port()}"
+    sweep = _llm_sweep(tmp_path / "s.toml", '[agents.m]\nmodel = "ollama/qwen3:14b"\n')
+    db = tmp_path / "out.db"
+    result = run_cli("--batch", str(sweep), "--db", str(db),
+                     env={**os.environ, "OLLAMA_API_BASE": base})
+    assert result.returncode == 2, result.stderr + result.stdout
+    assert "agents.m.model" in result.stderr and base in result.stderr
+    assert "connection refused" in result.stderr and "ollama serve" in result.stderr
+    assert not db.exists()
+
+
+def test_one_dead_server_of_several_is_a_warning_and_the_sweep_runs(tmp_path: Path) -> None:
+    from coop_tui.testing.server import LoopbackServer
+
+    dead = f"http://127.0.0.1:{_closed_port()}/v1"
+    with LoopbackServer(latency=0.01, chunks=2, answer='ok {"A0": 60, "A1": 40}') as srv:
+        sweep = _llm_sweep(tmp_path / "s.toml", f'[agents.m]\nmodel = "openai/loopback"\n'
+                                                f'api_base = ["{srv.url}", "{dead}"]\n')
+        result = run_cli("--batch", str(sweep), "--db", str(tmp_path / "out.db"))
+        probes = [r for r in srv.requests if r.path.endswith("/models")]
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "did not answer" in result.stdout and dead in result.stdout
+    assert "1 of 2 answered the preflight" in result.stdout
+    assert len(probes) == 1  # one probe per distinct endpoint, not per match
+
+
+def test_hosted_providers_without_api_base_are_not_probed(tmp_path: Path) -> None:
+    import os
+
+    sweep = _llm_sweep(tmp_path / "s.toml", '[agents.m]\nmodel = "anthropic/claude-x"\n')
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-0000", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    result = run_cli("--batch", str(sweep), "--db", str(tmp_path / "o.db"), "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "preflight" not in result.stdout

@@ -178,3 +178,50 @@ def test_injected_faults_are_retried_and_every_decision_is_valid(tmp_path: Path)
     assert count(db, "select count(*) from decisions") == EXPECTED_DECISIONS
     assert count(db, "select count(*) from decisions where valid = 1") == EXPECTED_DECISIONS
     assert count(db, "select sum(transport_retries) from decisions") == len(faults)
+
+
+def test_a_server_that_dies_mid_sweep_fails_matches_quickly_then_resume_finishes(
+    tmp_path: Path,
+) -> None:
+    """After the preflight, the only server dies: its matches fail with the real cause
+    (connection refused), most without sending anything (the endpoint failed twice in a
+    row), and ``--resume`` against the server brought back finishes the run."""
+    srv = LoopbackServer(latency=0.01, chunks=2, answer=answer_for).start()
+    port = srv.port
+    sweep = write_sweep(tmp_path / "s.toml", srv.url, concurrency=2, samples=4)
+    db = tmp_path / "d.db"
+    code = (
+        "import asyncio, sys, threading, time\n"
+        "from coop_tui.spec import load_sweep\n"
+        "from coop_tui.store import Store\n"
+        "from coop_tui.sweep import run_sweep\n"
+        "from coop_tui.errors import failure_summary\n"
+        "sweep = load_sweep(sys.argv[1])\n"
+        "summary = asyncio.run(run_sweep(sweep, Store(sys.argv[2])))\n"
+        "print(summary.matches_failed, summary.matches_total, summary.transport_retries)\n"
+        "print(failure_summary(summary.failures))\n"
+    )
+    srv.stop()  # dead from the first request on (the preflight is the runner's; see test_sweep_errors)
+    env = {**os.environ, "LOOPBACK_KEY": SECRET}
+    out = subprocess.run([sys.executable, "-c", code, str(sweep), str(db)], capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    counts, reasons = out.stdout.strip().splitlines()
+    failed, total, retries = (int(x) for x in counts.split())
+    assert failed == total == 24
+    assert reasons == "connection refused: 24"
+    # at most the first few requests retried (two tries each: first failure, probe after the
+    # rest); the old pool made every request wait out rests of 5, 10, 20, 40, 60, 60 s
+    assert retries <= 2 * 4
+    srv = LoopbackServer(port=port, latency=0.01, chunks=2, answer=answer_for).start()
+    try:
+        resumed = subprocess.run(
+            [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(db),
+             "--resume"], capture_output=True, text=True, timeout=300, env=env)
+    finally:
+        srv.stop()
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    conn = sqlite3.connect(db)
+    statuses = conn.execute("select status, count(*) from matches group by status").fetchall()
+    conn.close()
+    assert dict(statuses).get("done") == 24

@@ -104,10 +104,11 @@ def test_bad_budget_is_an_exit_2_error_and_writes_nothing(tmp_path: Any) -> None
 
 # ------------------------------------------------------------------ transcripts
 async def test_sa_transcript_exits_plans_and_scores(tmp_path: Any) -> None:
-    # 0 tft, 1 alld (group 0); 2 allc, 3 grim (group 1); n = 3, N = 8 (< 3 * 3), K = 2
+    # 0 tft, 1 alld (group 0); 2 allc, 3 grim (group 1); n = 3, N = 8 (< 3 * 3), K = 2;
+    # the exit asked after each round (the option; the paper's with-move is below)
     store, (m,) = await run(tmp_path, sweep_data(teams_exp(
         ["tft", "alld", "allc", "grim"], structure="SA", teams=2, team_size=2, rounds=3,
-        budget=8, plan_every=2, winner_bonus=1.0)))
+        budget=8, plan_every=2, winner_bonus=1.0, exit_timing="after_round")))
     assert transcript(store, m["id"]) == [
         (0, 1, "C", "D"),                                # tft meets alld: both walk away
         (1, 1, "C", "C"), (1, 2, "C", "C"), (1, 3, "C", "C"),  # tft-allc: full length
@@ -251,7 +252,7 @@ def play_prompts(store: Store, match_id: str, seat: int) -> list[str]:
 
 
 @pytest.mark.parametrize(("structure", "revised", "timing"), [
-    ("SA", True, "after_round"), ("RI", False, "with_move")])
+    ("SA", True, "after_round"), ("RI", False, "with_move"), ("GC", True, "with_move")])
 async def test_prompts_unknown_opponent_plans_and_exit_timing(
     tmp_path: Any, model: LoopbackServer, structure: str, revised: bool, timing: str
 ) -> None:
@@ -264,11 +265,27 @@ async def test_prompts_unknown_opponent_plans_and_exit_timing(
     assert len(prompts) == 3
     assert "co-player in this match is Agent unknown" in prompts[0] and "is Agent #2" not in prompts[0]
     assert "co-player in this match is Agent #2" in prompts[1]
+    personal = "Your goal is to collect as many points as you can"
     if structure == "SA":
         assert "Group unknown" in prompts[0] and "from Group 2" in prompts[1]
-        assert "group score" in prompts[0]
+        assert "the highest group score and the highest personal score" in prompts[0]
+        assert personal in prompts[0]
+    elif structure == "GC":  # the paper's GC goal: the group's score, and nothing personal
+        assert "Group unknown" in prompts[0] and "from Group 2" in prompts[1]
+        assert "Your goal: your group should end with the highest group score" in prompts[0]
+        assert personal not in prompts[0] and "personal" not in prompts[0]
+        assert all(personal not in p and "personal" not in p for p in prompts)
     else:
         assert "Group" not in prompts[0] and "highest personal score" in prompts[0]
+        assert personal in prompts[0]
+    exit_prompt = next(d.prompt[0]["content"] for d in store.decisions(m["id"])
+                       if d.phase == "exit" and d.seat == 0)
+    if timing == "with_move":  # asked beside the first move: nothing of round 1 shown yet
+        assert "Together with your action for this round" in exit_prompt
+        assert "co-player in this match is Agent unknown" in exit_prompt
+        assert "no rounds played yet" in exit_prompt
+    else:  # asked once round 1 is known
+        assert "leave this match now" in exit_prompt and "Round 1: you chose" in exit_prompt
     assert "plan" not in prompts[1].split("This match so far")[1]
     assert ("REVISED plan" in prompts[2]) is revised
     assert ("DRAFT plan" in prompts[2]) is (not revised)
@@ -287,6 +304,58 @@ async def test_prompts_unknown_opponent_plans_and_exit_timing(
     assert kinds == {"play", "exit", "plan", "critique", "meta"}
 
 
+async def test_exit_comes_with_the_move_by_default(tmp_path: Any) -> None:
+    """The paper's keep-playing choice is made with the move, before the round's outcome.
+    RI of 0 alt, 1 allc, 2 tft (three groups of one), n = 3, N = 5 (< 3 * 2), ordered.
+    Strategies leave when they would not cooperate next *given what they have seen*: with
+    the move, the alternator sees its round-1 C only in round 2, where it plays D and
+    leaves; after the round it has seen round 1 and leaves at once."""
+    seats = ["alt", "allc", "tft"]
+    params = {"structure": "RI", "teams": 3, "team_size": 1, "rounds": 3, "budget": 5,
+              "planning": False, "meta": "off"}
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(seats, **params)))
+    assert transcript(store, m["id"]) == [
+        (0, 1, "C", "C"), (0, 2, "D", "C"),                   # alt-allc: alt leaves with its D
+        (1, 1, "C", "C"), (1, 2, "D", "C"),                   # alt-tft: the same
+        (2, 1, "C", "C"), (2, 2, "C", "C"), (2, 3, "C", "C"),  # allc-tft: full length
+    ]
+    info = tournament(store, m["id"])
+    assert [(x["rounds"], x["ended"], x["left"]) for x in info["matches"]] == [
+        (2, "left", [0]), (2, "left", [0]), (3, "max_rounds", [])]
+    exits = store.db.execute("select round, json_extract(info, '$.timing') from phases"
+                             " where match_id = ? and phase = 'exit' order by round", [m["id"]]).fetchall()
+    assert exits == [(t, "with_move") for t in range(1, 8)]  # with every move, 2 answers each
+    counts = dict(store.db.execute("select phase, count(*) from decisions where match_id = ?"
+                                   " group by phase", [m["id"]]).fetchall())
+    assert counts == {"play": 14, "exit": 14}
+    store.close()
+    store, (m,) = await run(tmp_path / "after", sweep_data(teams_exp(
+        seats, **params, exit_timing="after_round")))
+    assert transcript(store, m["id"]) == [
+        (0, 1, "C", "C"), (1, 1, "C", "C"),
+        (2, 1, "C", "C"), (2, 2, "C", "C"), (2, 3, "C", "C")]
+
+
+async def test_report_curves_follow_the_papers_figures(tmp_path: Any) -> None:
+    """Figure 2's curve is the running share within the current match at a player's r-th
+    round; the paper's mu_c pools those running shares (the run above, by hand)."""
+    from coop_tui.report import build_report
+
+    data = sweep_data(teams_exp(["alt", "allc", "tft"], structure="RI", teams=3, team_size=1,
+                                rounds=3, budget=5, planning=False, meta="off"))
+    store, (m,) = await run(tmp_path, data)
+    (c,) = build_report(store, m["run_id"])["teams"]["conditions"]
+    # alt: C D | C D (matches 0, 1) -> within-match 1, 1/2, 1, 1/2 (cumulative 1, 1/2, 2/3, 1/2)
+    # allc: 5 x C; tft: 5 x C
+    assert [p["x"] for p in c["per_round"]] == [1, 2, 3, 4, 5]
+    assert [p["mean"] for p in c["per_round"]] == pytest.approx([1, 5 / 6, 1, 5 / 6, 1])
+    assert [p["mean"] for p in c["per_round_cumulative"]] == pytest.approx([1, 5 / 6, 8 / 9, 5 / 6, 1])
+    assert c["mu_c_running"]["mean"] == pytest.approx(13 / 14)   # 4 + 5 + 5 running shares
+    assert c["mu_c_running"]["n"] == 14
+    assert c["mu_c"]["mean"] == pytest.approx(12 / 14)
+    assert [p["mean"] for p in c["osc_curve"]] == [1, 1, 1]
+
+
 # ------------------------------------------------------------------ report section
 async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) -> None:
     from rich.console import Console
@@ -295,7 +364,7 @@ async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) 
 
     data = sweep_data(teams_exp(
         ["tft", "alld", "allc", "grim"], structure="SA", teams=2, team_size=2, rounds=3,
-        budget=8, plan_every=2, winner_bonus=1.0))
+        budget=8, plan_every=2, winner_bonus=1.0, exit_timing="after_round"))
     data["replicates"] = 2  # strategies: both replications play the same transcript
     store, matches = await run(tmp_path, data)
     assert len(matches) == 2
@@ -305,12 +374,26 @@ async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) 
     # 21 of 24 moves cooperate (alld's three Ds); identical replications: a zero-width interval
     assert c["mu_c"]["mean"] == pytest.approx(21 / 24) and c["mu_c"]["ci"] == pytest.approx([21 / 24] * 2)
     # first rounds: (C,D) (C,C) (C,C) (D,C) (D,C) (C,C); intra = pairings 0 and 5
-    assert c["one_shot"]["all"]["mean"] == pytest.approx(9 / 12)
-    assert c["one_shot"]["intra"]["mean"] == pytest.approx(3 / 4)
-    assert c["one_shot"]["inter"]["mean"] == pytest.approx(6 / 8)
-    assert c["intra"]["mean"] == pytest.approx(7 / 8) and c["inter"]["mean"] == pytest.approx(14 / 16)
-    # the paper's curve: alld (3 rounds) pulls rounds 1-3 down to 3/4; rounds 4-7 are 1
-    assert c["per_round"] == pytest.approx([0.75, 0.75, 0.75, 1, 1, 1, 1])
+    # the paper's mu_osc (Tables 6-8): every first move is one value, pooled over both
+    # tournaments, the interval over those 24 values. First rounds: (C,D) (C,C) (C,C)
+    # (D,C) (D,C) (C,C); intra = pairings 0 and 5
+    t23, t3 = 2.0686576104190406, 3.182446305284263   # Student t 0.975 quantiles, 23 and 3 df
+    osc = c["one_shot"]["all"]
+    assert osc["mean"] == pytest.approx(18 / 24) and osc["n"] == 24
+    half = t23 * (0.75 * 0.25 * 24 / 23) ** 0.5 / 24 ** 0.5
+    assert osc["ci"] == pytest.approx([0.75 - half, 0.75 + half])
+    assert c["one_shot"]["intra"]["mean"] == pytest.approx(3 / 4) and c["one_shot"]["intra"]["n"] == 8
+    assert c["one_shot"]["inter"]["mean"] == pytest.approx(6 / 8) and c["one_shot"]["inter"]["n"] == 16
+    # Figure 4: the mean of per-match rates. Intra matches: tft-alld 1/2, allc-grim 1 (per
+    # tournament); inter: 1, 1, 1/2, 1/2. Pooled rounds would give 7/8 and 14/16 instead.
+    assert c["intra"]["mean"] == pytest.approx(3 / 4) and c["intra"]["n"] == 4
+    half = t3 * (0.25 / 3) ** 0.5 / 2
+    assert c["intra"]["ci"] == pytest.approx([0.75 - half, 0.75 + half])
+    assert c["inter"]["mean"] == pytest.approx(3 / 4) and c["inter"]["n"] == 8
+    # Figure 2: alld (3 rounds) pulls a player's rounds 1-3 down to 3/4; rounds 4-7 are 1
+    assert [p["mean"] for p in c["per_round"]] == pytest.approx([0.75, 0.75, 0.75, 1, 1, 1, 1])
+    # Figure 3: the share of cooperative first moves after each match, in play order
+    assert [p["mean"] for p in c["osc_curve"]] == pytest.approx([1 / 2, 3 / 4, 5 / 6, 6 / 8, 7 / 10, 9 / 12])
     assert c["exits"]["left"]["mean"] == 0.5 and c["exits"]["match_length"]["mean"] == 2.0
     assert [t["points"]["mean"] for t in c["teams"]] == [32, 34] and [t["wins"] for t in c["teams"]] == [0, 2]
     assert [p["final"]["mean"] for p in c["players"]] == [17, 15, 34, 34]
@@ -321,6 +404,7 @@ async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) 
     console.print(render_text(report))
     text = console.export_text()
     assert "Team tournaments" in text and "0.88" in text
+    assert "Figure 2" in text and "Figure 3" in text
 
 
 async def test_self_play_of_several_agents_reports_one_condition_each(tmp_path: Any) -> None:

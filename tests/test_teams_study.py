@@ -29,6 +29,13 @@ def test_study_files_are_valid_as_shipped() -> None:
     assert {c.seats[0] for c in paper.cells} == {"qwen3", "phi4", "cogito"}
     assert all(len(c.seats) == 6 for c in paper.cells)
     assert paper.spec.agents["qwen3"].model == "ollama/qwen3:14b"
+    assert all(c.mechanism_params["exit_timing"] == "with_move" for c in paper.cells)
+    # per tournament at most: RI/SA 6 players x 100 rounds (moves + exits), 19 plannings of
+    # 3 calls each, 10 questions x 5 matches; GC 6 x 60 (N = 100 never binds: 3 matches
+    # of 20), 11 plannings, 10 x 3 -> 30 x 1842 + 15 x 1098
+    from coop_tui.sweep import estimate_decisions
+
+    assert estimate_decisions(paper) == 30 * (1200 + 342 + 300) + 15 * (720 + 198 + 180) == 71_730
     offline = load_sweep(STUDY)
     sa = next(c for c in offline.cells if c.mechanism_params["structure"] == "SA")
     assert sa.seats == ("smollm2", "tft", "grim", "alld")

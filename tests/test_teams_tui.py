@@ -9,6 +9,7 @@ through the input bar; the expected standings are worked out by hand.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from coop_tui.app import CoopApp
@@ -41,7 +42,8 @@ async def test_a_person_plays_one_seat_and_the_tournament_view_keeps_score(tmp_p
         seats=["human", "tit_for_tat", "always_cooperate", "always_defect"], game="ipd",
         mechanism="teams", name="play",
         params={"structure": "SA", "teams": 2, "team_size": 2, "rounds": 2, "budget": 5,
-                "planning": False, "meta": "off", "schedule": "ordered"},
+                "planning": False, "meta": "off", "schedule": "ordered",
+                "exit_timing": "after_round"},  # the person decides having seen the round
     )
     sweep = build_setup_sweep(setup)
     assert sweep.cells[0].seats == ("human", "tit_for_tat", "always_cooperate", "always_defect")
@@ -117,3 +119,38 @@ async def test_the_analysis_screen_shows_the_team_tournament_panel(tmp_path: Pat
         assert panel.border_title == "Team tournaments (seed 004)"
         shown = "".join(static_text(w) for w in panel.query(Static))
         assert "GC" in shown and "OSC inter" in shown
+        # the paper's Figure 2 and Figure 3 curves, as tables of points
+        assert "Figure 2" in shown and "Figure 3" in shown
+
+
+async def test_a_person_decides_to_leave_with_the_move_by_default(tmp_path: Path) -> None:
+    """The paper's timing: in each round the person is asked its move and, before any
+    outcome, whether to leave after it. Leaving with the first move ends match 1 after
+    that round; then it stays in its other matches (two rounds with always-cooperate, one
+    with always-defect, who leaves with its first move)."""
+    setup = MatchSetup(
+        seats=["human", "tit_for_tat", "always_cooperate", "always_defect"], game="ipd",
+        mechanism="teams", name="play",
+        params={"structure": "SA", "teams": 2, "team_size": 2, "rounds": 2, "budget": 5,
+                "planning": False, "meta": "off", "schedule": "ordered"},
+    )
+    app = CoopApp(tmp_path / "t.db", play=build_setup_sweep(setup))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.screen
+        assert isinstance(live, LiveScreen)
+        await answer(pilot, live, "play", "0")
+        await until(pilot, lambda: bool(live.turns) and live.session_waiting(0)
+                    and live.turns[0].request.phase == "exit", "the exit turn")
+        exit_prompt = live.turns[0].request.messages[0]["content"]
+        assert "Together with your action for this round" in exit_prompt
+        assert "Round 1: you chose" not in exit_prompt  # nothing of this round shown yet
+        await answer(pilot, live, "exit", '{"leave": true}')
+        for phase, text in [("play", "0"), ("exit", '{"leave": false}')] * 3:
+            await answer(pilot, live, phase, text)
+        await asyncio.wait_for(live.wait_finished(), 120)
+        match_id = live.session.match_id
+    person = [(d.round, d.phase) for d in app.store.decisions(match_id) if d.seat == 0]
+    assert person == [(t, phase) for t in (1, 2, 3, 4) for phase in ("play", "exit")]
+    summary = next(json.loads(info) for phase, info in app.store.db.execute(
+        "select phase, info from phases where match_id = ? and round = 0", [match_id]) if phase == "tournament")
+    assert [(x["rounds"], x["left"]) for x in summary["matches"][:3]] == [(1, [0]), (2, []), (1, [3])]

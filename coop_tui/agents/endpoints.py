@@ -4,8 +4,8 @@ and concurrency that adapts to servers which cannot stream in parallel.
 Why our own pool and not litellm's Router: the Router routes among deployments, but every
 request then goes through litellm (about three times the client CPU of our streaming path,
 see ``benchmarks/bench_clients.py``), and it does not notice a server that cuts concurrent
-streams. This module only chooses an endpoint and keeps its books; the agent sends the
-request.
+streams. This module chooses an endpoint and keeps its books, and holds the pool's HTTP session
+(one aiohttp session per pool and event loop); the agent sends the request.
 
 Rules, per endpoint:
 
@@ -13,6 +13,10 @@ Rules, per endpoint:
   concurrency); a request goes to the endpoint with the lowest load ``in_flight / limit``;
 * a connection failure marks it down for a while (5 s, doubling up to a minute); requests
   go to the others meanwhile, and after the pause one request probes it again;
+* when every endpoint is down and each has failed again after its first rest, requests
+  fail at once (:class:`EndpointsDown`, naming the cause) instead of waiting out the
+  rests: a sweep on a dead server fails its matches in moments (``--resume`` asks them
+  again), while a server that restarts within its first rest loses nothing;
 * streams that end without a finish reason while other streams run on the same endpoint
   (llama.cpp's server interrupts a running stream when a new request arrives) lower its
   limit by half, down to 1, and a notice says why and which setting to change.
@@ -38,6 +42,14 @@ CUTS_BEFORE_LOWERING = 2
 """Concurrent cut streams that lower an endpoint's concurrency."""
 CLEAN_RUN_FORGIVES = 20
 """Completed streams in a row after which earlier cuts are forgotten."""
+FAILS_BEFORE_GIVING_UP = 2
+"""Connection failures in a row (the first, then the probe after its rest) after which an
+endpoint's requests fail at once while it rests, when no other endpoint is up."""
+
+
+class EndpointsDown(ConnectionError):
+    """Every endpoint of the pool is down and was down again after resting: the request
+    is not sent. The message carries the last failure's cause."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +94,13 @@ class Endpoint:
     sent: int = 0
     completed: int = 0
     failed: int = 0
-    client: Any = None
-    """The transport's connection pool for this endpoint (made by the agent, lazily)."""
-    client_loop: Any = None
+    failures_in_row: int = 0
+    """Connection failures since the last completed request."""
+    down_cause: str = ""
+    """Why the last connection failed (refused, DNS, TLS ...), for the fail-fast message."""
+    down_mark: int = 0
+    """``sent`` when the last failure was noticed: failures of requests sent before it
+    are the same outage, not a new one."""
 
     @property
     def host(self) -> str:
@@ -103,6 +119,8 @@ class Lease:
     index: int
     concurrent: bool = False
     released: bool = False
+    cause: str = ""
+    """Set by the agent when the request could not connect: why."""
 
 
 @dataclass
@@ -123,6 +141,47 @@ class EndpointPool:
         self.endpoints = [Endpoint(u, self.limit, self.limit) for u in self.urls]
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._seen: set[str] = set()
+        self._session: Any = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    def http_session(self, headers: Callable[[], dict[str, str]] | None = None) -> Any:
+        """The pool's aiohttp session on the running loop (made on first use, sending
+        ``headers()`` with every request; a session left on another loop is dropped: its
+        connections belong to that loop)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session_loop is not loop or self._session.closed:
+            from coop_tui.agents.transport import new_session
+
+            made = new_session(headers() if headers is not None else None)
+            self._session, self._session_loop = made, loop
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session (on its own loop) and its kept-alive connections."""
+        session, self._session = self._session, None
+        loop, self._session_loop = self._session_loop, None
+        if session is None or session.closed:
+            return
+        if loop is asyncio.get_running_loop():
+            with contextlib.suppress(Exception):
+                await session.close()
+        elif loop is not None and not loop.is_closed() and loop.is_running():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(session.close(), loop)
+        else:  # its loop is gone: nothing can be awaited there, detach quietly
+            with contextlib.suppress(Exception):  # closing the connector closes the session
+                session.connector._close()  # noqa: SLF001 - frees sockets without a loop
+
+    def _given_up(self, now: float) -> Endpoint | None:
+        """An endpoint that explains why requests fail at once now, or None (some
+        endpoint is up, or one is still within its first rest)."""
+        if not all(ep.down_until > now for ep in self.endpoints):
+            return None
+        if any(ep.failures_in_row < FAILS_BEFORE_GIVING_UP for ep in self.endpoints):
+            return None
+        return min(self.endpoints, key=lambda ep: ep.down_until)
 
     # -- acquiring -------------------------------------------------------------------------
 
@@ -152,6 +211,14 @@ class EndpointPool:
                 if ep.down_for > DOWN_FOR and ep.down_until:  # back from a pause: probe
                     ep.down_until = now + ep.down_for
                 return self._lease(ep)
+            dead = self._given_up(now)
+            if dead is not None:
+                wait = dead.down_until - now
+                raise EndpointsDown(
+                    f"{dead.down_cause or 'the endpoint is down'} (failed "
+                    f"{dead.failures_in_row} times in a row; requests fail at once while it "
+                    f"rests, next try in {wait:.0f} s)"
+                )
             resting = [e.down_until - now for e in self.endpoints if e.down_until > now]
             waiter = loop.create_future()
             if first:
@@ -183,6 +250,12 @@ class EndpointPool:
                 waiter.set_result(None)
                 return
 
+    def _wake_all(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
     def _lease(self, ep: Endpoint) -> Lease:
         ep.in_flight += 1
         ep.sent += 1
@@ -202,6 +275,7 @@ class EndpointPool:
         lease.concurrent = lease.concurrent or ep.sent > lease.index
         if outcome == "ok":
             ep.completed += 1
+            ep.failures_in_row = 0
             ep.down_for = DOWN_FOR
             ep.down_until = 0.0
             ep.clean += 1
@@ -210,8 +284,13 @@ class EndpointPool:
         else:
             ep.failed += 1
             ep.clean = 0
-        if outcome == "down":
+        if outcome == "down" and lease.index > ep.down_mark:
+            # sent after the last failure was noticed (the first one, or the probe after a
+            # rest): requests that were already under way when it failed add nothing
+            ep.failures_in_row += 1
+            ep.down_cause = lease.cause or ep.down_cause
             ep.down_until = time.monotonic() + ep.down_for
+            ep.down_mark = ep.sent
             if len(self.endpoints) > 1:
                 self._notice(
                     ep,
@@ -220,6 +299,9 @@ class EndpointPool:
                     once_per="down",
                 )
             ep.down_for = min(ep.down_for * 2, MAX_DOWN_FOR)
+            if self._given_up(time.monotonic()) is not None:
+                self._wake_all()  # waiters fail at once rather than wait out the rest
+                return
         elif outcome == "cut" and lease.concurrent:
             ep.cuts += 1
             if ep.cuts >= CUTS_BEFORE_LOWERING and ep.limit > 1:

@@ -3,25 +3,30 @@
 Two transports, chosen per agent:
 
 * ``openai``: OpenAI-compatible servers given by ``api_base`` (``openai/…``,
-  ``hosted_vllm/…`` or a bare model name). Requests go through our own lean HTTP/1.1
-  client (:mod:`coop_tui.agents.http_stream`): kept-alive connections taken from a stack in
-  O(1), SSE lines decoded without building an object per chunk. At sweep concurrency it
-  spends less client CPU per answer than a bare ``openai`` SDK loop, whose connection pool
-  checks every idle connection on each request (``benchmarks/bench_clients.py``). When the
-  environment routes the URL through a proxy, the ``openai`` SDK sends the request instead.
+  ``hosted_vllm/…`` or a bare model name). Requests go through aiohttp
+  (:mod:`coop_tui.agents.transport`: one session per endpoint pool and event loop, kept-alive
+  connections, TLS, proxies from the environment); the SSE lines are decoded here without
+  building an object per chunk. At sweep concurrency it spends less client CPU per answer
+  than the ``openai`` SDK, whose httpx pool checks every idle connection on each request
+  (``benchmarks/bench_clients.py``).
 * ``litellm``: ``litellm.acompletion`` for every other provider string.
 
 ``api_base`` may list several servers for one model: :mod:`coop_tui.agents.endpoints`
 spreads requests over them (per-endpoint ``max_concurrency``, least busy first), moves
-them off a server that dies, and lowers the concurrency of a server that cuts concurrent
-streams. With ``constrained`` set, answers are restricted by the server's grammar
-(llama.cpp ``grammar``) or JSON-schema support (``response_format``).
+them off a server that dies, lowers the concurrency of a server that cuts concurrent
+streams, and fails requests at once while every server of the agent is down (the match
+fails naming the cause; ``--resume`` asks again). Local providers that litellm sends to a
+default server (Ollama) get that server as their endpoint. With ``constrained`` set,
+answers are restricted by the server's grammar (llama.cpp ``grammar``) or JSON-schema
+support (``response_format``).
 
-Both clients are imported lazily (litellm costs seconds to import, and must not slow
-``--help``). Retries cover rate limits, 5xx, timeouts, connection errors, streams that end
-without a finish reason, and malformed chunks; each HTTP attempt holds the sweep's
-limiter, the backoff sleep does not. The API key lives in a wrapper whose ``repr`` hides
-it, and every error message is scrubbed of it before it leaves this module.
+Both client libraries are imported lazily (litellm costs seconds to import, and must not
+slow ``--help``). Retries cover rate limits, 5xx, timeouts, connection errors, streams
+that end without a finish reason, and malformed chunks; each HTTP attempt holds the
+sweep's limiter, the backoff sleep does not. Failures are named by their cause
+(connection refused, DNS, TLS, timeout, HTTP status ...). The API key lives in a wrapper
+whose ``repr`` hides it, and every error message is scrubbed of it before it leaves this
+module.
 """
 
 from __future__ import annotations
@@ -44,10 +49,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from coop_tui.agents.endpoints import EndpointPool, host_of, public_url
-from coop_tui.agents.http_stream import ConnectionPool, HTTPStatusError
+from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, public_url
+from coop_tui.agents.transport import (
+    connect_failed,
+    connection_cause,
+    env_proxy,
+    implicit_base,
+)
 from coop_tui.decisions import AgentReply, DecisionRequest
-from coop_tui.redact import scrub
+from coop_tui.redact import has_userinfo, scrub
 from coop_tui.schemas import (
     FINAL_ANSWER_PROMPT,
     answer_budget,
@@ -76,6 +86,23 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 MAX_RETRY_AFTER = 300.0
 """Seconds: the longest ``Retry-After`` wait we accept before trying again anyway."""
+MAX_ERROR_BODY = 1024 * 1024
+"""Bytes of an error answer's body kept for the message."""
+
+
+class HTTPStatusError(Exception):
+    """A non-2xx answer; ``body`` is the parsed JSON error when there was one (so the
+    provider's own words reach the message), ``headers`` carry ``Retry-After``."""
+
+    def __init__(self, status: int, headers: Any, text: str) -> None:
+        self.status_code = status
+        self.headers = headers
+        self.text = text
+        try:
+            self.body: Any = json.loads(text) if text else None
+        except ValueError:
+            self.body = None
+        super().__init__(f"HTTP {status}: {text[:500] or '(empty body)'}")
 
 
 class ProviderError(RuntimeError):
@@ -157,10 +184,8 @@ async def _litellm_async() -> Any:
     return await asyncio.wrap_future(_start_litellm_import())
 
 
-def _import_openai_sdk() -> None:
-    import httpx  # noqa: F401
-    import openai  # noqa: F401
-    import openai.resources  # noqa: F401  # ``client.chat`` imports it lazily: ~0.7 s
+def _import_aiohttp() -> None:
+    import aiohttp  # noqa: F401
 
 
 def _import_litellm() -> Any:
@@ -329,11 +354,19 @@ def classify(exc: BaseException) -> _Failure:
         return _Failure(True, str(exc))
     if isinstance(exc, json.JSONDecodeError):
         return _Failure(True, f"malformed stream chunk ({exc.msg})")
+    if isinstance(exc, UnicodeDecodeError):
+        return _Failure(True, f"malformed stream chunk (not UTF-8: {exc.reason})")
+    cause = connection_cause(exc)
+    if cause is not None and (status is None or "Connection" in name):
+        # litellm's APIConnectionError says 500, but no server answered: name the cause
+        return _Failure(True, f"{cause}: {name}: {_provider_message(exc)}")
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        return _Failure(True, f"timeout: {str(exc) or 'no answer in time'}")
     if status is not None:
         retryable = status in RETRYABLE_STATUS or status >= 500
         retry_after = _parse_retry_after(_headers_of(exc)) if retryable else None
         return _Failure(retryable, f"HTTP {status}: {_provider_message(exc)}", status, retry_after)
-    if isinstance(exc, asyncio.TimeoutError | TimeoutError | ConnectionError | OSError):
+    if isinstance(exc, ConnectionError | OSError):
         return _Failure(True, f"{name}: {exc}")
     module = type(exc).__module__ or ""
     if module.split(".", 1)[0] in ("openai", "litellm", "httpx", "httpcore", "aiohttp"):
@@ -410,6 +443,11 @@ class LLMAgent:
         self.transport: Literal["openai", "litellm"] = (
             choose_transport(model, self.api_base) if transport == "auto" else transport
         )
+        if not urls and self.transport == "litellm" and implicit_base(model):
+            # litellm sends ollama/... to a local server by default: name it, so that the
+            # endpoint pool can see it die and the preflight can probe it
+            urls = [implicit_base(model)]  # type: ignore[list-item]
+            self.api_base, self.api_bases = urls[0], urls
         self.spec: dict[str, Any] = {"model": model}
         self.on_notice: Any = None
         """Called with an :class:`~coop_tui.agents.endpoints.EndpointNotice` (the sweep
@@ -417,8 +455,11 @@ class LLMAgent:
         self.endpoints: EndpointPool | None = (
             EndpointPool(urls, per_endpoint, agent=name, notify=self._notify) if urls else None
         )
-        self._sdk: dict[str, Any] = {}
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
+        self._chat_urls: dict[str, Any] = {}
+        # The key goes on the HTTP session's headers, unless a server of the list is
+        # reached with user:password@ (Basic auth from the URL, which must not meet a
+        # bearer header): then it is added per request to the other servers.
+        self._key_per_request = bool(self._key.get()) and any(has_userinfo(u) for u in urls)
         self._rng = random.Random()
 
     def __repr__(self) -> str:
@@ -505,16 +546,10 @@ class LLMAgent:
         )
 
     async def aclose(self) -> None:
-        """Close pooled connections (optional; they are also freed with the agent)."""
-        clients, self._sdk = list(self._sdk.values()), {}
-        for client in clients:
-            with contextlib.suppress(Exception):
-                await client.close()
+        """Close the HTTP session and its kept-alive connections (call it on the loop that
+        used them; a later request opens a new session)."""
         if self.endpoints is not None:
-            for ep in self.endpoints.endpoints:
-                pool, ep.client = ep.client, None
-                if pool is not None:
-                    pool.close()
+            await self.endpoints.aclose()
 
     # -- one step with its retries ---------------------------------------------------------
 
@@ -522,11 +557,17 @@ class LLMAgent:
         retries = 0
         free = 0  # cut streams blamed on concurrency: the endpoint adapts, the budget stays
         busy = queued = 0.0
-        body = self._body(messages, extra) if self._lean() else b""
+        body = self._body(messages, extra) if self.transport == "openai" else b""
         while True:
             attempt = _AttemptState()
             asked = time.perf_counter()
-            lease = await self.endpoints.acquire() if self.endpoints is not None else None
+            try:
+                lease = await self.endpoints.acquire() if self.endpoints is not None else None
+            except EndpointsDown as exc:  # every server failed again after its rest: fail fast
+                raise ProviderError(
+                    f"{self._where()}: {scrub(self._key.scrub(str(exc)))}",
+                    retries=retries, retryable=True,
+                ) from None
             outcome = "error"
             sent = 0.0
             try:
@@ -623,9 +664,6 @@ class LLMAgent:
         grammar = payload if kind == "gbnf" else _schema_gbnf(payload)
         return {"grammar": grammar}, budget
 
-    def _lean(self) -> bool:
-        return self.transport == "openai" and not _proxied(self.api_base or "")
-
     def _model_name(self) -> str:
         prefix, name = split_provider(self.model)
         return name if prefix in OPENAI_COMPATIBLE_PREFIXES else self.model
@@ -651,13 +689,15 @@ class LLMAgent:
         state: _AttemptState,
     ) -> None:
         url = lease.endpoint.url if lease is not None else self.api_base
-        if self.transport == "openai":
-            if body:
-                await self._stream_lean(lease.endpoint, body, sink, state)
+        try:
+            if self.transport == "openai":
+                await self._stream_http(url or "", body, sink, state)
             else:
-                await self._stream_openai(url, messages, extra, sink, state)
-        else:
-            await self._stream_litellm(url, messages, extra, sink, state)
+                await self._stream_litellm(url, messages, extra, sink, state)
+        except Exception as exc:  # noqa: BLE001 - re-raised; the pool learns the cause
+            if lease is not None and connect_failed(exc):
+                lease.cause = classify(exc).message
+            raise
         if state.finish_reason is None:
             raise _StreamBroken(
                 "the stream ended without a finish reason (dropped connection, or the server "
@@ -668,60 +708,64 @@ class LLMAgent:
     async def prepare(self) -> None:
         """Import the client library off the event loop, before the first request needs it.
 
-        The lean path needs nothing; the openai SDK (behind a proxy) takes about a second
-        to import and litellm several; imported inside the first reply they would stall
-        every stream already running.
+        aiohttp takes a tenth of a second to import and litellm several; imported inside
+        the first reply they would stall every stream already running.
         """
         if self.transport == "openai":
-            if not self._lean():
-                await asyncio.to_thread(_import_openai_sdk)
-                self._openai_client(self.api_base or "").chat.completions  # noqa: B018
+            await asyncio.to_thread(_import_aiohttp)
         else:
             await _litellm_async()
 
-    def _http_pool(self, endpoint: Any) -> ConnectionPool:
-        loop = asyncio.get_running_loop()
-        if endpoint.client is None or endpoint.client_loop is not loop:
-            endpoint.client = ConnectionPool(
-                endpoint.url,
-                max_idle=self.max_connections,
-                connect_timeout=min(self.timeout, 30.0),
-            )
-            endpoint.client_loop = loop
-        return endpoint.client
+    def _chat_url(self, url: str) -> tuple[Any, Any, Any]:
+        """``{api_base}/chat/completions`` as a parsed URL with the environment's proxy for
+        it (and its auth), worked out once per endpoint."""
+        known = self._chat_urls.get(url)
+        if known is None:
+            from yarl import URL
 
-    async def _stream_lean(
-        self, endpoint: Any, body: bytes, sink: Any, state: _AttemptState
-    ) -> None:
-        """POST and decode the SSE stream with :mod:`coop_tui.agents.http_stream`.
+            target = URL(url.rstrip("/") + "/chat/completions")
+            known = self._chat_urls[url] = (target, *env_proxy(target))
+        return known
+
+    def _session_headers(self) -> dict[str, str]:
+        """Headers of every request, set once when the endpoint pool's session is made."""
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self._key.get() and not self._key_per_request:
+            headers["Authorization"] = f"Bearer {self._key.get()}"
+        return headers
+
+    async def _stream_http(self, url: str, body: bytes, sink: Any, state: _AttemptState) -> None:
+        """POST on the endpoint pool's aiohttp session and decode the SSE stream.
 
         The timeout bounds silence, not the whole answer: it is pushed back whenever bytes
-        arrive (a long generation is fine, a server that stops talking is not).
+        arrive (a long generation is fine, a server that stops talking is not). A URL with
+        ``user:password@`` is sent with HTTP Basic auth (aiohttp reads it from the URL) and
+        then carries no bearer key.
         """
-        pool = self._http_pool(endpoint)
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
-                   "User-Agent": "coop-tui"}
-        key = self._key.get()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        assert self.endpoints is not None  # the openai transport always has an api_base
+        session = self.endpoints.http_session(self._session_headers)
+        target, proxy, proxy_auth = self._chat_url(url)
+        headers = None
+        if self._key_per_request and target.user is None:
+            headers = {"Authorization": f"Bearer {self._key.get()}"}
         try:
             async with asyncio.timeout(self.timeout) as deadline:
-                response = await pool.post("/chat/completions", body, headers)
-                try:
+                async with session.post(target, data=body, headers=headers, proxy=proxy,
+                                        proxy_auth=proxy_auth) as response:
                     if response.status >= 300:
                         raise HTTPStatusError(
-                            response.status, response.headers, await response.read_text()
+                            response.status, response.headers, await _read_capped(response)
                         )
-                    kind = response.headers.get("content-type", "")
+                    kind = response.headers.get("Content-Type", "")
                     if "json" in kind and "event-stream" not in kind:
-                        _whole_answer(await response.read_text(), sink, state)
+                        _whole_answer(await _read_capped(response, None), sink, state)
                     else:
                         await self._read_sse(response, deadline, sink, state)
-                finally:
-                    response.release()
         except TimeoutError:
             if not state.done:
-                raise
+                raise TimeoutError(
+                    f"the server sent nothing for {self.timeout:g} s (the agent's timeout)"
+                ) from None
 
     async def _read_sse(
         self, response: Any, deadline: Any, sink: Any, state: _AttemptState
@@ -729,102 +773,49 @@ class LLMAgent:
         """Decode SSE lines into the attempt; after ``[DONE]`` read on only to reuse the
         connection (a server that then drops it, as llama.cpp's does when it interrupts a
         stream, has still ended the stream)."""
+        import aiohttp
+
         loop = asyncio.get_running_loop()
         limit = self.timeout
         pushed = loop.time()
-        data: list[str] = []
+        data: list[bytes] = []
+        buffer = b""
         try:
-            async for line in response.lines():
+            async for piece in response.content.iter_any():
                 now = loop.time()
                 if now - pushed > limit / 4 and not state.done:
                     deadline.reschedule(now + limit)
                     pushed = now
                 if state.done:
                     continue  # read to the end so the connection can be reused
-                if line:
-                    if line.startswith("data:"):
-                        value = line[5:]
-                        data.append(value[1:] if value.startswith(" ") else value)
-                    continue  # event:, id:, retry: and ":" comments carry nothing we use
-                if data and _sse_event("\n".join(data), sink, state):
-                    # a server that keeps the body open after [DONE] gets one more second
-                    deadline.reschedule(loop.time() + 1.0)
-                data = []
-        except ConnectionError:
+                if b"\n" not in piece:
+                    buffer += piece
+                    continue
+                lines = (buffer + piece if buffer else piece).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if line.startswith(b"data:"):
+                        # the value (JSON or [DONE]): surrounding blanks and a CRLF's \r
+                        # mean nothing to it
+                        data.append(line[5:].strip())
+                        continue
+                    if line and line != b"\r":
+                        continue  # event:, id:, retry: and ":" comments carry nothing we use
+                    if data and _sse_event(data[0] if len(data) == 1 else b"\n".join(data),
+                                           sink, state):
+                        # a server that keeps the body open after [DONE] gets one more second
+                        deadline.reschedule(loop.time() + 1.0)
+                        data = []
+                        break
+                    data = []
+        except (aiohttp.ClientError, ConnectionError):
             if not state.done:
                 raise
             return
+        if buffer.startswith(b"data:") and not state.done:
+            data.append(buffer[5:].strip())
         if data and not state.done:
-            _sse_event("\n".join(data), sink, state)
-
-    def _openai_client(self, url: str) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._sdk_loop is not loop:
-            self._sdk, self._sdk_loop = {}, loop
-        client = self._sdk.get(url)
-        if client is not None:
-            return client
-        import httpx
-        from openai import AsyncOpenAI
-
-        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0))
-        http = httpx.AsyncClient(
-            timeout=timeout,
-            limits=httpx.Limits(
-                max_connections=self.max_connections,
-                max_keepalive_connections=self.max_connections,
-                keepalive_expiry=30.0,
-            ),
-        )
-        # A placeholder when no key was given: the SDK would otherwise pick up
-        # OPENAI_API_KEY from the environment and send it to whatever api_base says.
-        client = AsyncOpenAI(
-            api_key=self._key.get() or "no-key",
-            base_url=url,
-            max_retries=0,
-            timeout=timeout,
-            http_client=http,
-        )
-        self._sdk[url] = client
-        return client
-
-    async def _stream_openai(
-        self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
-        state: _AttemptState,
-    ) -> None:
-        """Stream through the openai SDK (used when a proxy must be honoured).
-
-        The SDK does the request, auth, proxy and status errors; the chunk decoding is
-        ours, because building a pydantic object per chunk costs most of the client's CPU.
-        """
-        client = self._openai_client(url or "")
-        params = {**self._params(), **extra}
-        body = {k: params.pop(k) for k in ("grammar",) if k in params}
-        async with client.chat.completions.with_streaming_response.create(
-            model=self._model_name(),
-            messages=messages,
-            stream=True,
-            stream_options={"include_usage": True},
-            extra_body=body or None,
-            **params,
-        ) as response:
-            lines = response.iter_lines().__aiter__()
-            data: list[str] = []
-            async for line in lines:
-                if line:
-                    if line.startswith("data:"):
-                        value = line[5:]
-                        data.append(value[1:] if value.startswith(" ") else value)
-                    continue
-                if data and _sse_event("\n".join(data), sink, state):
-                    with contextlib.suppress(Exception):
-                        async with asyncio.timeout(1.0):
-                            async for _ in lines:
-                                pass
-                    return
-                data = []
-            if data:
-                _sse_event("\n".join(data), sink, state)
+            _sse_event(b"\n".join(data), sink, state)
 
     async def _stream_litellm(
         self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
@@ -884,26 +875,11 @@ def _endpoint_outcome(exc: BaseException) -> str:
     without a finish reason), or error (nothing about its health)."""
     if isinstance(exc, _StreamBroken) and exc.cut:
         return "cut"
-    if isinstance(exc, ConnectionRefusedError):
-        return "down"
-    name = type(exc).__name__
-    if name in ("ConnectError", "APIConnectionError") and "onnect" in str(exc):
+    if "ended before a finish_reason" in str(exc):
+        return "cut"  # litellm's word for the same (MidStreamFallbackError, status 500)
+    if connect_failed(exc):
         return "down"
     return "error"
-
-
-@functools.cache
-def _proxied(url: str) -> bool:
-    """True when the environment routes ``url`` through a proxy (the SDK path honours it)."""
-    if not url:
-        return False
-    import urllib.request
-    from urllib.parse import urlsplit
-
-    scheme = urlsplit(url).scheme
-    if scheme not in urllib.request.getproxies():
-        return False
-    return not urllib.request.proxy_bypass(urlsplit(url).hostname or "")
 
 
 @functools.cache
@@ -914,9 +890,10 @@ def _schema_gbnf(schema_json: str) -> str:
     return json_schema_to_gbnf(schema_json)
 
 
-def _sse_event(payload: str, sink: Any, state: _AttemptState) -> bool:
-    """Handle one SSE ``data`` payload; True at ``[DONE]``. Bad JSON raises (retryable)."""
-    if payload.strip() == "[DONE]":
+def _sse_event(payload: bytes, sink: Any, state: _AttemptState) -> bool:
+    """Handle one SSE ``data`` payload (UTF-8 bytes, as JSON reads them); True at
+    ``[DONE]``. Bad JSON raises (retryable)."""
+    if payload.strip() == b"[DONE]":
         state.done = True
         return True
     chunk = json.loads(payload)
@@ -928,6 +905,15 @@ def _sse_event(payload: str, sink: Any, state: _AttemptState) -> bool:
         raise _StreamBroken(f"the provider reported an error mid-stream: {message}")
     state.consume(chunk, sink)
     return False
+
+
+async def _read_capped(response: Any, limit: int | None = MAX_ERROR_BODY) -> str:
+    """The body as text, at most ``limit`` bytes of it (an error page can be huge)."""
+    out = bytearray()
+    async for piece in response.content.iter_any():
+        if limit is None or len(out) < limit:
+            out += piece if limit is None else piece[: limit - len(out)]
+    return out.decode("utf-8", "replace")
 
 
 def _whole_answer(text: str, sink: Any, state: _AttemptState) -> None:
@@ -977,6 +963,9 @@ class _AttemptState:
         """``[DONE]`` arrived: the answer is complete whatever happens to the connection."""
 
     def consume(self, chunk: Any, sink: Any) -> None:
+        if type(chunk) is dict:
+            self.consume_dict(chunk, sink)
+            return
         usage = _field(chunk, "usage")
         if usage is not None:
             prompt = _field(usage, "prompt_tokens")
@@ -1001,5 +990,38 @@ class _AttemptState:
                 self.emitted = True
                 sink.text(content)
             finish = _field(choice, "finish_reason")
+            if finish:
+                self.finish_reason = str(finish)
+
+    def consume_dict(self, chunk: dict[str, Any], sink: Any) -> None:
+        """:meth:`consume` for a decoded SSE chunk (plain dicts: the common case, taken
+        without the attribute probing that SDK objects need; same rules, same result)."""
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            prompt = usage.get("prompt_tokens")
+            completion = usage.get("completion_tokens")
+            if isinstance(prompt, int):
+                self.input_tokens = prompt
+            if isinstance(completion, int):
+                self.output_tokens = completion
+        model = chunk.get("model")
+        if model and isinstance(model, str):
+            self.model = model
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict):
+                continue  # nothing to read in it (the general path finds nothing either)
+            delta = choice.get("delta")
+            if delta and isinstance(delta, dict):
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if reasoning and isinstance(reasoning, str):
+                    self.reasoning.append(reasoning)
+                    self.emitted = True
+                    sink.reasoning(reasoning)
+                content = delta.get("content")
+                if content and isinstance(content, str):
+                    self.text.append(content)
+                    self.emitted = True
+                    sink.text(content)
+            finish = choice.get("finish_reason")
             if finish:
                 self.finish_reason = str(finish)

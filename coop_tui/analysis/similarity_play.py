@@ -30,7 +30,7 @@ from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, Store
 ONE_SHOT = ("similarity", "none")
 """Mechanisms whose matches are one round of the base game with one play decision per seat."""
 
-METHOD_ORDER = ("abstract", "exogenous", "endogenous (both)", "endogenous (decisions)",
+METHOD_ORDER = ("abstract", "exogenous", "exogenous (runs)", "endogenous (both)", "endogenous (decisions)",
                 "endogenous (explanations)")
 """Table 2's column order (seed 000: Exo., Endo. both / decision / explanation)."""
 
@@ -51,7 +51,8 @@ def source_of(condition: dict[str, Any]) -> str | None:
 def benchmark_and_method(condition: dict[str, Any]) -> tuple[str, str] | None:
     """(benchmark, method) of a condition for Table 2 and the curves.
 
-    ``exogenous:<bench>`` -> (bench, "exogenous"); ``endogenous:<bench>:<view>`` ->
+    ``exogenous:<bench>`` -> (bench, "exogenous"); ``exogenous:<bench>:runs`` -> (bench,
+    "exogenous (runs)"); ``endogenous:<bench>:<view>`` ->
     (bench, "endogenous (<view>)"); scores without a label are ("unlabelled", "given
     scores"); an abstract X is (its benchmark in the benchmark prompt modes, else "no
     domain"; "abstract"); the ``base`` control has none.
@@ -60,7 +61,8 @@ def benchmark_and_method(condition: dict[str, Any]) -> tuple[str, str] | None:
     if source is not None:
         parts = source.split(":")
         if parts[0] == "exogenous" and len(parts) >= 2:
-            return parts[1], "exogenous"
+            # the run-to-run diagonal is a variant of ours, kept apart from the paper's
+            return parts[1], "exogenous (runs)" if parts[2:] == ["runs"] else "exogenous"
         if parts[0] == "endogenous" and len(parts) >= 2:
             view = parts[2] if len(parts) > 2 else "both"
             return parts[1], f"endogenous ({VIEW_NAMES.get(view, view)})"

@@ -20,7 +20,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,13 @@ class Item:
         if self.kind == "mixed":
             return self.actions
         return ()
+
+    def in_order(self, order: Sequence[int] | None) -> Item:
+        """The item with its options shown in ``order`` (shown position -> the file's
+        option index); itself when ``order`` is None."""
+        if order is None:
+            return self
+        return replace(self, options=tuple(self.options[i] for i in order))
 
     def shown(self) -> str:
         """The question as an agent (or a judge) reads it: prompt plus its choices."""

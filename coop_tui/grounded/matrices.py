@@ -1,8 +1,11 @@
 """Agent x agent similarity matrices of a stored run (percent, 0-100).
 
 Exogenous (per benchmark): every pair of runs of two agents is compared with the
-benchmark's metric and the comparisons are averaged; the diagonal compares an agent's
-*separate* runs with each other (None with a single run). Endogenous (per benchmark and
+benchmark's metric and the comparisons are averaged. The diagonal is 100: an agent is
+identical to itself, as in the paper (its Figure 4 caption); the agreement between an
+agent's *separate* runs (None with a single run) is kept beside it as
+``run_agreement`` and is the diagonal of the ``runs`` variant (source
+``exogenous:<benchmark>:runs``). Endogenous (per benchmark and
 view): the judge's scores of the target, averaged over repeats; rows are judges, columns
 targets, and the matrix stays asymmetric.
 
@@ -52,20 +55,29 @@ def _pair(metric: str, scale: Any, runs_a: dict[int, dict[str, Any]],
     return round(100.0 * sum(values) / len(values), 2) if values else None
 
 
-def exogenous(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
-    """{benchmark: {"metric", "agents", "matrix": {a: {b: pct}}}} for the run."""
+SELF_SIMILARITY = 100.0
+"""The exogenous diagonal: the paper's, an agent compared with itself."""
+
+
+def exogenous(store: Store, run_id: str, diagonal: str = "identical") -> dict[str, dict[str, Any]]:
+    """{benchmark: {"metric", "agents", "runs", "matrix": {a: {b: pct}}, "run_agreement":
+    {a: pct}}} for the run. ``diagonal = "identical"``: 100 (the paper); ``"runs"``: the
+    agreement between the agent's separate runs."""
     answers, meta = item_answers(store, run_id)
     out: dict[str, dict[str, Any]] = {}
     for bench in sorted(answers):
         by_agent = answers[bench]
         agents = sorted(by_agent)
         metric, scale = meta[bench]["metric"], meta[bench]["scale"]
+        agreement = {a: _pair(metric, scale, by_agent[a], by_agent[a], True) for a in agents}
         matrix = {
-            a: {b: _pair(metric, scale, by_agent[a], by_agent[b], a == b) for b in agents}
+            a: {b: (agreement[a] if diagonal == "runs" else SELF_SIMILARITY) if a == b
+                else _pair(metric, scale, by_agent[a], by_agent[b], False) for b in agents}
             for a in agents
         }
         runs = {a: len(by_agent[a]) for a in agents}
-        out[bench] = {"metric": metric, "agents": agents, "runs": runs, "matrix": matrix}
+        out[bench] = {"metric": metric, "agents": agents, "runs": runs, "matrix": matrix,
+                      "diagonal": diagonal, "run_agreement": agreement}
     return out
 
 
@@ -89,12 +101,14 @@ def endogenous(store: Store, run_id: str) -> dict[str, dict[str, dict[str, Any]]
 
 
 def matrix_for(store: Store, run_id: str, source: str) -> dict[str, dict[str, float | None]]:
-    """The matrix a ``similarity_source`` names: ``exogenous:<benchmark>`` or
+    """The matrix a ``similarity_source`` names: ``exogenous:<benchmark>`` (diagonal
+    100), ``exogenous:<benchmark>:runs`` (diagonal: run-to-run agreement) or
     ``endogenous:<benchmark>:<view>`` (KeyError naming what is missing)."""
     parts = source.split(":")
     parts[1] = benchmark_key(parts[1])  # an alias ("die") names the key answers are stored under
     if parts[0] == "exogenous":
-        found = exogenous(store, run_id).get(parts[1])
+        diagonal = "runs" if len(parts) > 2 and parts[2] == "runs" else "identical"
+        found = exogenous(store, run_id, diagonal).get(parts[1])
         if found is None:
             raise KeyError(f"run {run_id} has no answers to benchmark {parts[1]!r}")
         return found["matrix"]

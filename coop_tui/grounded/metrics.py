@@ -13,8 +13,10 @@ Three metrics, one per kind of benchmark (seed 000, App. F):
   pairs of *different* items (what two agents with these marginal habits share by
   accident), and kappa = (observed - chance) / (1 - chance), rescaled to [0, 1] like QWK.
 
-A benchmark's random baseline is *computed* (:func:`random_baseline`): two uniformly
-random policies answer the benchmark's own items many times and the metric is averaged.
+A benchmark's random baseline is *computed* (:func:`random_baseline`) from its own
+items: exactly for ``agreement`` (the mean chance of a match per item), and for ``qwk``
+and ``jsd`` by averaging the metric over many vectorised draws of two uniformly random
+policies.
 """
 
 from __future__ import annotations
@@ -129,17 +131,114 @@ def random_answer(item: Item, rng: np.random.Generator) -> Any:
     return "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz0123456789"), 12))  # free text
 
 
-def random_baseline(items: Sequence[Item], metric: str, *, trials: int = 400,
+def match_probability(item: Item) -> float:
+    """Chance that two uniformly random policies give this item the same answer."""
+    if item.kind == "options":
+        return 1.0 / len(item.options)
+    if item.kind == "likert":
+        assert item.scale is not None
+        return 1.0 / (item.scale[1] - item.scale[0] + 1)
+    if item.kind == "control":
+        return 1.0 / len(item.extra["values"])
+    if item.kind == "number" and item.step and item.minimum is not None and item.maximum is not None:
+        return 1.0 / (int(round((item.maximum - item.minimum) / item.step)) + 1)
+    return 0.0  # a continuous number or a free text: two random answers never coincide
+
+
+BASELINE_BATCH = 500
+BASELINE_CELLS = 1_000_000
+"""Draws per batch are capped so one batch's arrays stay near this many numbers."""
+BASELINE_TRIALS = 20_000
+BASELINE_MAX_TRIALS = 320_000
+BASELINE_SE = 0.0005
+"""Monte Carlo for the metrics without a closed form (QWK, chance-corrected JSD): at
+least BASELINE_TRIALS draws, doubled until the standard error is at most 0.05
+percentage points (or BASELINE_MAX_TRIALS), so the digit the report prints (0.1) does
+not move with the seed."""
+
+
+def random_baseline(items: Sequence[Item], metric: str, *, trials: int = BASELINE_TRIALS,
                     seed: int = 0) -> tuple[float, float]:
-    """(mean, standard error) of the metric between two random policies on ``items``."""
+    """(mean, standard error) of the metric between two uniformly random policies.
+
+    ``agreement`` is exact: the mean over items of the chance of a match (standard
+    error 0, ``trials`` unused). ``qwk`` and ``jsd`` are the mean over ``trials``
+    vectorised draws of both policies' answers to every item, doubled while the standard
+    error is above BASELINE_SE (up to BASELINE_MAX_TRIALS)."""
+    if metric == "agreement":
+        return (float(np.mean([match_probability(i) for i in items])) if items else 0.0), 0.0
     rng = np.random.default_rng(seed)
-    scale = next((i.scale for i in items if i.scale is not None), None)
-    values = []
-    for _ in range(trials):
-        a = {i.id: random_answer(i, rng) for i in items}
-        b = {i.id: random_answer(i, rng) for i in items}
-        v = similarity(metric, a, b, scale)
-        if v is not None:
-            values.append(v)
-    arr = np.asarray(values)
+    values: list[np.ndarray] = []
+    done = 0
+    per_trial = len(items) ** 2 * max((len(i.actions) for i in items), default=1) if metric == "jsd" else len(items)
+    size = max(1, min(BASELINE_BATCH, BASELINE_CELLS // max(1, per_trial)))
+    while done < trials:
+        batch = min(size, trials - done)
+        if metric == "qwk":
+            values.append(_qwk_trials(items, batch, rng))
+        elif metric == "jsd":
+            values.append(_jsd_trials(items, batch, rng))
+        else:
+            raise ValueError(f"unknown metric {metric!r}; one of {', '.join(METRICS)}")
+        done += batch
+        if done == trials and trials < BASELINE_MAX_TRIALS:
+            so_far = np.concatenate(values)
+            if so_far.std(ddof=1) / np.sqrt(len(so_far)) > BASELINE_SE:
+                trials = min(2 * trials, BASELINE_MAX_TRIALS)
+    arr = np.concatenate(values)
     return float(arr.mean()), float(arr.std(ddof=1) / np.sqrt(len(arr))) if len(arr) > 1 else 0.0
+
+
+def _qwk_trials(items: Sequence[Item], trials: int, rng: np.random.Generator) -> np.ndarray:
+    """Rescaled QWK of ``trials`` pairs of random raters at once (as qwk_similarity)."""
+    scale = next((i.scale for i in items if i.scale is not None), None)
+    assert scale is not None
+    lo, hi = scale
+    k, n = hi - lo + 1, len(items)
+    x = rng.integers(0, k, size=(trials, n))
+    y = rng.integers(0, k, size=(trials, n))
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2 / (k - 1) ** 2
+    disagreement = w[x, y].sum(axis=1)
+    hx = (x[:, :, None] == idx).sum(axis=1).astype(float)
+    hy = (y[:, :, None] == idx).sum(axis=1).astype(float)
+    chance = np.einsum("ta,ab,tb->t", hx, w, hy) / n
+    safe = np.where(chance == 0.0, 1.0, chance)
+    kappa = np.where(chance == 0.0, np.where(disagreement == 0.0, 1.0, 0.0), 1.0 - disagreement / safe)
+    return (kappa + 1.0) / 2.0
+
+
+def _js_matrix(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """1 - JSD (base 2) of every p[t, i] against every q[t, j]: shape (t, i, j)."""
+    a, b = p[:, :, None, :], q[:, None, :, :]
+    m = (a + b) / 2.0
+
+    def kl(x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(x > 0, x * np.log2(np.where(x > 0, x, 1.0) / np.where(m > 0, m, 1.0)), 0.0)
+        return terms.sum(axis=-1)
+
+    return 1.0 - (kl(a) + kl(b)) / 2.0
+
+
+def _jsd_trials(items: Sequence[Item], trials: int, rng: np.random.Generator) -> np.ndarray:
+    """Chance-corrected JSD similarity of ``trials`` pairs of random policies at once
+    (as jsd_similarity; items with fewer actions are padded with zero probabilities)."""
+    n = len(items)
+    width = max(len(i.actions) for i in items)
+
+    def draw() -> np.ndarray:
+        out = np.zeros((trials, n, width))
+        for j, item in enumerate(items):
+            out[:, j, : len(item.actions)] = rng.dirichlet(np.ones(len(item.actions)), size=trials)
+        return out
+
+    s = _js_matrix(draw(), draw())
+    observed = np.einsum("tii->t", s) / n
+    if n < 2:
+        return observed
+    chance = (s.sum(axis=(1, 2)) - np.einsum("tii->t", s)) / (n * (n - 1))
+    safe = np.where(chance >= 1.0, 0.0, chance)
+    kappa = np.where(chance >= 1.0, np.where(observed >= 1.0, 1.0, -1.0),
+                     (observed - safe) / (1.0 - safe))
+    return (np.clip(kappa, -1.0, 1.0) + 1.0) / 2.0

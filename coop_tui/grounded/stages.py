@@ -28,6 +28,7 @@ from coop_tui.errors import SpecError
 from coop_tui.grounded.domains import benchmark_key, load_benchmark
 from coop_tui.grounded.dossier import build_dossier
 from coop_tui.grounded.matrices import matrix_for
+from coop_tui.prompts import CHARS_PER_TOKEN
 
 VIEWS = ("decision", "explanation", "both")
 
@@ -41,17 +42,26 @@ def _extra(exp: Any, key: str, default: Any = None) -> Any:
 
 
 def parse_source(source: Any, where: str) -> tuple[str, str, str | None]:
-    """("exogenous" | "endogenous", benchmark key, view or None)."""
+    """("exogenous" | "endogenous", benchmark key, view or None). The exogenous view is
+    None (diagonal 100, the paper's) or "runs" (diagonal: run-to-run agreement)."""
     parts = source.split(":") if isinstance(source, str) else []
     if parts and parts[0] == "exogenous" and len(parts) == 2 and parts[1]:
         return "exogenous", benchmark_key(parts[1]), None
+    if parts and parts[0] == "exogenous" and len(parts) == 3 and parts[1] and parts[2] == "runs":
+        return "exogenous", benchmark_key(parts[1]), "runs"
     if parts and parts[0] == "endogenous" and len(parts) == 3 and parts[1] and parts[2] in VIEWS:
         return "endogenous", benchmark_key(parts[1]), parts[2]
     raise SpecError(
         where,
-        f"{source!r} is not a similarity source; write \"exogenous:<benchmark>\" or "
+        f"{source!r} is not a similarity source; write \"exogenous:<benchmark>\" (or "
+        f"\"exogenous:<benchmark>:runs\" for run-to-run agreement on the diagonal) or "
         f"\"endogenous:<benchmark>:<view>\" with view one of {', '.join(VIEWS)}",
     )
+
+
+ADMINISTERED: dict[str, tuple[str, Any]] = {}
+"""Benchmark key -> (item file or name, items asked) of the administrations of the
+sweeps checked in this process: what a --dry-run judge's stand-in record is sized by."""
 
 
 def check_sweep(spec: Any, base: Path | None) -> list[int]:
@@ -84,6 +94,7 @@ def check_sweep(spec: Any, base: Path | None) -> list[int]:
                                         else f"{where}.benchmark ({exc.field})", exc.message) from None
                     resolved.append(_absolute(ref, base))
                     administered.setdefault(benchmark_key(ref), []).append(i)
+                    ADMINISTERED[benchmark_key(ref)] = (_absolute(ref, base), _extra(exp, "items"))
                 else:
                     resolved.append(ref)
                     for view in _values(_extra(exp, "view", "both")):
@@ -167,6 +178,8 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
     if cell.mechanism == "score":
         if store is not None:
             params["dossier"] = dossier_for(store, source_run, params, cell.seats[0], cell.seats[1])
+        else:  # a prompt-size probe (--dry-run): a record the size of the real one
+            params["dossier"] = sized_dossier(params)
         return params
     if store is None:
         matrix = {a: {b: 50.0 for b in cell.seats} for a in cell.seats}  # probe: size only
@@ -187,6 +200,41 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
     return params
 
 
+EXPLANATION_TOKENS = 150
+"""The reasoning per item a --dry-run assumes a target wrote (before its answers exist):
+a short chain of thought. Decision-only views do not include it."""
+
+
+def sized_dossier(params: dict[str, Any]) -> str:
+    """A stand-in record for cost estimates: every item the judge will read, with an
+    answer and EXPLANATION_TOKENS of reasoning (the real text comes from the benchmark
+    stage), so --dry-run counts a judge's prompt at its real length, not a placeholder's."""
+    ref, asked = ADMINISTERED.get(benchmark_key(params["benchmark"]), (params["benchmark"], None))
+    try:
+        benchmark = load_benchmark(ref)
+    except Exception:  # noqa: BLE001 - an item file not in place yet: the check names it elsewhere
+        return ""
+    items = list(benchmark.items)
+    for limit in (asked if isinstance(asked, int) else None, params.get("items")):
+        if limit:
+            items = items[: int(limit)]
+    words = ("reasoning " * (EXPLANATION_TOKENS * CHARS_PER_TOKEN // len("reasoning "))).strip()
+    return build_dossier([(item, _typical_answer(item), words) for item in items],
+                         params.get("view", "both"))
+
+
+def _typical_answer(item: Any) -> Any:
+    if item.kind == "options":
+        return 0
+    if item.kind == "likert" and item.scale is not None:
+        return item.scale[0]
+    if item.kind == "mixed":
+        return tuple(1 / len(item.actions) for _ in item.actions)
+    if item.kind == "control":
+        return item.extra["values"][0]
+    return 0
+
+
 def dossier_for(store: Any, run_id: str, params: dict[str, Any], judge: str, target: str) -> str:
     """The target's record for this judge: its first run, or - when the judge judges
     itself - its second run, so no judge ever reads the answers it gave itself."""
@@ -200,8 +248,11 @@ def dossier_for(store: Any, run_id: str, params: dict[str, Any], judge: str, tar
     benchmark = load_benchmark(params["benchmark"])
     items = {item.id: item for item in benchmark.items}
     answers: dict[str, Any] = {}
-    for info in store.phase_infos(match_id, "item"):
-        answers.update(info.get("answers") or {})
+    orders: dict[str, list[int]] = {}
+    for data in store.phase_infos(match_id, "item"):
+        answers.update(data.get("answers") or {})
+        if data.get("order") is not None:
+            orders[data["item"]] = data["order"]
     texts = {
         d.round: d.response for d in store.decisions(match_id) if d.phase == "item"
     }
@@ -211,6 +262,9 @@ def dossier_for(store: Any, run_id: str, params: dict[str, Any], judge: str, tar
         if item is None:
             continue
         explanation = texts.get(n, "") if benchmark.domain != "control" else ""
+        order = orders.get(item_id)
+        if order is not None:  # the options as the target saw them, its answer among them
+            item, value = item.in_order(order), (None if value is None else order.index(value))
         records.append((item, value, explanation))
     if params.get("items"):
         records = records[: int(params["items"])]

@@ -367,6 +367,9 @@ async def judge_pass(
         keep_alive.cancel()
         store.set_run_status(run_id, status, "; ".join(stats.errors[:3]) or None)
         lease.release()
+        from coop_tui.sweep import close_agents
+
+        await asyncio.shield(close_agents([agent]))
     return run_id, stats
 
 

@@ -2,10 +2,11 @@
 ``baseline`` blocks, shown as heat tables on the analysis screen.
 
 - ``exogenous``: per benchmark, the agent x agent matrix (percent) from the benchmark
-  stage's answers, its metric, and runs per agent (the diagonal compares separate runs);
+  stage's answers, its metric, and runs per agent; the diagonal is 100 (the paper's),
+  the agreement of an agent's separate runs is ``run_agreement``;
 - ``endogenous``: per benchmark and view, the judge x target matrix (rows judge);
-- ``baseline``: per benchmark, the random-policy similarity computed by Monte Carlo from
-  the items asked and the metric, beside the paper's reference value when the catalogue
+- ``baseline``: per benchmark, the random-policy similarity of the items asked under
+  the metric (exact for agreement, Monte Carlo with 20,000 draws for QWK and JSD), beside the paper's reference value when the catalogue
   knows the benchmark.
 """
 
@@ -14,8 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from coop_tui.analysis.sections import Section, register
-
-BASELINE_TRIALS = 200
 
 
 def _has(store: Any, run_id: str, mechanism: str) -> bool:
@@ -47,7 +46,7 @@ def build_baseline(store: Any, run_id: str, report: dict[str, Any]) -> Any:
     import json
 
     from coop_tui.grounded.domains import load_benchmark
-    from coop_tui.grounded.metrics import random_baseline
+    from coop_tui.grounded.metrics import BASELINE_TRIALS, random_baseline
     from coop_tui.prompts import benchmark_catalogue
 
     refs: dict[str, dict[str, Any]] = {}
@@ -75,8 +74,10 @@ def build_baseline(store: Any, run_id: str, report: dict[str, Any]) -> Any:
         items = [i for i in bench.items if i.id in ids] or list(bench.items)
         mean, se = random_baseline(items, bench.metric, trials=BASELINE_TRIALS, seed=0)
         paper = catalogue[key].random_baseline if key in catalogue else None
+        exact = bench.metric == "agreement"
         out[key] = {"metric": bench.metric, "items": len(items), "random_pct": round(100 * mean, 2),
-                    "se_pct": round(100 * se, 2), "trials": BASELINE_TRIALS, "paper_pct": paper}
+                    "se_pct": round(100 * se, 3), "method": "exact" if exact else "monte carlo",
+                    "trials": 0 if exact else BASELINE_TRIALS, "paper_pct": paper}
     return out or None
 
 
@@ -101,10 +102,19 @@ def _heat(title: str, agents: list[str], matrix: dict[str, dict[str, Any]], corn
 
 
 def render_exogenous(value: dict[str, Any]) -> list[Any]:
-    return [
-        _heat(f"{bench} · {data['metric']} (%)", data["agents"], data["matrix"], "agent")
-        for bench, data in value.items()
-    ]
+    out: list[Any] = []
+    for bench, data in value.items():
+        runs = data.get("diagonal") == "runs"
+        out.append(_heat(f"{bench} · {data['metric']} (%, diagonal: "
+                         f"{'run-to-run agreement' if runs else '100, the paper'})",
+                         data["agents"], data["matrix"], "agent"))
+        agreement = data.get("run_agreement") or {}
+        if not runs and any(v is not None for v in agreement.values()):
+            from rich.text import Text
+
+            shown = ", ".join(f"{a} {'—' if v is None else f'{v:.1f}'}" for a, v in agreement.items())
+            out.append(Text(f"  run-to-run agreement (source exogenous:{bench}:runs): {shown}"))
+    return out
 
 
 def render_endogenous(value: dict[str, Any]) -> list[Any]:
@@ -117,14 +127,16 @@ def render_endogenous(value: dict[str, Any]) -> list[Any]:
 def render_baseline(value: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
-    table = Table(title="random-policy similarity (Monte Carlo)", title_justify="left")
-    for column in ("benchmark", "metric", "items", "random %", "± SE", "paper %"):
+    table = Table(title="random-policy similarity (agreement exact; QWK, JSD by Monte Carlo)",
+                  title_justify="left")
+    for column in ("benchmark", "metric", "items", "random %", "± SE", "how", "paper %"):
         table.add_column(column, justify="left" if column in ("benchmark", "metric") else "right")
     for key, row in value.items():
         table.add_row(
             key, str(row.get("metric")), str(row.get("items", "")),
             "—" if row.get("random_pct") is None else f"{row['random_pct']:.1f}",
-            "" if row.get("se_pct") is None else f"{row['se_pct']:.1f}",
+            "" if row.get("se_pct") is None else f"{row['se_pct']:.2f}",
+            str(row.get("method", "")) + (f" ({row['trials']:,} draws)" if row.get("trials") else ""),
             "—" if row.get("paper_pct") is None else f"{row['paper_pct']:.1f}",
         )
     return [table]

@@ -1,19 +1,26 @@
-"""Team tournaments (seed 004): cooperation, one-shot cooperation, intra/inter-team
-cooperation, scores and meta-prompt accuracy, with 95% t-intervals over replications.
+"""Team tournaments (seed 004): cooperation, one-shot cooperation, intra/inter-group
+cooperation, scores and meta-prompt accuracy, with 95% Student-t intervals under the
+paper's definitions (those of its public code's tables and figures).
 
 One stored match of mechanism ``teams`` is one tournament; its replications are the
-run's matches of the same condition (``replicates`` or ``samples``). Per tournament:
+run's matches of the same condition (``replicates`` or ``samples``).
 
-- ``mu_c``: the share of play decisions that cooperated (every round of every player
-  counted once; the paper's p_c averaged over players), then mean and t-interval over
-  tournaments. ``mu_c_running`` is the public code's figure: after each round, a player's
-  running cooperation share *within the current match*; all those values (players x
-  rounds x replications) are averaged and the t-interval is taken over all of them.
-- ``per_round``: the paper's p_c curve - after a player's r-th round of the tournament,
-  its cooperation share so far - averaged over players and tournaments.
-- ``one_shot``: cooperation in the first round of every match (co-player unknown),
-  overall and split ``intra`` / ``inter`` (same group or not); ``intra`` / ``inter``:
-  cooperation over all rounds of intra- / inter-group matches.
+- ``mu_c_running``: the paper's mu_c (Tables 3-5): after each round, a player's running
+  cooperation share *within the current match*; all those values (players x rounds x
+  replications) averaged, the interval over all of them. ``mu_c``: the plain share of
+  cooperative moves per tournament, interval over tournaments (ours, for comparison).
+- ``one_shot``: the paper's mu_osc (Tables 6-8): every first-round move (co-player
+  unknown) of every match of every replication is one 0/1 value; their mean and the
+  interval over them; split ``intra`` / ``inter`` by whether the two share a group.
+- ``intra`` / ``inter`` (Figure 4): each match's cooperation rate (both players' moves),
+  then the mean and interval over the matches of every replication.
+- ``per_round`` (Figure 2): at a player's r-th round of the tournament, its running
+  cooperation share within the match it is playing; averaged over the players that
+  reached r in each tournament, then mean and interval over tournaments.
+  ``per_round_cumulative``: the same with the share over the player's whole tournament.
+- ``osc_curve`` (Figure 3): after the k-th played match of a tournament, the share of
+  cooperative first moves among the first moves so far; mean and interval over
+  tournaments per k.
 - scores: points per player and per group, and ``final`` with the winner bonus when the
   tournament set one; exits: share of matches ended by a player leaving, mean length.
 - ``meta_accuracy``: share of scored comprehension answers that were right, overall and
@@ -50,7 +57,7 @@ def _share(xs: list[int]) -> float | None:
 
 
 def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
-    """Everything one tournament contributes (before averaging over replications)."""
+    """Everything one tournament contributes (before pooling or averaging replications)."""
     rows = store.db.execute(
         "select round, seat, cooperated, json_extract(info, '$.pairing'),"
         " json_extract(info, '$.first'), json_extract(info, '$.intra')"
@@ -58,25 +65,37 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
     ).fetchall()
     coop: list[int] = []
     first: dict[str, list[int]] = {"all": [], "intra": [], "inter": []}
-    side: dict[str, list[int]] = {"intra": [], "inter": []}
     running: list[float] = []
     per_match: dict[tuple[int, int], list[int]] = defaultdict(list)
     per_player: dict[int, list[int]] = defaultdict(list)
+    match_moves: dict[int, list[int]] = defaultdict(list)
+    match_side: dict[int, str] = {}
     curve: dict[int, list[float]] = defaultdict(list)
+    cumulative: dict[int, list[float]] = defaultdict(list)
+    osc_by_match: dict[int, list[int]] = {}
     for _t, seat, c, pairing, is_first, intra in rows:
         c = int(c or 0)
         coop.append(c)
         where = "intra" if intra else "inter"
-        side[where].append(c)
+        match_moves[pairing].append(c)
+        match_side[pairing] = where
         if is_first:
             first["all"].append(c)
             first[where].append(c)
+            osc_by_match.setdefault(pairing, []).append(c)
         hist = per_match[(pairing, seat)]
         hist.append(c)
-        running.append(sum(hist) / len(hist))
+        within = sum(hist) / len(hist)
+        running.append(within)
         own = per_player[seat]
         own.append(c)
-        curve[len(own)].append(sum(own) / len(own))
+        curve[len(own)].append(within)
+        cumulative[len(own)].append(sum(own) / len(own))
+    osc_curve: list[float] = []
+    seen: list[int] = []
+    for moves in osc_by_match.values():  # insertion order = the order matches were played
+        seen.extend(moves)
+        osc_curve.append(sum(seen) / len(seen))
     phases = dict(store.db.execute(
         "select phase, info from phases where match_id = ? and round = 0", [match_id]).fetchall())
     summary = json.loads(phases.get("tournament") or "{}")
@@ -94,11 +113,15 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
     played = [m for m in matches if m["rounds"] > 0]
     return {
         "coop": _share(coop),
-        "one_shot": {k: _share(v) for k, v in first.items()},
-        "intra": _share(side["intra"]),
-        "inter": _share(side["inter"]),
+        "first": first,
+        "match_rates": {
+            side: [sum(v) / len(v) for k, v in match_moves.items() if match_side[k] == side]
+            for side in ("intra", "inter")
+        },
         "running": running,
         "curve": {r: sum(v) / len(v) for r, v in curve.items()},
+        "cumulative": {r: sum(v) / len(v) for r, v in cumulative.items()},
+        "osc_curve": osc_curve,
         "meta": _share(meta),
         "meta_by_question": {k: _share(v) for k, v in by_q.items()},
         "points": summary.get("points", []),
@@ -109,6 +132,16 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
         "left": _share([int(m["ended"] == "left") for m in played]),
         "length": (sum(m["rounds"] for m in played) / len(played)) if played else None,
     }
+
+
+def _by_index(series: list[dict[int, float]] | list[list[float]]) -> list[dict[str, Any]]:
+    """Point k of a curve: mean and t-interval over the tournaments that reached k."""
+    points: dict[int, list[float]] = defaultdict(list)
+    for one in series:
+        items = one.items() if isinstance(one, dict) else enumerate(one, start=1)
+        for k, v in items:
+            points[int(k)].append(v)
+    return [{"x": k, **t_interval(points[k])} for k in sorted(points)]
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
@@ -135,7 +168,6 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
         condition = members[0][1]
         per = [tournament_metrics(store, mid) for mid, _ in members]
         agents = list(_key[1])
-        rounds_max = max((max(p["curve"], default=0) for p in per), default=0)
         players = []
         for seat, agent in enumerate(agents):
             players.append({
@@ -152,14 +184,13 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
             "tournaments": len(per),
             "mu_c": t_interval([p["coop"] for p in per]),
             "mu_c_running": t_interval([v for p in per for v in p["running"]]),
-            "per_round": [
-                sum(p["curve"][r] for p in per if r in p["curve"])
-                / sum(1 for p in per if r in p["curve"])
-                for r in range(1, rounds_max + 1)
-            ],
-            "one_shot": {k: t_interval([p["one_shot"][k] for p in per]) for k in ("all", "intra", "inter")},
-            "intra": t_interval([p["intra"] for p in per]),
-            "inter": t_interval([p["inter"] for p in per]),
+            "per_round": _by_index([p["curve"] for p in per]),
+            "per_round_cumulative": _by_index([p["cumulative"] for p in per]),
+            "osc_curve": _by_index([p["osc_curve"] for p in per]),
+            "one_shot": {k: t_interval([v for p in per for v in p["first"][k]])
+                         for k in ("all", "intra", "inter")},
+            "intra": t_interval([v for p in per for v in p["match_rates"]["intra"]]),
+            "inter": t_interval([v for p in per for v in p["match_rates"]["inter"]]),
             "meta_accuracy": {
                 "all": t_interval([p["meta"] for p in per]),
                 "by_question": {
@@ -192,8 +223,8 @@ def _fmt(stat: dict[str, Any] | None) -> str:
 def render(value: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
-    table = Table(title="Team tournaments (seed 004): means and 95% t-intervals over tournaments")
-    for col in ("structure", "agents", "n", "mu_c", "mu_c (code)", "OSC", "OSC intra", "OSC inter",
+    table = Table(title="Team tournaments (seed 004): means and 95% t-intervals (mu_c, OSC, intra/inter as the paper defines them)")
+    for col in ("structure", "agents", "n", "mu_c (plain)", "mu_c", "OSC", "OSC intra", "OSC inter",
                 "intra", "inter", "left", "meta acc."):
         table.add_column(col)
     for c in value["conditions"]:
@@ -210,7 +241,38 @@ def render(value: dict[str, Any]) -> list[Any]:
         for p in c["players"]:
             scores.add_row(str(c["structure"]), str(p["player"]), p["agent"], str(p["team"]),
                            _fmt(p["points"]), _fmt(p["final"]))
-    return [table, scores]
+    curves = [
+        _curve_table(value, "per_round", "Figure 2: p_c by a player's round (share within its match)"),
+        _curve_table(value, "osc_curve", "Figure 3: one-shot cooperation by matches played"),
+    ]
+    return [table, scores, *[c for c in curves if c is not None]]
+
+
+CURVE_POINTS = 20
+"""Most columns of a curve table (the public code plots at most 20 points per curve)."""
+
+
+def _curve_table(value: dict[str, Any], key: str, title: str) -> Any:
+    """One row per condition, the curve's mean at up to CURVE_POINTS evenly spaced x."""
+    from rich.table import Table
+
+    xs = sorted({pt["x"] for c in value["conditions"] for pt in c.get(key, [])})
+    if not xs:
+        return None
+    step = max(1, -(-len(xs) // CURVE_POINTS))
+    shown = xs[::step]
+    if shown[-1] != xs[-1]:
+        shown.append(xs[-1])
+    table = Table(title=f"{title}, mean over tournaments")
+    table.add_column("structure")
+    table.add_column("agents")
+    for x in shown:
+        table.add_column(str(x), justify="right")
+    for c in value["conditions"]:
+        at = {pt["x"]: pt["mean"] for pt in c.get(key, [])}
+        table.add_row(str(c["structure"]), ", ".join(c["agents"]),
+                      *("-" if at.get(x) is None else f"{at[x]:.2f}" for x in shown))
+    return table
 
 
 SECTION = register(Section(key="teams", title="Team tournaments (seed 004)", build=build,
