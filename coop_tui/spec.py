@@ -23,8 +23,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from coop_tui import redact
+from coop_tui.agents.strategies import StrategyError, get_strategy
+from coop_tui.conditions import get_condition
+from coop_tui.decisions import SeatView
 from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
 from coop_tui.errors import SpecError  # defined in the bottom layer; importable from here too
+from coop_tui.games import GameError, load_game
+from coop_tui.games.kinds import ProtocolGame
+from coop_tui.games.user import MAX_PAYOFF
+from coop_tui.grounded.stages import check_sweep, planning_params
+from coop_tui.inputs import fingerprints
+from coop_tui.mechanisms import MechanismError, mechanism_class
+from coop_tui.mechanisms._designs import shared_design_count
 from coop_tui.terminal import name_problem
 
 # Environment variables litellm reads for each provider prefix; used only to give a
@@ -249,8 +259,6 @@ class ExperimentSpec(BaseModel):
     @field_validator("condition", mode="before")
     @classmethod
     def _known_conditions(cls, v: Any) -> Any:
-        from coop_tui.conditions import get_condition
-
         for name in v if isinstance(v, list) else [v]:
             if not isinstance(name, str):
                 raise ValueError(f"a condition is a name such as \"baseline\", not {name!r}")
@@ -591,7 +599,6 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
-    from coop_tui.grounded.stages import check_sweep
 
     check_sweep(spec, source.parent if source else None)  # stage links (seed 000's pipeline)
     grid_budget = [MAX_GRID_POINTS]
@@ -604,7 +611,6 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
         if not tdir.is_dir():
             raise SpecError("templates", f"folder {tdir} does not exist; point it at a copy of data/prompts")
     _check_decision_bound(sweep)
-    from coop_tui.inputs import fingerprints
 
     sweep.inputs = fingerprints(data, source.parent if source else None)
     return sweep
@@ -624,8 +630,6 @@ def _check_decision_bound(sweep: Sweep) -> None:
 def estimate_decisions(sweep: Sweep) -> int:
     """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
     tournament's shared designs counted once)."""
-    from coop_tui.mechanisms._designs import shared_design_count
-
     per_match = decisions_per_match(sweep)
     return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
         sweep.cells
@@ -635,8 +639,6 @@ def estimate_decisions(sweep: Sweep) -> int:
 def decisions_per_match(sweep: Sweep) -> list[int]:
     """Decisions in one match of each grid point, aligned with ``sweep.cells``; one game
     load per distinct game and one mechanism per distinct parameter set."""
-    from coop_tui.mechanisms import mechanism_class
-
     base = sweep.source.parent if sweep.source else None
     games: dict[str, Any] = {}
     per_match: dict[str, int] = {}
@@ -648,7 +650,6 @@ def decisions_per_match(sweep: Sweep) -> list[int]:
             if gkey not in games:
                 games[gkey] = cell_game(cell, base)
             mech_cls = mechanism_class(cell.mechanism)
-            from coop_tui.grounded.stages import planning_params
 
             mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
             per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
@@ -666,8 +667,6 @@ def _resolve(path: str, base: Path | None) -> Path:
 def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | None) -> None:
     where = f"agents.{name}"
     if agent.strategy:
-        from coop_tui.agents.strategies import StrategyError, get_strategy
-
         try:
             get_strategy(agent.strategy, **agent.params)
         except StrategyError as exc:
@@ -734,8 +733,6 @@ def _expand(
 ) -> list[Cell]:
     """One mechanism's grid points. ``budget`` (shared across the sweep) holds how many grid
     points may still be added; each seating list is counted before it is built."""
-    from coop_tui.mechanisms import MechanismError, mechanism_class
-
     where = f"experiments[{i}]"
     try:
         mech_cls = mechanism_class(exp.mechanism)
@@ -830,8 +827,6 @@ def _expand(
                 try:
                     mech.check_game(game, len(seats))
                 except ValueError as exc:
-                    from coop_tui.games.kinds import ProtocolGame
-
                     # a move-by-move game under another mechanism: the mechanism is wrong
                     bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
                     bad = getattr(exc, "field", bad)  # a parameter that does not fit the seats
@@ -893,7 +888,6 @@ def _expand_experiment(
     and its cells carry the mechanism in their condition."""
     from dataclasses import replace
 
-    from coop_tui.mechanisms import MechanismError, mechanism_class
 
     if not isinstance(exp.mechanism, list):
         return _expand(i, exp, sweep, base, budget)
@@ -965,8 +959,6 @@ def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
 
 def _condition_scale(where: str, condition: str, scale: Any) -> Any:
     """A payoff-scaling condition (payoff_10x) sets the game's scale; both at once is an error."""
-    from coop_tui.conditions import get_condition
-
     factor = get_condition(condition).scale
     if factor is None:
         return scale
@@ -981,13 +973,10 @@ def _condition_scale(where: str, condition: str, scale: Any) -> Any:
 
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:
     """A strategy that cannot play this game fails here, not in every match of the run."""
-    from coop_tui.decisions import SeatView
-
     for seat, name in enumerate(seats):
         agent = sweep.agents[name]
         if not agent.strategy or seat >= game.n_players:
             continue
-        from coop_tui.agents.strategies import get_strategy
 
         try:
             strategy = get_strategy(agent.strategy, **agent.params)
@@ -1063,8 +1052,6 @@ def _seed003_seatings(
 
 
 def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: Any, base: Path | None):
-    from coop_tui.games import GameError, load_game
-
     extra = dict(params)
     if scale is not None:
         extra["scale"] = scale
@@ -1086,7 +1073,6 @@ def _check_payoff_range(where: str, game: Any) -> None:
     """Scaled or bonus payoffs must stay finite and summable (strict JSON reports)."""
     import numpy as np
 
-    from coop_tui.games.user import MAX_PAYOFF
 
     payoffs = np.asarray(game.payoffs, dtype=float)
     if not np.isfinite(payoffs).all() or np.abs(payoffs).max(initial=0.0) > MAX_PAYOFF:
@@ -1099,8 +1085,6 @@ def _check_payoff_range(where: str, game: Any) -> None:
 
 
 def cell_game(cell: Cell, base: Path | None = None):
-    from coop_tui.games import load_game
-
     ref = cell.game
     if base is not None and ref.endswith((".toml", ".yaml", ".yml")):
         ref = str(_resolve(ref, base))

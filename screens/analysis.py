@@ -26,6 +26,8 @@ from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
+from coop_tui.analysis.sections import build_section, pending, sections
+from coop_tui.export import ExportError, export_run
 from coop_tui.screens.widgets import NavScreen, PayoffTable
 from coop_tui.terminal import terminal_text
 
@@ -195,7 +197,6 @@ class AnalysisScreen(NavScreen):
     def _load(self) -> None:
         """The report without the slow sections not stored yet (shown at once), then those
         sections one by one, each panel filled when its value is ready."""
-        from coop_tui.analysis.sections import build_section, pending
         from coop_tui.report import build_report
 
         try:
@@ -232,8 +233,6 @@ class AnalysisScreen(NavScreen):
     def _show_sections(self) -> None:
         """One bordered panel per report section the run has (see analysis.sections); a
         section still being built has its panel with a note until :meth:`_fill_section`."""
-        from coop_tui.analysis.sections import sections
-
         box = self.query_one("#an-sections", Vertical)
         box.remove_children()
         report = self.report or {}
@@ -260,8 +259,6 @@ class AnalysisScreen(NavScreen):
 
     def _fill_section(self, key: str, value: Any) -> None:
         """A slow section's value is ready: its panel shows it, or goes when it is empty."""
-        from coop_tui.analysis.sections import sections
-
         self.pending_sections.discard(key)
         found = self.query(f"#an-section-{key}")
         if self.report is not None and value:
@@ -554,8 +551,6 @@ class AnalysisScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, fmt: str, out: Path) -> None:
-        from coop_tui.export import ExportError, export_run
-
         try:
             paths = export_run(self.store.path, self.run_id, out, fmt)
         except Exception as exc:  # a missing engine, a read-only folder: say so on screen

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
 from coop_tui.analysis.population import (
     deviation_ranks,
     deviation_ratings,
@@ -43,6 +44,7 @@ from coop_tui.analysis.population import (
 )
 from coop_tui.analysis.ratings_cache import deviation_ratings as stored_ratings
 from coop_tui.analysis.tournament import cross_play_tensor, tournament_metrics
+from coop_tui.games import game_from_spec
 from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP
 
 DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
@@ -172,8 +174,6 @@ def replicate_metrics(
     if ratings is not None:
         ratings = list(ratings)
     elif freeze == "coopeval":
-        from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
-
         ratings = coopeval_deviation_ratings(tensor.payoffs)
     elif db is not None:
         ratings = stored_ratings(db, tensor.payoffs, method="highs-ds", freeze=freeze)
@@ -360,8 +360,6 @@ def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
     if not spec:
         return None
     try:
-        from coop_tui.games import game_from_spec
-
         game = game_from_spec(spec)
     except (KeyError, TypeError, ValueError):
         return None

@@ -23,6 +23,7 @@ from typing import Any
 from coop_tui import read_cache
 from coop_tui.analysis.population import MatchupTensor, population_metrics, tensor_from_sums
 from coop_tui.analysis.ratings_cache import deviation_ratings
+from coop_tui.games import game_from_spec
 from coop_tui.store import Store, game_spec_sql
 
 STEPS = 1000
@@ -182,8 +183,6 @@ def _game(spec: dict[str, Any] | None):
     if not spec:
         return None
     try:
-        from coop_tui.games import game_from_spec
-
         game = game_from_spec(spec)
     except (KeyError, TypeError, ValueError):
         return None

@@ -50,6 +50,7 @@ from coop_tui.importers.coopeval_records import (
     split_player,
 )
 from coop_tui.inputs import InputTooLarge, read_bounded
+from coop_tui.store import condition_key, decision_row
 
 PAYOFFS = "matchup_payoffs.json"
 
@@ -171,7 +172,6 @@ def plan_from_payoffs(
         }
     if mech_type in REPUTATION_ORDER:
         condition["order"] = REPUTATION_ORDER[mech_type]
-    from coop_tui.store import condition_key
     from coop_tui.sweep import game_spec
 
     base = {
@@ -379,7 +379,6 @@ def _reputation_decisions(
     from coop_tui.importers.coopeval_records import (
         split_player,
     )
-    from coop_tui.store import decision_row
 
     path = directory / "records.jsonl"
     if not path.is_file() or not players:

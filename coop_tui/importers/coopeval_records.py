@@ -25,8 +25,14 @@ from typing import Any
 import numpy as np
 
 from coop_tui.decisions import Attempt, Decision
+from coop_tui.games._checks import clean
 from coop_tui.games.base import Game, bimatrix
+from coop_tui.games.public_good import public_good
+from coop_tui.games.travelers import travelers
+from coop_tui.games.user import MAX_PAYOFF
 from coop_tui.inputs import InputTooLarge, open_bounded
+from coop_tui.parsing import ParseError, parse_mixed_strategy
+from coop_tui.testing.coopeval_log import classify_prompt, iter_log_entries
 
 GAMES = {
     # CoopEval game type -> (our key, title); the 2 x 2 ones are tables keyed "CC", "CD", ...
@@ -66,8 +72,6 @@ def finite_payoff(value: Any, where: str) -> float:
     """A payoff or points value as a float: a number, finite, within ±MAX_PAYOFF (the
     bound game files have). JSON's NaN, Infinity and 1e308 are refused here, before they
     reach sums, standard errors or the population dynamics."""
-    from coop_tui.games.user import MAX_PAYOFF
-
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CoopEvalError(f"{where}: points {str(value)[:40]!r} is not a number")
     try:
@@ -159,8 +163,6 @@ def action_keys(config: dict[str, Any], game: Game) -> dict[str, int]:
     if gtype == "PublicGoods":
         return {"C": names.index("Contribute"), "F": names.index("Keep")}
     if gtype == "TravellersDilemma":
-        from coop_tui.games._checks import clean
-
         low = float(kwargs.get("min_claim", 2))
         return {
             f"CLAIM_{k}": names.index(f"Claim {clean(low + k)}")
@@ -237,14 +239,10 @@ def _parameterised_game(gtype: str, kwargs: dict[str, Any]) -> Game:
     """Public Goods and Traveler's Dilemma: CoopEval gives parameters, not a table."""
     try:
         if gtype == "PublicGoods":
-            from coop_tui.games.public_good import public_good
-
             game = public_good(
                 players=int(kwargs.get("num_players", 3)), alpha=float(kwargs.get("multiplier", 1.5))
             )
         else:
-            from coop_tui.games.travelers import travelers
-
             if float(kwargs.get("claim_spacing", 1)) != 1:
                 raise CoopEvalError(
                     "config.json: game.kwargs.claim_spacing must be 1 (claims one unit apart)"
@@ -375,8 +373,6 @@ def log_entries(path: Path) -> dict[str, _Entry]:
     if not path.is_file():
         return {}
     try:
-        from coop_tui.testing.coopeval_log import iter_log_entries
-
         raw = list(iter_log_entries(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise CoopEvalError(f"{path}: cannot be read ({exc})") from None
@@ -583,9 +579,6 @@ class DecisionBuilder:
         position (a Reputation player is a one-seat match); cooperation is always judged
         by the game position ``mv.seat``.
         """
-        from coop_tui.parsing import ParseError, parse_mixed_strategy
-        from coop_tui.testing.coopeval_log import classify_prompt
-
         entry = self.log.get(mv.trace_id or "")
         labels = (classify_prompt(entry.prompt).labels if entry else ()) or self._labels
         chosen = len(self._labels) if mv.mediated else mv.action
