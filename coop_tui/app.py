@@ -9,6 +9,7 @@ reads its model list in a worker thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from coop_tui.store import Store
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+READY_FILE_ENV = "COOP_TUI_READY_FILE"
+"""When set, the app writes its first screen's name to this file once it has painted."""
 
 
 class CoopApp(App[int]):
@@ -58,6 +62,7 @@ class CoopApp(App[int]):
         self._store_lock = threading.Lock()
         self.session: Any = None
         self.sessions: list[Any] = []
+        self._signals_heard: list[tuple[Any, int]] = []
         """Every session opened, so no screen deletes a run one of them still writes."""
 
     @property
@@ -78,6 +83,7 @@ class CoopApp(App[int]):
         import coop_tui.sweep  # noqa: F401
 
     def on_mount(self) -> None:
+        self._listen_for_signals()
         if self.play is not None:
             session = MatchSession(self.store, self.play, run_kind="play", run_id=self.fixed_run_id)
             self._push_live(session, root=True)
@@ -85,6 +91,55 @@ class CoopApp(App[int]):
             from coop_tui.screens.setup import SetupScreen
 
             self.push_screen(SetupScreen(self.setup))
+        if os.environ.get(READY_FILE_ENV):
+            self.call_after_refresh(self._announce_ready)
+
+    def _announce_ready(self) -> None:
+        """Tell whoever waits (``coop-tui serve``'s test, a script) that the first screen
+        has been painted: its class name is written to ``$COOP_TUI_READY_FILE``. Written
+        from a thread, as the file may be a pipe whose reader is not there yet."""
+        path, name = os.environ[READY_FILE_ENV], type(self.screen).__name__
+
+        def write() -> None:
+            with open(path, "w") as marker:
+                marker.write(name + "\n")
+
+        threading.Thread(target=write, daemon=True, name="ready-marker").start()
+
+    def _listen_for_signals(self) -> None:
+        """SIGINT and SIGTERM close the app like Quit (live matches recorded as stopped,
+        the terminal restored) and make it exit 130 / 143. In the terminal Ctrl-C is a
+        key (the terminal is in raw mode); these come from ``kill`` or a supervisor."""
+        import asyncio
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, self._stop_by_signal, signum)
+            except (NotImplementedError, RuntimeError, ValueError):  # Windows, not main thread
+                return
+            self._signals_heard.append((loop, signum))
+
+    def _forget_signals(self) -> None:
+        """Give the signals back (the loop may outlive the app: tests, embedding)."""
+        for loop, signum in self._signals_heard:
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(signum)
+        self._signals_heard.clear()
+
+    def _stop_by_signal(self, signum: int) -> None:
+        self.stopped_by_signal = int(signum)
+        self.exit(return_code=128 + int(signum))
+
+    stopped_by_signal: int | None = None
+    """The signal that closed the app, if one did."""
+
+    def interrupted_runs(self) -> list[str]:
+        """Runs of this app's sessions that a signal left unfinished."""
+        return [s.run_id for s in self.sessions
+                if getattr(s, "run_id", None) and getattr(s, "kind", "") != "replay"
+                and getattr(s, "status", "") not in ("done", "failed")]
 
     def _push_live(self, session: Any, *, root: bool = False) -> Any:
         from coop_tui.screens.live import LiveScreen
@@ -112,6 +167,7 @@ class CoopApp(App[int]):
             self.push_screen(HelpScreen())
 
     def on_unmount(self) -> None:
+        self._forget_signals()
         with self._store_lock:
             if self._store is not None:
                 self._store.close()
@@ -122,6 +178,22 @@ def run_app(db: Path) -> int:
     """``coop-tui``: the setup screen on the ready preset."""
     app = CoopApp(db)
     app.run()
+    return _after_app(app)
+
+
+def _after_app(app: CoopApp) -> int:
+    """The exit code; after a signal, what was stopped and how to continue it."""
+    if app.stopped_by_signal is not None:
+        import sys
+
+        from coop_tui.runner import stop_embedded_generation, stop_words
+
+        stop_embedded_generation()
+        runs = app.interrupted_runs()
+        what = f"run {', '.join(runs)} stopped" if runs else "nothing was running"
+        print(f"{stop_words(app.return_code or 0)}: {what}; every finished decision is "
+              "stored: Start the same setup (same seed) again to reuse them and play the rest",
+              file=sys.stderr)
     return app.return_code or 0
 
 
@@ -153,4 +225,4 @@ def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | N
         raise SpecError(where, message) from None
     app = CoopApp(db, play=sweep)
     app.run()
-    return app.return_code or 0
+    return _after_app(app)

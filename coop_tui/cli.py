@@ -67,6 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(rep)
 
+    fig = sub.add_parser("figures", help="draw the papers' figures from a run's report (needs matplotlib)")
+    fig.add_argument("run", nargs="?", help="run id, id prefix or name (default: the latest)")
+    fig.add_argument("--out", default="figures", metavar="DIR",
+                     help="output directory (default: ./figures)")
+    fig.add_argument("--format", dest="figure_format", choices=["png", "svg", "pdf"], default="png",
+                     help="file format (default: png)")
+    fig.add_argument("--devrank", choices=["every_optimum", "vertex", "coopeval", "published"],
+                     default=None, help="how the report's DevRank ratings are obtained, as for report")
+    _db_arg(fig)
+
     imp = sub.add_parser("import", help="import results from another tool")
     imp.add_argument("source", choices=["coopeval", "strategic-personalities"],
                      help="format of the input")
@@ -117,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
     jdg.add_argument("--dry-run", action="store_true", help="estimate, ask nothing")
     jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
     _db_arg(jdg)
+
+    srv = sub.add_parser("serve", help="serve the TUI to a web browser (needs textual-serve)")
+    srv.add_argument("--port", type=int, default=8000, metavar="N", help="TCP port (default: 8000)")
+    srv.add_argument("--host", default="127.0.0.1", metavar="H",
+                     help="address to listen on (default: 127.0.0.1; any other address "
+                     "lets others use the TUI and its API keys, and prints a warning)")
+    _db_arg(srv)
 
     lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
                          "sweep and study files")
@@ -213,6 +230,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             sections=args.sections,
             devrank=args.devrank,
         )
+    if args.command == "figures":
+        from coop_tui.figures import figures_command
+
+        return figures_command(_db_path(args), args.run, out=Path(args.out),
+                               fmt=args.figure_format, devrank=args.devrank)
     if args.command == "export":
         from coop_tui.export import export_command
 
@@ -234,6 +256,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
             assume_yes=args.yes, protocol=args.protocol,
         )
+    if args.command == "serve":
+        from coop_tui.serve import serve_command
+
+        return serve_command(_db_path(args), host=args.host, port=args.port)
     if args.command == "list":
         from coop_tui.listing import list_command
 

@@ -87,6 +87,10 @@ class DecisionRequest:
     """JSON schema of a valid answer, for grammar-constrained decoding."""
     options: dict[str, Any] = field(default_factory=dict)
     """Kind-specific parsing options (score range, number of delegator counts, ...)."""
+    seed: int | None = None
+    """Sampling seed for agents that sample in process (the embedded model): set by the
+    engine per attempt from the decision's content key, which holds the sweep's seed, so
+    the same sweep file and seed give the same answers and another seed asks anew."""
 
 
 @dataclass

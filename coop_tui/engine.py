@@ -14,7 +14,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -127,6 +127,31 @@ class DecisionPolicy:
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
     with the reason recorded. Prompts grow with history, so the dry run's check of the
     first prompt cannot cover them all."""
+
+
+YIELD_EVERY_S = 0.02
+"""Longest stretch the engine computes without letting the event loop run."""
+
+
+class _LoopTurn:
+    """When the engine last let the event loop run (one clock for the whole process)."""
+
+    last = time.perf_counter()
+
+
+async def let_loop_run() -> None:
+    """Give the event loop a turn when the engine has held it for ``YIELD_EVERY_S``.
+
+    Strategy decisions and direct rounds never wait on anything, so a coroutine playing
+    them never suspends: without this, a strategy-only sweep ran to its end in one step
+    of the loop, and SIGINT / SIGTERM (whose handlers run on the loop) or the TUI's Stop
+    were heard only when it had finished. Checking the clock costs far less than
+    suspending on every decision.
+    """
+    now = time.perf_counter()
+    if now - _LoopTurn.last >= YIELD_EVERY_S:
+        _LoopTurn.last = now
+        await asyncio.sleep(0)
 
 
 class _Sink:
@@ -491,6 +516,9 @@ class MatchContext:
             await self.pause.wait()
         agent = self.agents[request.seat]
         if self._answers_directly(request):
+            await let_loop_run()
+            if self.stopped:
+                raise MatchStopped()
             return self._record(self._strategy_decision(agent, request))
         cache_key, content_key = self._keys(request, shared)
         reusable = agent.kind not in ("human",)
@@ -581,6 +609,7 @@ class MatchContext:
         which at 200 rounds of eight strategies were most of the engine's time.
         Returns the actions; the caller scores them and calls :meth:`finish_round`.
         """
+        await let_loop_run()
         if self.stopped:
             raise MatchStopped()
         if self.pause is not None:
@@ -718,8 +747,11 @@ class MatchContext:
                     tuple(messages), agent.name,
                 )
             )
+            asked = request if request.seed is not None else replace(
+                request, seed=derived_seed("sampling", content_key, attempt)
+            )
             try:
-                reply = await agent.reply(request, [dict(m) for m in messages], sink)
+                reply = await agent.reply(asked, [dict(m) for m in messages], sink)
             except Exception as exc:
                 # the decision gives up: its earlier attempts' transport retries count too
                 if isinstance(getattr(exc, "retries", None), int):
@@ -1014,8 +1046,6 @@ def _plain(parsed: Any, labels: Sequence[str]) -> Any:
 
 def _rebind(decision: Decision, match_id: str, cache_key: str) -> Decision:
     """A decision from an earlier run, re-owned by this match (no new request is sent)."""
-    from dataclasses import replace
-
     # The earlier run paid for it: this run records no cost and no transport retries.
     return replace(
         decision, match_id=match_id, cache_key=cache_key, retries=list(decision.retries),

@@ -114,6 +114,11 @@ MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 (a "gzip bomb"); every importer reads compressed files through :func:`open_bounded`, so
 one bound covers them all, checked while streaming (nothing is held whole)."""
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_RATIO = 100
+"""How many times its compressed size a gzip input may inflate to once past
+:data:`RATIO_FLOOR`: real tables and records inflate 3-20 times; a bomb thousands of times,
+and is refused after a few megabytes instead of after parsing the whole bound."""
+RATIO_FLOOR = 16 * 1024 * 1024
 
 
 class InputTooLarge(ValueError):
@@ -123,9 +128,12 @@ class InputTooLarge(ValueError):
 class _Bounded(io.RawIOBase):
     """A readable stream that counts what it hands out and stops past ``limit`` bytes."""
 
-    def __init__(self, inner: BinaryIO, limit: int, path: Path) -> None:
+    def __init__(self, inner: BinaryIO, limit: int, path: Path, *, compressed: int | None = None) -> None:
         super().__init__()
         self._inner, self._limit, self._path, self.total = inner, limit, path, 0
+        # a compressed input may not inflate past MAX_RATIO times its size either
+        if compressed is not None:
+            self._limit = min(limit, max(RATIO_FLOOR, MAX_RATIO * compressed))
 
     def readable(self) -> bool:
         return True
@@ -153,12 +161,14 @@ def is_gzip(path: Path) -> bool:
 def open_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> BinaryIO:
     """``path`` opened for binary reading, inflated when it is gzip (by its first bytes,
     whatever its name), raising :class:`InputTooLarge` once more than ``limit`` bytes
-    have come out."""
+    have come out (for gzip, also once past :data:`MAX_RATIO` times its compressed size)."""
     import gzip
 
     # the returned stream owns (and closes) this one
-    raw: BinaryIO = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # type: ignore[assignment]  # noqa: SIM115
-    return io.BufferedReader(_Bounded(raw, limit, path))  # type: ignore[return-value]
+    compressed = is_gzip(path)
+    raw: BinaryIO = gzip.open(path, "rb") if compressed else path.open("rb")  # type: ignore[assignment]  # noqa: SIM115
+    size = path.stat().st_size if compressed else None
+    return io.BufferedReader(_Bounded(raw, limit, path, compressed=size))  # type: ignore[return-value]
 
 
 def read_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -175,7 +176,9 @@ class ProgressView:
             self.console.print(f"[yellow]{event.message}")  # type: ignore[attr-defined]
         elif isinstance(event, MatchDone):
             exp = self.match_exp.get(event.match_id)
-            if event.status == "failed":  # a stopped match is not a failed one
+            if event.status == "stopped":  # interrupted, not failed: a resume plays it
+                return
+            if event.status == "failed":
                 self._bump("all", "failed")
                 self._bump(exp, "failed")
             self.progress.advance(self.overall)
@@ -264,28 +267,19 @@ def run_batch(
             skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
             console.print(f"resuming run {prev['id']}: {skipped} of {sweep.total_matches} matches already done")
             view.skip(skipped)
-    resume_hint = f"continue with: coop-tui --batch {path} --db {db_path} --resume"
-    terminated: list[int] = []
+    resume_hint = "continue with: " + shlex.join(
+        ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"])
     try:
         with view.progress:
-            summary = asyncio.run(_with_signals(
-                run_sweep(sweep, store, bus=bus, resume=resume, concurrency=concurrency),
-                terminated,
-            ))
-    except asyncio.CancelledError:
-        if not terminated:
-            raise
-        run = f"run {seen_run[-1]} " if seen_run else "the run "
-        console.print(f"terminated (SIGTERM): {run}stopped; {resume_hint}", style="yellow",
-                      markup=False, highlight=False)
-        _close_quietly(store)
-        return 128 + terminated[0]
-    except KeyboardInterrupt:
-        run = f"run {seen_run[-1]} " if seen_run else "the run "
-        console.print(f"interrupted: {run}stopped; {resume_hint}", style="yellow",
-                      markup=False, highlight=False)
-        _close_quietly(store)
-        return 130
+            summary, stopped_by = run_stoppable(
+                run_sweep(sweep, store, bus=bus, resume=resume, concurrency=concurrency)
+            )
+        if stopped_by is not None:
+            run = f"run {seen_run[-1]} " if seen_run else "the run "
+            console.print(f"{stop_words(stopped_by)}: {run}stopped; {resume_hint}",
+                          style="yellow", markup=False, highlight=False, soft_wrap=True)
+            _close_quietly(store)
+            return stopped_by
     except sqlite3.Error as exc:
         from coop_tui.errors import database_message
 
@@ -311,6 +305,45 @@ def run_batch(
             store_sections(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
+
+
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+def run_stoppable(coro: Any) -> tuple[Any, int | None]:
+    """Run ``coro`` on a new event loop: (its result, None), or (None, 130 / 143) when
+    SIGINT (Ctrl-C) or SIGTERM stopped it.
+
+    Either signal cancels the coroutine, which records its in-flight work as stopped on
+    the way out. Before returning, any embedded-model generation still running in a
+    worker thread is stopped at its next token and joined: the caller may then close the
+    database and exit without freeing llama.cpp under a running decode.
+    """
+    terminated: list[int] = []
+    try:
+        return asyncio.run(_with_signals(coro, terminated)), None
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        return None, 128 + terminated[0]
+    except KeyboardInterrupt:
+        return None, EXIT_SIGINT
+    finally:
+        stop_embedded_generation()
+
+
+def stop_words(code: int) -> str:
+    """How the stop is announced: 'interrupted' for Ctrl-C, 'terminated (SIGTERM)'."""
+    return "terminated (SIGTERM)" if code == EXIT_SIGTERM else "interrupted"
+
+
+def stop_embedded_generation() -> None:
+    """Stop and join embedded-model worker threads, when that module was ever used (it
+    is not imported for a sweep without the embedded model)."""
+    local = sys.modules.get("coop_tui.agents.local")
+    if local is not None:
+        local.stop_generation()
 
 
 async def _with_signals(coro: Any, terminated: list[int]) -> Any:

@@ -26,6 +26,7 @@ from coop_tui.engine import (
     MatchContext,
     MatchStopped,
     derived_seed,
+    let_loop_run,
     stable_hash,
 )
 from coop_tui.events import (
@@ -323,6 +324,7 @@ async def run_sweep(
             if status == "failed":
                 summary.matches_failed += 1
             progress()
+            await let_loop_run()  # a strategy match never suspends: signals must get in
 
     n_workers = max(1, min(n_todo, match_workers or sweep.spec.concurrency * 2))
     progress()

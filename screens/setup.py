@@ -259,6 +259,7 @@ class SetupScreen(NavScreen):
                 allow_blank=False, id="mechanism", compact=True)),
             Vertical(id="params"),
             Row(Label("samples"), Input(str(s.samples), id="samples", compact=True, type="integer")),
+            Row(Label("seed"), _seed_input(s.seed)),
         ])
         await self._build_params(str(self.query_one("#mechanism", Select).value), s.params)
         self._show_game()
@@ -397,7 +398,7 @@ class SetupScreen(NavScreen):
             samples=_int_field(self.query_one("#samples", Input).value, "samples", default=1, low=1),
             max_tokens=_int_field(self.query_one("#max-tokens", Input).value, "max tokens", low=1),
             temperature=_float_field(self.query_one("#temperature", Input).value, "temperature"),
-            seed=self.setup.seed,
+            seed=_int_field(self.query_one("#seed", Input).value, "seed", default=0, low=0) or 0,
             name=self.setup.name,
         )
 
@@ -597,6 +598,14 @@ class SetupScreen(NavScreen):
             self.notify(database_message(exc, self.app.db), severity="error", timeout=8)  # type: ignore[attr-defined]
             return
         self.app.push_screen(screen(store))
+
+
+def _seed_input(seed: int) -> Input:
+    field = Input(str(seed), id="seed", compact=True, type="integer")
+    field.tooltip = ("the sweep seed: the same seed gives the same sampled actions and the "
+                     "same embedded-model answers (stored answers are reused); another seed "
+                     "asks every agent again")
+    return field
 
 
 def _int_field(text: str, name: str, *, default: int | None = None, low: int | None = None) -> int | None:

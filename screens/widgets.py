@@ -66,6 +66,10 @@ def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
     return table
 
 
+DEFAULT_SCREEN_ID = "_default"
+"""The id of the blank screen Textual's ``App`` starts with (``App.get_default_screen``)."""
+
+
 class NavScreen(Screen):
     """Help and back behave the same on every screen: back pops, or quits at the root."""
 
@@ -75,7 +79,10 @@ class NavScreen(Screen):
         await self.app.run_action("app.help")
 
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
+        stack = self.app.screen_stack
+        # Textual keeps its empty default screen under the first pushed one: popping down
+        # to it left a blank terminal and a running process (Esc on the setup screen).
+        if len(stack) > 1 and stack[-2].id != DEFAULT_SCREEN_ID:
             self.app.pop_screen()
         else:
             self.app.exit(0)

@@ -195,6 +195,9 @@ NOT_RUN = {
     "coop-tui --batch data/studies/coopeval-offline.toml":
         "the embedded model: minutes of llama.cpp on two cores; tests/test_coopeval_study.py "
         "runs a cut-down copy of this study",
+    "coop-tui serve":
+        "serves until stopped; tests/test_serve.py starts it on a free port and opens it "
+        "in headless Chromium",
 }
 
 

@@ -362,17 +362,51 @@ def _chat_formatter(llama: Llama) -> Jinja2ChatFormatter | None:
 
 _MODELS: dict[Path, LocalModel] = {}
 _MODELS_LOCK = threading.Lock()
+_WORKERS: dict[threading.Thread, threading.Event] = {}
+"""Generation threads still running, each with the event that stops it between tokens."""
+_WORKERS_LOCK = threading.Lock()
+STOP_WAIT_S = 60.0
+"""How long shutdown waits for a generation to reach its next token. A token takes
+milliseconds; only a long prompt evaluated on a starved core comes near this."""
+
+
+def stop_generation(timeout: float = STOP_WAIT_S) -> bool:
+    """Ask every running generation to stop at its next token and wait until its thread
+    has left llama.cpp; True when none is left running.
+
+    Ctrl-C / SIGTERM cancel the awaiting coroutine, but its worker thread is inside
+    llama.cpp's decode: the process must not free the model, nor finalise the interpreter,
+    under it (that was a segmentation fault at exit).
+    """
+    with _WORKERS_LOCK:
+        running = list(_WORKERS.items())
+    for _, cancel in running:
+        cancel.set()
+    deadline = time.monotonic() + timeout
+    for thread, _ in running:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread, _ in running)
 
 
 @atexit.register
 def _close_models() -> None:
-    """Free loaded models while the interpreter is whole: left to ``Llama.__del__`` at
-    shutdown, llama-cpp-python's cleanup finds its ctypes functions gone and prints a
-    traceback after the program's real output."""
+    """Stop running generations, then free loaded models while the interpreter is whole.
+
+    Left to ``Llama.__del__`` at shutdown, llama-cpp-python's cleanup finds its ctypes
+    functions gone and prints a traceback after the program's real output. A model whose
+    lock cannot be taken (a generation that did not stop in time) is left to the operating
+    system rather than freed under a running decode.
+    """
+    stop_generation()
     with _MODELS_LOCK:
         for model in _MODELS.values():
-            with contextlib.suppress(Exception):
-                model.llama.close()
+            if not model.lock.acquire(timeout=1.0):
+                continue
+            try:
+                with contextlib.suppress(Exception):
+                    model.llama.close()
+            finally:
+                model.lock.release()
         _MODELS.clear()
 
 
@@ -465,7 +499,14 @@ class LocalAgent:
         schema = request.schema
         if schema is None:
             schema = answer_schema(request.kind, request.labels, request.options)
-        seed = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
+        # The agent's own seed first, then the engine's per-decision seed (derived from
+        # the sweep seed and the decision's content key); only a bare call draws one.
+        if self.seed is not None:
+            seed = self.seed
+        elif request.seed is not None:
+            seed = request.seed % 2**31
+        else:
+            seed = random.SystemRandom().randrange(2**31)
         return _Plan(
             messages=[dict(m) for m in messages],
             schema=schema,
@@ -475,7 +516,7 @@ class LocalAgent:
             think_tokens=self.max_tokens,
             temperature=self.temperature,
             seed=seed,
-            reproducible=self.seed is not None,
+            reproducible=self.seed is not None or request.seed is not None,
             threads=self.threads,
         )
 
@@ -581,8 +622,17 @@ async def _run_in_worker(path: Path, plan: _Plan, sink: Any) -> _Outcome:
             post(("done", _generate(path, plan, lambda d: post(("text", d)), cancel)))
         except BaseException as exc:  # handed to the awaiting coroutine
             post(("error", exc))
+        finally:
+            with _WORKERS_LOCK:
+                _WORKERS.pop(threading.current_thread(), None)
 
-    threading.Thread(target=work, name="coop-tui-local-model", daemon=True).start()
+    # A daemon, so a forgotten thread never holds the process open; the exit handler
+    # (_close_models) stops it at its next token and joins it while the interpreter is
+    # still whole, before anything is freed.
+    thread = threading.Thread(target=work, name="coop-tui-local-model", daemon=True)
+    with _WORKERS_LOCK:
+        _WORKERS[thread] = cancel
+    thread.start()
     try:
         while True:
             kind, payload = await queue.get()

@@ -434,12 +434,29 @@ def judge_command(
     console.print(f"database: {db_path}\n{'continuing' if exists else 'judge'} run {run_id}")
     view = _Progress(console, n)
     started = time.perf_counter()
+    from coop_tui.runner import run_stoppable, stop_words
+
     with view.progress:
-        run_id, stats = asyncio.run(judge_pass(
+        result, stopped_by = run_stoppable(judge_pass(
             store, judged_run=judged, judge_name=judge_name, judge_spec=spec, rubric=rubric,
             phase=phase, limit=limit, concurrency=concurrency or 4, budget_usd=budget_usd,
             listener=view,
         ))
+    if stopped_by is not None:
+        import shlex
+
+        again = ["coop-tui", "judge", judged["id"], "--judge", judge, "--rubric", rubric_ref]
+        if agents_file:
+            again += ["--agents", agents_file]
+        if phase != "play":
+            again += ["--phase", phase]
+        again += ["--db", str(db_path), "--resume"]
+        console.print(f"{stop_words(stopped_by)}: judge run {run_id} stopped; continue with: "
+                      f"{shlex.join(again)}", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
+        store.close()
+        return stopped_by
+    run_id, stats = result
     console.print(
         f"judged {stats.to_judge - stats.failed} of {stats.to_judge} in "
         f"{time.perf_counter() - started:.1f} s: asked {stats.asked}, reused {stats.reused}, "

@@ -164,7 +164,6 @@ widgets = make_widgets("sp")
 
 SECTION = register(Section(
     key="strategic_personality",
-    title="Strategic personality (seed 003, the paper's sample): reciprocity, endgame, "
-          "effect sizes",
+    title="Strategic personality: reciprocity, endgame, effect sizes (paper's sample)",
     build=build, render=render, widgets=widgets, order=60,
 ))

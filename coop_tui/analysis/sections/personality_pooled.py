@@ -33,6 +33,6 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
 
 SECTION = register(Section(
     key="strategic_personality_pooled",
-    title="Strategic personality pooled (seed 003 profile over all repeated games, both seats)",
+    title="Strategic personality, pooled (all repeated games, both seats)",
     build=build, render=render, widgets=make_widgets("sp-pooled"), order=61,
 ))

@@ -1,0 +1,136 @@
+"""Seed 000's figures: cooperation over the similarity the agents were told, one curve per
+agent with standard errors and the theory's threshold b* marked (its Figure 2; per
+benchmark, its Figures 3 and 10), and the similarity matrices between agents, exogenous
+from benchmark answers and endogenous from judges' scores (its Figure 4; Figures 11-12
+per view).
+
+Reads each experiment's ``curve`` (abstract similarity sweeps), the ``similarity_table``
+section's ``curves`` and ``b_star`` (grounded sweeps) and the ``exogenous`` /
+``endogenous`` sections.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coop_tui.figures import Drawn, Family, register
+from coop_tui.figures.style import (
+    DOUBLE,
+    SINGLE,
+    colour,
+    figure,
+    heatmap,
+    legend,
+    linestyle,
+    short,
+    slug,
+)
+
+
+def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_star: float | None,
+                prefix: str = "") -> None:
+    for i, (name, points) in enumerate(series.items()):
+        pts = sorted((p for p in points if p.get("coop_rate") is not None), key=lambda p: p[x_key])
+        if not pts:
+            continue
+        xs = [p[x_key] for p in pts]
+        ys = [p["coop_rate"] for p in pts]
+        errors = [p.get("se") or 0.0 for p in pts]
+        bars = ax.errorbar(xs, ys, yerr=errors, color=colour(i), linestyle=linestyle(i),
+                           marker="o", capsize=2, elinewidth=0.7, label=short(name, 40))
+        bars.lines[0].set_gid(prefix + name)  # the data line, found by its series name
+    if b_star is not None:
+        ax.axvline(100 * b_star, color="0.3", linestyle=":", linewidth=1.0, gid="b_star",
+                   label=f"b* = {100 * b_star:.0f}%")
+    ax.set_xlim(-3, 103)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("similarity told (%)")
+    ax.set_ylabel("cooperation rate")
+
+
+def _abstract_curves(report: dict[str, Any]) -> list[Drawn]:
+    out = []
+    for e in report.get("experiments") or []:
+        curve = e.get("curve") or {}
+        if not any(len(points) > 1 for points in curve.values()):
+            continue
+        fig, axes = figure(SINGLE, 2.2 + 0.12 * len(curve))
+        ax = axes[0][0]
+        _curve_axes(ax, curve, "similarity", e.get("b_star"))
+        ax.set_title(f"Cooperation over similarity — {e['game']}")
+        legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncols=1)
+        out.append(Drawn(f"similarity_fig2_cooperation_over_similarity_exp{e['experiment']}",
+                         "Cooperation rate over the similarity told, per agent (± SE); "
+                         "the dotted line is b*", fig))
+    return out
+
+
+def _grounded_curves(report: dict[str, Any]) -> list[Drawn]:
+    table = report.get("similarity_table") or {}
+    curves = table.get("curves") or {}
+    if not curves:
+        return []
+    stars = table.get("b_star") or {}
+    benches = list(curves)
+    ncols = min(len(benches), 3)
+    nrows = -(-len(benches) // ncols)
+    fig, axes = figure(DOUBLE if ncols > 1 else SINGLE, 2.2 * nrows + 0.6, ncols=ncols, nrows=nrows,
+                       sharey=True)
+    for k, bench in enumerate(benches):
+        ax = axes.flat[k]
+        _curve_axes(ax, curves[bench], "told", stars.get(bench), prefix=f"{bench}|")
+        ax.set_title(bench)
+        legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6)
+    for ax in list(axes.flat)[len(benches):]:
+        ax.set_visible(False)
+    fig.suptitle("Cooperation over the grounded similarity, per benchmark and method", fontsize=8)
+    return [Drawn("similarity_fig3_cooperation_by_benchmark",
+                  "Cooperation rate over the similarity told, per benchmark, agent and method "
+                  "(± SE; dotted: b*)", fig)]
+
+
+def _matrix(title: str, agents: list[str], matrix: dict[str, dict[str, Any]], label: str,
+            rows_label: str, cols_label: str) -> Any:
+    """An agent x agent matrix as the section holds it (percent; missing cells blank)."""
+    size = min(DOUBLE, max(SINGLE, 0.5 * len(agents) + 1.8))
+    fig, axes = figure(size, size * 0.8)
+    ax = axes[0][0]
+    values = [[matrix.get(r, {}).get(c) for c in agents] for r in agents]
+    heatmap(ax, values, agents, agents, vmin=0, vmax=100, label=label, fmt="{:.0f}", fig=fig)
+    ax.set_ylabel(rows_label)
+    ax.set_xlabel(cols_label)
+    ax.set_title(title)
+    return fig
+
+
+def _matrices(report: dict[str, Any]) -> list[Drawn]:
+    out = []
+    for bench, block in (report.get("exogenous") or {}).items():
+        matrix = block.get("matrix") or {}
+        if not any(v is not None for row in matrix.values() for v in row.values()):
+            continue
+        agents = block.get("agents") or list(matrix)
+        fig = _matrix(f"Exogenous similarity — {bench} ({block.get('metric')})", agents, matrix,
+                      "similarity (%)", "agent", "agent")
+        out.append(Drawn(f"similarity_fig4_exogenous_{slug(bench)}",
+                         f"Exogenous similarity between agents on {bench}", fig))
+    figure_of_view = {"decision": "fig11", "explanation": "fig12", "both": "fig4"}
+    for bench, views in (report.get("endogenous") or {}).items():
+        for view, block in views.items():
+            matrix = block.get("matrix") or {}
+            if not any(v is not None for row in matrix.values() for v in row.values()):
+                continue
+            agents = block.get("agents") or list(matrix)
+            fig = _matrix(f"Endogenous similarity — {bench}, judge sees {view}", agents, matrix,
+                          "similarity score (%)", "judge", "target")
+            out.append(Drawn(
+                f"similarity_{figure_of_view.get(view, 'fig4')}_endogenous_{slug(bench)}_{slug(view)}",
+                f"Endogenous similarity on {bench}: judges (rows) scoring targets, view {view}", fig))
+    return out
+
+
+def draw(report: dict[str, Any]) -> list[Drawn]:
+    return _abstract_curves(report) + _grounded_curves(report) + _matrices(report)
+
+
+FAMILY = register(Family(key="similarity", title="Seed 000: similarity", draw=draw, order=20))

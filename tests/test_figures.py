@@ -1,0 +1,338 @@
+"""`coop-tui figures`: every paper figure is drawn from a small fixed run of the shape
+its study produces, and what it plots equals the report it was drawn from (read back
+from the artists: bar heights, line data, image arrays; never pixels).
+
+Runs are strategy-only sweeps of the offline studies' shapes (no model), and the
+CoopEval study fixture in tests/data imported as CoopEval's own output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("matplotlib", reason="the figures extra (matplotlib) is not installed")
+
+from coop_tui.cli import main  # noqa: E402
+from coop_tui.figures import Drawn, figures_for  # noqa: E402
+from coop_tui.importers.coopeval import import_coopeval  # noqa: E402
+from coop_tui.report import build_report, strict_json  # noqa: E402
+from coop_tui.spec import build_sweep, read_sweep_file  # noqa: E402
+from coop_tui.store import Store  # noqa: E402
+from coop_tui.sweep import run_sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ROOT / "data" / "studies"
+COOPEVAL_STUDY = ROOT / "tests" / "data" / "coopeval_main_study"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Any:
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def _report(store: Store, run_id: str) -> dict[str, Any]:
+    return json.loads(strict_json(build_report(store, run_id)))
+
+
+def _strategy_run(path: Path, data: dict[str, Any], db: Path, source: Path) -> tuple[Store, str]:
+    store = Store(db)
+    summary = asyncio.run(run_sweep(build_sweep(data, source=source), store))
+    assert summary.matches_done, summary.errors
+    return store, summary.run_id
+
+
+def _by_name(drawn: list[Drawn]) -> dict[str, Drawn]:
+    return {d.name: d for d in drawn}
+
+
+def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) and math.isnan(a):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _image(drawn: Drawn) -> list[list[float | None]]:
+    array = drawn.figure.axes[0].images[0].get_array()
+    return [[None if array.mask is not False and array.mask[i, j] else float(array.data[i, j])
+             for j in range(array.shape[1])] for i in range(array.shape[0])]
+
+
+def _lines(drawn: Drawn) -> dict[str, Any]:
+    return {line.get_gid(): line for ax in drawn.figure.axes for line in ax.get_lines()
+            if line.get_gid()}
+
+
+# ------------------------------------------------------------------ CoopEval (imported)
+@pytest.fixture(scope="module")
+def coopeval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    store = Store(tmp_path_factory.mktemp("coopeval") / "coop.db")
+    summary = import_coopeval(COOPEVAL_STUDY, store)
+    return _report(store, summary["run_id"])
+
+
+def test_coopeval_mean_and_fitness_bars_are_the_tables_values(coopeval: dict[str, Any]) -> None:
+    drawn = _by_name(figures_for(coopeval))
+    tables = {r["table"] for r in coopeval["tables"]}
+    assert {f"coopeval_mean_fitness_{t.replace('_', '-')}" for t in tables} <= set(drawn)
+    for table in tables:
+        fig = drawn[f"coopeval_mean_fitness_{table.replace('_', '-')}"].figure
+        plotted = sorted((p.get_gid(), round(p.get_height(), 9)) for ax in fig.axes
+                         for p in ax.patches if p.get_gid())
+        expected = sorted((f"{r['metric']}|{r['agent']}", round(r["value"], 9))
+                          for r in coopeval["tables"] if r["table"] == table
+                          and r["metric"] in ("mean", "fitness") and r["agent"] != "average")
+        assert plotted == expected
+        # error bars: one per bar, the report's SE (three replicates here: not all zero)
+        segments = [seg for ax in fig.axes for coll in ax.collections
+                    for seg in coll.get_segments()]
+        assert len(segments) == len(expected)
+        spans = sorted(round((s[1][1] - s[0][1]) / 2, 9) for s in segments)
+        ses = sorted(round(r["se"] or 0.0, 9) for r in coopeval["tables"] if r["table"] == table
+                     and r["metric"] in ("mean", "fitness") and r["agent"] != "average")
+        assert spans == pytest.approx(ses)
+        assert any(ses)
+
+
+def test_coopeval_matchup_heat_maps_are_the_matchup_matrices(coopeval: dict[str, Any]) -> None:
+    drawn = figures_for(coopeval)
+    maps = [d for d in drawn if d.name.startswith("coopeval_matchups_")]
+    with_matrix = [e for e in coopeval["experiments"] if e.get("matchup_matrix")]
+    assert len(maps) == len(with_matrix) >= 2
+    for e, d in zip(with_matrix, maps, strict=True):
+        matrix = e["matchup_matrix"]
+        cols = list(dict.fromkeys(c for row in matrix.values() for c in row))
+        expected = [[matrix[r].get(c) for c in cols] for r in matrix]
+        got = _image(d)
+        assert all(_close(g, x) for gr, xr in zip(got, expected, strict=True)
+                   for g, x in zip(gr, xr, strict=True))
+
+
+def test_coopeval_replicator_trajectories_are_the_evolution(coopeval: dict[str, Any]) -> None:
+    drawn = [d for d in figures_for(coopeval) if d.name.startswith("coopeval_replicator_")]
+    assert drawn
+    checked = 0
+    for d in drawn:
+        lines = _lines(d)
+        for ev in coopeval["evolution"]:
+            for agent, shares in ev["shares"].items():
+                line = lines.get(f"{ev['table']}|{ev['mechanism']}|{ev['order']}|"
+                                 f"{ev['replicate'] or 0}|{agent}")
+                if line is None:
+                    continue
+                assert list(line.get_xdata()) == ev["steps"]
+                assert list(line.get_ydata()) == pytest.approx(shares)
+                checked += 1
+    assert checked >= 3 * 6  # three replicates of six agents at least
+
+
+# ------------------------------------------------------------------ seed 000
+@pytest.fixture(scope="module")
+def similarity_abstract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    data = read_sweep_file(ROOT / "data" / "sweeps" / "strategies-prisoners.toml")
+    data["experiments"] = data["experiments"][:1]
+    store, run_id = _strategy_run(ROOT, data, tmp_path_factory.mktemp("sim") / "coop.db",
+                                  ROOT / "data" / "sweeps" / "strategies-prisoners.toml")
+    return _report(store, run_id)
+
+
+def test_cooperation_over_similarity_is_the_curve_with_b_star(similarity_abstract: dict[str, Any]) -> None:
+    e = similarity_abstract["experiments"][0]
+    d = _by_name(figures_for(similarity_abstract))[f"similarity_fig2_cooperation_over_similarity_exp{e['experiment']}"]
+    lines = _lines(d)
+    assert set(e["curve"]) <= set(lines)
+    for agent, points in e["curve"].items():
+        assert list(lines[agent].get_xdata()) == [p["similarity"] for p in points]
+        assert list(lines[agent].get_ydata()) == [p["coop_rate"] for p in points]
+    assert e["b_star"] is not None
+    assert list(lines["b_star"].get_xdata()) == [100 * e["b_star"]] * 2
+
+
+@pytest.fixture(scope="module")
+def similarity_grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """seed 000's offline pipeline (benchmarks, judges, play) with strategies in the
+    model seats; they read the prompts (as the strategies_read_prompts fixture does)."""
+    from coop_tui.agents.strategy_agent import StrategyAgent
+
+    source = STUDIES / "similarity-offline.toml"
+    data = read_sweep_file(source)
+    for i, (name, agent) in enumerate(list(data["agents"].items())):
+        if "model" in agent:
+            data["agents"][name] = {"strategy": "random", "params": {"p": 0.3 + 0.2 * (i % 3)}}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(StrategyAgent, "reads_prompt", True)
+        store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("grounded") / "c.db", source)
+    return _report(store, run_id)
+
+
+def test_grounded_curves_and_similarity_matrices(similarity_grounded: dict[str, Any]) -> None:
+    report = similarity_grounded
+    drawn = _by_name(figures_for(report))
+    lines = _lines(drawn["similarity_fig3_cooperation_by_benchmark"])
+    curves = report["similarity_table"]["curves"]
+    for bench, series in curves.items():
+        for name, points in series.items():
+            points = sorted(points, key=lambda p: p["told"])
+            assert list(lines[f"{bench}|{name}"].get_xdata()) == [p["told"] for p in points]
+            assert list(lines[f"{bench}|{name}"].get_ydata()) == [p["coop_rate"] for p in points]
+    matrices = 0
+    for bench, block in report["exogenous"].items():
+        d = drawn.get(f"similarity_fig4_exogenous_{bench.replace('_', '-')}")
+        values = [[block["matrix"][r][c] for c in block["agents"]] for r in block["agents"]]
+        if all(v is None for row in values for v in row):
+            assert d is None  # nothing to show: no figure
+            continue
+        assert _image(d) == values
+        matrices += 1
+    for bench, views in report["endogenous"].items():
+        for view, block in views.items():
+            name = next(n for n in drawn if n.endswith(f"_endogenous_{bench.replace('_', '-')}_{view}"))
+            assert _image(drawn[name]) == [[block["matrix"][r][c] for c in block["agents"]]
+                                           for r in block["agents"]]
+            matrices += 1
+    assert matrices >= 4
+
+
+# ------------------------------------------------------------------ seed 003
+@pytest.fixture(scope="module")
+def personalities(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    source = STUDIES / "strategic-personalities-offline.toml"
+    data = read_sweep_file(source)
+    data["experiments"] = [e for e in data["experiments"] if e.get("mechanism") != "none"]
+    for exp in data["experiments"]:
+        exp["rounds"] = 4
+    for name, agent in list(data["agents"].items()):
+        if "model" in agent:  # (anti-)mirror plays every game, and answers its co-player
+            data["agents"][name] = {"strategy": "anti_mirror" if "hot" in name else "mirror"}
+    store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("sp") / "c.db", source)
+    return _report(store, run_id)
+
+
+@pytest.mark.parametrize("key, suffix", [("strategic_personality", ""),
+                                         ("strategic_personality_pooled", "_pooled")])
+def test_personality_figures_are_the_sections_values(
+    personalities: dict[str, Any], key: str, suffix: str
+) -> None:
+    value = personalities[key]
+    drawn = {name.removesuffix(suffix): d for name, d in _by_name(figures_for(personalities)).items()
+             if name.endswith(suffix) or not suffix}
+    coop = drawn["personalities_cooperation_by_model"].figure.axes[0]
+    widths = sorted(round(p.get_width(), 12) for p in coop.patches)
+    assert widths == sorted(round(a["cooperation"]["rate"], 12) for a in value["agents"].values())
+    arche = drawn["personalities_archetype_map"].figure.axes[0]
+    points = {c.get_gid(): tuple(c.get_offsets()[0]) for c in arche.collections if c.get_gid()}
+    for agent, a in value["agents"].items():
+        rec = a["reciprocity"]
+        assert points[agent] == pytest.approx((rec["p_c_after_c"], rec["p_c_after_d"]))
+    lines = _lines(drawn["personalities_endgame_curves"])
+    for agent, a in value["agents"].items():
+        assert list(lines[agent].get_xdata()) == a["curve"]["rounds"]
+        assert list(lines[agent].get_ydata()) == a["curve"]["rate"]
+    if len(value["agents"]) > 1:
+        assert _image(drawn["personalities_cohens_h"]) == value["cohens_h"]["matrix"]
+    else:  # the paper's sample holds seat 0 only: one agent, no effect size to draw
+        assert "personalities_cohens_h" not in drawn
+    if suffix:
+        return
+    trials = drawn["personalities_cooperation_by_model_trials"].figure.axes[0].patches
+    assert sorted(round(p.get_width(), 9) for p in trials) == sorted(
+        round(v["mean"], 9) for v in personalities["cooperation_by_model"].values())
+
+
+SP_SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
+             / "strategic_personalities.sample.csv.gz")
+
+
+@pytest.mark.skipif(not SP_SAMPLE.exists(), reason="the strategic-personalities sample is not here")
+def test_imported_trial_table_draws_cooperation_by_model(tmp_path: Path) -> None:
+    from coop_tui.importers.strategic_personalities import import_file
+
+    store = Store(tmp_path / "c.db")
+    run_id, _new, _summary = import_file(store, SP_SAMPLE)
+    report = _report(store, run_id)
+    drawn = _by_name(figures_for(report))
+    assert set(drawn) == {"personalities_cooperation_by_model_trials"}  # no per-round data
+    bars = drawn["personalities_cooperation_by_model_trials"].figure.axes[0].patches
+    assert sorted(round(p.get_width(), 9) for p in bars) == sorted(
+        round(v["mean"], 9) for v in report["cooperation_by_model"].values())
+
+
+# ------------------------------------------------------------------ seed 004
+@pytest.fixture(scope="module")
+def teams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    source = STUDIES / "superadditive-offline.toml"
+    data = read_sweep_file(source)
+    data["agents"]["smollm2"] = {"strategy": "random", "params": {"p": 0.5}}
+    for exp in data["experiments"]:
+        exp["samples"] = 2
+        exp.pop("replicates", None)
+    store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("sa") / "c.db", source)
+    return _report(store, run_id)
+
+
+def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
+    conds = teams["teams"]["conditions"]
+    assert {c["structure"] for c in conds} == {"SA", "RI", "GC"}
+    drawn = _by_name(figures_for(teams))
+    for name, key in (("superadditive_fig2_cooperation_per_round", "per_round"),
+                      ("superadditive_fig3_one_shot_over_matches", "osc_curve")):
+        lines = _lines(drawn[name])
+        for i, c in enumerate(conds):
+            assert list(lines[str(i)].get_xdata()) == [p["x"] for p in c[key]]
+            assert list(lines[str(i)].get_ydata()) == [p["mean"] for p in c[key]]
+    bars = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes[0].patches
+    plotted = sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars)
+    expected = sorted((k, round(c["one_shot"][k]["mean"], 12)) for c in conds
+                      for k in ("all", "intra", "inter")
+                      if (c["one_shot"].get(k) or {}).get("mean") is not None)
+    assert plotted == expected
+    bars = drawn["superadditive_fig4_intra_inter_cooperation"].figure.axes[0].patches
+    assert sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars) == sorted(
+        (k, round(c[k]["mean"], 12)) for c in conds for k in ("intra", "inter")
+        if (c.get(k) or {}).get("mean") is not None)
+
+
+# ------------------------------------------------------------------ the command
+def test_command_writes_every_figure_in_the_format_asked(tmp_path: Path) -> None:
+    db = tmp_path / "coop.db"
+    store = Store(db)
+    import_coopeval(COOPEVAL_STUDY, store)
+    store.close()
+    out = tmp_path / "figs"
+    assert main(["figures", "--db", str(db), "--out", str(out), "--format", "svg"]) == 0
+    files = sorted(p.name for p in out.iterdir())
+    assert files and all(name.endswith(".svg") for name in files)
+    assert any(n.startswith("coopeval_mean_fitness_") for n in files)
+    assert any(n.startswith("coopeval_matchups_") for n in files)
+    assert any(n.startswith("coopeval_replicator_") for n in files)
+    first = (out / files[0]).read_bytes()
+    assert main(["figures", "--db", str(db), "--out", str(out), "--format", "svg"]) == 0
+    assert (out / files[0]).read_bytes() == first  # no dates in the files: reproducible
+
+
+def test_command_without_matplotlib_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    out = tmp_path / "figs"
+    assert main(["figures", "--db", str(tmp_path / "none.db"), "--out", str(out)]) == 2
+    assert "pip install 'coop-tui[figures]'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bad_run_is_one_message_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "coop.db"
+    Store(db).close()
+    assert main(["figures", "nosuchrun", "--db", str(db), "--out", str(tmp_path / "f")]) == 2
+    assert "no run 'nosuchrun'" in capsys.readouterr().err
