@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,10 @@ class CoopApp(App[int]):
         """Tests and snapshots pin the run id so the screen is reproducible."""
         self._store: Store | None = None
         self._store_lock = threading.Lock()
+        self._readers = threading.Condition()
+        """Thread workers inside a read of the store (see reading_store); closing waits."""
+        self._reading = 0
+        self._closing = False
         self.session: Any = None
         self.sessions: list[Any] = []
         self._signals_heard: list[tuple[Any, int]] = []
@@ -166,8 +171,32 @@ class CoopApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    @contextlib.contextmanager
+    def reading_store(self) -> Iterator[Store | None]:
+        """The store for a thread worker's read, or None once the app is closing: the
+        connection is closed only when no such read is running (closing it under a query
+        of another thread crashes SQLite)."""
+        with self._readers:
+            if self._closing:
+                yield_store = None
+            else:
+                self._reading += 1
+                yield_store = self.store
+        try:
+            yield yield_store
+        finally:
+            if yield_store is not None:
+                with self._readers:
+                    self._reading -= 1
+                    self._readers.notify_all()
+
     def on_unmount(self) -> None:
         self._forget_signals()
+        with self._readers:
+            self._closing = True
+            if self._store is not None:
+                self._store.db.conn.interrupt()  # a running read stops at once
+            self._readers.wait_for(lambda: self._reading == 0, timeout=30)
         with self._store_lock:
             if self._store is not None:
                 self._store.close()

@@ -26,6 +26,12 @@ score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/con
 
 Message = dict[str, str]
 
+ASK_LEAVE = "ask_leave"
+"""A play request's option: the answer also carries ``"leave": true|false`` (seed 004's
+keep-playing choice made with the move, one answer per player and round). The parser
+requires the key beside the move, the schema adds it, and the result is
+:attr:`Decision.leave`."""
+
 
 @dataclass(frozen=True)
 class Move:
@@ -198,6 +204,10 @@ class Decision:
     options: dict[str, Any] = field(default_factory=dict)
     """The request's kind-specific options the answer was checked against (a number's
     range and step, an allocation's keys and total), so a re-ask checks the same ones."""
+    leave: bool | None = None
+    """A combined move-and-leave answer's choice (requests with the ``ask_leave``
+    option); None for every other decision and for a combined answer that could not be
+    parsed. Stored inside the ``options`` column (key ``leave``) beside ``ask_leave``."""
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from coop_tui.decisions import (
+    ASK_LEAVE,
     AgentReply,
     AnswerKind,
     Attempt,
@@ -45,12 +46,15 @@ from coop_tui.events import (
 )
 from coop_tui.games.base import Game
 from coop_tui.hashing import derived_seed, stable_hash  # the same: importable from here
-from coop_tui.parsing import ParseError, parse_answer
+from coop_tui.parsing import ParseError, parse_answer, parse_leave
 from coop_tui.prompts import (
+    RULES_END,
     Labelling,
     PromptRenderer,
     action_lines,
     payoff_description,
+    trial_labelling,
+    trial_letters,
 )
 from coop_tui.redact import scrub
 from coop_tui.schemas import answer_schema, example_answer, example_for
@@ -122,6 +126,12 @@ class DecisionPolicy:
     answer: str = "mixed"
     """How play decisions are answered: "mixed" (percentages per action, sampled by the
     engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
+    prompt_protocol: str = "coop_tui"
+    """How a prompt reaches the seat and how it asks for the answer. "coop_tui": one user
+    message, the answer as a JSON object, numbers on the move's grid. "seed003" (seed 003's
+    code): the rules as a system message and the round as a user message, the answer in
+    ``<answer>`` tags (the kinds with an ``answer/<kind>_tag.j2`` template), decimals
+    accepted in numeric moves."""
     max_prompt_tokens: int | None = None
     """Every prompt (first attempt and re-asks) is measured before it is sent (characters
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
@@ -249,8 +259,6 @@ class MatchContext:
                 n, np.random.default_rng(derived_seed(seed, "labels", round_, seat, phase))
             )
         if self.policy.randomize_labels == "trial":
-            from coop_tui.prompts import trial_labelling, trial_letters
-
             letters = trial_letters(n, self.rng("trial-letters", n))
             return trial_labelling(letters, self.rng("label-order", round_, seat, phase))
         return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
@@ -269,8 +277,13 @@ class MatchContext:
         position: int | None = None,
         describe: Game | None = None,
         goal: str | None = None,
+        ask_leave: bool = False,
     ) -> DecisionRequest:
         """The standard game prompt for one seat, with a mechanism's twist inserted.
+
+        ``ask_leave``: the answer also carries ``"leave": true|false`` (seed 004's move
+        and keep-playing choice in one answer; option ``ask_leave``, result
+        :attr:`Decision.leave`).
 
         ``goal`` replaces the wrapper's personal goal ("collect as many points as you
         can"); an empty string states none, for a mechanism whose twist gives the goal
@@ -304,22 +317,24 @@ class MatchContext:
             cooperation_record=record,
         )
         kind = self.policy.answer
+        leave_option = {ASK_LEAVE: True} if ask_leave else {}
         if not self.reads_prompt(seat):
             options = (
                 {"draw": float(self.rng("draw", round_, seat, phase).random())}
                 if kind == "choice" else {}
             )
+            options.update(leave_option)
             return DecisionRequest(
                 seat=seat, round=round_, phase=phase, kind=kind,  # type: ignore[arg-type]
                 messages=(), view=view, labels=labels, label_to_action=own.label_to_action,
                 options=options,
             )
-        key = (kind, self._style(seat), labels)
+        key = (kind, self._style(seat), labels, ask_leave)
         instructions = self._instructions.get(key)
         if instructions is None:
-            instructions = self.renderer.render(
-                f"answer/{kind}_{self._style(seat)}.j2", labels=labels,
-                example=example_for(kind, labels, {}),
+            instructions = self.answer_instructions(
+                kind, self._style(seat), labels=labels,
+                example=example_for(kind, labels, leave_option), leave=ask_leave,
             )
             self._instructions[key] = instructions
         if describe is not None:
@@ -335,16 +350,18 @@ class MatchContext:
             # Agents that must pick one action from a distribution (strategies) draw with
             # this number, so their pick follows the match seed like a sampled mixed answer.
             options["draw"] = float(self.rng("draw", round_, seat, phase).random())
+        options.update(leave_option)
+        options.update(self.answer_form(kind))
         return DecisionRequest(
             seat=seat,
             round=round_,
             phase=phase,
             kind=kind,  # type: ignore[arg-type]
-            messages=({"role": "user", "content": text},),
+            messages=self.prompt_messages(text),
             view=view,
             labels=labels,
             label_to_action=own.label_to_action,
-            schema=answer_schema(kind, labels, {}),
+            schema=answer_schema(kind, labels, leave_option),
             options=options,
         )
 
@@ -383,15 +400,15 @@ class MatchContext:
         opts = dict(options or {})
         messages: tuple[Message, ...] = ()
         if self.reads_prompt(seat):
-            instructions = self.renderer.render(
-                f"answer/{kind}_{self._style(seat)}.j2",
+            instructions = self.answer_instructions(
+                kind, self._style(seat),
                 labels=answer_labels,
                 action_labels=own.labels,
                 options=opts,
                 example=example_for(kind, answer_labels, opts),
             )
             text = self._game_text(game, pos, own, twist, instructions)
-            messages = ({"role": "user", "content": text},)
+            messages = self.prompt_messages(text)
 
         return DecisionRequest(
             seat=seat,
@@ -415,6 +432,42 @@ class MatchContext:
 
     def _style(self, seat: int) -> str:
         return getattr(self.agents[seat], "style", "cot") or "cot"
+
+    @property
+    def seed003_prompts(self) -> bool:
+        return self.policy.prompt_protocol == "seed003"
+
+    @property
+    def rules_end(self) -> str:
+        """What a prompt template renders after the rules: the mark where the system
+        message ends under prompt_protocol "seed003", else nothing."""
+        return RULES_END if self.seed003_prompts else ""
+
+    def answer_instructions(self, kind: str, style: str, **values: Any) -> str:
+        """The answer instructions of ``kind`` for an agent of ``style``: under
+        prompt_protocol "seed003" the ``<answer>`` tag form (``answer/<kind>_tag.j2``,
+        which words each style itself) where the kind has one, else
+        ``answer/<kind>_<style>.j2`` (a JSON object)."""
+        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
+            return self.renderer.render(f"answer/{kind}_tag.j2", style=style, **values)
+        return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
+
+    def answer_form(self, kind: str) -> dict[str, str]:
+        """``{"form": "tag"}`` when the answer is asked for in ``<answer>`` tags (so a
+        constrained agent's grammar writes the tag), else nothing."""
+        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
+            return {"form": "tag"}
+        return {}
+
+    def prompt_messages(self, text: str) -> tuple[Message, ...]:
+        """The messages a prompt is sent as: one user message, or (prompt_protocol
+        "seed003", where the template marks the end of the rules) the rules as a system
+        message and the rest as a user message, as seed 003's code sends them."""
+        rules, mark, rest = text.partition(RULES_END)
+        if not mark:
+            return ({"role": "user", "content": text},)
+        return ({"role": "system", "content": rules.strip()},
+                {"role": "user", "content": rest.strip()})
 
     def _game_text(
         self,
@@ -447,6 +500,7 @@ class MatchContext:
             instructions=instructions,
             answer_kind=self.policy.answer,
             condition_text=self.policy.condition_text,
+            rules_end=self.rules_end,
             goal=goal,
         )
 
@@ -586,7 +640,20 @@ class MatchContext:
             self._finish_mixed(decision, request, parsed)
         else:
             decision.parsed = _plain(parsed, request.labels)
+        if request.options.get(ASK_LEAVE):
+            self._read_leave(decision, request, text)
         return decision
+
+    def _read_leave(self, decision: Decision, request: DecisionRequest, text: str) -> None:
+        """A combined move-and-leave answer's ``leave``, kept on the decision (and its
+        ``ask_leave`` option, so the stored row says what was asked)."""
+        decision.options = {**decision.options, ASK_LEAVE: True}
+        if not decision.valid:
+            return
+        try:
+            decision.leave = parse_leave(request.kind, text, request.labels)[0]
+        except ParseError as exc:  # a strategy's answer without it: its own defect
+            decision.valid, decision.error = False, exc.reason
 
     def plays_directly(self) -> bool:
         """True when every seat is a strategy that answers plain play requests of this
@@ -858,6 +925,8 @@ class MatchContext:
             self._finish_mixed(decision, request, parsed)
         else:
             decision.parsed = _plain(parsed, request.labels)
+        if request.options.get(ASK_LEAVE):
+            self._read_leave(decision, request, last_reply.parse_text)
         if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
@@ -1020,6 +1089,8 @@ def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...]) -> st
 
 
 def _retry_example(request: DecisionRequest) -> str:
+    if request.kind in ("mixed", "choice") and request.options.get(ASK_LEAVE):
+        return example_for(request.kind, request.labels, request.options)
     if request.kind == "mixed":
         return example_answer(request.labels)
     if request.kind == "choice":

@@ -115,10 +115,11 @@ MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 one bound covers them all, checked while streaming (nothing is held whole)."""
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_RATIO = 100
-"""How many times its compressed size a gzip input may inflate to once past
-:data:`RATIO_FLOOR`: real tables and records inflate 3-20 times; a bomb thousands of times,
-and is refused after a few megabytes instead of after parsing the whole bound."""
-RATIO_FLOOR = 16 * 1024 * 1024
+"""How many times the compressed bytes read so far a gzip input may inflate to, once past
+:data:`RATIO_FLOOR`: real tables and records inflate 3-20 times, a bomb hundreds or
+thousands of times, so a bomb is refused after a few megabytes instead of after its rows
+up to the whole bound have been parsed."""
+RATIO_FLOOR = 4 * 1024 * 1024
 
 
 class InputTooLarge(ValueError):
@@ -128,12 +129,11 @@ class InputTooLarge(ValueError):
 class _Bounded(io.RawIOBase):
     """A readable stream that counts what it hands out and stops past ``limit`` bytes."""
 
-    def __init__(self, inner: BinaryIO, limit: int, path: Path, *, compressed: int | None = None) -> None:
+    def __init__(self, inner: BinaryIO, limit: int, path: Path, *,
+                 source: BinaryIO | None = None) -> None:
         super().__init__()
         self._inner, self._limit, self._path, self.total = inner, limit, path, 0
-        # a compressed input may not inflate past MAX_RATIO times its size either
-        if compressed is not None:
-            self._limit = min(limit, max(RATIO_FLOOR, MAX_RATIO * compressed))
+        self._source = source  # the compressed file under ``inner``: its position is how much was read
 
     def readable(self) -> bool:
         return True
@@ -141,6 +141,13 @@ class _Bounded(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
         self.total += n or 0
+        if (self._source is not None and self.total > RATIO_FLOOR
+                and self.total > MAX_RATIO * max(self._source.tell(), 1)):
+            raise InputTooLarge(
+                f"{self._path}: inflates to more than {MAX_RATIO} times its compressed size "
+                f"(past {RATIO_FLOOR // 2**20} MiB); this is not a table coop-tui imports "
+                "(a compressed file like that is refused, not read)"
+            )
         if self.total > self._limit:
             raise InputTooLarge(
                 f"{self._path}: inflates to more than {self._limit // 2**20} MiB; this is not a "
@@ -150,6 +157,8 @@ class _Bounded(io.RawIOBase):
 
     def close(self) -> None:
         self._inner.close()
+        if self._source is not None:
+            self._source.close()
         super().close()
 
 
@@ -165,10 +174,11 @@ def open_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> BinaryIO
     import gzip
 
     # the returned stream owns (and closes) this one
-    compressed = is_gzip(path)
-    raw: BinaryIO = gzip.open(path, "rb") if compressed else path.open("rb")  # type: ignore[assignment]  # noqa: SIM115
-    size = path.stat().st_size if compressed else None
-    return io.BufferedReader(_Bounded(raw, limit, path, compressed=size))  # type: ignore[return-value]
+    if not is_gzip(path):
+        return io.BufferedReader(_Bounded(path.open("rb"), limit, path))  # type: ignore[return-value]  # noqa: SIM115
+    source = path.open("rb")  # noqa: SIM115  (the returned stream closes it)
+    inflated = gzip.GzipFile(fileobj=source, mode="rb")
+    return io.BufferedReader(_Bounded(inflated, limit, path, source=source))  # type: ignore[arg-type,return-value]
 
 
 def read_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:

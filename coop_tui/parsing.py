@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "MixedStrategy",
     "ParseError",
     "parse_answer",
+    "parse_leave",
     "parse_mixed_strategy",
 ]
 
@@ -416,11 +417,13 @@ def _strict_mixed(found: _Found, labels: tuple[str, ...], notes: list[str]) -> M
 
 
 def parse_mixed_strategy(
-    text: str, actions: Sequence[str], *, strict: bool = False
+    text: str, actions: Sequence[str], *, strict: bool = False, with_leave: bool = False
 ) -> MixedStrategy:
     """Read percentages per action label from a reply; see the module docstring.
 
-    ``strict`` applies CoopEval's answer rule instead of recorded repairs.
+    ``strict`` applies CoopEval's answer rule instead of recorded repairs. ``with_leave``:
+    the answer object also carries ``leave`` (read by :func:`parse_leave`), so that key is
+    no unknown action here.
     """
     labels = tuple(actions)
     if not labels:
@@ -431,6 +434,8 @@ def parse_mixed_strategy(
         lambda obj: any(_norm(k) in wanted for k in obj),
         f"the keys {', '.join(labels)}",
     )
+    if with_leave:
+        found = _without_leave(found)
     if strict:
         kept = [n for n in notes if n.endswith("the last one used")]
         return _strict_mixed(found, labels, kept)
@@ -469,6 +474,38 @@ def parse_mixed_strategy(
     percentages = tuple(values.get(label, 0.0) for label in labels)
     probabilities = tuple(p / total for p in percentages)
     return MixedStrategy(probabilities, percentages, _note(notes), found.source)
+
+
+# --------------------------------------------------------------------------- move + leave
+
+LEAVE_KEY = "leave"
+
+
+def _without_leave(found: _Found) -> _Found:
+    """The answer object minus its ``leave`` key (the move's parser checks the rest)."""
+    kept = _Obj({k: v for k, v in found.obj.items() if _norm(k) != LEAVE_KEY})
+    kept.duplicates = found.obj.duplicates
+    return replace(found, obj=kept)
+
+
+def parse_leave(kind: str, text: str, labels: Sequence[str]) -> tuple[bool, str | None]:
+    """The ``leave`` choice of a combined move-and-leave answer (seed 004: the move and
+    the keep-playing decision in one reply), read from the same object as the move: the
+    last one carrying the move's keys (action labels for ``mixed``, ``choice`` for
+    ``choice``). A missing or non-boolean ``leave`` raises :class:`ParseError`, so the
+    answer is asked again with the reason like any malformed one."""
+    wanted = {_norm(label) for label in labels} if kind == "mixed" else {CHOICE_KEY}
+    found, notes = _pick(text, lambda obj: any(_norm(k) in wanted for k in obj),
+                         f"the keys {', '.join(labels)}" if kind == "mixed" else f'the key "{CHOICE_KEY}"')
+    value = [v for k, v in found.obj.items() if _norm(k) == LEAVE_KEY]
+    if not value:
+        raise ParseError(
+            f'the answer needs the key "{LEAVE_KEY}" beside the move: true to leave the match '
+            "after this round, false to keep playing"
+        )
+    return _boolean(LEAVE_KEY, value[0], notes), _note(
+        [n for n in notes if n.startswith("yes/no")]
+    )
 
 
 # --------------------------------------------------------------------------- other kinds
@@ -622,10 +659,30 @@ CHOICE_KEY = "choice"
 """The one key of a ``choice`` answer: ``{"choice": "<label>"}``."""
 
 _BARE_LABEL = re.compile(r"[\s*`\"'(\[]*([A-Za-z0-9_]+)[\s*`\"'.)\]]*")
+_ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.IGNORECASE | re.DOTALL)
+_TAGGED_LABEL = re.compile(r"[\s*`\"'(\[]*(?:option\s+)?([A-Za-z0-9_]+)[\s*`\"'.)\]]*",
+                           re.IGNORECASE)
 
 
-def _parse_choice(text: str, labels: Sequence[str]) -> tuple[str, str | None]:
-    """Exactly one action label, from ``{"choice": "<label>"}`` (the last such object).
+def _tagged_choice(text: str, by_norm: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(label, tag content) from the last ``<answer>`` tag (seed 003's form,
+    ``<answer>Option J</answer>``); label None when the tag names no action, both None
+    without a tag."""
+    tags = _ANSWER_TAG.findall(text or "")
+    if not tags:
+        return None, None
+    content = tags[-1]
+    found = _TAGGED_LABEL.fullmatch(content)
+    if found is not None and _norm(found.group(1)) in by_norm:
+        return by_norm[_norm(found.group(1))], content
+    return None, content
+
+
+def _parse_choice(
+    text: str, labels: Sequence[str], with_leave: bool = False
+) -> tuple[str, str | None]:
+    """Exactly one action label, from ``{"choice": "<label>"}`` (the last such object) or
+    from the last ``<answer>`` tag (``<answer>Option J</answer>``, seed 003's form).
 
     A reply that is nothing but one label (``A1``, ``"A1".``) is accepted with a note,
     since it cannot mean anything else; everything else is re-asked with the reason.
@@ -633,6 +690,24 @@ def _parse_choice(text: str, labels: Sequence[str]) -> tuple[str, str | None]:
     if not labels:
         raise ValueError("choice answers need the action labels")
     by_norm = {_norm(label): label for label in labels}
+    tagged, tag = _tagged_choice(text, by_norm)
+    if tagged is not None:
+        return tagged, "from the <answer> tag"
+    if tag is not None:
+        try:
+            return _parse_choice_object(text, labels, by_norm, with_leave)
+        except ParseError:
+            options = " or ".join(f"Option {label}" for label in labels)
+            raise ParseError(
+                f"the <answer> tag must hold exactly one option ({options}), "
+                f"not {json.dumps(tag[:80])}"
+            ) from None
+    return _parse_choice_object(text, labels, by_norm, with_leave)
+
+
+def _parse_choice_object(
+    text: str, labels: Sequence[str], by_norm: Mapping[str, str], with_leave: bool = False
+) -> tuple[str, str | None]:
     stripped = (text or "").strip()
     bare = _BARE_LABEL.fullmatch(stripped) if stripped else None
     if bare is not None and _norm(bare.group(1)) in by_norm:
@@ -641,6 +716,8 @@ def _parse_choice(text: str, labels: Sequence[str]) -> tuple[str, str | None]:
     found, notes = _pick(
         text, lambda obj: any(_norm(k) == CHOICE_KEY for k in obj), f'the key "{CHOICE_KEY}"'
     )
+    if with_leave:
+        found = _without_leave(found)
     extra = [k for k in found.obj if _norm(k) != CHOICE_KEY]
     contradicting = [k for k in extra if _norm(k) in by_norm]
     if contradicting:
@@ -684,10 +761,20 @@ def parse_answer(
     (the chosen label).
     """
     opts: Mapping[str, Any] = options or {}
-    if kind == "mixed":
+    with_leave = bool(opts.get("ask_leave")) and kind in ("mixed", "choice")
+    if with_leave:  # a missing or bad "leave" is re-asked like a bad move
+        leave_note = parse_leave(kind, text, labels)[1]
+        if kind == "mixed":
+            strategy = parse_mixed_strategy(text, labels, strict=strict, with_leave=True)
+            note = "; ".join(n for n in (strategy.note, leave_note) if n) or None
+            return replace(strategy, note=note), note
+        parsed, note = _parse_choice(text, labels, with_leave=True)
+        note = "; ".join(n for n in (note, leave_note) if n) or None
+    elif kind == "mixed":
         strategy = parse_mixed_strategy(text, labels, strict=strict)
         return strategy, strategy.note
-    parsed, note = _parse_other(kind, text, labels, opts)
+    else:
+        parsed, note = _parse_other(kind, text, labels, opts)
     if strict and note:
         # Strict answers take no repair: only picking the last of several answer
         # objects is allowed (CoopEval reads the last JSON object too).

@@ -90,6 +90,8 @@ def check_value(value: float, options: Mapping[str, Any], what: str) -> int | fl
         raise NumericParseError(f"{what} {_fmt(value)} is below the minimum {_fmt(float(lo))}")
     if hi is not None and value > float(hi) + 1e-9:
         raise NumericParseError(f"{what} {_fmt(value)} is above the maximum {_fmt(float(hi))}")
+    if options.get("decimals"):  # seed 003's protocol: any value within the bounds
+        return int(value) if float(value).is_integer() else float(value)
     base = float(lo) if lo is not None else 0.0
     steps = (value - base) / step
     if abs(steps - round(steps)) > 1e-6:

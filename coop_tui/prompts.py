@@ -25,6 +25,10 @@ from coop_tui.shipped import data_dir
 CHARS_PER_TOKEN = 4
 """Characters per token: the estimate every prompt-size and cost check uses."""
 
+RULES_END = "\x1e"
+"""Rendered after a prompt's rules (``rules_end`` in game.j2 and protocol_game.j2) under
+prompt_protocol "seed003": where the system message ends and the user message begins."""
+
 
 def default_template_dir() -> Path:
     return data_dir() / "prompts"
@@ -46,6 +50,14 @@ class PromptRenderer:
 
     def render(self, name: str, **context: Any) -> str:
         return self._env.get_template(name).render(**context).strip()
+
+    def has(self, name: str) -> bool:
+        """Whether a template of this name exists (a custom folder or the shipped one)."""
+        try:
+            self._env.get_template(name)
+        except jinja2.TemplateNotFound:
+            return False
+        return True
 
     def source(self, name: str) -> str:
         """The template text, for the inspector's editor."""

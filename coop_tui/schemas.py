@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "FINAL_ANSWER_PROMPT",
+    "FINAL_TAG_PROMPT",
     "MAX_ALLOCATION_ALTERNATIVES",
     "MAX_ENUMERATED_RANGE",
     "allocation_gbnf",
@@ -31,6 +32,7 @@ __all__ = [
     "judgement_gbnf",
     "judgement_types_gbnf",
     "mixed_gbnf",
+    "tag_gbnf",
 ]
 
 
@@ -55,8 +57,17 @@ def _integer(lo: int | None, hi: int | None) -> dict[str, Any]:
 def answer_schema(
     kind: str, labels: Sequence[str] = (), options: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
-    """The schema of a valid answer of ``kind``; None for free text (no constraint)."""
+    """The schema of a valid answer of ``kind``; None for free text (no constraint).
+
+    A play answer asked with the ``ask_leave`` option (seed 004's move and keep-playing
+    choice in one answer) has a boolean ``leave`` after the move's own keys."""
     opts: Mapping[str, Any] = options or {}
+    if opts.get("ask_leave") and kind in ("mixed", "choice"):
+        plain = answer_schema(kind, labels, {k: v for k, v in opts.items() if k != "ask_leave"})
+        assert plain is not None
+        plain["properties"]["leave"] = {"type": "boolean"}
+        plain["required"] = list(plain["properties"])
+        return plain
     if kind == "mixed":
         return _object({label: _integer(0, 100) for label in labels})
     if kind == "choice":
@@ -126,6 +137,8 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
         return json.dumps({label: "<true/false>" for label in labels}).replace('"<true/false>"', "<true/false>")
     if kind == "sign":
         return '{"sign": <true/false>}'
+    if kind == "mixed" and options.get("ask_leave"):
+        return _with_leave(example_answer(labels))
     if kind in ("contract", "mixed"):
         return example_answer(labels)
     if kind == "number":
@@ -134,8 +147,14 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
         keys = options.get("keys") or ()
         return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
     if kind == "choice":
-        return json.dumps({"choice": "<" + " or ".join(labels) + ">"})
+        shown = json.dumps({"choice": "<" + " or ".join(labels) + ">"})
+        return _with_leave(shown) if options.get("ask_leave") else shown
     return ""
+
+
+def _with_leave(example: str) -> str:
+    """An example answer object with seed 004's ``leave`` after the move's keys."""
+    return example[:-1] + ', "leave": <true/false>}'
 
 
 # --------------------------------------------------------------------------- grammars
@@ -144,6 +163,8 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
 
 FINAL_ANSWER_PROMPT = "Now give only your final answer, as a JSON object, with no explanation."
 """The answer step's request; the grammar, not this wording, guarantees the shape."""
+FINAL_TAG_PROMPT = "Now give only your final answer, in <answer> tags, with no explanation."
+"""The answer step's request when the answer was asked for in ``<answer>`` tags."""
 
 
 def _gbnf_literal(text: str) -> str:
@@ -152,9 +173,10 @@ def _gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def mixed_gbnf(labels: tuple[str, ...]) -> str:
+def mixed_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
     """Grammar of a mixed answer: every label once, in order, an integer 0..100 each, and
-    at least one of them positive.
+    at least one of them positive (then ``"leave": true|false`` when ``leave``: seed
+    004's move and keep-playing choice in one answer).
 
     All zeros is the one integer answer the parser must reject (nothing to normalise), so
     the grammar rules it out: rule ``z<i>`` is "no positive value yet", ``a<i>`` "one
@@ -164,7 +186,9 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     n = len(labels)
     if n == 0:
         raise ValueError("a mixed answer needs at least one label")
-    lines = ['root ::= "{" space z0 "}" space']
+    lines = ['root ::= "{" space z0 ' + ("leave " if leave else "") + '"}" space']
+    if leave:
+        lines.append(_LEAVE_RULE)
     for i, label in enumerate(labels):
         key = f'{_gbnf_literal(json.dumps(label))} space ":" space'
         if i == n - 1:
@@ -184,16 +208,43 @@ def mixed_gbnf(labels: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def choice_gbnf(labels: tuple[str, ...]) -> str:
-    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels."""
+_LEAVE_RULE = 'leave ::= "," space ' + '"\\"leave\\"" space ":" space ("true" | "false") space'
+"""The ``, "leave": true|false`` tail of a combined move-and-leave answer."""
+
+
+def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
+    """Grammar of a choice answer: ``{"choice": "<label>"}`` with one of the labels
+    (and ``"leave": true|false`` after it when ``leave``)."""
     if not labels:
         raise ValueError("a choice answer needs at least one label")
     options = " | ".join(_gbnf_literal(json.dumps(label)) for label in labels)
     key = _gbnf_literal(json.dumps("choice"))
+    tail = " leave" if leave else ""
     return (
-        f'root ::= "{{" space {key} space ":" space ( {options} ) space "}}" space\n'
-        'space ::= " "?\n'
+        f'root ::= "{{" space {key} space ":" space ( {options} ) space{tail} "}}" space\n'
+        + (_LEAVE_RULE + "\n" if leave else "")
+        + 'space ::= " "?\n'
     )
+
+
+def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str | None:
+    """Grammar of an answer in ``<answer>`` tags (prompt_protocol "seed003"): a choice as
+    ``<answer>Option J</answer>``, a whole-number move as ``<answer>40</answer>`` within its
+    range; None for the other kinds and grids (they keep the JSON grammar, which the
+    parser reads as well)."""
+    if kind == "choice" and labels:
+        alternatives = " | ".join(_gbnf_literal(label) for label in labels)
+        return f'root ::= "<answer>Option " ( {alternatives} ) "</answer>"\n'
+    if kind != "number":
+        return None
+    lo, hi, step = options.get("min"), options.get("max"), float(options.get("step", 1) or 1)
+    if lo is None or hi is None or step != 1 or not float(lo).is_integer():
+        return None
+    low, high = int(lo), int(float(hi))
+    if not 0 <= high - low <= MAX_ENUMERATED_RANGE:
+        return None
+    values = " | ".join(f'"{v}"' for v in range(low, high + 1))
+    return f'root ::= "<answer>" ( {values} ) "</answer>"\n'
 
 
 MAX_ALLOCATION_ALTERNATIVES = 20000
@@ -244,16 +295,20 @@ def answer_grammar(
     the standard percentages-per-label one, an exact-sum grammar for an allocation with a
     total (Blotto), else the (range-aware) JSON schema."""
     opts = options or {}
+    if opts.get("form") == "tag" and (tagged := tag_gbnf(kind, labels, opts)) is not None:
+        return "gbnf", tagged
     if kind == "allocation" and opts.get("total") is not None and float(opts.get("step", 1)) == 1:
         gbnf = allocation_gbnf(tuple(opts.get("keys") or ()), int(opts["total"]),
                                int(opts.get("min", 0)), int(opts.get("max", opts["total"])))
         if gbnf is not None:
             return "gbnf", gbnf
 
-    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, {}):
-        return "gbnf", mixed_gbnf(labels)
-    if kind == "choice" and labels and schema == answer_schema("choice", labels, {}):
-        return "gbnf", choice_gbnf(labels)
+    leave = bool(opts.get("ask_leave"))
+    plain = {"ask_leave": True} if leave else {}
+    if kind == "mixed" and labels and schema == answer_schema("mixed", labels, plain):
+        return "gbnf", mixed_gbnf(labels, leave=leave)
+    if kind == "choice" and labels and schema == answer_schema("choice", labels, plain):
+        return "gbnf", choice_gbnf(labels, leave=leave)
     if kind == "judgement" and labels and opts.get("shape") == "types":
         names = opts.get("names") or {}
         return "gbnf", judgement_types_gbnf(tuple(names.get(x, x) for x in labels))

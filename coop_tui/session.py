@@ -329,15 +329,30 @@ def _human_choice(raw: str, labels: Sequence[str]) -> str:
     )
 
 
-def human_answer(text: str, labels: Sequence[str], kind: str = "mixed") -> str:
+_LEAVE_WORDS = {"leave": True, "stay": False}
+
+
+def human_answer(
+    text: str, labels: Sequence[str], kind: str = "mixed", *, ask_leave: bool = False
+) -> str:
     """A human's typed move as the JSON answer the parser expects.
 
     ``0`` / ``1`` / ``A1`` pick a pure action; ``A0=70 A1=30`` (or ``A0:70, A1:30``) and
     JSON give a mixed strategy. Raises ValueError with a message to show. Other answer
     kinds (a mediator design, votes, a signature, a contract) are passed on as typed: the
     same parser as for models checks them, and a bad one is asked again with the reason.
+
+    ``ask_leave`` (seed 004's move and keep-playing choice in one answer): the move ends
+    with the word ``leave`` or ``stay`` (``0 stay``, ``A1 leave``, ``A0=70 A1=30 stay``),
+    which becomes the answer's ``"leave"``; JSON is passed on as typed.
     """
     raw = text.strip()
+    if ask_leave and kind in ("mixed", "choice") and not raw.startswith("{"):
+        move, _, word = raw.rpartition(" ")
+        if word.casefold() not in _LEAVE_WORDS or not move.strip():
+            raise ValueError("type your move, then leave or stay (for example: 0 stay)")
+        answer = json.loads(human_answer(move, labels, kind))
+        return json.dumps({**answer, "leave": _LEAVE_WORDS[word.casefold()]})
     if kind == "choice":
         return _human_choice(raw, labels)
     if kind != "mixed":

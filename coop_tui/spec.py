@@ -218,6 +218,12 @@ class ExperimentSpec(BaseModel):
         default="mixed",
         description='play answers: "mixed" (percentages per action) or "choice" (one action)',
     )
+    prompt_protocol: Literal["coop_tui", "seed003"] = Field(
+        default="coop_tui",
+        description='"coop_tui": one user message, the answer as a JSON object, numbers on '
+        'the move\'s grid; "seed003" (seed 003\'s code): the rules as a system message, the '
+        "round as a user message, the answer in <answer> tags, decimals in numeric moves",
+    )
     opponents: list[str] = Field(
         default_factory=list,
         description='matchup "versus": every agent plays each of these in the other seats',
@@ -336,6 +342,8 @@ class Cell:
     """The experiment lists several mechanisms: the mechanism is part of the condition."""
     answer: str = "mixed"
     condition: str = "baseline"
+    prompt_protocol: str = "coop_tui"
+    """How prompts are sent and answers asked for (engine.DecisionPolicy.prompt_protocol)."""
 
     replicates: int = 1
     """Independent copies of the tournament this cell belongs to."""
@@ -392,6 +400,8 @@ class Cell:
             data["a"] = self.answer
         if self.condition != "baseline":
             data["c"] = self.condition
+        if self.prompt_protocol != "coop_tui":
+            data["pp"] = self.prompt_protocol
         if self.source is not None:
             data["src"] = self.source
         if self.source_run is not None:
@@ -849,6 +859,7 @@ def _expand(
                         answers=answer_rule,
                         answer=answer,
                         condition=condition,
+                        prompt_protocol=exp.prompt_protocol,
                         source=source,
                         source_run=exp.source_run,
                     )

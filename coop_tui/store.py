@@ -567,7 +567,7 @@ def decision_row(d: Decision) -> dict[str, Any]:
         "cache_key": d.cache_key,
         "content_key": d.content_key,
         "created_at": d.created_at or time.time(),
-        "options": _json(d.options) if d.options else None,
+        "options": _json(_stored_options(d)) if d.options else None,
     }
 
 
@@ -637,8 +637,14 @@ def decision_values(d: Decision) -> list[Any]:
         dumps([a.__dict__ for a in d.retries], default=str) if d.retries else "[]",
         int(d.reused), d.cache_key, d.content_key, d.created_at or time.time(), None,
         d.queue_ms,
-        dumps(d.options, default=str) if d.options else None,
+        dumps(_stored_options(d), default=str) if d.options else None,
     ]
+
+
+def _stored_options(d: Decision) -> dict[str, Any]:
+    """The options column: the request's options, plus a combined move-and-leave
+    answer's ``leave`` (seed 004), which has no column of its own."""
+    return d.options if d.leave is None else {**d.options, "leave": d.leave}
 
 
 def decision_from_row(row: dict[str, Any]) -> Decision:
@@ -647,6 +653,8 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         return None if raw is None else json.loads(raw)
 
     dist = load("distribution")
+    options = load("options") or {}
+    leave = options.pop("leave", None) if options.get("ask_leave") else None
     return Decision(
         match_id=row["match_id"],
         round=row["round"],
@@ -681,7 +689,8 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
         coop_prob=row["coop_prob"],
         cooperated=None if row["cooperated"] is None else bool(row["cooperated"]),
         created_at=row["created_at"] or 0.0,
-        options=load("options") or {},
+        options=options,
+        leave=leave,
     )
 
 

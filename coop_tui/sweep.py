@@ -482,6 +482,7 @@ async def play_cell(
             strict=cell.answers == "strict",
             answer=cell.answer,
             condition_text=_condition_text(cell.condition),
+            prompt_protocol=cell.prompt_protocol,
             max_prompt_tokens=sweep.spec.max_prompt_tokens if limit_prompts else None,
         ),
         lookup=store,
@@ -535,6 +536,8 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["answer"] = cell.answer
     if cell.condition != "baseline":
         condition["condition"] = cell.condition
+    if cell.prompt_protocol != "coop_tui":  # other messages and answer form: never pooled
+        condition["prompt_protocol"] = cell.prompt_protocol
     if cell.source is not None:  # seed 000: scores computed from this source
         condition["similarity_source"] = cell.source
     return condition

@@ -71,7 +71,7 @@ def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True) -> Protocol
     n_nodes = as_int("nodes", nodes, minimum=2, maximum=20)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     schedule = centipede_schedule(n_nodes)
-    space = NumberSpace("take_node", 1, n_nodes + 1)
+    space = NumberSpace("take_node", 1, n_nodes + 1, decimals_allowed=False)
 
     async def play(turn: Turn) -> RoundResult:
         query = (f"Both players state their plan at the same time. At which node would you "

@@ -22,7 +22,7 @@ def eleven_twenty(request_bonus: int = 20, rounds: int = 10) -> ProtocolGame:
     """11-20 money request: ask for 11-20, +20 if exactly one below the other (seed 003)."""
     bz = as_int("request_bonus", request_bonus, minimum=0)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("request", 11, 20)
+    space = NumberSpace("request", 11, 20, decimals_allowed=False)
     rules = (
         "You and the other player each ask for a whole number of points from 11 to 20, at the "
         f"same time. Each of you receives what it asked for. Whoever asked for exactly one "

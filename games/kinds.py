@@ -51,6 +51,9 @@ class NumberSpace:
     low: float
     high: float
     step: float = 1
+    decimals_allowed: bool = True
+    """False where the number names a thing (a node, a message, a state): prompt_protocol
+    "seed003" then keeps whole numbers."""
 
     def options(self) -> dict[str, Any]:
         return {"name": self.name, "min": self.low, "max": self.high, "step": self.step}
@@ -183,7 +186,7 @@ class Turn:
         self, asks: Sequence[tuple[int, str, str, NumberSpace, dict[str, Any] | None]]
     ) -> list[float]:
         """Ask several seats for a number at once (simultaneous moves)."""
-        requests = [self._request(seat, phase, query, "number", space.options(), facts)
+        requests = [self._request(seat, phase, query, "number", self._number_options(space), facts)
                     for seat, phase, query, space, facts in asks]
         decisions = await self.ctx.ask_all(requests)
         return [self._value(d, space.values()) for d, (_, _, _, space, _) in
@@ -223,20 +226,30 @@ class Turn:
 
         request = DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind="choice",
-            messages=({"role": "user", "content": text},),
+            messages=self.ctx.prompt_messages(text),
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
             labels=own.labels, label_to_action=own.label_to_action,
             schema=answer_schema("choice", own.labels, {}),
             options={"meanings": [opts[a] for a in own.label_to_action],
-                     "draw": float(self.rng("draw", seat, phase).random())},
+                     "draw": float(self.rng("draw", seat, phase).random()),
+                     **self.ctx.answer_form("choice")},
         )
         decision = self.ctx.require(await self.ctx.ask(request))
         assert decision.action is not None
         return int(decision.action)
 
     # ------------------------------------------------------------ internals
+    def _number_options(self, space: NumberSpace) -> dict[str, Any]:
+        """The move's options; under prompt_protocol "seed003" a whole-number move also
+        takes decimals (``decimals``: any value within the bounds), as seed 003's code read
+        every numeric answer as a float."""
+        options = {**space.options(), **self.ctx.answer_form("number")}
+        if self.ctx.seed003_prompts and space.step == 1 and space.decimals_allowed:
+            options["decimals"] = True
+        return options
+
     def _extra(self, seat: int, phase: str, facts: dict[str, Any] | None) -> dict[str, Any]:
         """What a strategy in ``seat`` may read: the move's facts, past rounds' moves, the
         game's parameters, and ``seed``, drawn from the match seed for this round, seat and
@@ -250,7 +263,7 @@ class Turn:
         text = self._text(seat, query, kind, options)
         return DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind=kind,  # type: ignore[arg-type]
-            messages=({"role": "user", "content": text},),
+            messages=self.ctx.prompt_messages(text),
             view=SeatView(game=self.game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
@@ -260,8 +273,8 @@ class Turn:
     def _text(self, seat: int, query: str, kind: str, options: dict[str, Any]) -> str:
         style = getattr(self.ctx.agents[seat], "style", "cot") or "cot"
         labels = tuple(options.get("labels", ()))
-        instructions = self.ctx.renderer.render(
-            f"answer/{kind}_{style}.j2", labels=labels, options=options,
+        instructions = self.ctx.answer_instructions(
+            kind, style, labels=labels, options=options,
             example=example_for(kind, labels, options),
         )
         history = [r.summaries[seat] for r in self.past]
@@ -269,6 +282,7 @@ class Turn:
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
             tell_total=self.tell_total,
+            rules_end=self.ctx.rules_end,
             history=history, query=query, instructions=instructions,
             condition_text=getattr(self.ctx.policy, "condition_text", ""),
         )

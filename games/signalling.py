@@ -101,7 +101,8 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
     """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (seed 003)."""
     b = as_int("bias", bias, minimum=0, maximum=4)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space_msg, space_act = NumberSpace("message", 1, 5), NumberSpace("action", 1, 5)
+    space_msg = NumberSpace("message", 1, 5, decimals_allowed=False)
+    space_act = NumberSpace("action", 1, 5, decimals_allowed=False)
     rules = (
         "Every round a hidden state from 1 to 5 is drawn. Player 1 (the Sender) sees it and "
         "sends Player 2 (the Receiver) a message, a number from 1 to 5 that costs nothing and "

@@ -14,11 +14,13 @@ is the public code's fixed order):
 
 Each match is an iterated game (seed 004's IPD by default) of at most ``rounds`` (n)
 rounds. In the first round of every match the co-player is shown as "unknown" (name and
-group), which is what one-shot cooperation measures. With every move each player answers
-an ``exit`` decision (``{"leave": true|false}``, the paper's keep-playing choice, made
-before the round's outcome is known); if either leaves, the match ends after that round.
-``exit_timing = "after_round"`` asks it instead once the round's outcome is shown (not
-after the last possible round). Each player may play at most ``budget`` (N) rounds in
+group), which is what one-shot cooperation measures. Each player's move carries the
+paper's keep-playing choice in the same answer (``exit_timing = "with_move"``: the play
+answer is the move plus ``"leave": true|false``, decided before the round's outcome is
+known, one request per player and round); if either leaves, the match ends after that
+round. ``"separate"`` asks it as a second request (phase ``exit``) right after the move,
+from the same pre-round state; ``"after_round"`` asks it (phase ``exit``) once the
+round's outcome is shown (not after the last possible round). Each player may play at most ``budget`` (N) rounds in
 the whole tournament, and N < n*m must hold (m: matches per player). With the default
 ``budget_rule = "hard"`` a match ends when a player's budget is spent and a scheduled
 match whose player has nothing left is skipped; ``"soft"`` is the public code: the
@@ -90,9 +92,10 @@ class TeamsParams(MechanismParams):
     planning: bool = True
     plan_every: int = Field(default=5, ge=1, description="rounds between plans (K)")
     revised_plan: bool = True
-    exit_timing: Literal["after_round", "with_move"] = "with_move"
-    """with_move: the paper's keep-playing decision, asked with the move (before the
-    round's outcome); after_round: asked once the round's outcome is known."""
+    exit_timing: Literal["with_move", "separate", "after_round"] = "with_move"
+    """with_move: the paper's keep-playing decision in the move's own answer (one request
+    per player and round); separate: a second request right after the move, from the same
+    pre-round state; after_round: a second request once the round's outcome is known."""
     meta: Literal["all", "first_player", "off"] = "all"
     meta_questions: list[str] | None = None
     """A subset of the battery (keys of ``_teams.META_KEYS``); none: all ten."""
@@ -209,7 +212,8 @@ class Teams(Mechanism):
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         """An upper bound: every player plays min(N, n*m) rounds (its budget, or all its
         matches at full length when the budget cannot bind, as in GC with the paper's
-        N = 100 > 20 * 3), with an exit answer per round, a planning of 2 or 3 calls
+        N = 100 > 20 * 3), one answer per round with the leave choice in it (two with a
+        separate exit request; at most two after the round), a planning of 2 or 3 calls
         every K of its rounds, and the battery after each of its matches."""
         p = self.p
         m = matches_per_player(p.structure, p.teams, p.team_size)
@@ -219,7 +223,8 @@ class Teams(Mechanism):
         plans = plannings * (3 if p.revised_plan else 2)
         per_match = len(p.meta_questions or META_KEYS)
         answering = {"all": n_seats * m, "first_player": m, "off": 0}[p.meta]
-        return 2 * plays + plans + per_match * answering
+        per_play = 1 if p.exit_timing == "with_move" else 2
+        return per_play * plays + plans + per_match * answering
 
     # ------------------------------------------------------------------ the tournament
     async def play(self, ctx: MatchContext) -> MatchOutcome:
@@ -240,12 +245,14 @@ class Teams(Mechanism):
                 if p.planning:
                     await self._plan(ctx, state, log, t, r)
                 requests = [self._play_request(ctx, state, log, pos, t, r) for pos in (0, 1)]
-                # with the move: built from the same pre-round state and asked right after
-                # the moves (one request per seat at a time, so a person answers in turn)
-                with_move = [self._exit_request(ctx, state, log, pos, t, r) for pos in (0, 1)] \
-                    if p.exit_timing == "with_move" else []
+                # separate: built from the same pre-round state and asked right after the
+                # moves (one request per seat at a time, so a person answers in turn)
+                separate = [self._exit_request(ctx, state, log, pos, t, r) for pos in (0, 1)] \
+                    if p.exit_timing == "separate" else []
                 decisions = await ctx.ask_all(requests)
-                exits: list[Decision] = await ctx.ask_all(with_move) if with_move else []
+                exits: list[Decision] = await ctx.ask_all(separate) if separate else []
+                if p.exit_timing == "with_move":
+                    exits = decisions
                 actions = [int(ctx.require(d).action) for d in decisions[:2]]  # type: ignore[arg-type]
                 payoffs = game.payoff(actions)
                 log.rounds.append(Round((actions[0], actions[1]), (payoffs[0], payoffs[1])))
@@ -389,6 +396,7 @@ class Teams(Mechanism):
             seat, t, position=pos, history=_moves(log, seat), total_rounds=self.p.rounds,
             twist=twist, extra={"pairing": log.index, "co_player": log.other(seat)},
             goal="" if self.p.structure == "GC" else None,
+            ask_leave=self.p.exit_timing == "with_move",
         )
         return replace(request, view=replace(request.view, round=r))
 
@@ -509,8 +517,11 @@ def _cot(ctx: MatchContext, seat: int) -> bool:
 
 
 def _leaves(d: Decision) -> bool:
-    """A valid exit answer's choice; an unusable one (lenient policy) stays, recorded."""
-    return bool(d.valid and isinstance(d.parsed, dict) and d.parsed.get("leave"))
+    """A valid answer's leave choice (a move carrying it, or an exit request's); an
+    unusable one (lenient policy: played at random) stays, recorded."""
+    if d.leave is not None:
+        return d.leave
+    return bool(d.phase == "exit" and d.valid and isinstance(d.parsed, dict) and d.parsed.get("leave"))
 
 
 def _moves(log: MatchLog, seat: int) -> list[Move]:

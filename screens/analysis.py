@@ -13,6 +13,7 @@ in the same worker, each panel filled when its value arrives.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +209,16 @@ class AnalysisScreen(NavScreen):
         self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
         worker = get_current_worker()
         for section in waiting:
-            value = build_section(section, self.store, self.run_id, report)
+            with self.app.reading_store() as store:  # type: ignore[attr-defined]
+                if store is None:  # the app is closing
+                    return
+                try:
+                    value = build_section(section, store, self.run_id, report)
+                except sqlite3.OperationalError:
+                    if worker.is_cancelled or getattr(self.app, "_closing", False):
+                        return  # interrupted: the app is closing
+
+                    raise
             if worker.is_cancelled:  # a reload started over: its own worker fills the panels
                 return
             self.app.call_from_thread(self._fill_section, section.key, value)

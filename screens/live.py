@@ -19,9 +19,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
+from textual.widget import MountError
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
+from coop_tui.decisions import ASK_LEAVE
 from coop_tui.events import (
     AnswerRejected,
     DecisionDone,
@@ -203,6 +205,11 @@ class LiveScreen(NavScreen):
         self._draining = True
         try:
             await self._apply_batch()
+        except MountError:
+            # the app is closing (Quit, a signal) and took the panes down under a batch that
+            # was still writing into them: nothing is left to show it in
+            if not getattr(self.app, "_exit", False) and self.is_attached:
+                raise
         finally:
             self._draining = False
 
@@ -394,6 +401,14 @@ class LiveScreen(NavScreen):
             prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
             prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
             prompt.append(", then Enter.")
+        elif turn.request.options.get(ASK_LEAVE):  # seed 004: the move and leave or stay
+            prompt.append(f"Actions: {labels}. Type your move, then ")
+            prompt.append("leave", style="bold")
+            prompt.append(" or ")
+            prompt.append("stay", style="bold")
+            prompt.append(" for after this round (e.g. ")
+            prompt.append("0 stay", style="bold")
+            prompt.append("), then Enter.")
         elif turn.request.kind == "choice":
             prompt.append(f"Keys: {labels}; or type one action label, then Enter.")
         elif turn.request.kind != "mixed":
@@ -416,6 +431,8 @@ class LiveScreen(NavScreen):
             box.placeholder = f"a number from {turn.request.options.get('min')} to {turn.request.options.get('max')}"
         elif turn.request.kind == "allocation":
             box.placeholder = ", ".join(f"{k}=…" for k in turn.request.options.get("keys") or ())
+        elif turn.request.options.get(ASK_LEAVE):
+            box.placeholder = "0 stay / 1 leave / A0=70 A1=30 stay; Enter confirms"
         else:
             box.placeholder = self._default_placeholder
         box.focus()
@@ -454,7 +471,8 @@ class LiveScreen(NavScreen):
             return
         turn = self.turns[0]
         try:
-            answer = human_answer(event.value, turn.request.labels, turn.request.kind)
+            answer = human_answer(event.value, turn.request.labels, turn.request.kind,
+                                  ask_leave=bool(turn.request.options.get(ASK_LEAVE)))
         except ValueError as exc:
             self.query_one("#human-prompt", Static).update(Text(f"✗ {exc}", style="bold red"))
             return

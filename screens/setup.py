@@ -172,6 +172,7 @@ class SetupScreen(NavScreen):
         """Set once the registries (games, mechanisms, strategies) are loaded."""
         self._start_when_ready = False
         self._preview_timer: Any = None
+        self._preview_dropped = False
         self._building = False
         self.preview: dict[int, list[dict[str, str]]] = {}
         self.error: ValueError | None = None
@@ -425,6 +426,25 @@ class SetupScreen(NavScreen):
         self._preview_timer = None
         self.run_worker(self.refresh_preview, group="preview", exclusive=True)
 
+    def on_screen_suspend(self) -> None:
+        """Another screen on top, or this one leaving: drop a preview still rendering.
+
+        Textual cancels a screen's workers only after it has removed the screen's
+        widgets, so a preview finishing in between would write to widgets that are
+        gone; cancelled here, before the removal starts, it writes nothing. It is made
+        again when the screen comes back."""
+        pending = self._preview_timer is not None or self.workers_busy()
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+            self._preview_timer = None
+        self.workers.cancel_group(self, "preview")
+        self._preview_dropped = self._preview_dropped or pending
+
+    def on_screen_resume(self) -> None:
+        if self._preview_dropped:
+            self._preview_dropped = False
+            self._schedule_preview()
+
     async def refresh_preview(self) -> None:
         try:
             setup, sweep = self.validated()
@@ -437,8 +457,11 @@ class SetupScreen(NavScreen):
         try:
             prompts = await preview_prompts(sweep)
         except Exception as exc:  # preview is best effort; the match itself will report
-            self.show_message(f"preview failed: {type(exc).__name__}: {exc}", error=True)
+            if self.is_attached:
+                self.show_message(f"preview failed: {type(exc).__name__}: {exc}", error=True)
             return
+        if not self.is_attached:
+            return  # the screen went away while the prompts rendered: nothing left to write to
         self.preview = prompts
         first = next(iter(sweep.cells), None)
         seat_agents = dict(enumerate(first.seats)) if first else {}

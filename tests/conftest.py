@@ -26,3 +26,13 @@ def strategies_read_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     from coop_tui.agents.strategy_agent import StrategyAgent
 
     monkeypatch.setattr(StrategyAgent, "reads_prompt", True)
+
+
+@pytest.fixture(autouse=True)
+def _database_outside_the_user_data_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command given no --db opens $COOP_TUI_DB, else the user's data directory: point it
+    at a fresh file per test, so no test writes to the real one or shares it with a test
+    running at the same time in another worker (subprocesses inherit the variable)."""
+    monkeypatch.setenv("COOP_TUI_DB", str(tmp_path_factory.mktemp("userdata") / "coop-tui.db"))

@@ -225,6 +225,7 @@ def test_bad_directories_exit_2_and_write_nothing(tmp_path: Path, capsys) -> Non
     assert before == after
 
 
+@pytest.mark.slow
 def test_cli_import_then_report_json(tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
     env_db = ["--db", str(db)]

@@ -40,6 +40,7 @@ def cut_down() -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 async def test_offline_study_runs_with_replicates_and_shares_designs_within_one(tmp_path: Path) -> None:
     data = cut_down()
     sweep = build_sweep(data, source=STUDY)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -103,9 +104,13 @@ def stored(store: Store) -> dict[str, list[dict[str, Any]]]:
 
 
 def assert_same(a: Any, b: Any, path: str = "") -> None:
-    """Equal, field by field (NaN equal to NaN), with the path of the first difference."""
+    """Equal, field by field (NaN equal to NaN), with the path of the first difference.
+
+    Floats may differ in the last bits only: a strategy sweep yields to the event loop on a
+    clock (so signals are handled at any speed), which can change the order in which
+    concurrent matches are folded into the running sums."""
     if isinstance(a, float) or isinstance(b, float):
-        assert a == b or (a != a and b != b), path
+        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) or (a != a and b != b), path
     elif isinstance(a, dict):
         assert a.keys() == b.keys(), path
         for k in a:
@@ -164,16 +169,14 @@ async def test_batched_strategy_rounds_store_what_one_event_per_decision_stores(
     fast.close()
     slow.close()
 
-    # the exported files, every column but ids and clock times (rows in the same order:
-    # match ids differ between runs, so decisions are compared in play order per match)
+    # the exported files, every column but ids and clock times
     for fmt in ("csv", "parquet"):
         ea = export_rows(tmp_path / "fast.db", fast_run, tmp_path / f"a-{fmt}", fmt)
         eb = export_rows(tmp_path / "slow.db", slow_run, tmp_path / f"b-{fmt}", fmt)
         assert ea.keys() == eb.keys() and "decisions" in ea
         for name in ea:
-            if name == "decisions":
-                order = [r["round"] for r in ea[name]]
-                assert order == [r["round"] for r in eb[name]]
+            # the same rows; matches may finish (and so be exported) in another order,
+            # since a strategy sweep yields to the event loop on a clock
             assert sorted(map(repr, ea[name])) == sorted(map(repr, eb[name])), (fmt, name)
 
 

@@ -35,9 +35,9 @@ COOPEVAL_STUDY = ROOT / "tests" / "data" / "coopeval_main_study"
 @pytest.fixture(autouse=True)
 def _close_figures() -> Any:
     yield
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
+    plt = sys.modules.get("matplotlib.pyplot")  # None or absent: no figure was drawn
+    if plt is not None:
+        plt.close("all")
 
 
 def _report(store: Store, run_id: str) -> dict[str, Any]:

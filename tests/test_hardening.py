@@ -598,11 +598,12 @@ async def test_tui_runs_screen_reports_a_damaged_database(tmp_path: Path) -> Non
             if isinstance(app.screen, SetupScreen):
                 break
             await pilot.pause(0.05)
-        for _ in range(10):  # the form may still be settling: press until it answers
-            await pilot.press("ctrl+r")
-            await pilot.pause(0.3)
+        await app.screen.wait_ready()  # the form is complete: ctrl+r is answered
+        await pilot.press("ctrl+r")
+        for _ in range(400):  # a hang guard, not a timing check
             if "damaged" in messages(app):
                 break
+            await pilot.pause(0.05)
         assert isinstance(app.screen, SetupScreen)  # still running, still there
         assert "damaged" in messages(app)
 

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,35 @@ from coop_tui.testing.server import LoopbackServer
 SECRET = "sk-hostile-SECRET-9137"
 
 
+# The CLI run as with -m, reporting its own peak memory (VmHWM) on exit: RUSAGE_CHILDREN is
+# the peak of every child this process ever waited for, and on Linux a child's ru_maxrss
+# starts at its parent's peak (kept across exec): a pytest worker that loaded the model.
+_CLI_REPORTING_ITS_PEAK = (
+    "import atexit, os, re, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['PEAK_RSS_FILE'], 'a').write(re.search("
+    "r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1) + '\\n'))\n"
+    "sys.argv[0] = 'coop-tui'\n"
+    "runpy.run_module('coop_tui.cli', run_name='__main__', alter_sys=True)\n"
+)
+_PEAKS_KB: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _peaks_of_this_test() -> None:
+    _PEAKS_KB.clear()
+
+
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOSTILE_KEY": SECRET, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "coop_tui.cli", *args], env=env, capture_output=True, text=True,
-        timeout=300, cwd=cwd,
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        peak_file = Path(folder) / "peak"
+        env = {**os.environ, "HOSTILE_KEY": SECRET, "COLUMNS": "200", "PEAK_RSS_FILE": str(peak_file)}
+        result = subprocess.run(
+            [sys.executable, "-c", _CLI_REPORTING_ITS_PEAK, *args], env=env, capture_output=True,
+            text=True, timeout=300, cwd=cwd,
+        )
+        if peak_file.exists():
+            _PEAKS_KB.extend(int(line) for line in peak_file.read_text().split())
+    return result
 
 
 def count(db: Path, sql: str, args: tuple[Any, ...] = ()) -> int:
@@ -101,9 +125,9 @@ agents = ["a"]
 
 
 def _peak_rss_mb_of_children() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    """The highest peak memory of the CLI runs of this test."""
+    assert _PEAKS_KB, "no CLI run reported its peak memory"
+    return max(_PEAKS_KB) / 1024
 
 
 ITEM_CASES = {

@@ -27,6 +27,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=900)
 
 
+@pytest.mark.slow
 def test_smollm2_judges_every_play_decision_once_and_resume_asks_nothing(tmp_path: Path) -> None:
     sweep = tmp_path / "tiny.toml"
     sweep.write_text("""

@@ -28,6 +28,9 @@ from coop_tui.spec import build_sweep
 from coop_tui.store import PROMPT_SQL, Store
 from coop_tui.sweep import run_sweep
 
+# every test here drives llama.cpp's own server process: the slow tier
+pytestmark = pytest.mark.slow
+
 
 def _free_port() -> int:
     with socket.socket() as s:

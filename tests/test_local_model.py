@@ -132,6 +132,7 @@ async def test_mixed_decision_streams_reasoning_then_a_valid_answer(
     assert reply.cost_usd == 0.0 and reply.model == "local/smollm2" and reply.latency_ms > 0
 
 
+@pytest.mark.slow
 async def test_every_seed_gives_a_parseable_answer_with_exactly_the_labels(
     play_request: DecisionRequest,
 ) -> None:
@@ -319,6 +320,7 @@ async def test_event_loop_keeps_running_while_the_model_generates(
     assert "tick" in order[first:last]  # ticks interleave with the streamed tokens
 
 
+@pytest.mark.slow
 async def test_concurrent_replies_share_the_model_safely(play_request: DecisionRequest) -> None:
     request = request_of("mixed", ("A0", "A1"), base=play_request)
     # different thread counts on one shared context: switched per reply under the lock

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from coop_tui.store import PROMPT_SQL
 
 SWEEP = """
@@ -29,6 +31,7 @@ similarity = [0, 100]
 """
 
 
+@pytest.mark.slow
 def test_similarity_sweep_on_the_embedded_model_stores_text_and_valid_answers(tmp_path: Path) -> None:
     sweep = tmp_path / "local.toml"
     sweep.write_text(SWEEP)

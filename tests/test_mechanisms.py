@@ -485,6 +485,7 @@ async def test_lenient_policy_drops_unreadable_proposals_votes_and_signatures(tm
 
 
 # ----------------------------------------------------------------- the embedded model
+@pytest.mark.slow
 async def test_embedded_model_runs_every_mechanism(tmp_path: Any) -> None:
     """SmolLM2 in process, with tiny answers: every phase of every mechanism is asked,
     answered and stored (grammar-constrained answers keep the matches going).

@@ -223,6 +223,12 @@ async def test_analysis_screen_shows_the_rest_first_then_fills_the_fingerprints(
         assert screen.query("#an-section-expected")
         await until(pilot, lambda: screen.sections_filled >= 1, limit=300)
         panel = screen.query_one(f"#an-section-{FINGERPRINTS}")
+        # the panel swaps "computing…" for the section without awaiting the swap: wait for it
+        def swapped() -> bool:
+            shown = [static_text(w) for w in panel.query(Static)]
+            return bool(shown) and not any("computing" in text for text in shown)
+
+        await until(pilot, swapped, limit=120)
         assert "cosine distance" in static_text(panel.query_one(Static))
         assert screen.pending_sections == set()
     assert [r[0] for r in stored(db)] == [FINGERPRINTS]

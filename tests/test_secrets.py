@@ -8,6 +8,7 @@ and decisions screens (App.run_test).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import os
@@ -91,13 +92,19 @@ async def tui_text(db: Path) -> str:
         match_id = next(iter(screen.match_rows), None)
         if match_id is not None:
             store = Store(db)
-            await app.push_screen(DecisionsScreen(store, match_id))
-            await pilot.pause(0.5)
+            decisions = DecisionsScreen(store, match_id)
+            await app.push_screen(decisions)
+            for _ in range(400):  # until its rows are on screen; a hang guard, not a timing check
+                if decisions.loaded >= 1:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause()
             texts.append(svg_text(app))
             store.close()
-            app.pop_screen()
-            app.open_replay(match_id, speed=0)  # the match streamed again, as it was
-            await pilot.pause(1.0)
+            await app.pop_screen()
+            live = app.open_replay(match_id, speed=0)  # the match streamed again, as it was
+            await pilot.pause()
+            await asyncio.wait_for(live.wait_finished(), 300)  # a hang guard
             texts.append(svg_text(app))
     return "\n".join(texts)
 

@@ -477,6 +477,7 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
             assert c.seats[2:] == ("random", "random")
 
 
+@pytest.mark.slow
 async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_path: Any) -> None:
     from pathlib import Path
 
@@ -499,8 +500,12 @@ async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_pat
     local = [d for m in matches for d in store.decisions(m["id"]) if d.agent == "smollm2"]
     assert len(local) == 3 and all(d.valid and d.constrained for d in local)
     assert {d.kind for d in local} == {"number"}
-    # as the code: these games say only "round t" (rounds_told = "two_by_two")
-    assert all("This is round 1." in d.prompt[0]["content"] for d in local)
+    # as the code: these games say only "round t" (rounds_told = "two_by_two"), in the user
+    # message after the rules' system message, and ask for the number in <answer> tags
+    assert all([m["role"] for m in d.prompt] == ["system", "user"] for d in local)
+    assert all("This is round 1." in d.prompt[1]["content"] for d in local)
+    assert all("<answer>N</answer>" in d.prompt[1]["content"] for d in local)
+    assert all(re.fullmatch(r"<answer>\d+</answer>", d.answer or "") for d in local)
 
 
 async def test_a_stored_offer_keeps_its_range_and_a_reask_checks_it(tmp_path: Any) -> None:

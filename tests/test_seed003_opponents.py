@@ -9,7 +9,6 @@ the reverse). C is the first option (the cooperative action), D the second.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -227,14 +226,18 @@ def test_every_public_code_name_resolves() -> None:
 
 
 def test_list_strategies_shows_the_aliases() -> None:
-    env = {**os.environ, "COLUMNS": "250"}
-    out = subprocess.run([sys.executable, "-m", "coop_tui.cli", "list", "strategies"],
-                         capture_output=True, text=True, env=env, check=True).stdout
-    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
+    out = subprocess.run([sys.executable, "-m", "coop_tui.cli", "list", "strategies", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = {row["name"]: row["aliases"] for row in json.loads(out)}
     assert "noise_10 (noise = 0.1)" in rows["noisy_tit_for_tat"]
     assert "hard_tft" in rows["hard_tit_for_tat"]
     assert "pavlov" in rows["win_stay_lose_shift_sp"]
     assert "random_strategy" in rows["random"]
+    # piped without --json: one tab-separated line per strategy, nothing cut
+    piped = subprocess.run([sys.executable, "-m", "coop_tui.cli", "list", "strategies"],
+                           capture_output=True, text=True, check=True).stdout
+    line = next(x for x in piped.splitlines() if x.startswith("noisy_tit_for_tat\t"))
+    assert "noise_10 (noise = 0.1)" in line
 
 
 # ---------------------------------------------------------------------- responders

@@ -64,6 +64,7 @@ KNOWN_PD = {"game": "pd_canonical", "mechanism": "repetition", "horizon": "known
 
 
 # ------------------------------------------------------------------ done when
+@pytest.mark.slow
 async def test_ten_round_known_horizon_pd_embedded_model_vs_tit_for_tat(tmp_path: Path) -> None:
     agents = {"local": {"model": "local/smollm2", "style": "direct", "temperature": 0.7},
               "tft": {"strategy": "tit_for_tat"}}

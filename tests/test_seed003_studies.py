@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -31,6 +33,11 @@ def test_the_full_study_is_the_papers_design() -> None:
     assert all("/" in a.model and a.temperature == 1.0 for a in models.values())
     # (the move-by-move games under mechanism "none": test_seed003_numeric_games.py)
     assert {c.game for c in sweep.cells if c.mechanism != "none"} == MATRIX_GAMES
+    # the code's messages, <answer> tags and decimals in every experiment of both files
+    offline = load_sweep(OFFLINE)
+    assert {e.prompt_protocol for e in sweep.spec.experiments} == {"seed003"}
+    assert {e.prompt_protocol for e in offline.spec.experiments} == {"seed003"}
+    assert {c.prompt_protocol for c in sweep.cells} == {"seed003"}
     for exp in sweep.spec.experiments:
         if exp.mechanism == "none":
             continue
@@ -92,6 +99,7 @@ def test_the_full_study_plays_each_game_against_the_codes_opponents() -> None:
     assert agents["tit_for_tat"].strategy == "tit_for_tat_sp"  # plays BoS and focal point too
 
 
+@pytest.mark.slow
 async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path) -> None:
     """Every experiment (design) of the offline study, shrunk: one round, at most one
     opponent, and per experiment its first game plus any 4-player game."""
@@ -109,9 +117,9 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
     store = Store(tmp_path / "offline.db")
     summary = await run_sweep(sweep, store)
     matches = store.matches(summary.run_id)
-    assert len(matches) == len(sweep.cells) == 6
+    assert len(matches) == len(sweep.cells) == 7
     assert all(m["status"] == "done" for m in matches), [m["error"] for m in matches]
-    assert Counter(m["matchup"] for m in matches) == {"versus": 3, "self": 2, "pairs": 1}
+    assert Counter(m["matchup"] for m in matches) == {"versus": 4, "self": 2, "pairs": 1}
     local = 0
     for m in matches:
         decisions = store.decisions(m["id"])
@@ -124,11 +132,17 @@ async def test_the_offline_study_runs_end_to_end_at_a_small_size(tmp_path: Path)
                 assert d.constrained and d.valid
                 # the code states the number of rounds in its 2 x 2 games only
                 told = m["game"] not in ("diners_dilemma", "el_farol_bar", "focal_point")
-                assert ("round 1 of 1" in d.prompt[0]["content"]) is told
-                assert "round 1" in d.prompt[0]["content"]
+                # the code's messages: the rules as the system message, the round after
+                system, user = d.prompt
+                assert (system["role"], user["role"]) == ("system", "user")
+                assert ("round 1 of 1" in user["content"]) is told
+                assert "round 1" in user["content"] and "<answer>" in user["content"]
+                # the grammar writes the code's tag form, and the tag is what is read
+                assert d.answer.startswith("<answer>Option ") and d.parsed in d.labels
+                assert d.normalisation == "from the <answer> tag"
         cond = json.loads(m["condition"])
         assert cond["horizon"] == "known" and cond["answer"] == "choice"
-    assert local == 3 + 2 * 2 + 2
+    assert local == 4 + 2 * 2 + 2
 
 
 DESIGN_G = {"claude-sonnet-4.5", "claude-sonnet-4.6", "claude-opus-4.5", "claude-opus-4.6",
@@ -193,12 +207,13 @@ async def test_the_offline_study_profiles_the_table2_trials_and_its_estimate_hol
     table2 = report["cooperation_by_model"]
     pd_games = {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild"}
     assert {c["game"] for c in profile["cells"]} <= pd_games
-    # smollm2: 2 PD variants x 2 opponents + self-play (seat 0) + cross-play (seat 0)
-    assert table2["smollm2"]["n"] == 2 * 2 + 1 + 1
+    # smollm2: 1 PD variant x 2 opponents + self-play (seat 0) + cross-play (seat 0);
+    # smollm2-hot: its one strategy-play trial, so the comparisons have two models
+    assert table2["smollm2"]["n"] == 2 + 1 + 1 and table2["smollm2-hot"]["n"] == 1
     for agent, a in profile["agents"].items():
         rec = a["reciprocity"]
-        # 5-round trials: 4 round pairs of the agent in seat 0 per Table 2 trial
-        assert rec["n_after_c"] + rec["n_after_d"] == 4 * table2[agent]["n"], agent
+        # 3-round trials: 2 round pairs of the agent in seat 0 per Table 2 trial
+        assert rec["n_after_c"] + rec["n_after_d"] == 2 * table2[agent]["n"], agent
     pooled = report["strategic_personality_pooled"]
     # the wider sample is kept: both seats of self-play and cross-play
     assert pooled["sample"]["seat_runs"] > profile["sample"]["seat_runs"]
@@ -227,4 +242,4 @@ async def test_the_progress_counts_model_calls_as_the_estimate_does(tmp_path: Pa
     moves = sum(len(store.decisions(m["id"])) for m in store.matches(summary.run_id))
     store.close()
     assert estimate(sweep)["model_calls"] == view.stats["all"]["calls"] == 0
-    assert view.stats["all"]["moves"] == moves == 2 * 2 * 5 * 2
+    assert view.stats["all"]["moves"] == moves == 1 * 2 * 3 * 2  # 1 game, 2 opponents, 3 rounds

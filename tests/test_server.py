@@ -287,13 +287,13 @@ def test_interrupt_mode_ends_a_running_stream_like_llama_cpp(loopback: LoopbackS
     first = _conn(loopback)
     resp = _post(first, _chat(stream=True))
     assert resp.status == 200
-    time.sleep(0.15)  # the first stream is running
+    head = resp.read1(1)  # returns once the first stream is running
     second = _conn(loopback)
     later = _post(second, _chat(stream=True))
     raw = b""
     with pytest.raises((http.client.IncompleteRead, ConnectionError)) as info:
         raw = resp.read()  # [DONE], then the connection drops mid-body
-    raw = getattr(info.value, "partial", raw) or raw
+    raw = head + (getattr(info.value, "partial", raw) or raw)
     events = _events(raw)
     assert events[-1] == "[DONE]"
     finishes = [json.loads(e)["choices"][0]["finish_reason"] for e in events[:-1]]

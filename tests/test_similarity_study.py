@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from coop_tui.report import build_report
 from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
 from coop_tui.store import Store
@@ -77,6 +79,7 @@ def cut_down() -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Path) -> None:
     sweep = build_sweep(cut_down(), source=STUDIES / "similarity-offline.toml")
     store = Store(tmp_path / "sim.db")

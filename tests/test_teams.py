@@ -217,6 +217,86 @@ def test_meta_truths_are_computed_from_the_match() -> None:
     assert score_answer(qs["tit_for_tat"], {"tit_for_tat": True})
 
 
+# ------------------------------------------------------------------ the move and leave in one answer
+@pytest.mark.parametrize(("kind", "text", "move", "leave"), [
+    ("mixed", '{"A0": 100, "A1": 0, "leave": false}', (1.0, 0.0), False),
+    ("mixed", 'I defect. {"A0": 30, "A1": 70, "Leave": true}', (0.3, 0.7), True),
+    ("choice", '{"choice": "A1", "leave": true}', "A1", True),
+    ("choice", '{"choice": "A0", "leave": "no"}', "A0", False),
+])
+def test_a_combined_answer_parses_to_a_move_and_a_leave(
+    kind: str, text: str, move: Any, leave: bool
+) -> None:
+    from coop_tui.parsing import parse_answer, parse_leave
+
+    parsed, _note = parse_answer(kind, text, labels=("A0", "A1"), options={"ask_leave": True})
+    assert (parsed.probabilities if kind == "mixed" else parsed) == pytest.approx(move)
+    assert parse_leave(kind, text, ("A0", "A1"))[0] is leave
+
+
+@pytest.mark.parametrize(("kind", "text", "reason"), [
+    ("mixed", '{"A0": 100, "A1": 0}', 'needs the key "leave" beside the move'),
+    ("choice", '{"choice": "A0"}', 'needs the key "leave" beside the move'),
+    ("mixed", '{"A0": 100, "A1": 0, "leave": "maybe"}', "leave must be true or false"),
+    ("mixed", '{"A0": 100, "A2": 0, "leave": true}', "unknown key 'A2'"),
+    ("choice", "A0", 'no JSON object with the key "choice"'),
+])
+def test_a_malformed_combined_answer_is_refused_with_the_reason(kind: str, text: str, reason: str) -> None:
+    from coop_tui.parsing import ParseError, parse_answer
+
+    with pytest.raises(ParseError) as err:
+        parse_answer(kind, text, labels=("A0", "A1"), options={"ask_leave": True})
+    assert reason in err.value.reason
+    # without the option, "leave" is no key of a move
+    with pytest.raises(ParseError):
+        parse_answer("mixed", '{"A0": 100, "A1": 0, "leave": true}', labels=("A0", "A1"))
+
+
+def test_the_combined_answer_has_a_schema_a_grammar_and_a_typed_line() -> None:
+    from coop_tui.agents.local import answer_grammar
+    from coop_tui.schemas import answer_schema
+    from coop_tui.session import human_answer
+
+    schema = answer_schema("choice", ("A0", "A1"), {"ask_leave": True})
+    assert schema is not None and schema["required"] == ["choice", "leave"]
+    assert schema["properties"]["leave"] == {"type": "boolean"}
+    kind, grammar = answer_grammar("choice", ("A0", "A1"), schema, {"ask_leave": True})
+    assert kind == "gbnf" and 'leave ::= "," space "\\"leave\\""' in grammar
+    mixed = answer_schema("mixed", ("A0", "A1"), {"ask_leave": True})
+    kind, grammar = answer_grammar("mixed", ("A0", "A1"), mixed, {"ask_leave": True})
+    assert kind == "gbnf" and 'root ::= "{" space z0 leave "}" space' in grammar
+    assert json.loads(human_answer("1 leave", ("A0", "A1"), "mixed", ask_leave=True)) == {
+        "A0": 0, "A1": 100, "leave": True}
+    assert json.loads(human_answer("A0 stay", ("A0", "A1"), "choice", ask_leave=True)) == {
+        "choice": "A0", "leave": False}
+    with pytest.raises(ValueError, match="leave or stay"):
+        human_answer("0", ("A0", "A1"), "mixed", ask_leave=True)
+
+
+async def test_a_combined_answer_without_leave_is_asked_again_with_the_reason(tmp_path: Any) -> None:
+    """Seat 0 (loopback model) first forgets "leave", then answers move and leave; the
+    decision keeps the refused attempt and its reason, and one decision per player-round."""
+    asked: list[str] = []
+
+    def forgetful(body: dict[str, Any]) -> str:
+        text = last_user_message(body)
+        asked.append(text)
+        if 'needs the key "leave"' in text:
+            return '{"A0": 0, "A1": 100, "leave": true}'
+        return '{"A0": 100, "A1": 0}'
+
+    with LoopbackServer(latency=0.0, chunks=1, answer=forgetful) as server:
+        store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+            ["m", "allc"], structure="RI", teams=2, team_size=1, rounds=3, budget=2,
+            planning=False, meta="off"), agents={**STRATEGIES, "m": llm(server)}))
+    (d,) = [d for d in store.decisions(m["id"]) if d.seat == 0]
+    assert (d.phase, d.attempts, d.action, d.leave, d.valid) == ("play", 2, D, True, True)
+    assert 'needs the key "leave" beside the move' in d.retries[0].error
+    assert len(asked) == 2 and 'Add the key "leave"' in asked[0]
+    assert [(x["rounds"], x["ended"], x["left"]) for x in tournament(store, m["id"])["matches"]] == [
+        (1, "left", [0])]
+
+
 # ------------------------------------------------------------------ prompts (loopback model)
 def teams_model(body: dict[str, Any]) -> str:
     """Cooperates, stays, writes DRAFT / CRITIQUE / REVISED, and knows the payoff range."""
@@ -225,6 +305,8 @@ def teams_model(body: dict[str, Any]) -> str:
         return "REVISED plan" if "A critic reviewed the plan" in text and "DRAFT" in text else "DRAFT plan"
     if "You review the strategy" in text:
         return "CRITIQUE: be concrete"
+    if 'Add the key "leave"' in text:  # the move and the keep-playing choice at once
+        return '{"A0": 100, "A1": 0, "leave": false}'
     if '"leave"' in text:
         return '{"leave": false}'
     if "Question:" in text:
@@ -252,7 +334,7 @@ def play_prompts(store: Store, match_id: str, seat: int) -> list[str]:
 
 
 @pytest.mark.parametrize(("structure", "revised", "timing"), [
-    ("SA", True, "after_round"), ("RI", False, "with_move"), ("GC", True, "with_move")])
+    ("SA", True, "after_round"), ("RI", False, "separate"), ("GC", True, "with_move")])
 async def test_prompts_unknown_opponent_plans_and_exit_timing(
     tmp_path: Any, model: LoopbackServer, structure: str, revised: bool, timing: str
 ) -> None:
@@ -278,9 +360,17 @@ async def test_prompts_unknown_opponent_plans_and_exit_timing(
     else:
         assert "Group" not in prompts[0] and "highest personal score" in prompts[0]
         assert personal in prompts[0]
-    exit_prompt = next(d.prompt[0]["content"] for d in store.decisions(m["id"])
-                       if d.phase == "exit" and d.seat == 0)
-    if timing == "with_move":  # asked beside the first move: nothing of round 1 shown yet
+    exit_prompt = next((d.prompt[0]["content"] for d in store.decisions(m["id"])
+                        if d.phase == "exit" and d.seat == 0), None)
+    if timing == "with_move":  # in the move's own prompt and answer: no exit request
+        assert exit_prompt is None
+        assert "Together with your action, decide whether to leave this match" in prompts[0]
+        assert 'Add the key "leave" to the same object' in prompts[0]
+        assert prompts[0].endswith('{"A0": <INT>, "A1": <INT>, "leave": <true/false>}')
+        plays = [d for d in store.decisions(m["id"]) if d.phase == "play"]
+        assert [(d.response, d.leave) for d in plays[:2]] == [('{"A0": 100, "A1": 0, "leave": false}', False)] * 2
+        assert all(d.options == {"ask_leave": True} for d in plays)
+    elif timing == "separate":  # asked beside the first move: nothing of round 1 shown yet
         assert "Together with your action for this round" in exit_prompt
         assert "co-player in this match is Agent unknown" in exit_prompt
         assert "no rounds played yet" in exit_prompt
@@ -301,7 +391,7 @@ async def test_prompts_unknown_opponent_plans_and_exit_timing(
     assert by_key["rounds"]["correct"] is True   # 3 rounds, the model says 3
     assert by_key["tit_for_tat"]["correct"] is False  # the co-player did play tit-for-tat-like C, C, C
     kinds = {d.phase for d in store.decisions(m["id"])}
-    assert kinds == {"play", "exit", "plan", "critique", "meta"}
+    assert kinds == {"play", "plan", "critique", "meta"} | (set() if timing == "with_move" else {"exit"})
 
 
 async def test_exit_comes_with_the_move_by_default(tmp_path: Any) -> None:
@@ -324,7 +414,22 @@ async def test_exit_comes_with_the_move_by_default(tmp_path: Any) -> None:
         (2, "left", [0]), (2, "left", [0]), (3, "max_rounds", [])]
     exits = store.db.execute("select round, json_extract(info, '$.timing') from phases"
                              " where match_id = ? and phase = 'exit' order by round", [m["id"]]).fetchall()
-    assert exits == [(t, "with_move") for t in range(1, 8)]  # with every move, 2 answers each
+    assert exits == [(t, "with_move") for t in range(1, 8)]  # decided with every move
+    counts = dict(store.db.execute("select phase, count(*) from decisions where match_id = ?"
+                                   " group by phase", [m["id"]]).fetchall())
+    assert counts == {"play": 14}  # one answer per player and round: move and leave
+    # the alternator's answers in match 0: what it answers, the move and leave read from it
+    alt = [(d.round, d.response, d.action, d.leave) for d in store.decisions(m["id"]) if d.seat == 0][:2]
+    assert alt == [(1, '{"A0": 100, "A1": 0, "leave": false}', C, False),
+                   (2, '{"A0": 0, "A1": 100, "leave": true}', D, True)]
+    store.close()
+    # the exit as its own request from the same pre-round state: the same tournament,
+    # twice the requests
+    store, (m,) = await run(tmp_path / "separate", sweep_data(teams_exp(
+        seats, **params, exit_timing="separate")))
+    assert transcript(store, m["id"]) == [
+        (0, 1, "C", "C"), (0, 2, "D", "C"), (1, 1, "C", "C"), (1, 2, "D", "C"),
+        (2, 1, "C", "C"), (2, 2, "C", "C"), (2, 3, "C", "C")]
     counts = dict(store.db.execute("select phase, count(*) from decisions where match_id = ?"
                                    " group by phase", [m["id"]]).fetchall())
     assert counts == {"play": 14, "exit": 14}

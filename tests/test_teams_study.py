@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from coop_tui.spec import build_sweep, load_sweep, read_sweep_file
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -30,12 +32,17 @@ def test_study_files_are_valid_as_shipped() -> None:
     assert all(len(c.seats) == 6 for c in paper.cells)
     assert paper.spec.agents["qwen3"].model == "ollama/qwen3:14b"
     assert all(c.mechanism_params["exit_timing"] == "with_move" for c in paper.cells)
-    # per tournament at most: RI/SA 6 players x 100 rounds (moves + exits), 19 plannings of
-    # 3 calls each, 10 questions x 5 matches; GC 6 x 60 (N = 100 never binds: 3 matches
-    # of 20), 11 plannings, 10 x 3 -> 30 x 1842 + 15 x 1098
+    # per tournament at most: RI/SA 6 players x 100 rounds (one answer each: the move with
+    # the leave choice), 19 plannings of 3 calls each, 10 questions x 5 matches; GC 6 x 60
+    # (N = 100 never binds: 3 matches of 20), 11 plannings, 10 x 3 -> 30 x 1242 + 15 x 738
     from coop_tui.sweep import estimate_decisions
 
-    assert estimate_decisions(paper) == 30 * (1200 + 342 + 300) + 15 * (720 + 198 + 180) == 71_730
+    assert estimate_decisions(paper) == 30 * (600 + 342 + 300) + 15 * (360 + 198 + 180) == 48_330
+    # the exit as its own request doubles the game's calls: 30 x 1842 + 15 x 1098
+    separate = read_sweep_file(PAPER)
+    for e in separate["experiments"]:
+        e["exit_timing"] = "separate"
+    assert estimate_decisions(build_sweep(separate, check_keys=False)) == 71_730
     offline = load_sweep(STUDY)
     sa = next(c for c in offline.cells if c.mechanism_params["structure"] == "SA")
     assert sa.seats == ("smollm2", "tft", "grim", "alld")
@@ -43,6 +50,7 @@ def test_study_files_are_valid_as_shipped() -> None:
     assert (p["teams"], p["team_size"], p["rounds"], p["budget"], p["plan_every"]) == (2, 2, 6, 12, 3)
 
 
+@pytest.mark.slow
 async def test_offline_sa_tournament_runs_on_the_embedded_model(tmp_path: Path) -> None:
     data = read_sweep_file(STUDY)
     data["experiments"] = [e for e in data["experiments"] if e["name"] == "sa"]
@@ -52,9 +60,13 @@ async def test_offline_sa_tournament_runs_on_the_embedded_model(tmp_path: Path) 
     assert summary.status == "done", summary.errors
     phases = {row[0]: row[1:] for row in store.db.execute(
         "select phase, count(*), sum(agent = 'smollm2') from decisions group by phase").fetchall()}
-    assert set(phases) == {"plan", "critique", "exit", "play", "meta"}
+    assert set(phases) == {"plan", "critique", "play", "meta"}  # leave: in the move's answer
     # the embedded model itself played, chose to stay or leave and answered the battery
-    assert phases["play"][1] > 0 and phases["exit"][1] > 0 and phases["meta"][1] > 0
+    assert phases["play"][1] > 0 and phases["meta"][1] > 0
+    moves = [d for d in store.decisions(store.db.execute("select id from matches").fetchone()[0])
+             if d.phase == "play" and d.agent == "smollm2"]
+    assert moves and all(d.valid and d.leave in (True, False) for d in moves)
+    assert all(json.loads(d.answer or d.response)["leave"] is d.leave for d in moves)
     stored = store.db.execute(
         "select count(*) from decisions where agent = 'smollm2' and (prompt_hash is null"
         " or response is null)").fetchone()[0]

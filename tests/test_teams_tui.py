@@ -124,10 +124,16 @@ async def test_the_analysis_screen_shows_the_team_tournament_panel(tmp_path: Pat
 
 
 async def test_a_person_decides_to_leave_with_the_move_by_default(tmp_path: Path) -> None:
-    """The paper's timing: in each round the person is asked its move and, before any
-    outcome, whether to leave after it. Leaving with the first move ends match 1 after
-    that round; then it stays in its other matches (two rounds with always-cooperate, one
-    with always-defect, who leaves with its first move)."""
+    """The paper's timing: in each round the person answers its move and, before any
+    outcome, whether to leave after it, in one line (one request per round). Leaving with
+    the first move ends match 1 after that round; then it stays in its other matches (two
+    rounds with always-cooperate, one with always-defect, who leaves with its first move).
+    A line without leave/stay is refused on screen; JSON without "leave" goes to the
+    parser, which asks again with the reason."""
+    from textual.widgets import Static
+
+    from tests.test_tui_screens import static_text
+
     setup = MatchSetup(
         seats=["human", "tit_for_tat", "always_cooperate", "always_defect"], game="ipd",
         mechanism="teams", name="play",
@@ -138,19 +144,33 @@ async def test_a_person_decides_to_leave_with_the_move_by_default(tmp_path: Path
     async with app.run_test(size=SIZE) as pilot:
         live = app.screen
         assert isinstance(live, LiveScreen)
-        await answer(pilot, live, "play", "0")
-        await until(pilot, lambda: bool(live.turns) and live.session_waiting(0)
-                    and live.turns[0].request.phase == "exit", "the exit turn")
-        exit_prompt = live.turns[0].request.messages[0]["content"]
-        assert "Together with your action for this round" in exit_prompt
-        assert "Round 1: you chose" not in exit_prompt  # nothing of this round shown yet
-        await answer(pilot, live, "exit", '{"leave": true}')
-        for phase, text in [("play", "0"), ("exit", '{"leave": false}')] * 3:
-            await answer(pilot, live, phase, text)
+        await until(pilot, lambda: bool(live.turns) and live.session_waiting(0), "the first move")
+        request = live.turns[0].request
+        assert request.phase == "play" and request.options.get("ask_leave") is True
+        shown = request.messages[0]["content"]
+        assert "Together with your action, decide whether to leave this match" in shown
+        assert "Round 1: you chose" not in shown  # nothing of this round shown yet
+        assert 'Add the key "leave"' in shown
+        hint = static_text(live.query_one("#human-prompt", Static))
+        assert "leave" in hint and "stay" in hint
+        await pilot.press("0", "enter")  # no leave/stay: refused before it is sent
+        await until(pilot, lambda: "then leave or stay" in static_text(live.query_one("#human-prompt", Static)),
+                    "the refusal")
+        assert live.session_waiting(0) and live.turns[0].request is request
+        live.query_one("#human-input").value = ""
+        await pilot.press(*'{"A0": 100, "A1": 0}', "enter")  # the parser asks again
+        await until(pilot, lambda: live.session_waiting(0), "the person asked again")
+        await answer(pilot, live, "play", "0 leave")
+        for text in ["0 stay", "A0 stay", "A0=100 A1=0 stay"]:
+            await answer(pilot, live, "play", text)
         await asyncio.wait_for(live.wait_finished(), 120)
         match_id = live.session.match_id
-    person = [(d.round, d.phase) for d in app.store.decisions(match_id) if d.seat == 0]
-    assert person == [(t, phase) for t in (1, 2, 3, 4) for phase in ("play", "exit")]
+    person = [d for d in app.store.decisions(match_id) if d.seat == 0]
+    assert [(d.round, d.phase, d.action, d.leave) for d in person] == [
+        (1, "play", 0, True), (2, "play", 0, False), (3, "play", 0, False), (4, "play", 0, False)]
+    first = person[0]
+    assert first.attempts == 2 and 'needs the key "leave"' in first.retries[0].error
+    assert json.loads(first.response) == {"A0": 100, "A1": 0, "leave": True}
     summary = next(json.loads(info) for phase, info in app.store.db.execute(
         "select phase, info from phases where match_id = ? and round = 0", [match_id]) if phase == "tournament")
     assert [(x["rounds"], x["left"]) for x in summary["matches"][:3]] == [(1, [0]), (2, []), (1, [3])]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Button, Input, Select
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from coop_tui.app import CoopApp
 from coop_tui.screens.help import HelpScreen
@@ -100,6 +101,40 @@ async def test_launch_shows_preset_with_start_focused(tmp_path: Path) -> None:
         assert "you get 3 points, the other player gets 0 points" in seat2
         # the payoff table of the chosen game is on screen
         assert "Prisoner's Dilemma" in plain(screen.query_one("#payoffs"))
+
+
+async def test_a_preview_still_rendering_when_its_screen_is_popped_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual removes a screen's widgets before it cancels the screen's workers; a
+    preview finishing in between once raised NoMatches('#setup-message') on a busy
+    machine. Here the preview finishes exactly then: once the message line is gone."""
+    import coop_tui.screens.setup as setup_module
+
+    real_preview = setup_module.preview_prompts
+    rendering = asyncio.Event()
+    workers: list[Worker] = []
+
+    async def preview_finishing_after_the_widgets_went(sweep):  # type: ignore[no-untyped-def]
+        prompts = await real_preview(sweep)
+        workers.append(get_current_worker())
+        rendering.set()
+        while message.is_attached:  # yields to the loop; no clock involved
+            await asyncio.sleep(0)
+        return prompts
+
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready_setup(pilot)
+        message = screen.query_one("#setup-message")
+        monkeypatch.setattr(setup_module, "preview_prompts", preview_finishing_after_the_widgets_went)
+        screen.query_one("#param-similarity", Input).value = "70"
+        await asyncio.wait_for(rendering.wait(), 120)  # a hang guard, not a timing check
+        await app.pop_screen()
+        await pilot.pause()
+        assert not isinstance(app.screen, SetupScreen)
+        assert workers[0].state == WorkerState.CANCELLED
+    assert app.return_code in (0, None)
 
 
 async def test_framing_change_updates_preview(tmp_path: Path) -> None:

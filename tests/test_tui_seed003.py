@@ -10,6 +10,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from coop_tui.app import CoopApp
 from coop_tui.games.guessing import beauty_contest_payoffs
 from coop_tui.screens.live import LiveScreen
@@ -87,6 +89,7 @@ async def test_a_person_proposes_in_the_ultimatum_game_against_a_threshold_respo
     assert [s["payoff"] for s in store.seats(match_id)] == [60, 40]
 
 
+@pytest.mark.slow
 async def test_a_person_and_the_embedded_model_play_ultimatum_and_beauty_contest(
     tmp_path: Path,
 ) -> None:

@@ -53,6 +53,7 @@ from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, publ
 from coop_tui.agents.transport import (
     connect_failed,
     connection_cause,
+    endpoint_url,
     env_proxy,
     implicit_base,
 )
@@ -723,7 +724,7 @@ class LLMAgent:
         if known is None:
             from yarl import URL
 
-            target = URL(url.rstrip("/") + "/chat/completions")
+            target = URL(endpoint_url(url, "chat/completions"))
             known = self._chat_urls[url] = (target, *env_proxy(target))
         return known
 

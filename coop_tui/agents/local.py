@@ -39,12 +39,14 @@ from coop_tui.decisions import AgentReply, DecisionRequest, Message
 # the names stay importable from here
 from coop_tui.schemas import (
     FINAL_ANSWER_PROMPT,
+    FINAL_TAG_PROMPT,
     allocation_gbnf,
     answer_budget,
     answer_grammar,
     choice_gbnf,
     grammar_schema,
     mixed_gbnf,
+    tag_gbnf,
 )
 
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ __all__ = [
     "get_model",
     "grammar_schema",
     "mixed_gbnf",
+    "tag_gbnf",
     "resolve_model_path",
     "smollm2_path",
 ]
@@ -451,6 +454,8 @@ class _Plan:
     seed: int
     reproducible: bool
     threads: int
+    final_prompt: str = FINAL_ANSWER_PROMPT
+    """What the answer step asks after a reasoning step (the tag form's own wording)."""
 
 
 @dataclass
@@ -507,11 +512,14 @@ class LocalAgent:
             seed = request.seed % 2**31
         else:
             seed = random.SystemRandom().randrange(2**31)
+        grammar = None if schema is None else answer_grammar(request.kind, request.labels, schema,
+                                                             dict(request.options))
+        tagged = grammar is not None and grammar[1].startswith('root ::= "<answer>')
         return _Plan(
             messages=[dict(m) for m in messages],
             schema=schema,
-            grammar=None if schema is None else answer_grammar(request.kind, request.labels, schema,
-                                                                 dict(request.options)),
+            grammar=grammar,
+            final_prompt=FINAL_TAG_PROMPT if tagged else FINAL_ANSWER_PROMPT,
             free_step=self.style in ("cot", "plain") or schema is None,
             think_tokens=self.max_tokens,
             temperature=self.temperature,
@@ -574,7 +582,7 @@ def _generate(
                 messages = [
                     *plan.messages,
                     {"role": "assistant", "content": text.strip()},
-                    {"role": "user", "content": FINAL_ANSWER_PROMPT},
+                    {"role": "user", "content": plan.final_prompt},
                 ]
                 if text:
                     # a paragraph break: live panes render Markdown, where one newline

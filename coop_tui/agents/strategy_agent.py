@@ -26,7 +26,10 @@ Documented defaults for the other phases (a strategy has no opinion there):
 - leaving a match (phase ``exit``, ``{"leave": ...}``, team tournaments): leave exactly when
   the strategy would not cooperate in the next round against this co-player (it walks away
   from a partner it would punish; ALLD leaves after every first round, ALLC never leaves,
-  a stochastic strategy that may still cooperate stays);
+  a stochastic strategy that may still cooperate stays). Asked with the move (a play
+  request with the ``ask_leave`` option, seed 004's default): the same rule on the move's
+  own view, so it leaves exactly when it does not cooperate in this round, and the
+  answer is the move's JSON with ``"leave"`` added;
 - comprehension questions (phase ``meta``): 0 for every number (clamped into the range)
   and false for every yes/no entry - a strategy states no beliefs, so its accuracy is only
   what those constants happen to match.
@@ -42,7 +45,7 @@ from typing import Any
 
 from coop_tui.agents.strategies import Strategy
 from coop_tui.agents.strategies.base import known_actions
-from coop_tui.decisions import AgentReply, DecisionRequest, Message, SeatView
+from coop_tui.decisions import ASK_LEAVE, AgentReply, DecisionRequest, Message, SeatView
 
 
 def percentages(distribution: Sequence[float]) -> list[int]:
@@ -158,7 +161,15 @@ class StrategyAgent:
 
     def mixed_answer(self, request: DecisionRequest) -> tuple[str, Any]:
         """The play answer as text and as the parser would read it back (same numbers)."""
-        return self.mixed_for(request.view, request.labels, request.label_to_action)
+        text, parsed = self.mixed_for(request.view, request.labels, request.label_to_action)
+        if request.options.get(ASK_LEAVE):
+            text = self._with_leave(text, request.view)
+        return text, parsed
+
+    def _with_leave(self, answer: str, view: SeatView) -> str:
+        """The move's JSON answer with the keep-playing choice added (see the module
+        docstring: leave exactly when not cooperating now)."""
+        return json.dumps({**json.loads(answer), "leave": self._would_not_cooperate(view)})
 
     def mixed_for(
         self, view: SeatView, labels: tuple[str, ...], mapping: tuple[int, ...]
@@ -201,7 +212,8 @@ class StrategyAgent:
             if p > 0 and draw < acc:
                 action = a
                 break
-        return json.dumps({"choice": self._label_of(request, action)})
+        answer = json.dumps({"choice": self._label_of(request, action)})
+        return self._with_leave(answer, request.view) if request.options.get(ASK_LEAVE) else answer
 
     @staticmethod
     def _score(options: dict[str, Any]) -> int:

@@ -192,12 +192,21 @@ class ProbeResult:
     status: int | None = None
 
 
+def endpoint_url(api_base: str, path: str) -> str:
+    """``{api_base}/{path}``, keeping a query the base carries (``/v1?key=...``: some
+    providers take the key there) after the joined path, not inside it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(api_base)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path))
+
+
 async def probe(session: Any, url: str, *, budget: float = PROBE_BUDGET) -> ProbeResult:
     """``GET {url}/models`` once: any HTTP answer (even 401 or 404) means the server is
     there; no answer is an error naming the cause (refused, DNS, TLS, timeout ...)."""
     import aiohttp
 
-    target = url.rstrip("/") + "/models"
+    target = endpoint_url(url, "models")
     proxy, proxy_auth = env_proxy(target)
     try:
         async with asyncio.timeout(budget):

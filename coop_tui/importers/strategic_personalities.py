@@ -39,6 +39,7 @@ the table: reciprocity, endgame and fingerprints cannot be computed from it.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import re
@@ -240,8 +241,8 @@ class Summary:
     """``{"line": n, "cells": [...]}`` of each skipped fragment row."""
     last_copy: dict = field(default_factory=dict)
     """:data:`DUPLICATE_KEY` values → line of the last copy."""
-    superseded: dict = field(default_factory=dict)
-    """line of an earlier copy → line of the last copy."""
+    earlier_copies: dict = field(default_factory=dict)
+    """:data:`DUPLICATE_KEY` values → lines of the copies before the last."""
     superseded_by_model: Counter = field(default_factory=Counter)
     outside_paper: Counter = field(default_factory=Counter)
 
@@ -261,15 +262,18 @@ class Summary:
         """Count one trial row (first pass): duplicates and models outside the paper."""
         key = tuple(row[c] for c in DUPLICATE_KEY)
         earlier = self.last_copy.get(key)
-        if earlier is not None:  # the earlier copy, and any copy it had superseded
+        if earlier is not None:  # constant work per row: the mapping is built once, at the end
             self.superseded_by_model[row["model"]] += 1
-            for line, last in list(self.superseded.items()):
-                if last == earlier:
-                    self.superseded[line] = row["line"]
-            self.superseded[earlier] = row["line"]
+            self.earlier_copies.setdefault(key, []).append(earlier)
         self.last_copy[key] = row["line"]
         if row["model"] not in PAPER_MODELS:
             self.outside_paper[row["model"]] += 1
+
+    @functools.cached_property
+    def superseded(self) -> dict[int, int]:
+        """line of an earlier copy → line of the last copy (read once the file is checked)."""
+        return {line: self.last_copy[key]
+                for key, lines in self.earlier_copies.items() for line in lines}
 
     def lines(self) -> list[str]:
         """What the import set aside, for the command's output."""
