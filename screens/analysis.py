@@ -200,12 +200,19 @@ class AnalysisScreen(NavScreen):
         sections one by one, each panel filled when its value is ready."""
         from coop_tui.report import build_report
 
-        try:
-            report = build_report(self.store, self.run_id, compute_stored=False)
-        except KeyError:
-            self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
-            return
-        waiting = pending(self.store, self.run_id)
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                report = build_report(self.store, self.run_id, compute_stored=False)
+                waiting = pending(self.store, self.run_id)
+            except KeyError:
+                self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
+                return
+            except sqlite3.OperationalError:
+                if self.closing():  # interrupted: the app is closing
+                    return
+                raise
         self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
         worker = get_current_worker()
         for section in waiting:
@@ -215,7 +222,7 @@ class AnalysisScreen(NavScreen):
                 try:
                     value = build_section(section, store, self.run_id, report)
                 except sqlite3.OperationalError:
-                    if worker.is_cancelled or getattr(self.app, "_closing", False):
+                    if worker.is_cancelled or self.closing():
                         return  # interrupted: the app is closing
 
                     raise

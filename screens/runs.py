@@ -194,11 +194,15 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="runs")
     def _load_runs(self, query: str) -> None:
-        try:
-            rows = self.store.run_summaries(query)
-        except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
-            self.app.call_from_thread(self._database_failed, exc)
-            return
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                rows = self.store.run_summaries(query)
+            except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
+                if not self.closing():
+                    self.app.call_from_thread(self._database_failed, exc)
+                return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_runs, query, rows)
 
@@ -237,11 +241,15 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="matches")
     def _load_matches(self, run_id: str, query: str) -> None:
-        try:
-            rows = self.store.match_summaries(run_id, query)
-        except (sqlite3.Error, OSError) as exc:
-            self.app.call_from_thread(self._database_failed, exc)
-            return
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                rows = self.store.match_summaries(run_id, query)
+            except (sqlite3.Error, OSError) as exc:
+                if not self.closing():
+                    self.app.call_from_thread(self._database_failed, exc)
+                return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_matches, run_id, query, rows)
 
@@ -379,11 +387,15 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="delete")
     def _delete(self, run_id: str) -> None:
-        try:
-            self.store.delete_run(run_id)
-        except (sqlite3.Error, OSError) as exc:  # read-only or full database
-            self.app.call_from_thread(self._database_failed, exc)
-            return
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                self.store.delete_run(run_id)
+            except (sqlite3.Error, OSError) as exc:  # read-only or full database
+                if not self.closing():
+                    self.app.call_from_thread(self._database_failed, exc)
+                return
         self.app.call_from_thread(self._deleted, run_id)
 
     def _database_failed(self, exc: BaseException) -> None:
@@ -445,7 +457,15 @@ class DecisionsScreen(NavScreen):
 
     @work(thread=True, exclusive=True)
     def _load(self) -> None:
-        rows = self.store.decision_list(self.match_id)
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                rows = self.store.decision_list(self.match_id)
+            except sqlite3.OperationalError:
+                if self.closing():  # interrupted: the app is closing
+                    return
+                raise
         self.app.call_from_thread(self._show, rows)
 
     def _show(self, rows: list[dict[str, Any]]) -> None:

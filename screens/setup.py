@@ -23,6 +23,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
@@ -245,6 +246,13 @@ class SetupScreen(NavScreen):
         self.app.call_from_thread(self._registries_loaded, games, mechanisms, strategies)
 
     async def _registries_loaded(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
+        try:
+            await self._fill_form(games, mechanisms, strategies)
+        except NoMatches:
+            if not self.leaving():
+                raise  # a widget missing from a screen still shown is a real defect
+
+    async def _fill_form(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
         s = self.setup
         self.suggester.extend(strategies)
         rest = self.query_one("#rest", Vertical)
@@ -446,6 +454,13 @@ class SetupScreen(NavScreen):
             self._schedule_preview()
 
     async def refresh_preview(self) -> None:
+        try:
+            await self._refresh_preview()
+        except NoMatches:
+            if not self.leaving():
+                raise  # a widget missing from a screen still shown is a real defect
+
+    async def _refresh_preview(self) -> None:
         try:
             setup, sweep = self.validated()
         except ValueError as exc:  # SpecError, or a form field
