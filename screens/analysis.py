@@ -29,7 +29,7 @@ from textual_plotext import PlotextPlot
 
 from coop_tui.analysis.sections import build_section, pending, sections
 from coop_tui.export import ExportError, export_run
-from coop_tui.screens.widgets import NavScreen, PayoffTable
+from coop_tui.screens.widgets import NavScreen, PayoffTable, plain
 from coop_tui.terminal import terminal_text
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
@@ -459,7 +459,7 @@ class AnalysisScreen(NavScreen):
         table = self.query_one("#an-matchup", DataTable)
         table.clear(columns=True)
         box.display = True
-        box.border_title = "Matchup matrix (row agent's mean payoff)" + suffix
+        box.border_title = plain("Matchup matrix (row agent's mean payoff)" + suffix)
         if matrix:
             agents = list(matrix)
             values = [v for row in matrix.values() for v in row.values() if v is not None]
@@ -485,7 +485,7 @@ class AnalysisScreen(NavScreen):
         population.clear()
         pop = t.get("population")
         population.display = bool(pop)
-        population.border_title = "Population metrics" + suffix
+        population.border_title = plain("Population metrics" + suffix)
         for agent, m in (pop or {}).items():
             population.add_row(
                 Text(agent, style="bold"), Text(_num(m.get("mean_payoff"), 4), justify="right"),

@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from coop_tui.screens.widgets import NavScreen
+from coop_tui.screens.widgets import NavScreen, plain
 from coop_tui.terminal import terminal_text
 
 
@@ -219,7 +219,7 @@ class RunsScreen(NavScreen):
                 Text(f"${r['cost_usd']:.4f}", justify="right"),
                 key=r["id"],
             )
-        table.border_title = f"Runs ({len(rows)})" + (f" matching {query!r}" if query else "")
+        table.border_title = plain(f"Runs ({len(rows)})" + (f" matching {query!r}" if query else ""))
         if keep in self.run_rows:
             table.move_cursor(row=table.get_row_index(keep))
         self.loaded += 1
@@ -270,8 +270,8 @@ class RunsScreen(NavScreen):
         if keep in self.match_rows:
             table.move_cursor(row=table.get_row_index(keep))
         run = self.run_rows.get(run_id, {})
-        table.border_title = f"Matches of {run.get('name', run_id)} ({len(rows)})" + (
-            f" matching {query!r}" if query else "") + (f" · {common}" if common else "")
+        table.border_title = plain(f"Matches of {shown(run.get('name', run_id))} ({len(rows)})" + (
+            f" matching {query!r}" if query else "") + (f" · {common}" if common else ""))
         self._describe_run(run)
         self.matches_loaded += 1
 
@@ -404,12 +404,12 @@ class RunsScreen(NavScreen):
 
         message = database_message(exc, getattr(self.store, "path", "the database"))
         self._status(Text(message, style="bold red"))
-        self.notify(message, severity="error", timeout=8)
+        self.notify(message, severity="error", timeout=8, markup=False)
         self.loaded += 1
         self.matches_loaded += 1
 
     def _deleted(self, run_id: str) -> None:
-        self.notify(f"run {run_id} deleted", timeout=3)
+        self.notify(f"run {run_id} deleted", timeout=3, markup=False)
         if self.shown_run == run_id:
             self.shown_run = None
         self.action_reload()

@@ -620,7 +620,7 @@ class SetupScreen(NavScreen):
         style = "green" if code == 0 else "bold red"
         self.show_message(Text(f"headless run exited with {code}  ·  output: {log}  ·  {shown}", style=style))
         self.notify(f"headless run finished (exit {code}); output in {log}",
-                    severity="information" if code == 0 else "error")
+                    severity="information" if code == 0 else "error", markup=False)
         return code
 
     def action_runs(self) -> None:
@@ -633,7 +633,7 @@ class SetupScreen(NavScreen):
         except (sqlite3.Error, OSError) as exc:  # a damaged or unreadable database file
             from coop_tui.errors import database_message
 
-            self.notify(database_message(exc, self.app.db), severity="error", timeout=8)  # type: ignore[attr-defined]
+            self.notify(database_message(exc, self.app.db), severity="error", timeout=8, markup=False)  # type: ignore[attr-defined]
             return
         self.app.push_screen(screen(store))
 

@@ -16,11 +16,18 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
 MAX_BLOCKS = 40
 """Older decision blocks are dropped from a pane (the store keeps everything)."""
+
+
+def plain(text: str) -> Content:
+    """A title built from stored names or typed text, shown as written: Textual reads a
+    plain string as markup, where a name like ``[/]`` is an error and ``[red]`` a style."""
+    return Content(text)
 
 
 def _fmt(x: float) -> str:
@@ -283,7 +290,7 @@ class SeatPane(Vertical, can_focus=True):
         yield VerticalScroll()
 
     def on_mount(self) -> None:
-        self.border_title = f"Seat {self.seat + 1} · {self.agent}"
+        self.border_title = plain(f"Seat {self.seat + 1} · {self.agent}")
 
     def follow(self) -> None:
         """Keep the newest text in view once the log overflows.
