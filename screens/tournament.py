@@ -89,7 +89,7 @@ class TournamentView(Static):
             if self.final is not None and seat < len(self.final) and self.final[seat] != self.points[seat]:
                 points += f" → {self.final[seat]:g}"
             style = "bold" if seat in playing else ""
-            table.add_row(str(self.group_of(seat) + 1), f"#{seat + 1}", name, points, budget, now,
+            table.add_row(str(self.group_of(seat) + 1), f"#{seat + 1}", Text(name), points, budget, now,
                           style=style)
         lines = [table]
         groups: dict[int, float] = {}

@@ -53,13 +53,13 @@ def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
         table.add_column("P1 \\ P2", style="bold")
         for j, name in enumerate(names[1]):
-            table.add_column(f"A{j} {name}" if labels else name, justify="center")
+            table.add_column(Text(f"A{j} {name}" if labels else name), justify="center")
         for i, name in enumerate(names[0]):
             cells = [
                 f"{_fmt(game.payoffs[i, j, 0])}, {_fmt(game.payoffs[i, j, 1])}"
                 for j in range(len(names[1]))
             ]
-            table.add_row(f"A{i} {name}" if labels else name, *cells)
+            table.add_row(Text(f"A{i} {name}" if labels else name), *cells)
         return table
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
     for seat in range(game.n_players):
