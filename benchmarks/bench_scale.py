@@ -16,7 +16,7 @@ reports its own wall time and peak resident memory:
 - ``export`` to CSV and to Parquet, whole command, with its peak memory.
 
 Before measuring, the run's deviation ratings are solved and stored as ``coop-tui
---batch`` does when a run finishes (:func:`coop_tui.analysis.ratings_cache.rate_run`),
+--batch`` does when a run finishes (:func:`coop_tui.analysis.coopeval_tables.rate_run`),
 timed on its own row. It also prints the database size per stored decision. The database is kept under
 ``--db`` (default: a temporary directory) so it can be reused with ``--reuse``.
 
@@ -146,7 +146,7 @@ def command(db: Path, arg: list[str]) -> dict[str, float]:
 def rate(db: Path) -> dict[str, float]:
     """Solve and store the run's deviation ratings, as ``--batch`` does at the end."""
     sys.path.insert(0, str(ROOT))
-    from coop_tui.analysis.ratings_cache import rate_run
+    from coop_tui.analysis.coopeval_tables import rate_run
     from coop_tui.store import Store
 
     store = Store(db)

@@ -181,7 +181,7 @@ def run_sweep(
     try:
         summary = _run_blocking(lambda: _play(built, handle, progress, resume, concurrency))
         if summary.run_id and summary.matches_done:
-            from coop_tui.analysis.ratings_cache import rate_run
+            from coop_tui.analysis.coopeval_tables import rate_run
 
             rate_run(handle.store, summary.run_id)  # as --batch does: `report` reads them
         return summary.run_id

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 def _explain_failure(exc: Exception, args: argparse.Namespace) -> int:
     import sqlite3
 
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     if isinstance(exc, SpecError):
         return fail(str(exc))

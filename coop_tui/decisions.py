@@ -208,3 +208,11 @@ class Decision:
     """A combined move-and-leave answer's choice (requests with the ``ask_leave``
     option); None for every other decision and for a combined answer that could not be
     parsed. Stored inside the ``options`` column (key ``leave``) beside ``ask_leave``."""
+
+
+@dataclass
+class MatchOutcome:
+    """What a match produced: one payoff per seat, and what the mechanism wants kept."""
+
+    payoffs: tuple[float, ...]
+    info: dict[str, Any] = field(default_factory=dict)

@@ -10,12 +10,11 @@ Mechanisms only say *what* to ask and how answers become payoffs.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -28,6 +27,7 @@ from coop_tui.decisions import (
     Attempt,
     Decision,
     DecisionRequest,
+    MatchOutcome,  # defined below the engine (games use it too); importable from here
     Message,
     Move,
     SeatView,
@@ -45,15 +45,19 @@ from coop_tui.events import (
     TextDelta,
 )
 from coop_tui.games.base import Game
+from coop_tui.hashing import derived_seed, stable_hash  # the same: importable from here
+from coop_tui.parsing import ParseError, parse_answer, parse_leave
 from coop_tui.prompts import (
     RULES_END,
     Labelling,
     PromptRenderer,
     action_lines,
-    example_answer,
     payoff_description,
+    trial_labelling,
+    trial_letters,
 )
 from coop_tui.redact import scrub
+from coop_tui.schemas import answer_schema, example_answer, example_for
 
 RECENT_DECISIONS = 1000
 """Decisions a match context keeps in memory (MatchContext.decisions)."""
@@ -133,22 +137,6 @@ class DecisionPolicy:
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
     with the reason recorded. Prompts grow with history, so the dry run's check of the
     first prompt cannot cover them all."""
-
-
-@dataclass
-class MatchOutcome:
-    payoffs: tuple[float, ...]
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-def stable_hash(payload: Any) -> str:
-    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
-def derived_seed(*parts: Any) -> int:
-    """A 63-bit seed from any parts, stable across processes (unlike hash())."""
-    return int(stable_hash(list(parts))[:15], 16)
 
 
 YIELD_EVERY_S = 0.02
@@ -271,8 +259,6 @@ class MatchContext:
                 n, np.random.default_rng(derived_seed(seed, "labels", round_, seat, phase))
             )
         if self.policy.randomize_labels == "trial":
-            from coop_tui.prompts import trial_labelling, trial_letters
-
             letters = trial_letters(n, self.rng("trial-letters", n))
             return trial_labelling(letters, self.rng("label-order", round_, seat, phase))
         return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
@@ -358,7 +344,6 @@ class MatchContext:
             text = self._game_text(describe, pos, base, twist, instructions, goal)
         else:
             text = self._game_text(game, pos, own, twist, instructions, goal)
-        from coop_tui.schemas import answer_schema
 
         options: dict[str, Any] = {}
         if kind == "choice":
@@ -424,7 +409,6 @@ class MatchContext:
             )
             text = self._game_text(game, pos, own, twist, instructions)
             messages = self.prompt_messages(text)
-        from coop_tui.schemas import answer_schema
 
         return DecisionRequest(
             seat=seat,
@@ -452,6 +436,12 @@ class MatchContext:
     @property
     def seed003_prompts(self) -> bool:
         return self.policy.prompt_protocol == "seed003"
+
+    @property
+    def rules_end(self) -> str:
+        """What a prompt template renders after the rules: the mark where the system
+        message ends under prompt_protocol "seed003", else nothing."""
+        return RULES_END if self.seed003_prompts else ""
 
     def answer_instructions(self, kind: str, style: str, **values: Any) -> str:
         """The answer instructions of ``kind`` for an agent of ``style``: under
@@ -510,7 +500,7 @@ class MatchContext:
             instructions=instructions,
             answer_kind=self.policy.answer,
             condition_text=self.policy.condition_text,
-            rules_end=RULES_END if self.seed003_prompts else "",
+            rules_end=self.rules_end,
             goal=goal,
         )
 
@@ -616,8 +606,6 @@ class MatchContext:
     def _strategy_decision(self, agent: Any, request: DecisionRequest) -> Decision:
         """The fast path of :meth:`ask` for strategies: the same parse and sampling, no
         prompt, no cache keys (a replay recomputes the identical answer)."""
-        from coop_tui.parsing import ParseError, parse_answer
-
         if self.announce_strategies:
             self.bus.emit(
                 DecisionStarted(self.match_id, request.seat, request.round, request.phase, 1, (), agent.name)
@@ -659,8 +647,6 @@ class MatchContext:
     def _read_leave(self, decision: Decision, request: DecisionRequest, text: str) -> None:
         """A combined move-and-leave answer's ``leave``, kept on the decision (and its
         ``ask_leave`` option, so the stored row says what was asked)."""
-        from coop_tui.parsing import ParseError, parse_leave
-
         decision.options = {**decision.options, ASK_LEAVE: True}
         if not decision.valid:
             return
@@ -800,8 +786,6 @@ class MatchContext:
     async def _ask_fresh(
         self, agent: Agent, request: DecisionRequest, cache_key: str, content_key: str
     ) -> Decision:
-        from coop_tui.parsing import ParseError, parse_answer
-
         messages: list[Message] = [dict(m) for m in request.messages]
         failed: list[Attempt] = []
         sink = _Sink(self.bus, self.match_id, request.seat)
@@ -1120,36 +1104,6 @@ def _retry_example(request: DecisionRequest) -> str:
     if request.kind in ("mediator", "contract", "number", "allocation"):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
-
-
-def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> str:
-    """The example answer shown in a phase's instructions (placeholders, not advice)."""
-    if kind == "mediator":
-        n = int(options.get("n_players", 2))
-        return json.dumps({str(k): "<ACTION>" for k in range(1, n + 1)})
-    if kind == "approvals":
-        return json.dumps({label: "<true/false>" for label in labels}).replace('"<true/false>"', "<true/false>")
-    if kind == "sign":
-        return '{"sign": <true/false>}'
-    if kind == "mixed" and options.get(ASK_LEAVE):
-        return _with_leave(example_answer(labels))
-    if kind in ("contract", "mixed"):
-        return example_answer(labels)
-    if kind == "number":
-        return json.dumps({str(options.get("name", "value")): "<NUMBER>"}).replace('"<NUMBER>"', "<number>")
-    if kind == "allocation":
-        keys = options.get("keys") or ()
-        return json.dumps({str(k): "<NUMBER>" for k in keys}).replace('"<NUMBER>"', "<number>")
-    if kind == "choice":
-        shown = json.dumps({"choice": "<" + " or ".join(labels) + ">"})
-        return _with_leave(shown) if options.get(ASK_LEAVE) else shown
-    return ""
-
-
-def _with_leave(example: str) -> str:
-    """An example answer object with seed 004's ``leave`` after the move's keys."""
-    return example[:-1] + ', "leave": <true/false>}'
-
 
 
 def _plain(parsed: Any, labels: Sequence[str]) -> Any:

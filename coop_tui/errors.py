@@ -13,6 +13,17 @@ import sys
 EXIT_USAGE = 2
 
 
+class SpecError(ValueError):
+    """A sweep, match, rubric or benchmark specification that cannot run, with the field and
+    the fix. It lives here, in the bottom layer, because every layer raises it (benchmark
+    items, rubrics, agents); ``coop_tui.spec.SpecError`` is the same class."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
 def fail(message: str) -> int:
     """Print ``coop-tui: error: <message>`` (secrets removed, control characters shown as
     escapes) and return exit code 2."""

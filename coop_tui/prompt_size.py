@@ -20,9 +20,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from coop_tui.prompts import CHARS_PER_TOKEN  # below the stages that size prompts; importable here
 from coop_tui.spec import Sweep
 
-CHARS_PER_TOKEN = 4
 MAX_PROBES = 200
 """Distinct grid points rendered at most; beyond that a spread sample stands for the rest."""
 PROBE_REQUESTS = 20_000
@@ -180,7 +180,7 @@ def _local_window() -> int:
 
 def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
     """Refuse prompts above ``max_prompt_tokens`` or the model's context (SpecError)."""
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     limit = sweep.spec.max_prompt_tokens
     for index, seats in sizes.by_cell.items():

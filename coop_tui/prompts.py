@@ -9,7 +9,6 @@ mapping from shown label to game action travels with the request and is stored.
 from __future__ import annotations
 
 import itertools
-import json
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,9 @@ import numpy as np
 
 from coop_tui.games.base import Game, points
 from coop_tui.shipped import data_dir
+
+CHARS_PER_TOKEN = 4
+"""Characters per token: the estimate every prompt-size and cost check uses."""
 
 RULES_END = "\x1e"
 """Rendered after a prompt's rules (``rules_end`` in game.j2 and protocol_game.j2) under
@@ -157,10 +159,6 @@ def action_lines(game: Game, seat: int, own: Labelling) -> list[str]:
         note = notes[action] if notes is not None and action < len(notes) else None
         out.append(f"{label}: {note}" if note else label)
     return out
-
-
-def example_answer(labels: Sequence[str]) -> str:
-    return json.dumps({label: "<INT>" for label in labels}).replace('"<INT>"', "<INT>")
 
 
 @dataclass(frozen=True)

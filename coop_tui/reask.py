@@ -23,9 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.factory import build_agent
 from coop_tui.decisions import Decision, DecisionRequest, Message, Move, SeatView
 from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
 from coop_tui.events import Event, EventBus, MatchDone, MatchStarted
+from coop_tui.games import game_from_spec, load_game
+from coop_tui.games.kinds import options_game
+from coop_tui.schemas import answer_schema
 
 if TYPE_CHECKING:
     from coop_tui.games.base import Game
@@ -116,13 +120,10 @@ def load_target(store: Store, decision_id: int) -> ReaskTarget:
 
 def _game(match: dict[str, Any]) -> Game:
     if match.get("game_spec"):
-        from coop_tui.report import game_from_spec
-
         try:
             return game_from_spec(json.loads(match["game_spec"]))
         except (KeyError, TypeError, ValueError):
             pass
-    from coop_tui.games import load_game
 
     try:
         return load_game(match["game"])
@@ -153,7 +154,6 @@ def build_agent_for(target: ReaskTarget, overrides: dict[str, Any] | None = None
     """The seat's agent, rebuilt from its stored public spec plus ``overrides``."""
     from pydantic import ValidationError
 
-    from coop_tui.agents.factory import build_agent
     from coop_tui.spec import KEYLESS_PROVIDERS, PROVIDER_KEY_ENV, AgentSpec
 
     raw = {k: v for k, v in target.agent_spec.items() if k in AgentSpec.model_fields}
@@ -182,8 +182,6 @@ def build_agent_for(target: ReaskTarget, overrides: dict[str, Any] | None = None
 
 def build_request(target: ReaskTarget, messages: Sequence[Message]) -> DecisionRequest:
     """The original request (labels, mapping, view) carrying ``messages`` instead."""
-    from coop_tui.schemas import answer_schema
-
     d = target.decision
     game = target.game
     position = d.seat if d.seat < game.n_players else 0
@@ -194,7 +192,6 @@ def build_request(target: ReaskTarget, messages: Sequence[Message]) -> DecisionR
     meanings = d.options.get("meanings") if d.options else None
     if meanings and len(meanings) == len(d.label_to_action):
         # a named-option move of a move-by-move game (seed 003): its options, in action order
-        from coop_tui.games.kinds import options_game
 
         named = [""] * len(meanings)
         for i, action in enumerate(d.label_to_action):

@@ -18,6 +18,7 @@ from typing import Any
 from coop_tui import read_cache, summaries
 from coop_tui.analysis.actions import actions_report, condition_rows
 from coop_tui.analysis.stats import wilson_interval
+from coop_tui.games import game_from_spec
 from coop_tui.store import Store
 
 
@@ -34,28 +35,6 @@ def _wilson(successes: float, n: int) -> list[float] | None:
         return None
     lo, hi = wilson_interval(successes, n)
     return [lo, hi]
-
-
-def game_from_spec(spec: dict[str, Any]):
-    from coop_tui.games.base import Game
-
-    if spec.get("protocol"):  # a move-by-move game (seed 003): rebuilt from the registry
-        from coop_tui.games import load_game
-
-        try:
-            return load_game(spec["key"], **spec.get("params", {}))
-        except Exception:  # noqa: BLE001 - an unknown or changed family: the stored shape
-            pass
-    return Game(
-        key=spec["key"],
-        title=spec.get("title", spec["key"]),
-        description="",
-        action_names=tuple(tuple(a) for a in spec["action_names"]),
-        payoffs=spec["payoffs"],
-        cooperative=tuple(frozenset(c) for c in spec["cooperative"]),
-        defect=tuple(spec["defect"]),
-        params=spec.get("params", {}),
-    )
 
 
 def _b_star(game_spec: str | None) -> float | None:

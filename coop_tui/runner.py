@@ -54,7 +54,7 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     mean, ``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of
     the match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
     """
-    from coop_tui.sweep import decisions_per_match
+    from coop_tui.spec import decisions_per_match
 
     per_match = decisions_per_match(sweep)
     from coop_tui.mechanisms._designs import shared_design_count
@@ -294,7 +294,7 @@ def run_batch(
     print_summary(summary, console)
     if summary.run_id and summary.matches_done:
         # deviation ratings solved now, once, so `report` reads them without scipy
-        from coop_tui.analysis.ratings_cache import rate_run
+        from coop_tui.analysis.coopeval_tables import rate_run
 
         with contextlib.suppress(sqlite3.Error):
             rate_run(store, summary.run_id)
@@ -379,8 +379,7 @@ def _close_quietly(store: Any) -> None:
 
 def open_store(db_path: Path) -> Any:
     """The database, or one clear error naming ``--db`` (a folder, no permission, ...)."""
-    from coop_tui.errors import database_message
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError, database_message
     from coop_tui.store import Store
 
     if db_path.exists() and not os.access(db_path, os.W_OK):

@@ -95,7 +95,7 @@ def _slug(text: str) -> str:
 def agent_entry(text: str, *, max_tokens: int | None = None, temperature: float | None = None,
                 field_name: str = "agent") -> dict[str, Any]:
     """The ``[agents.X]`` table for one seat's agent string, or a SpecError naming the seat."""
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     value = text.strip()
     if not value:
@@ -207,7 +207,7 @@ def build_setup_sweep(setup: MatchSetup, *, check_keys: bool = True) -> Sweep:
 
 def _friendly(exc: SpecError, data: dict[str, Any]) -> SpecError:
     """Map sweep field paths (agents.x.model, experiments[0].y) to the setup form's names."""
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     name = exc.field
     if name.startswith("experiments[0]."):

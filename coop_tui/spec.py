@@ -23,7 +23,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from coop_tui import redact
+from coop_tui.agents.strategies import StrategyError, get_strategy
+from coop_tui.conditions import get_condition
+from coop_tui.decisions import SeatView
 from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
+from coop_tui.errors import SpecError  # defined in the bottom layer; importable from here too
+from coop_tui.games import GameError, load_game
+from coop_tui.games.kinds import ProtocolGame
+from coop_tui.games.user import MAX_PAYOFF
+from coop_tui.grounded.stages import check_sweep, planning_params
+from coop_tui.inputs import fingerprints
+from coop_tui.mechanisms import MechanismError, mechanism_class
+from coop_tui.mechanisms._designs import shared_design_count
 from coop_tui.terminal import name_problem
 
 # Environment variables litellm reads for each provider prefix; used only to give a
@@ -58,15 +69,6 @@ MAX_INT_DIGITS = 19
 SECRET_FIELDS = frozenset({"api_key", "api_key_env", "api_base"})
 """Fields whose value a validation error must never echo."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class SpecError(ValueError):
-    """A sweep or match specification that cannot run, with the field and the fix."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
 
 
 class AgentSpec(BaseModel):
@@ -263,8 +265,6 @@ class ExperimentSpec(BaseModel):
     @field_validator("condition", mode="before")
     @classmethod
     def _known_conditions(cls, v: Any) -> Any:
-        from coop_tui.conditions import get_condition
-
         for name in v if isinstance(v, list) else [v]:
             if not isinstance(name, str):
                 raise ValueError(f"a condition is a name such as \"baseline\", not {name!r}")
@@ -609,7 +609,6 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
-    from coop_tui.grounded.stages import check_sweep
 
     check_sweep(spec, source.parent if source else None)  # stage links (seed 000's pipeline)
     grid_budget = [MAX_GRID_POINTS]
@@ -622,15 +621,12 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
         if not tdir.is_dir():
             raise SpecError("templates", f"folder {tdir} does not exist; point it at a copy of data/prompts")
     _check_decision_bound(sweep)
-    from coop_tui.inputs import fingerprints
 
     sweep.inputs = fingerprints(data, source.parent if source else None)
     return sweep
 
 
 def _check_decision_bound(sweep: Sweep) -> None:
-    from coop_tui.sweep import estimate_decisions
-
     total = estimate_decisions(sweep)
     if total > sweep.spec.max_decisions:
         raise SpecError(
@@ -639,6 +635,36 @@ def _check_decision_bound(sweep: Sweep) -> None:
             f"more than max_decisions = {sweep.spec.max_decisions:,}; shrink the grid or "
             "samples, or raise max_decisions if you mean it",
         )
+
+
+def estimate_decisions(sweep: Sweep) -> int:
+    """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
+    tournament's shared designs counted once)."""
+    per_match = decisions_per_match(sweep)
+    return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
+        sweep.cells
+    )
+
+
+def decisions_per_match(sweep: Sweep) -> list[int]:
+    """Decisions in one match of each grid point, aligned with ``sweep.cells``; one game
+    load per distinct game and one mechanism per distinct parameter set."""
+    base = sweep.source.parent if sweep.source else None
+    games: dict[str, Any] = {}
+    per_match: dict[str, int] = {}
+    out: list[int] = []
+    for cell in sweep.cells:
+        gkey = stable_hash([cell.game, cell.game_params])
+        key = stable_hash([gkey, cell.mechanism, cell.mechanism_params, len(cell.seats)])
+        if key not in per_match:
+            if gkey not in games:
+                games[gkey] = cell_game(cell, base)
+            mech_cls = mechanism_class(cell.mechanism)
+
+            mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
+            per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
+        out.append(per_match[key])
+    return out
 
 
 def _resolve(path: str, base: Path | None) -> Path:
@@ -651,8 +677,6 @@ def _resolve(path: str, base: Path | None) -> Path:
 def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | None) -> None:
     where = f"agents.{name}"
     if agent.strategy:
-        from coop_tui.agents.strategies import StrategyError, get_strategy
-
         try:
             get_strategy(agent.strategy, **agent.params)
         except StrategyError as exc:
@@ -719,8 +743,6 @@ def _expand(
 ) -> list[Cell]:
     """One mechanism's grid points. ``budget`` (shared across the sweep) holds how many grid
     points may still be added; each seating list is counted before it is built."""
-    from coop_tui.mechanisms import MechanismError, mechanism_class
-
     where = f"experiments[{i}]"
     try:
         mech_cls = mechanism_class(exp.mechanism)
@@ -815,8 +837,6 @@ def _expand(
                 try:
                     mech.check_game(game, len(seats))
                 except ValueError as exc:
-                    from coop_tui.games.kinds import ProtocolGame
-
                     # a move-by-move game under another mechanism: the mechanism is wrong
                     bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
                     bad = getattr(exc, "field", bad)  # a parameter that does not fit the seats
@@ -879,7 +899,6 @@ def _expand_experiment(
     and its cells carry the mechanism in their condition."""
     from dataclasses import replace
 
-    from coop_tui.mechanisms import MechanismError, mechanism_class
 
     if not isinstance(exp.mechanism, list):
         return _expand(i, exp, sweep, base, budget)
@@ -951,8 +970,6 @@ def _max_attempts(exp: ExperimentSpec, sweep: SweepSpec, answers: str) -> int:
 
 def _condition_scale(where: str, condition: str, scale: Any) -> Any:
     """A payoff-scaling condition (payoff_10x) sets the game's scale; both at once is an error."""
-    from coop_tui.conditions import get_condition
-
     factor = get_condition(condition).scale
     if factor is None:
         return scale
@@ -967,13 +984,10 @@ def _condition_scale(where: str, condition: str, scale: Any) -> Any:
 
 def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> None:
     """A strategy that cannot play this game fails here, not in every match of the run."""
-    from coop_tui.decisions import SeatView
-
     for seat, name in enumerate(seats):
         agent = sweep.agents[name]
         if not agent.strategy or seat >= game.n_players:
             continue
-        from coop_tui.agents.strategies import get_strategy
 
         try:
             strategy = get_strategy(agent.strategy, **agent.params)
@@ -1049,8 +1063,6 @@ def _seed003_seatings(
 
 
 def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: Any, base: Path | None):
-    from coop_tui.games import GameError, load_game
-
     extra = dict(params)
     if scale is not None:
         extra["scale"] = scale
@@ -1072,7 +1084,6 @@ def _check_payoff_range(where: str, game: Any) -> None:
     """Scaled or bonus payoffs must stay finite and summable (strict JSON reports)."""
     import numpy as np
 
-    from coop_tui.games.user import MAX_PAYOFF
 
     payoffs = np.asarray(game.payoffs, dtype=float)
     if not np.isfinite(payoffs).all() or np.abs(payoffs).max(initial=0.0) > MAX_PAYOFF:
@@ -1085,8 +1096,6 @@ def _check_payoff_range(where: str, game: Any) -> None:
 
 
 def cell_game(cell: Cell, base: Path | None = None):
-    from coop_tui.games import load_game
-
     ref = cell.game
     if base is not None and ref.endswith((".toml", ".yaml", ".yml")):
         ref = str(_resolve(ref, base))

@@ -35,13 +35,25 @@ from coop_tui.events import (
     RunStarted,
     TextDelta,
 )
-from coop_tui.importers.strategic_personalities import DUPLICATE_KEY, PAPER_MODELS
 from coop_tui.redact import scrub
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 DB_ENV = "COOP_TUI_DB"
+
+# Seed 003's published trials (``sp_trials``, filled by importers/strategic_personalities.py):
+PAPER_MODELS = (
+    "claude-haiku-4.5", "claude-haiku-4.5-thinking", "claude-sonnet-4.5", "claude-sonnet-4.6",
+    "claude-opus-4.5", "claude-opus-4.6", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini",
+    "gpt-4.1-nano", "gpt-5-mini", "gpt-5-nano", "gpt-5.3", "gpt-5.4", "gemini-2.0-flash",
+    "gemini-2.5-flash", "gemini-2.5-flash-thinking", "gemini-3-flash", "gemini-3-pro",
+    "gemini-3.1-pro", "deepseek-v3", "deepseek-r1", "llama-3.3-70b", "ministral-14b",
+    "qwen3.5-flash",
+)
+"""The 25 model keys of the paper (Supplementary Table 1)."""
+DUPLICATE_KEY = ("game", "model", "opponent", "matchup", "condition", "trial")
+"""Two rows with these equal are one trial run twice; the last copy counts."""
 
 
 def default_db_path() -> Path:
@@ -1036,6 +1048,48 @@ class Store:
         return list(
             self.db.query("select * from rounds where match_id = ? order by round, seat", [match_id])
         )
+
+    # ------------------------------------------------------------ grounded similarity reads
+    def benchmark_matches(self, run_id: str, agent: str, benchmark: str) -> list[str]:
+        """Ids of ``agent``'s finished answer sheets to ``benchmark`` in a run (the agent in
+        seat 0 of a benchmark match), in replicate and sample order."""
+        rows = self.db.execute(
+            "select m.id from matches m join seats s on s.match_id = m.id and s.seat = 0"
+            " where m.run_id = ? and m.mechanism = 'benchmark' and s.agent = ? and m.status = 'done'"
+            " and json_extract(m.condition, '$.benchmark') = ? order by m.replicate, m.sample",
+            [run_id, agent, benchmark],
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def phase_infos(self, match_id: str, phase: str) -> list[dict[str, Any]]:
+        """The ``info`` of a match's phases of one kind, in round order."""
+        rows = self.db.execute(
+            "select info from phases where match_id = ? and phase = ? order by round", [match_id, phase]
+        ).fetchall()
+        return [json.loads(row[0] or "{}") for row in rows]
+
+    def benchmark_answer_rows(self, run_id: str) -> list[tuple[str, int, int | None, str, str | None]]:
+        """(condition, sample, replicate, agent, item-phase info) of every finished benchmark
+        answer sheet of a run: the input of the exogenous similarity matrices."""
+        return self.db.execute(
+            "select m.condition, m.sample, m.replicate, s.agent, p.info from matches m"
+            " join seats s on s.match_id = m.id and s.seat = 0"
+            " join phases p on p.match_id = m.id and p.phase = 'item'"
+            " where m.run_id = ? and m.mechanism = 'benchmark' and m.status = 'done'",
+            [run_id],
+        ).fetchall()
+
+    def score_rows(self, run_id: str) -> list[tuple[str, str, str, str]]:
+        """(condition, judge, target, parsed score) of every valid score a judge gave in a
+        run's finished ``score`` matches: the input of the endogenous similarity matrices."""
+        return self.db.execute(
+            "select m.condition, j.agent, t.agent, d.parsed from matches m"
+            " join seats j on j.match_id = m.id and j.seat = 0"
+            " join seats t on t.match_id = m.id and t.seat = 1"
+            " join decisions d on d.match_id = m.id and d.phase = 'score' and d.valid = 1"
+            " where m.run_id = ? and m.mechanism = 'score' and m.status = 'done'",
+            [run_id],
+        ).fetchall()
 
     # ------------------------------------------------------------ lookups (engine cache)
     def _first_decision(self, sql: str, args: list[Any]) -> Decision | None:

@@ -42,7 +42,7 @@ from coop_tui.events import (
 )
 from coop_tui.prompts import PromptRenderer
 from coop_tui.redact import scrub
-from coop_tui.spec import Cell, Sweep, cell_game, public_spec
+from coop_tui.spec import Cell, Sweep, cell_game, estimate_decisions, public_spec
 from coop_tui.store import Store
 
 
@@ -179,7 +179,7 @@ def _listen_for_notices(agents: dict[str, Any], bus: EventBus, summary: RunSumma
 def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
     """Refuse to continue a run with a sweep that has changed since: its stored results
     would silently mix two different experiments."""
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     if previous.get("sweep_hash") and previous["sweep_hash"] != sweep.hash:
         raise SpecError(
@@ -565,41 +565,6 @@ def game_spec(game: Any) -> dict[str, Any]:
     return spec
 
 
-def estimate_decisions(sweep: Sweep) -> int:
-    """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
-    tournament's shared designs counted once)."""
-    from coop_tui.mechanisms._designs import shared_design_count
-
-    per_match = decisions_per_match(sweep)
-    return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
-        sweep.cells
-    )
-
-
-def decisions_per_match(sweep: Sweep) -> list[int]:
-    """Decisions in one match of each grid point, aligned with ``sweep.cells``; one game
-    load per distinct game and one mechanism per distinct parameter set."""
-    from coop_tui.mechanisms import mechanism_class
-
-    base = sweep.source.parent if sweep.source else None
-    games: dict[str, Any] = {}
-    per_match: dict[str, int] = {}
-    out: list[int] = []
-    for cell in sweep.cells:
-        gkey = stable_hash([cell.game, cell.game_params])
-        key = stable_hash([gkey, cell.mechanism, cell.mechanism_params, len(cell.seats)])
-        if key not in per_match:
-            if gkey not in games:
-                games[gkey] = cell_game(cell, base)
-            mech_cls = mechanism_class(cell.mechanism)
-            from coop_tui.grounded.stages import planning_params
-
-            mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
-            per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
-        out.append(per_match[key])
-    return out
-
-
 # ----------------------------------------------------------------- one writer per run
 LEASE_HEARTBEAT_S = 5.0
 """How often a running sweep renews its lease."""
@@ -625,7 +590,7 @@ class RunLease:
     def acquire(self, *, field: str = "--resume", then: str = "resume") -> None:
         """Take the lease, or refuse (SpecError on ``field``; ``then`` says what to do
         once the other process is gone: a sweep resumes, a judge pass is run again)."""
-        from coop_tui.spec import SpecError
+        from coop_tui.errors import SpecError
 
         holder = self.store.take_lease(self.run_id, self.token, stale_after=LEASE_STALE_S)
         if holder is not None:

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from coop_tui.games.base import Game, GameError
+from coop_tui.games.kinds import ProtocolGame
 from coop_tui.games.transforms import TRANSFORM_PARAMS, apply_transforms
+from coop_tui.games.user import load_user_game
 from coop_tui.plugins import import_plugins
 
 USER_SUFFIXES = (".toml", ".yaml", ".yml")
@@ -111,14 +113,12 @@ def load_game(ref: str | os.PathLike[str], **params: Any) -> Game:
     given = {k: v for k, v in params.items() if v is not None}
     transforms = {k: given.pop(k) for k in TRANSFORM_PARAMS if k in given}
     if is_user_game_ref(ref):
-        from coop_tui.games.user import load_user_game
-
         if given:
             raise TypeError(
                 f"a user game file takes no parameters other than "
                 f"{' and '.join(TRANSFORM_PARAMS)}; got {', '.join(sorted(given))}"
             )
-        game = load_user_game(ref)
+        game = load_user_game(ref, builtin_keys=frozenset(game_keys()))
         used: dict[str, Any] = {}
     else:
         family = game_family(ref)
@@ -148,9 +148,27 @@ def load_game(ref: str | os.PathLike[str], **params: Any) -> Game:
 
 
 def _is_protocol(game: Game) -> bool:
-    from coop_tui.games.kinds import ProtocolGame
-
     return isinstance(game, ProtocolGame)
+
+
+def game_from_spec(spec: dict[str, Any]) -> Game:
+    """The game a run stored (``sweep.game_spec``'s shape) rebuilt for analysis: a
+    move-by-move game from the registry, otherwise the stored payoff table as it was."""
+    if spec.get("protocol"):  # a move-by-move game (seed 003): rebuilt from the registry
+        try:
+            return load_game(spec["key"], **spec.get("params", {}))
+        except Exception:  # noqa: BLE001 - an unknown or changed family: the stored shape
+            pass
+    return Game(
+        key=spec["key"],
+        title=spec.get("title", spec["key"]),
+        description="",
+        action_names=tuple(tuple(a) for a in spec["action_names"]),
+        payoffs=spec["payoffs"],
+        cooperative=tuple(frozenset(c) for c in spec["cooperative"]),
+        defect=tuple(spec["defect"]),
+        params=spec.get("params", {}),
+    )
 
 
 def get_game(key: str) -> Game:
@@ -163,6 +181,7 @@ __all__ = [
     "GameError",
     "GameFamily",
     "game_family",
+    "game_from_spec",
     "game_keys",
     "game_parameters",
     "get_game",

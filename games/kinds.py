@@ -29,12 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from coop_tui.decisions import DecisionRequest, MatchOutcome, SeatView
 from coop_tui.games.base import Game, points
-from coop_tui.prompts import RULES_END
+from coop_tui.hashing import derived_seed
+from coop_tui.schemas import answer_schema, example_for
 
 if TYPE_CHECKING:
-    from coop_tui.decisions import Decision, DecisionRequest
-    from coop_tui.engine import MatchContext, MatchOutcome
+    from coop_tui.decisions import Decision
+    from coop_tui.engine import MatchContext
 
 
 def _fmt(x: float) -> str:
@@ -221,8 +223,6 @@ class Turn:
         meaning = "\n".join(f"- {own.labels[i]}: {opts[own.label_to_action[i]]}" for i in shown)
         text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "choice",
                           {"labels": own.labels})
-        from coop_tui.decisions import DecisionRequest, SeatView
-        from coop_tui.schemas import answer_schema
 
         request = DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind="choice",
@@ -254,17 +254,12 @@ class Turn:
         """What a strategy in ``seat`` may read: the move's facts, past rounds' moves, the
         game's parameters, and ``seed``, drawn from the match seed for this round, seat and
         move, for strategies that pick a number at random (a rerun draws the same)."""
-        from coop_tui.engine import derived_seed
-
         return {"phase": phase, "facts": dict(facts or {}),
                 "past": [r.moves for r in self.past], "game_params": dict(self.game.params),
                 "seed": derived_seed(self.ctx.seed, "strategy", self.round, seat, phase)}
 
     def _request(self, seat: int, phase: str, query: str, kind: str,
                  options: dict[str, Any], facts: dict[str, Any] | None) -> DecisionRequest:
-        from coop_tui.decisions import DecisionRequest, SeatView
-        from coop_tui.schemas import answer_schema
-
         text = self._text(seat, query, kind, options)
         return DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind=kind,  # type: ignore[arg-type]
@@ -276,8 +271,6 @@ class Turn:
         )
 
     def _text(self, seat: int, query: str, kind: str, options: dict[str, Any]) -> str:
-        from coop_tui.engine import example_for
-
         style = getattr(self.ctx.agents[seat], "style", "cot") or "cot"
         labels = tuple(options.get("labels", ()))
         instructions = self.ctx.answer_instructions(
@@ -289,7 +282,7 @@ class Turn:
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
             tell_total=self.tell_total,
-            rules_end=RULES_END if self.ctx.seed003_prompts else "",
+            rules_end=self.ctx.rules_end,
             history=history, query=query, instructions=instructions,
             condition_text=getattr(self.ctx.policy, "condition_text", ""),
         )
@@ -332,8 +325,6 @@ def moves_text(moves: dict[str, Any]) -> str:
 async def play_protocol(ctx: MatchContext, *, tell_total: bool = True) -> MatchOutcome:
     """Play every round of a protocol game and record each as a round of the match;
     ``tell_total`` False says only "round t" (seed 003's code in these games)."""
-    from coop_tui.engine import MatchOutcome
-
     game = ctx.game
     assert isinstance(game, ProtocolGame) and game.protocol is not None
     n = game.n_players

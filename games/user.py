@@ -22,7 +22,7 @@ import itertools
 import math
 import numbers
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,17 +68,21 @@ def read_game_file(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def load_user_game(ref: str | Path) -> Game:
-    """Read and validate a user game file into a :class:`Game`."""
+def load_user_game(ref: str | Path, builtin_keys: Collection[str] = ()) -> Game:
+    """Read and validate a user game file into a :class:`Game`. ``builtin_keys``: the
+    registry's keys, which a user game may not take (the registry passes them in, so this
+    module needs nothing from it)."""
     path = Path(ref).expanduser()
     data = read_game_file(path)
     try:
-        return build_user_game(data, default_key=path.stem)
+        return build_user_game(data, default_key=path.stem, builtin_keys=builtin_keys)
     except _Fail as fail:
         raise GameError(f"{path}: field `{fail.field}`: {fail.problem}. Fix: {fail.fix}") from None
 
 
-def build_user_game(data: Mapping[str, Any], default_key: str = "user_game") -> Game:
+def build_user_game(
+    data: Mapping[str, Any], default_key: str = "user_game", builtin_keys: Collection[str] = ()
+) -> Game:
     """Validate already-parsed file contents (raises ``_Fail``; see ``load_user_game``)."""
     unknown = [k for k in data if k not in FIELDS]
     if unknown:
@@ -89,7 +93,7 @@ def build_user_game(data: Mapping[str, Any], default_key: str = "user_game") -> 
     key = _text(data, "key", default_key)
     if not key.replace("_", "").replace("-", "").isalnum():
         raise _Fail("key", f"{key!r} is not a simple name", "use letters, digits, _ or -")
-    _check_not_builtin(key)
+    _check_not_builtin(key, builtin_keys)
     title = _text(data, "title", key)
     description = _text(data, "description", "")
     action_names = _actions(data)
@@ -107,10 +111,8 @@ def build_user_game(data: Mapping[str, Any], default_key: str = "user_game") -> 
     )
 
 
-def _check_not_builtin(key: str) -> None:
-    from coop_tui.games import game_keys
-
-    if key in game_keys():
+def _check_not_builtin(key: str, builtin_keys: Collection[str]) -> None:
+    if key in builtin_keys:
         raise _Fail(
             "key",
             f"{key!r} is already a built-in game, so runs of the two would be mixed up",

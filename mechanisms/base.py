@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
+from coop_tui.games.kinds import ProtocolGame
 
 
 class SeatingError(ValueError):
@@ -53,8 +54,6 @@ class Mechanism:
 
     def check_game(self, game: Game, n_seats: int) -> None:
         """Raise ValueError when this mechanism cannot run this game with these seats."""
-        from coop_tui.games.kinds import ProtocolGame
-
         if isinstance(game, ProtocolGame) and self.key != "none":
             raise ValueError(
                 f"{game.key} is played move by move and runs under mechanism 'none' only; its "

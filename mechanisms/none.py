@@ -8,6 +8,7 @@ from pydantic import Field, model_serializer
 
 from coop_tui.engine import MatchContext, MatchOutcome, one_shot_payoffs
 from coop_tui.games.base import Game
+from coop_tui.games.kinds import ProtocolGame, play_protocol
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
 
@@ -37,15 +38,11 @@ class NoMechanism(Mechanism):
 
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
-        from coop_tui.games.kinds import ProtocolGame
-
         if isinstance(game, ProtocolGame):  # at most one move per seat and phase per round
             return n_seats * game.rounds
         return n_seats
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
-        from coop_tui.games.kinds import ProtocolGame, play_protocol
-
         if isinstance(ctx.game, ProtocolGame):  # seed 003's numeric and sequential games
             return await play_protocol(
                 ctx, tell_total=self.params.rounds_told == "always")

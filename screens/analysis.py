@@ -27,7 +27,9 @@ from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
-from coop_tui.screens.widgets import NavScreen, PayoffTable
+from coop_tui.analysis.sections import build_section, pending, sections
+from coop_tui.export import ExportError, export_run
+from coop_tui.screens.widgets import NavScreen, PayoffTable, plain
 from coop_tui.terminal import terminal_text
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
@@ -196,15 +198,21 @@ class AnalysisScreen(NavScreen):
     def _load(self) -> None:
         """The report without the slow sections not stored yet (shown at once), then those
         sections one by one, each panel filled when its value is ready."""
-        from coop_tui.analysis.sections import build_section, pending
         from coop_tui.report import build_report
 
-        try:
-            report = build_report(self.store, self.run_id, compute_stored=False)
-        except KeyError:
-            self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
-            return
-        waiting = pending(self.store, self.run_id)
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                report = build_report(self.store, self.run_id, compute_stored=False)
+                waiting = pending(self.store, self.run_id)
+            except KeyError:
+                self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
+                return
+            except sqlite3.OperationalError:
+                if self.closing():  # interrupted: the app is closing
+                    return
+                raise
         self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
         worker = get_current_worker()
         for section in waiting:
@@ -214,7 +222,7 @@ class AnalysisScreen(NavScreen):
                 try:
                     value = build_section(section, store, self.run_id, report)
                 except sqlite3.OperationalError:
-                    if worker.is_cancelled or getattr(self.app, "_closing", False):
+                    if worker.is_cancelled or self.closing():
                         return  # interrupted: the app is closing
 
                     raise
@@ -242,8 +250,6 @@ class AnalysisScreen(NavScreen):
     def _show_sections(self) -> None:
         """One bordered panel per report section the run has (see analysis.sections); a
         section still being built has its panel with a note until :meth:`_fill_section`."""
-        from coop_tui.analysis.sections import sections
-
         box = self.query_one("#an-sections", Vertical)
         box.remove_children()
         report = self.report or {}
@@ -270,8 +276,6 @@ class AnalysisScreen(NavScreen):
 
     def _fill_section(self, key: str, value: Any) -> None:
         """A slow section's value is ready: its panel shows it, or goes when it is empty."""
-        from coop_tui.analysis.sections import sections
-
         self.pending_sections.discard(key)
         found = self.query(f"#an-section-{key}")
         if self.report is not None and value:
@@ -428,7 +432,7 @@ class AnalysisScreen(NavScreen):
         if not specs:
             widget.show(None, "the game of this experiment was not stored")
             return
-        from coop_tui.report import game_from_spec
+        from coop_tui.games import game_from_spec
 
         games, problems = [], []
         for spec in specs:
@@ -455,7 +459,7 @@ class AnalysisScreen(NavScreen):
         table = self.query_one("#an-matchup", DataTable)
         table.clear(columns=True)
         box.display = True
-        box.border_title = "Matchup matrix (row agent's mean payoff)" + suffix
+        box.border_title = plain("Matchup matrix (row agent's mean payoff)" + suffix)
         if matrix:
             agents = list(matrix)
             values = [v for row in matrix.values() for v in row.values() if v is not None]
@@ -481,7 +485,7 @@ class AnalysisScreen(NavScreen):
         population.clear()
         pop = t.get("population")
         population.display = bool(pop)
-        population.border_title = "Population metrics" + suffix
+        population.border_title = plain("Population metrics" + suffix)
         for agent, m in (pop or {}).items():
             population.add_row(
                 Text(agent, style="bold"), Text(_num(m.get("mean_payoff"), 4), justify="right"),
@@ -564,8 +568,6 @@ class AnalysisScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, fmt: str, out: Path) -> None:
-        from coop_tui.export import ExportError, export_run
-
         try:
             paths = export_run(self.store.path, self.run_id, out, fmt)
         except Exception as exc:  # a missing engine, a read-only folder: say so on screen

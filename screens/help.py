@@ -16,6 +16,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from coop_tui.screens.live import LiveScreen
+from coop_tui.screens.setup import SetupScreen
 from coop_tui.screens.widgets import optional_screen
 
 EXTRA_KEYS: dict[str, list[tuple[str, str]]] = {
@@ -72,9 +74,6 @@ def bindings_of(cls: Any) -> list[tuple[str, str]]:
 
 
 def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
-    from coop_tui.screens.live import LiveScreen
-    from coop_tui.screens.setup import SetupScreen
-
     sections: list[tuple[str, list[tuple[str, str]]]] = [
         ("Setup", bindings_of(SetupScreen) + EXTRA_KEYS["Setup"]),
         ("Live match", bindings_of(LiveScreen) + EXTRA_KEYS["Live match"]),

@@ -152,7 +152,8 @@ class LiveScreen(NavScreen):
             error = event.worker.error
             self.session.status = "failed"
             self.session.error = f"{type(error).__name__}: {error}"
-            self.notify(self.session.error, title="the match could not run", severity="error")
+            self.notify(self.session.error, title="the match could not run", severity="error",
+                        markup=False)
             self._update_status()
 
     def on_unmount(self) -> None:
@@ -315,7 +316,6 @@ class LiveScreen(NavScreen):
                 return
             self.decisions += 1
             pane = self.pane(d.seat)
-            pane.last_decision = d
             if pane.current is None:
                 await pane.new_block(f"Round {d.round} · {d.phase}")
             block = pane.current
@@ -335,6 +335,9 @@ class LiveScreen(NavScreen):
                                      style="dim"))
             else:
                 pane.set_status(status)
+            # set last, after the awaits above: whoever sees it sees the pane's block and
+            # status for this decision too
+            pane.last_decision = d
             if pane.agent_kind == "human" and not self.session_waiting_any():
                 self._reveal()
         elif isinstance(event, RoundDone):
@@ -372,7 +375,7 @@ class LiveScreen(NavScreen):
                     pane.set_status(Text(event.status, style="bold red"))
             if event.error:
                 self.notify(event.error, title=f"match {event.status}",
-                            severity="error" if event.status == "failed" else "warning")
+                            severity="error" if event.status == "failed" else "warning", markup=False)
             self._turn_over()
             if self.session.kind == "replay":
                 self.session.status = "done" if event.status == "done" else event.status

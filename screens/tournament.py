@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from coop_tui.events import PhaseDone, RoundDone
+from coop_tui.screens.widgets import plain
 
 
 class TournamentView(Static):
@@ -41,7 +42,7 @@ class TournamentView(Static):
         self.exits: list[str] = []
         self.winners: list[int] | None = None
         self.final: list[float] | None = None
-        self.border_title = f"Tournament · {self.structure}"
+        self.border_title = plain(f"Tournament · {self.structure}")
 
     # ------------------------------------------------------------ events
     def apply(self, event: Any) -> None:
@@ -88,7 +89,7 @@ class TournamentView(Static):
             if self.final is not None and seat < len(self.final) and self.final[seat] != self.points[seat]:
                 points += f" → {self.final[seat]:g}"
             style = "bold" if seat in playing else ""
-            table.add_row(str(self.group_of(seat) + 1), f"#{seat + 1}", name, points, budget, now,
+            table.add_row(str(self.group_of(seat) + 1), f"#{seat + 1}", Text(name), points, budget, now,
                           style=style)
         lines = [table]
         groups: dict[int, float] = {}

@@ -8,18 +8,26 @@ and the sampled action. Widgets only render; they never talk to the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
 MAX_BLOCKS = 40
 """Older decision blocks are dropped from a pane (the store keeps everything)."""
+
+
+def plain(text: str) -> Content:
+    """A title built from stored names or typed text, shown as written: Textual reads a
+    plain string as markup, where a name like ``[/]`` is an error and ``[red]`` a style."""
+    return Content(text)
 
 
 def _fmt(x: float) -> str:
@@ -45,13 +53,13 @@ def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
         table.add_column("P1 \\ P2", style="bold")
         for j, name in enumerate(names[1]):
-            table.add_column(f"A{j} {name}" if labels else name, justify="center")
+            table.add_column(Text(f"A{j} {name}" if labels else name), justify="center")
         for i, name in enumerate(names[0]):
             cells = [
                 f"{_fmt(game.payoffs[i, j, 0])}, {_fmt(game.payoffs[i, j, 1])}"
                 for j in range(len(names[1]))
             ]
-            table.add_row(f"A{i} {name}" if labels else name, *cells)
+            table.add_row(Text(f"A{i} {name}" if labels else name), *cells)
         return table
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
     for seat in range(game.n_players):
@@ -73,10 +81,32 @@ DEFAULT_SCREEN_ID = "_default"
 class NavScreen(Screen):
     """Help and back behave the same on every screen: back pops, or quits at the root."""
 
-    def action_help(self) -> None:
-        from coop_tui.screens.help import HelpScreen
+    async def action_help(self) -> None:
+        # help is the app's action (the help screen lists every screen's keys, so it sits
+        # above them all); a screen only forwards the key
+        await self.app.run_action("app.help")
 
-        self.app.push_screen(HelpScreen())
+    @contextlib.contextmanager
+    def store_open(self) -> Iterator[bool]:
+        """Around a thread worker's reads of the store: False once the app is closing (the
+        worker then returns without reading); while it is True the app keeps the
+        connection open, since closing it under another thread's query crashes SQLite."""
+        reader = getattr(self.app, "reader", None)
+        if reader is None:  # an app without a store of its own
+            yield True
+            return
+        with reader() as open_:
+            yield open_
+
+    def leaving(self) -> bool:
+        """True once this screen's widgets may be going away: the screen was removed, its
+        message loop stopped, or the app is shutting down. Work that finishes after that
+        (a worker, a callback from a thread) has nothing left to write to."""
+        return not (self.app.is_running and self.is_attached and self.is_running) or self.closing()
+
+    def closing(self) -> bool:
+        """True once the app is shutting down: a read that failed then was interrupted."""
+        return bool(getattr(self.app, "closing", False))
 
     def action_back(self) -> None:
         stack = self.app.screen_stack
@@ -260,7 +290,7 @@ class SeatPane(Vertical, can_focus=True):
         yield VerticalScroll()
 
     def on_mount(self) -> None:
-        self.border_title = f"Seat {self.seat + 1} · {self.agent}"
+        self.border_title = plain(f"Seat {self.seat + 1} · {self.agent}")
 
     def follow(self) -> None:
         """Keep the newest text in view once the log overflows.

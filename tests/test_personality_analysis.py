@@ -274,9 +274,9 @@ async def test_the_analysis_screen_shows_archetype_map_endgame_curves_and_cohens
 
     from textual.widgets import DataTable
 
+    from coop_tui.analysis.personality_plots import ArchetypeMap, EndgameCurves
     from coop_tui.app import CoopApp
     from coop_tui.screens.analysis import AnalysisScreen
-    from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
 
     path = tmp_path / "copy.db"
     shutil.copy(db, path)

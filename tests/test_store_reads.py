@@ -107,7 +107,7 @@ def test_deleting_a_run_deletes_the_prompt_texts_only_it_used(tmp_path: Path) ->
 async def test_report_opens_the_store_without_sqlite_utils_or_scipy(tmp_path: Path) -> None:
     """Once the batch command has rated the run's tournaments, ``report`` imports neither
     sqlite-utils (and with it pandas) nor scipy, and prints the same ratings."""
-    from coop_tui.analysis.ratings_cache import rate_run
+    from coop_tui.analysis.coopeval_tables import rate_run
     from coop_tui.report import build_report
 
     db = tmp_path / "r.db"

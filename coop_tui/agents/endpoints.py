@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+# host_of lives with the other URL helpers in transport.py (importable from here too)
+from coop_tui.agents.transport import host_of, new_session
 from coop_tui.events import Event
 
 DOWN_FOR = 5.0
@@ -71,12 +73,6 @@ def public_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def host_of(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or url
-    return f"{host}:{parts.port}" if parts.port else host
 
 
 @dataclass
@@ -152,8 +148,6 @@ class EndpointPool:
         connections belong to that loop)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop or self._session.closed:
-            from coop_tui.agents.transport import new_session
-
             made = new_session(headers() if headers is not None else None)
             self._session, self._session_loop = made, loop
         return self._session

@@ -7,9 +7,10 @@ agent (litellm, or the OpenAI client for OpenAI-compatible ``api_base`` servers)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coop_tui.spec import AgentSpec
+if TYPE_CHECKING:  # a type hint only: spec.py (which validates rosters) sits above agents
+    from coop_tui.spec import AgentSpec
 
 
 def build_agent(

@@ -61,6 +61,13 @@ from coop_tui.agents.transport import (
 )
 from coop_tui.decisions import AgentReply, DecisionRequest
 from coop_tui.redact import has_userinfo, scrub
+from coop_tui.schemas import (
+    FINAL_ANSWER_PROMPT,
+    answer_budget,
+    answer_grammar,
+    answer_schema,
+    grammar_schema,
+)
 
 Transport = Literal["auto", "openai", "litellm"]
 Constrained = Literal["grammar", "json_schema"]
@@ -666,15 +673,12 @@ class LLMAgent:
     def _constraint(self, request: DecisionRequest) -> tuple[dict[str, Any], int] | None:
         """Request parameters that constrain the answer to its schema, and a token budget;
         None for free-text kinds."""
-        from coop_tui.agents.local import _answer_budget, answer_grammar, grammar_schema
-        from coop_tui.schemas import answer_schema
-
         schema = request.schema
         if schema is None:
             schema = answer_schema(request.kind, request.labels, request.options)
         if schema is None:
             return None
-        budget = _answer_budget(schema)
+        budget = answer_budget(schema)
         if self.constrained == "json_schema":
             fmt = {"name": "answer", "schema": grammar_schema(schema), "strict": True}
             return {"response_format": {"type": "json_schema", "json_schema": fmt}}, budget
@@ -851,8 +855,6 @@ class LLMAgent:
 
 
 def _final_answer_prompt() -> str:
-    from coop_tui.agents.local import FINAL_ANSWER_PROMPT
-
     return FINAL_ANSWER_PROMPT
 
 

@@ -33,8 +33,7 @@ import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-from coop_tui.agents.endpoints import host_of
+from urllib.parse import urlsplit
 
 CONNECT_BUDGET = 10.0
 """Seconds to open a TCP connection (TLS included) before the endpoint counts as down."""
@@ -58,6 +57,12 @@ def implicit_base(model: str) -> str | None:
         return None
     env, default = entry
     return os.environ.get(env) or default
+
+
+def host_of(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 def new_session(headers: dict[str, str] | None = None) -> Any:

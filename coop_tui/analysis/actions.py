@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from coop_tui import read_cache, summaries
+from coop_tui.analysis.theory import is_nash
+from coop_tui.games import game_from_spec
 from coop_tui.games.base import Game
 from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, game_spec_sql
 
@@ -286,7 +288,6 @@ def _ratio(num: float, den: float) -> float | None:
 def mediator_sustains_cooperation(game: Game, plan: Mapping[int, int]) -> bool:
     """The mediator plays a cooperative action for all n delegators, and nobody gains
     by acting alone when everyone else delegates (all-delegate is a Nash equilibrium)."""
-    from coop_tui.analysis.theory import is_nash
     from coop_tui.mechanisms.mediation import mediated_game
 
     n = game.n_players
@@ -298,7 +299,6 @@ def mediator_sustains_cooperation(game: Game, plan: Mapping[int, int]) -> bool:
 
 def contract_sustains_cooperation(game: Game, terms: Mapping[int, int]) -> bool:
     """All-cooperate is a Nash equilibrium of the game with the contract's transfers."""
-    from coop_tui.analysis.theory import is_nash
     from coop_tui.mechanisms.contracting import contract_game
 
     if not game.has_cooperation:
@@ -308,8 +308,6 @@ def contract_sustains_cooperation(game: Game, terms: Mapping[int, int]) -> bool:
 
 def design_stability(source: Any, run_id: str) -> list[dict[str, Any]]:
     """One row per stored proposal: does it make mutual cooperation stable, did it win."""
-    from coop_tui.report import game_from_spec
-
     db = _db(source)
     infos = _phase_infos(db, run_id)
     mechanisms = ("mediation", "contracting")

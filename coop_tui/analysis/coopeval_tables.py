@@ -26,6 +26,7 @@ mechanism); aggregate cells list the ``games`` they average.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections import defaultdict
@@ -34,13 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
 from coop_tui.analysis.population import (
     deviation_ranks,
     deviation_ratings,
     mean_payoffs,
     replicator_dynamics,
 )
-from coop_tui.analysis.tournament import cross_play_tensor
+from coop_tui.analysis.ratings_cache import deviation_ratings as stored_ratings
+from coop_tui.analysis.tournament import cross_play_tensor, tournament_metrics
+from coop_tui.games import game_from_spec
 from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP
 
 DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
@@ -170,12 +174,8 @@ def replicate_metrics(
     if ratings is not None:
         ratings = list(ratings)
     elif freeze == "coopeval":
-        from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
-
         ratings = coopeval_deviation_ratings(tensor.payoffs)
     elif db is not None:
-        from coop_tui.analysis.ratings_cache import deviation_ratings as stored_ratings
-
         ratings = stored_ratings(db, tensor.payoffs, method="highs-ds", freeze=freeze)
     else:
         ratings = deviation_ratings(tensor.payoffs, freeze=freeze)  # type: ignore[arg-type]
@@ -360,8 +360,6 @@ def _scale(spec: dict[str, Any] | None) -> tuple[float, float] | None:
     if not spec:
         return None
     try:
-        from coop_tui.report import game_from_spec
-
         game = game_from_spec(spec)
     except (KeyError, TypeError, ValueError):
         return None
@@ -544,3 +542,23 @@ def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
                 DEVRANK_SOURCE_TEXT.get(x, x) for x in sources)
         out.append(table)
     return out
+
+
+def rate_run(store: Any, run_id: str) -> int:
+    """Solve and store (:mod:`coop_tui.analysis.ratings_cache`) every deviation rating a report of ``run_id`` asks for (each
+    cross-play tournament, pooled and per replicate); the batch command calls this when a
+    run finishes, so ``report`` and the analysis screen read them. Returns how many
+    experiments were rated; a tournament whose LP fails is left to the report to explain."""
+    experiments = [r[0] for r in store.db.execute(
+        "select distinct experiment from matches where run_id = ? and matchup = 'cross'"
+        " and status = 'done'", [run_id])]
+    if not experiments:
+        return 0
+    failures = (ValueError, ArithmeticError, RuntimeError)
+    with np.errstate(all="ignore"):
+        for experiment in experiments:
+            with contextlib.suppress(*failures):
+                tournament_metrics(store, run_id, experiment)
+        with contextlib.suppress(*failures):
+            paper_tables(store, run_id)
+    return len(experiments)

@@ -12,13 +12,14 @@ the saving.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import sqlite3
 from typing import Any
 
 import numpy as np
+
+from coop_tui.analysis.population import deviation_ratings as solve
 
 VERSION = 1
 """Bump when the rating computation changes: older stored results are then ignored."""
@@ -42,8 +43,6 @@ def deviation_ratings(db: Any, payoffs: np.ndarray, **settings: Any) -> np.ndarr
         row = None
     if row is not None:
         return np.asarray(json.loads(row[0]), dtype=float)
-    from coop_tui.analysis.population import deviation_ratings as solve
-
     ratings = solve(payoffs, **settings)
     try:
         with db.conn:
@@ -54,26 +53,3 @@ def deviation_ratings(db: Any, payoffs: np.ndarray, **settings: Any) -> np.ndarr
     except sqlite3.Error:
         pass  # read-only or busy: the next report solves it again
     return ratings
-
-
-def rate_run(store: Any, run_id: str) -> int:
-    """Solve and store every deviation rating a report of ``run_id`` asks for (each
-    cross-play tournament, pooled and per replicate); the batch command calls this when a
-    run finishes, so ``report`` and the analysis screen read them. Returns how many
-    experiments were rated; a tournament whose LP fails is left to the report to explain."""
-    experiments = [r[0] for r in store.db.execute(
-        "select distinct experiment from matches where run_id = ? and matchup = 'cross'"
-        " and status = 'done'", [run_id])]
-    if not experiments:
-        return 0
-    from coop_tui.analysis.coopeval_tables import paper_tables
-    from coop_tui.analysis.tournament import tournament_metrics
-
-    failures = (ValueError, ArithmeticError, RuntimeError)
-    with np.errstate(all="ignore"):
-        for experiment in experiments:
-            with contextlib.suppress(*failures):
-                tournament_metrics(store, run_id, experiment)
-        with contextlib.suppress(*failures):
-            paper_tables(store, run_id)
-    return len(experiments)

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, Store
+from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, Store, condition_key
 
 ONE_SHOT = ("similarity", "none")
 """Mechanisms whose matches are one round of the base game with one play decision per seat."""
@@ -164,8 +164,6 @@ def _merge_sources(conds: list[_Condition]) -> list[_Condition]:
     """Pool the conditions of one computed source that differ only in the scores handed to
     each seating (a stage may give every seating just its own pair of the matrix): they
     are one experimental condition, "play under the scores from <source>"."""
-    from coop_tui.store import condition_key
-
     merged: dict[tuple[int, str, str], _Condition] = {}
     out: list[_Condition] = []
     for c in conds:
@@ -203,7 +201,7 @@ def _aggregate(store: Store, run_id: str, experiment: int, ckey: str, cjson: str
     so Python sees one row per seating however many matches were played."""
     import itertools
 
-    from coop_tui.report import game_from_spec
+    from coop_tui.games import game_from_spec
 
     if not gspec:
         return None

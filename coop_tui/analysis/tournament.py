@@ -22,6 +22,8 @@ from typing import Any
 
 from coop_tui import read_cache
 from coop_tui.analysis.population import MatchupTensor, population_metrics, tensor_from_sums
+from coop_tui.analysis.ratings_cache import deviation_ratings
+from coop_tui.games import game_from_spec
 from coop_tui.store import Store, game_spec_sql
 
 STEPS = 1000
@@ -154,7 +156,6 @@ def _metrics(tensor: MatchupTensor, game_spec: dict[str, Any] | None, db: Any = 
         return out
     ratings = None
     if db is not None:  # stored by their inputs: no LP (and no scipy) when solved before
-        from coop_tui.analysis.ratings_cache import deviation_ratings
 
         ratings = deviation_ratings(db, tensor.payoffs, method=LP_METHOD, freeze="every_optimum")
     population = population_metrics(
@@ -182,8 +183,6 @@ def _game(spec: dict[str, Any] | None):
     if not spec:
         return None
     try:
-        from coop_tui.report import game_from_spec
-
         game = game_from_spec(spec)
     except (KeyError, TypeError, ValueError):
         return None

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from coop_tui.errors import SpecError
 from coop_tui.grounded.items import Item, load_items, metric_of
+from coop_tui.shipped import data_dir
 
 SIMILARITY_LEVELS = tuple(range(0, 101, 10))
 CONTROLS = {
@@ -49,8 +51,6 @@ class Benchmark:
 
 
 def demo_dir() -> Path:
-    from coop_tui.prompts import data_dir
-
     return data_dir() / "benchmarks"
 
 
@@ -98,8 +98,6 @@ def _cached_items(path: str, _mtime: int) -> tuple[Item, ...]:
 
 
 def _path_of(ref: str, base: Path | None) -> Path:
-    from coop_tui.spec import SpecError
-
     shipped = demo_dir() / f"{ref}.jsonl"
     if "/" not in ref and not ref.endswith(".jsonl") and shipped.exists():
         return shipped

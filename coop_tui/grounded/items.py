@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from coop_tui.errors import SpecError
+
 ITEM_KINDS = ("options", "likert", "number", "text", "mixed")
 _KNOWN = {
     "options": {"options"},
@@ -113,8 +115,6 @@ class Item:
 
 
 def _err(where: str, message: str) -> Exception:
-    from coop_tui.spec import SpecError
-
     return SpecError(where, message)
 
 

@@ -18,24 +18,21 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from itertools import combinations, product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coop_tui.grounded.domains import benchmark_key
 from coop_tui.grounded.metrics import similarity
+
+if TYPE_CHECKING:
+    from coop_tui.store import Store
 
 Answers = dict[str, dict[str, dict[int, dict[str, Any]]]]
 """benchmark -> agent -> run (sample) -> {item id: value}"""
 
 
-def item_answers(db: Any, run_id: str) -> tuple[Answers, dict[str, dict[str, Any]]]:
+def item_answers(store: Store, run_id: str) -> tuple[Answers, dict[str, dict[str, Any]]]:
     """Every benchmark answer of the run, and per benchmark its metric and scale."""
-    rows = db.execute(
-        "select m.condition, m.sample, m.replicate, s.agent, p.info from matches m"
-        " join seats s on s.match_id = m.id and s.seat = 0"
-        " join phases p on p.match_id = m.id and p.phase = 'item'"
-        " where m.run_id = ? and m.mechanism = 'benchmark' and m.status = 'done'",
-        [run_id],
-    ).fetchall()
+    rows = store.benchmark_answer_rows(run_id)
     answers: Answers = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     meta: dict[str, dict[str, Any]] = {}
     for condition, sample, replicate, agent, info in rows:
@@ -62,11 +59,11 @@ SELF_SIMILARITY = 100.0
 """The exogenous diagonal: the paper's, an agent compared with itself."""
 
 
-def exogenous(db: Any, run_id: str, diagonal: str = "identical") -> dict[str, dict[str, Any]]:
+def exogenous(store: Store, run_id: str, diagonal: str = "identical") -> dict[str, dict[str, Any]]:
     """{benchmark: {"metric", "agents", "runs", "matrix": {a: {b: pct}}, "run_agreement":
     {a: pct}}} for the run. ``diagonal = "identical"``: 100 (the paper); ``"runs"``: the
     agreement between the agent's separate runs."""
-    answers, meta = item_answers(db, run_id)
+    answers, meta = item_answers(store, run_id)
     out: dict[str, dict[str, Any]] = {}
     for bench in sorted(answers):
         by_agent = answers[bench]
@@ -84,16 +81,9 @@ def exogenous(db: Any, run_id: str, diagonal: str = "identical") -> dict[str, di
     return out
 
 
-def endogenous(db: Any, run_id: str) -> dict[str, dict[str, dict[str, Any]]]:
+def endogenous(store: Store, run_id: str) -> dict[str, dict[str, dict[str, Any]]]:
     """{benchmark: {view: {"agents", "matrix": {judge: {target: mean score}}}}}."""
-    rows = db.execute(
-        "select m.condition, j.agent, t.agent, d.parsed from matches m"
-        " join seats j on j.match_id = m.id and j.seat = 0"
-        " join seats t on t.match_id = m.id and t.seat = 1"
-        " join decisions d on d.match_id = m.id and d.phase = 'score' and d.valid = 1"
-        " where m.run_id = ? and m.mechanism = 'score' and m.status = 'done'",
-        [run_id],
-    ).fetchall()
+    rows = store.score_rows(run_id)
     sums: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
     for condition, judge, target, parsed in rows:
         cond = json.loads(condition)
@@ -110,7 +100,7 @@ def endogenous(db: Any, run_id: str) -> dict[str, dict[str, dict[str, Any]]]:
     return dict(out)
 
 
-def matrix_for(db: Any, run_id: str, source: str) -> dict[str, dict[str, float | None]]:
+def matrix_for(store: Store, run_id: str, source: str) -> dict[str, dict[str, float | None]]:
     """The matrix a ``similarity_source`` names: ``exogenous:<benchmark>`` (diagonal
     100), ``exogenous:<benchmark>:runs`` (diagonal: run-to-run agreement) or
     ``endogenous:<benchmark>:<view>`` (KeyError naming what is missing)."""
@@ -118,11 +108,11 @@ def matrix_for(db: Any, run_id: str, source: str) -> dict[str, dict[str, float |
     parts[1] = benchmark_key(parts[1])  # an alias ("die") names the key answers are stored under
     if parts[0] == "exogenous":
         diagonal = "runs" if len(parts) > 2 and parts[2] == "runs" else "identical"
-        found = exogenous(db, run_id, diagonal).get(parts[1])
+        found = exogenous(store, run_id, diagonal).get(parts[1])
         if found is None:
             raise KeyError(f"run {run_id} has no answers to benchmark {parts[1]!r}")
         return found["matrix"]
-    found_view = endogenous(db, run_id).get(parts[1], {}).get(parts[2])
+    found_view = endogenous(store, run_id).get(parts[1], {}).get(parts[2])
     if found_view is None:
         raise KeyError(f"run {run_id} has no {parts[2]!r} similarity judgements on benchmark {parts[1]!r}")
     return found_view["matrix"]

@@ -24,6 +24,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from coop_tui.errors import SpecError
+from coop_tui.grounded.domains import benchmark_key, load_benchmark
+from coop_tui.grounded.dossier import build_dossier
+from coop_tui.grounded.matrices import matrix_for
+from coop_tui.prompts import CHARS_PER_TOKEN
+
 VIEWS = ("decision", "explanation", "both")
 
 
@@ -38,9 +44,6 @@ def _extra(exp: Any, key: str, default: Any = None) -> Any:
 def parse_source(source: Any, where: str) -> tuple[str, str, str | None]:
     """("exogenous" | "endogenous", benchmark key, view or None). The exogenous view is
     None (diagonal 100, the paper's) or "runs" (diagonal: run-to-run agreement)."""
-    from coop_tui.grounded.domains import benchmark_key
-    from coop_tui.spec import SpecError
-
     parts = source.split(":") if isinstance(source, str) else []
     if parts and parts[0] == "exogenous" and len(parts) == 2 and parts[1]:
         return "exogenous", benchmark_key(parts[1]), None
@@ -67,9 +70,6 @@ def check_sweep(spec: Any, base: Path | None) -> list[int]:
     Relative benchmark file paths are made absolute here (the sweep file's folder), so
     the runner and the estimates find them wherever the process runs.
     """
-    from coop_tui.grounded.domains import benchmark_key, load_benchmark
-    from coop_tui.spec import SpecError
-
     administered: dict[str, list[int]] = {}
     judged: dict[tuple[str, str], list[int]] = {}
     for i, exp in enumerate(spec.experiments):
@@ -181,17 +181,11 @@ def resolve_params(cell: Any, store: Any, run_id: str) -> dict[str, Any]:
         else:  # a prompt-size probe (--dry-run): a record the size of the real one
             params["dossier"] = sized_dossier(params)
         return params
-    from coop_tui.mechanisms import mechanism_class
-
-    if "similarity_scores" not in mechanism_class(cell.mechanism).Params.model_fields:
-        raise ValueError("the similarity mechanism of this build takes no similarity_scores yet")
     if store is None:
         matrix = {a: {b: 50.0 for b in cell.seats} for a in cell.seats}  # probe: size only
     else:
-        from coop_tui.grounded.matrices import matrix_for
-
         try:
-            full = matrix_for(store.db.conn, source_run, cell.source)
+            full = matrix_for(store, source_run, cell.source)
         except KeyError as exc:
             raise ValueError(str(exc).strip("'\"")) from None
         matrix = {}
@@ -215,10 +209,6 @@ def sized_dossier(params: dict[str, Any]) -> str:
     """A stand-in record for cost estimates: every item the judge will read, with an
     answer and EXPLANATION_TOKENS of reasoning (the real text comes from the benchmark
     stage), so --dry-run counts a judge's prompt at its real length, not a placeholder's."""
-    from coop_tui.grounded.domains import benchmark_key, load_benchmark
-    from coop_tui.grounded.dossier import build_dossier
-    from coop_tui.prompt_size import CHARS_PER_TOKEN
-
     ref, asked = ADMINISTERED.get(benchmark_key(params["benchmark"]), (params["benchmark"], None))
     try:
         benchmark = load_benchmark(ref)
@@ -248,31 +238,18 @@ def _typical_answer(item: Any) -> Any:
 def dossier_for(store: Any, run_id: str, params: dict[str, Any], judge: str, target: str) -> str:
     """The target's record for this judge: its first run, or - when the judge judges
     itself - its second run, so no judge ever reads the answers it gave itself."""
-    import json
-
-    from coop_tui.grounded.domains import benchmark_key, load_benchmark
-    from coop_tui.grounded.dossier import build_dossier
-
     bench = benchmark_key(params["benchmark"])
-    rows = store.db.conn.execute(
-        "select m.id, m.sample from matches m join seats s on s.match_id = m.id and s.seat = 0"
-        " where m.run_id = ? and m.mechanism = 'benchmark' and s.agent = ? and m.status = 'done'"
-        " and json_extract(m.condition, '$.benchmark') = ? order by m.replicate, m.sample",
-        [run_id, target, bench],
-    ).fetchall()
+    sheets = store.benchmark_matches(run_id, target, bench)
     position = 1 if judge == target else 0
-    if len(rows) <= position:
+    if len(sheets) <= position:
         need = "two runs (samples = 2 or more) to judge itself" if judge == target else "a finished run"
         raise ValueError(f"{target} has no answers to {bench!r} in run {run_id}: the judgement needs {need}")
-    match_id = rows[position][0]
+    match_id = sheets[position]
     benchmark = load_benchmark(params["benchmark"])
     items = {item.id: item for item in benchmark.items}
     answers: dict[str, Any] = {}
     orders: dict[str, list[int]] = {}
-    for (info,) in store.db.conn.execute(
-        "select info from phases where match_id = ? and phase = 'item' order by round", [match_id]
-    ):
-        data = json.loads(info or "{}")
+    for data in store.phase_infos(match_id, "item"):
         answers.update(data.get("answers") or {})
         if data.get("order") is not None:
             orders[data["item"]] = data["order"]

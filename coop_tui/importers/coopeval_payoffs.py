@@ -31,19 +31,26 @@ from typing import Any
 import numpy as np
 
 from coop_tui.games.user import MAX_PAYOFF
-from coop_tui.importers.coopeval import (
+from coop_tui.importers.coopeval_records import (
     MECHANISMS,
     REPUTATION_ORDER,
     CoopEvalError,
+    DecisionBuilder,
     ImportPlan,
+    Move,
+    action_keys,
     agent_label,
     build_game,
     finite_payoff,
     import_run_row,
+    log_entries,
+    member_letter,
     records_file,
     round_weights,
+    split_player,
 )
 from coop_tui.inputs import InputTooLarge, read_bounded
+from coop_tui.store import condition_key, decision_row
 
 PAYOFFS = "matchup_payoffs.json"
 
@@ -75,8 +82,6 @@ def reputation_from_records(path: Path, config: dict[str, Any]) -> dict[str, Any
     move names its player ``<agent>#P<seat>``. Collecting every player's points in that
     order gives exactly the per-round points ``matchup_payoffs.json`` would hold.
     """
-    from coop_tui.importers.coopeval import _split_player
-
     specs = {agent_label(a): a for a in config.get("agents") or []}
     discount = float(((config.get("mechanism") or {}).get("kwargs") or {}).get("discount", 1.0))
     points: dict[str, list[float]] = {}
@@ -89,7 +94,7 @@ def reputation_from_records(path: Path, config: dict[str, Any]) -> dict[str, Any
             if "points" not in node:
                 raise CoopEvalError(f"{where}: a move needs numeric points")
             value = finite_payoff(node["points"], where)
-            _split_player(node["player"], where)  # checks the '<agent>#P<seat>' form
+            split_player(node["player"], where)  # checks the '<agent>#P<seat>' form
             points.setdefault(node["player"], []).append(value)
         else:
             raise CoopEvalError(f"{where}: expected games of moves")
@@ -111,7 +116,7 @@ def reputation_from_records(path: Path, config: dict[str, Any]) -> dict[str, Any
         raise CoopEvalError(f"{path}: no moves recorded")
     profile = []
     for player, pts in points.items():
-        agent, seat = _split_player(player, str(path))
+        agent, seat = split_player(player, str(path))
         if agent not in specs:
             raise CoopEvalError(f"{path}: agent {agent!r} is not among config.json's agents")
         profile.append({"player": {**specs[agent], "player_id": seat + 1}, "points": pts})
@@ -167,7 +172,6 @@ def plan_from_payoffs(
         }
     if mech_type in REPUTATION_ORDER:
         condition["order"] = REPUTATION_ORDER[mech_type]
-    from coop_tui.store import condition_key
     from coop_tui.sweep import game_spec
 
     base = {
@@ -372,22 +376,16 @@ def _reputation_decisions(
     what cooperating means in an asymmetric game) and the co-players are in the round's
     info.
     """
-    from coop_tui.importers.coopeval import (
-        _DecisionBuilder,
-        _log_entries,
-        _member_letter,
-        _Move,
-        _split_player,
-        action_keys,
+    from coop_tui.importers.coopeval_records import (
+        split_player,
     )
-    from coop_tui.store import decision_row
 
     path = directory / "records.jsonl"
     if not path.is_file() or not players:
         return
     letters = action_keys(config, game)
-    log = _log_entries(directory / "game_log.txt")
-    builder = _DecisionBuilder(plan, tag, game, letters, log, set())
+    log = log_entries(directory / "game_log.txt")
+    builder = DecisionBuilder(plan, tag, game, letters, log, set())
     played: dict[str, int] = {}
     for number, raw in enumerate(_reputation_games(path), 1):
         where = f"{path}: game {number}"
@@ -395,13 +393,13 @@ def _reputation_decisions(
         for m in raw:
             if not {"player", "action", "points"} <= m.keys():
                 raise CoopEvalError(f"{where}: a move needs player, action and points")
-            agent, seat = _split_player(m["player"], where)
-            letter = _member_letter(m["action"], where)
+            agent, seat = split_player(m["player"], where)
+            letter = member_letter(m["action"], where)
             if letter not in letters:
                 raise CoopEvalError(f"{where}: action {m['action']!r} is not an action of the game")
             if not isinstance(m["points"], int | float):
                 raise CoopEvalError(f"{where}: points {m['points']!r} is not a number")
-            moves.append(_Move(seat, agent, letters[letter], float(m["points"]),
+            moves.append(Move(seat, agent, letters[letter], float(m["points"]),
                                m.get("trace_id"), m.get("response"), m.get("mediated")))
         for mv in moves:
             player = f"{mv.agent}#P{mv.seat + 1}"

@@ -52,6 +52,9 @@ from typing import Any
 
 from coop_tui.inputs import InputTooLarge, open_bounded
 
+# the sp_trials table marks these (a migration backfills them), so the store defines them
+from coop_tui.store import DUPLICATE_KEY, PAPER_MODELS
+
 __all__ = ["COLUMNS", "PAPER_MODELS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
            "read_rows"]
 
@@ -71,17 +74,6 @@ _FLOATS = ("payoff0", "payoff1", "coop_mean", "joint", "cost_usd")
 _REQUIRED = ("game", "model", "trial", "rounds", "payoff0", "payoff1")
 _TRIAL_FIELDS = ("model", "opponent", "matchup", "trial", "rounds", "payoff0", "payoff1")
 """A row with all of these empty is a fragment (the tail of a split row), not a trial."""
-PAPER_MODELS = (
-    "claude-haiku-4.5", "claude-haiku-4.5-thinking", "claude-sonnet-4.5", "claude-sonnet-4.6",
-    "claude-opus-4.5", "claude-opus-4.6", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini",
-    "gpt-4.1-nano", "gpt-5-mini", "gpt-5-nano", "gpt-5.3", "gpt-5.4", "gemini-2.0-flash",
-    "gemini-2.5-flash", "gemini-2.5-flash-thinking", "gemini-3-flash", "gemini-3-pro",
-    "gemini-3.1-pro", "deepseek-v3", "deepseek-r1", "llama-3.3-70b", "ministral-14b",
-    "qwen3.5-flash",
-)
-"""The 25 model keys of the paper (Supplementary Table 1)."""
-DUPLICATE_KEY = ("game", "model", "opponent", "matchup", "condition", "trial")
-"""Two rows with these equal are one trial run twice; the last copy counts."""
 GAME_KEYS = {"chicken": "chicken_sp"}
 """Seed 003 game ids whose coop-tui key differs (the rest are the same)."""
 SYMMETRIC_2X2 = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild", "stag_hunt_standard",

@@ -15,6 +15,9 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+# the report section reads the same names; it sits below judging, so the reader lives there
+from coop_tui.analysis.sections.judgements import rubric_names
+
 if TYPE_CHECKING:
     from coop_tui.decisions import Decision
     from coop_tui.judging.rubric import Rubric
@@ -120,16 +123,6 @@ def judged_by(store: Store, judge_decision_id: int) -> int | None:
         [judge_decision_id],
     ).fetchone()
     return None if row is None else int(row[0])
-
-
-def rubric_names(spec_json: str | None) -> dict[str, str]:
-    """Category id -> display name, in rubric order (bit order of ``present_mask``),
-    from a judge run's stored spec."""
-    try:
-        rubric = json.loads(spec_json or "{}").get("rubric") or {}
-        return {c["id"]: c.get("name") or c["id"] for c in rubric.get("categories") or []}
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return {}
 
 
 __all__ = [

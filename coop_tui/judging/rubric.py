@@ -23,6 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from coop_tui.errors import SpecError
+from coop_tui.schemas import judgement_gbnf, judgement_types_gbnf  # kept importable from here
+from coop_tui.spec import read_sweep_file
+
 OUTPUT_FORMAT = "confidence-per-category"
 _ID = re.compile(r"[a-z][a-z0-9_]{0,39}")
 MAX_CATEGORIES = 60
@@ -141,7 +145,6 @@ class Rubric:
         """This rubric under another protocol (None: unchanged)."""
         from dataclasses import replace
 
-        from coop_tui.spec import SpecError
 
         if protocol is None or protocol == self.protocol:
             return self
@@ -193,8 +196,6 @@ def builtin_rubrics() -> list[str]:
 
 def load_rubric(ref: str) -> Rubric:
     """A built-in rubric by name, or a rubric file by path."""
-    from coop_tui.spec import SpecError, read_sweep_file
-
     builtin = rubrics_dir() / f"{ref}.toml"
     path = builtin if "/" not in ref and builtin.is_file() else Path(ref).expanduser()
     if not path.exists():
@@ -215,8 +216,6 @@ def load_rubric(ref: str) -> Rubric:
 
 def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
     """Validate a rubric's table; every problem names its field and how to fix it."""
-    from coop_tui.spec import SpecError
-
     known = {"name", "version", "title", "instructions", "threshold", "categories", "output",
              "template", "protocol"}
     for key in data:
@@ -282,8 +281,6 @@ def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
 
 
 def _text(data: dict[str, Any], key: str, *, required: bool = False, where: str = "") -> str:
-    from coop_tui.spec import SpecError
-
     field = f"{where}.{key}" if where else key
     value = data.get(key)
     if value is None:
@@ -293,39 +290,6 @@ def _text(data: dict[str, Any], key: str, *, required: bool = False, where: str 
     if not isinstance(value, str) or (required and not value.strip()):
         raise SpecError(field, f"must be a non-empty string (got {value!r})")
     return value.strip()
-
-
-def judgement_gbnf(ids: tuple[str, ...]) -> str:
-    """Grammar of a judgement for the embedded model: every category id once, in order,
-    each with a confidence written 0, 1, 0.x or 0.xx (so it always lies in [0, 1])."""
-    if not ids:
-        raise ValueError("a judgement needs at least one category")
-    parts = " \",\" space ".join(f'"\\"{cid}\\"" space ":" space conf' for cid in ids)
-    return (
-        f'root ::= "{{" space {parts} "}}" space\n'
-        'conf ::= ("0" ("." [0-9] [0-9]?)? | "1" (".0")?) space\n'
-        'space ::= " "?\n'
-    )
-
-
-def judgement_types_gbnf(names: tuple[str, ...]) -> str:
-    """Grammar of a ``coopeval`` judgement for the embedded model: a short reasoning, one
-    confidence (0, 1, 0.x or 0.xx) and a list of at most as many type names as there are
-    categories (a small model would otherwise repeat names until it runs out of tokens)."""
-    if not names:
-        raise ValueError("a judgement needs at least one category")
-    alts = " | ".join(json.dumps(json.dumps(n)) for n in names)
-    more = len(names) - 1
-    return (
-        'root ::= "{" space "\\"reasoning\\"" space ":" space text "," space '
-        '"\\"confidence\\"" space ":" space conf "," space '
-        '"\\"types\\"" space ":" space "[" space (type ("," space type){0,' + str(more) + '})? '
-        '"]" space "}" space\n'
-        'text ::= "\\"" [^"\\\\\\n]{0,160} "\\"" space\n'
-        f"type ::= ({alts}) space\n"
-        'conf ::= ("0" ("." [0-9] [0-9]?)? | "1" (".0")?) space\n'
-        'space ::= " "?\n'
-    )
 
 
 __all__ = [

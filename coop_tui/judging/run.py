@@ -129,7 +129,7 @@ def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
 
 
 def _check_judge(name: str, spec: AgentSpec, where: str) -> None:
-    from coop_tui.spec import SpecError
+    from coop_tui.errors import SpecError
 
     if spec.kind not in ("llm", "local"):
         raise SpecError(where, f"{name} is a {spec.kind}; a judge must be a model that reads "
@@ -382,9 +382,8 @@ def judge_command(
 ) -> int:
     from rich.console import Console
 
-    from coop_tui.errors import fail
+    from coop_tui.errors import SpecError, fail
     from coop_tui.judging.rubric import load_rubric
-    from coop_tui.spec import SpecError
 
     console = console or Console()
     if limit is not None and limit < 1:

@@ -29,7 +29,7 @@ def build_exogenous(store: Any, run_id: str, report: dict[str, Any]) -> Any:
         return None
     from coop_tui.grounded.matrices import exogenous
 
-    return exogenous(store.db.conn, run_id) or None
+    return exogenous(store, run_id) or None
 
 
 def build_endogenous(store: Any, run_id: str, report: dict[str, Any]) -> Any:
@@ -37,7 +37,7 @@ def build_endogenous(store: Any, run_id: str, report: dict[str, Any]) -> Any:
         return None
     from coop_tui.grounded.matrices import endogenous
 
-    return endogenous(store.db.conn, run_id) or None
+    return endogenous(store, run_id) or None
 
 
 def build_baseline(store: Any, run_id: str, report: dict[str, Any]) -> Any:

@@ -36,9 +36,17 @@ def _judged_run(store: Store, run_id: str) -> str | None:
     return judged if isinstance(judged, str) else None
 
 
-def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    from coop_tui.judging.links import rubric_names
+def rubric_names(spec_json: str | None) -> dict[str, str]:
+    """Category id -> display name, in rubric order (bit order of ``present_mask``),
+    from a judge run's stored spec."""
+    try:
+        rubric = json.loads(spec_json or "{}").get("rubric") or {}
+        return {c["id"]: c.get("name") or c["id"] for c in rubric.get("categories") or []}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return {}
 
+
+def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
     judged = _judged_run(store, run_id)
     if judged is None:
         return None

@@ -140,7 +140,7 @@ def make_widgets(prefix: str) -> Callable[[dict[str, Any]], list[Widget]]:
         from rich.console import Group
         from textual.widgets import DataTable, Static
 
-        from coop_tui.screens.personality_plots import ArchetypeMap, EndgameCurves
+        from coop_tui.analysis.personality_plots import ArchetypeMap, EndgameCurves
 
         table = DataTable(id=f"{prefix}-cohens-h", cursor_type="cell", show_cursor=False)
         names = value["cohens_h"]["agents"]

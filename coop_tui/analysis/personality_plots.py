@@ -1,7 +1,9 @@
 """Plots of the strategic-personality section: the archetype map and endgame curves.
 
 Each widget receives the section's JSON value and draws itself when mounted, so the
-analysis screen only has to mount what the section's ``widgets`` returns.
+analysis screen only has to mount what the section's ``widgets`` returns. They live beside
+the section (which imports them only when a panel is drawn: textual-plotext is a UI
+library) rather than in screens/, which sits above analysis.
 """
 
 from __future__ import annotations
