@@ -43,8 +43,10 @@ class SSEDecoder:
         """The payloads of the events this piece completes (often none or one)."""
         if self._buffer:
             piece = self._buffer + piece
+        elif piece.endswith(b"}\n\n") and piece.startswith(b"data: {") and piece.count(b"\n") == 2:
+            return [piece[6:-2]]  # one whole one-line JSON event: the usual piece
         elif piece.startswith(b"data:") and piece.endswith(b"\n\n") and piece.count(b"\n") == 2:
-            return [piece[5:-2].strip()]  # one whole one-line event: the usual piece
+            return [piece[5:-2].strip()]  # another one-line event ([DONE], CRLF, ...)
         cut_crlf = b""
         if b"\r" in piece:
             if piece.endswith(b"\r"):  # maybe the first half of a CRLF: keep it for later
