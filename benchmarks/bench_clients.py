@@ -7,25 +7,35 @@ gets to the ideal ``ceil(D / C) * L`` seconds. For each concurrency C this measu
 run against one keep-alive server (``python -m coop_tui.testing.server`` in its own
 process, so it does not share the interpreter lock with the clients):
 
-* a bare aiohttp loop (one ``ClientSession``, streaming, lines split by hand: the floor for
-  what the agent adds on the same library),
+* a bare aiohttp loop (one ``ClientSession``, streaming, the body read line by line with
+  ``async for line in response.content`` and each ``data:`` line given to ``json.loads``:
+  the loop the aiohttp documentation suggests, with no pool, retries or checks),
 * the bare ``openai`` SDK (one ``AsyncOpenAI`` on httpx, pool sized to C, no retries),
 * ``LLMAgent`` on the ``openai`` transport (what sweeps use for OpenAI-compatible servers:
   aiohttp, endpoint pool, retries, cut-stream detection, usage and cost),
 * optionally (``--litellm``) a bare ``litellm.acompletion`` loop and the agent on litellm,
+* optionally (``--reference-src PATH``) ``LLMAgent`` from another source tree, e.g. a
+  checkout of an earlier commit (``git worktree add --detach /tmp/old e440c13^`` gives the
+  hand-written HTTP/1.1 client that aiohttp replaced), so old and new are compared in one
+  run; the old code is imported from that path only, never from this package,
 
 and prints, per C, the agent's throughput and client CPU per decision as ratios to the
-bare aiohttp loop's and the openai SDK's. Runs alternate between clients and the best of
+bare aiohttp loop's, the openai SDK's and the reference agent's (the full table, then the
+agent's row of ratios per C). Each measurement runs in
+a fresh interpreter (so one client's imports, heap and garbage collections are not charged
+to the next), against the same server; runs alternate between clients and the best of
 ``--repeats`` is kept, so a stall elsewhere on a shared machine is not charged to one
 client.
 
     .venv/bin/python benchmarks/bench_clients.py [--concurrency 16,128,512] [--latency 0.2]
+        [--repeats 3] [--reference-src /tmp/old]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import subprocess
 import sys
@@ -39,9 +49,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _table import report  # noqa: E402
-
-from coop_tui.agents.llm import LLMAgent, _import_litellm  # noqa: E402
-from coop_tui.decisions import NullSink  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "You are playing a game."},
@@ -68,8 +75,6 @@ def start_server(latency: float, chunks: int, *extra: str) -> tuple[subprocess.P
 
 
 def aiohttp_raw(url: str, concurrency: int) -> OneCall:
-    import json
-
     import aiohttp
 
     body = json.dumps({"model": "loopback", "messages": MESSAGES, "stream": True,
@@ -129,6 +134,8 @@ def openai_raw(url: str, concurrency: int) -> OneCall:
 
 
 def litellm_raw(url: str, concurrency: int) -> OneCall:
+    from coop_tui.agents.llm import _import_litellm
+
     litellm = _import_litellm()
 
     async def call() -> str:
@@ -151,6 +158,11 @@ def litellm_raw(url: str, concurrency: int) -> OneCall:
 
 
 def agent_call(url: str | list[str], concurrency: int, transport: str = "openai") -> OneCall:
+    """``LLMAgent.reply`` of the ``coop_tui`` first on ``sys.path`` (this tree's, or the
+    reference tree's in a ``--src`` worker)."""
+    from coop_tui.agents.llm import LLMAgent
+    from coop_tui.decisions import NullSink
+
     model = "openai/loopback" if transport == "openai" else "hosted_vllm/loopback"
     agent = LLMAgent(
         "bench", model, api_base=url, api_key="bench", timeout=120.0,
@@ -192,6 +204,68 @@ async def measure(call: OneCall, decisions: int, concurrency: int) -> tuple[floa
     return result
 
 
+CLIENTS: dict[str, tuple[str, Callable[[str, int], OneCall]]] = {
+    "aiohttp": ("aiohttp (bare loop)", aiohttp_raw),
+    "openai": ("openai SDK (bare loop)", openai_raw),
+    "agent": ("LLMAgent transport=openai", agent_call),
+    "reference": ("reference LLMAgent (--reference-src)", agent_call),
+    "litellm": ("litellm (bare loop)", litellm_raw),
+    "agent-litellm": ("LLMAgent transport=litellm", lambda u, c: agent_call(u, c, "litellm")),
+}
+"""Worker names: label in the table, and the factory of one call."""
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One measurement in this fresh interpreter; prints ``{wall, failures, cpu}``."""
+    if args.src:
+        sys.path.insert(0, str(Path(args.src).resolve()))  # its coop_tui before ours
+    _, make = CLIENTS[args.worker]
+    wall, fail, cpu = asyncio.run(measure(make(args.url, args.conc), args.decisions, args.conc))
+    if args.src:
+        import coop_tui
+
+        where = Path(coop_tui.__file__).resolve()
+        if not where.is_relative_to(Path(args.src).resolve()):
+            raise SystemExit(f"--src {args.src}: coop_tui was imported from {where}")
+    print(json.dumps({"wall": wall, "failures": fail, "cpu": cpu}))
+
+
+def run_worker(name: str, url: str, conc: int, decisions: int,
+               src: str | None = None) -> tuple[float, int, float]:
+    command = [sys.executable, __file__, "--worker", name, "--url", url,
+               "--conc", str(conc), "--decisions", str(decisions)]
+    if src:
+        command += ["--src", src]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} worker failed:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["wall"], result["failures"], result["cpu"]
+
+
+def summary(ratios: dict[str, dict[str, float]], refs: list[str]) -> None:
+    """The agent alone, one row per C: its CPU per decision and its ratios to each reference
+    (throughput above 1 and CPU below 1 mean the agent does better)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="LLMAgent (openai transport) against the references, same run")
+    table.add_column("C", justify="right")
+    table.add_column("agent cpu ms/decision", justify="right")
+    for ref in refs:
+        table.add_column(f"{ref} cpu ms", justify="right")
+    for ref in refs:
+        table.add_column(f"throughput vs {ref}", justify="right")
+        table.add_column(f"cpu vs {ref}", justify="right")
+    for conc, r in ratios.items():
+        cells = [conc, f"{r['agent_cpu_ms_per_decision']:.3f}"]
+        cells += [f"{r[f'{ref}_cpu_ms_per_decision']:.3f}" for ref in refs]
+        for ref in refs:
+            cells += [f"{r[f'throughput_vs_{ref}']:.2f}", f"{r[f'cpu_vs_{ref}']:.2f}"]
+        table.add_row(*cells)
+    Console(width=max(Console().width, 150)).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", default="16,128,512",
@@ -200,21 +274,32 @@ def main() -> None:
                         help="decisions per concurrency slot (D = per-slot x C, at least 64)")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--chunks", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2, help="runs per client; best is kept")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per client; best is kept")
     parser.add_argument("--litellm", action="store_true", help="also measure litellm")
+    parser.add_argument("--reference-src", default=None, metavar="PATH",
+                        help="a source tree (e.g. a checkout of an earlier commit) whose "
+                             "LLMAgent is measured beside this one")
+    parser.add_argument("--no-openai", action="store_true",
+                        help="skip the openai SDK (slow at high C; its ratios are then omitted)")
+    parser.add_argument("--worker", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--conc", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--decisions", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--src", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    if args.reference_src and not (Path(args.reference_src) / "coop_tui").is_dir():
+        parser.error(f"--reference-src {args.reference_src}: no coop_tui package there; "
+                     "give the root of a coop-tui checkout")
 
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    clients: list[tuple[str, Callable[[str, int], OneCall]]] = [
-        ("aiohttp (bare loop)", aiohttp_raw),
-        ("openai SDK (bare loop)", openai_raw),
-        ("LLMAgent transport=openai", agent_call),
-    ]
+    names = ["aiohttp", *([] if args.no_openai else ["openai"]), "agent"]
+    if args.reference_src:
+        names.append("reference")
     if args.litellm:
-        clients += [
-            ("litellm (bare loop)", litellm_raw),
-            ("LLMAgent transport=litellm", lambda u, c: agent_call(u, c, "litellm")),
-        ]
+        names += ["litellm", "agent-litellm"]
     proc, url = start_server(args.latency, args.chunks)
     rows: list[list[Any]] = []
     ratios: dict[str, dict[str, float]] = {}
@@ -224,47 +309,55 @@ def main() -> None:
             ideal = math.ceil(decisions / conc) * args.latency
             best: dict[str, tuple[float, int, float]] = {}
             for _ in range(args.repeats):
-                for label, make in clients:  # alternate, so drift hits every client alike
-                    wall, fail, cpu = asyncio.run(measure(make(url, conc), decisions, conc))
-                    old = best.get(label)
-                    best[label] = (min(wall, old[0]) if old else wall,
-                                   fail + (old[1] if old else 0),
-                                   min(cpu, old[2]) if old else cpu)
-            aio_wall, _, aio_cpu = best["aiohttp (bare loop)"]
-            sdk_wall, _, sdk_cpu = best["openai SDK (bare loop)"]
-            for label, _ in clients:
-                wall, fail, cpu = best[label]
-                rows.append([label, conc, decisions, round(wall, 3), round(ideal / wall, 3),
-                             round(1000 * cpu / decisions, 2),
-                             round(aio_wall / wall, 3), round(cpu / aio_cpu, 3),
-                             round(sdk_wall / wall, 3), round(cpu / sdk_cpu, 3), fail])
-            agent_wall, _, agent_cpu = best["LLMAgent transport=openai"]
-            ratios[str(conc)] = {
-                "throughput_vs_aiohttp": round(aio_wall / agent_wall, 3),
-                "cpu_vs_aiohttp": round(agent_cpu / aio_cpu, 3),
-                "throughput_vs_openai": round(sdk_wall / agent_wall, 3),
-                "cpu_vs_openai": round(agent_cpu / sdk_cpu, 3),
+                for name in names:  # alternate, so drift hits every client alike
+                    src = args.reference_src if name == "reference" else None
+                    wall, fail, cpu = run_worker(name, url, conc, decisions, src)
+                    old = best.get(name)
+                    best[name] = (min(wall, old[0]) if old else wall,
+                                  fail + (old[1] if old else 0),
+                                  min(cpu, old[2]) if old else cpu)
+            refs = [n for n in ("aiohttp", "openai", "reference") if n in best]
+            for name in names:
+                wall, fail, cpu = best[name]
+                row: list[Any] = [CLIENTS[name][0], conc, decisions, round(wall, 3),
+                                  round(ideal / wall, 3), round(1000 * cpu / decisions, 3)]
+                for ref in refs:
+                    row += [round(best[ref][0] / wall, 3), round(cpu / best[ref][2], 3)]
+                rows.append([*row, fail])
+            agent_wall, _, agent_cpu = best["agent"]
+            entry = {
                 "agent_cpu_ms_per_decision": round(1000 * agent_cpu / decisions, 3),
                 "agent_efficiency": round(ideal / agent_wall, 3),
             }
+            for ref in refs:
+                entry[f"throughput_vs_{ref}"] = round(best[ref][0] / agent_wall, 3)
+                entry[f"cpu_vs_{ref}"] = round(agent_cpu / best[ref][2], 3)
+                entry[f"{ref}_cpu_ms_per_decision"] = round(1000 * best[ref][2] / decisions, 3)
+            ratios[str(conc)] = entry
     finally:
         proc.terminate()
         proc.wait(10)
+    columns = ["client", "concurrency", "decisions", "best wall s", "efficiency",
+               "cpu ms/decision"]
+    short = {"aiohttp": "aiohttp", "openai": "openai", "reference": "reference"}
+    for ref in (n for n in ("aiohttp", "openai", "reference") if n in names):
+        columns += [f"throughput vs {short[ref]}", f"cpu vs {short[ref]}"]
     report(
         "clients",
         f"streamed decisions against a keep-alive loopback server ({args.latency:g} s answers, "
-        f"{args.chunks} chunks)",
-        ["client", "concurrency", "decisions", "best wall s", "efficiency", "cpu ms/decision",
-         "throughput vs aiohttp", "cpu vs aiohttp", "throughput vs openai", "cpu vs openai",
-         "failures"],
+        f"{args.chunks} chunks), best of {args.repeats}",
+        [*columns, "failures"],
         rows,
-        {"ratios": ratios},
+        {"ratios": ratios, "reference_src": args.reference_src},
     )
+    summary(ratios, [k for k in short if any(f"cpu_vs_{k}" in r for r in ratios.values())])
     for conc, r in ratios.items():
-        print(f"C={conc}: LLMAgent throughput {r['throughput_vs_aiohttp']:.2f}x bare aiohttp, "
-              f"{r['throughput_vs_openai']:.2f}x openai SDK; client CPU "
-              f"{r['cpu_vs_aiohttp']:.2f}x bare aiohttp, {r['cpu_vs_openai']:.2f}x openai SDK "
-              f"({r['agent_cpu_ms_per_decision']:.2f} ms/decision)")
+        through = ", ".join(f"{r[f'throughput_vs_{k}']:.2f}x {k}" for k in short
+                            if f"throughput_vs_{k}" in r)
+        cpu = ", ".join(f"{r[f'cpu_vs_{k}']:.2f}x {k} ({r[f'{k}_cpu_ms_per_decision']:.3f} ms)"
+                        for k in short if f"cpu_vs_{k}" in r)
+        print(f"C={conc}: LLMAgent throughput {through}; client CPU "
+              f"{r['agent_cpu_ms_per_decision']:.3f} ms/decision = {cpu}")
 
 
 if __name__ == "__main__":
