@@ -23,9 +23,9 @@ and prints, per C, the agent's throughput and client CPU per decision as ratios 
 bare aiohttp loop's, the openai SDK's and the reference agent's (the full table, then the
 agent's row of ratios per C). Each measurement runs in
 a fresh interpreter (so one client's imports, heap and garbage collections are not charged
-to the next), against the same server; runs alternate between clients and the best of
-``--repeats`` is kept, so a stall elsewhere on a shared machine is not charged to one
-client.
+to the next), against the same server; runs alternate between clients (each repeat
+starting with the next one) and the best of ``--repeats`` is kept, so a stall elsewhere on
+a shared machine is not charged to one client.
 
     .venv/bin/python benchmarks/bench_clients.py [--concurrency 16,128,512] [--latency 0.2]
         [--repeats 3] [--reference-src /tmp/old]
@@ -308,9 +308,13 @@ def main() -> None:
             decisions = max(64, args.per_slot * conc)
             ideal = math.ceil(decisions / conc) * args.latency
             best: dict[str, tuple[float, int, float]] = {}
-            for _ in range(args.repeats):
-                for name in names:  # alternate, so drift hits every client alike
+            for repeat in range(args.repeats):
+                # alternate, so drift hits every client alike; each repeat starts with the
+                # next client, so none always follows the same one
+                shift = repeat % len(names)
+                for name in names[shift:] + names[:shift]:
                     src = args.reference_src if name == "reference" else None
+                    time.sleep(0.5)  # the server closes the last client's connections
                     wall, fail, cpu = run_worker(name, url, conc, decisions, src)
                     old = best.get(name)
                     best[name] = (min(wall, old[0]) if old else wall,
