@@ -83,6 +83,25 @@ async def test_body_ended_by_closing_the_connection_is_complete() -> None:
     assert reply.text == "hi there" and reply.transport_retries == 0
 
 
+async def test_crlf_events_with_comments_and_multi_line_data_in_small_http_chunks() -> None:
+    events = (
+        b": keep-alive\r\n\r\n"
+        b'event: message\r\nid: 1\r\ndata: {"choices": [{"delta": {"content": "hi "},\r\n'
+        b'data:  "finish_reason": null}]}\r\n\r\n'
+        b'data: {"choices": [{"delta": {"content": "there"}, "finish_reason": "stop"}],'
+        b' "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\r\n\r\n'
+        b"data: [DONE]\r\n\r\n"
+    )
+    body = b"".join(b"%x\r\n%s\r\n" % (len(events[i:i + 7]), events[i:i + 7])
+                    for i in range(0, len(events), 7)) + b"0\r\n\r\n"
+    raw = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+           b"Transfer-Encoding: chunked\r\n\r\n" + body)
+    async for url in _canned(raw):
+        reply = await _reply(LLMAgent("a", "openai/x", api_base=url, timeout=5.0))
+    assert reply.text == "hi there" and reply.transport_retries == 0
+    assert (reply.input_tokens, reply.output_tokens) == (3, 2)
+
+
 async def test_a_body_shorter_than_its_length_is_a_cut_stream_and_retried() -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + SSE[:40]
     async for url in _canned(raw):
