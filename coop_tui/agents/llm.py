@@ -510,10 +510,11 @@ class LLMAgent:
         if self.transport == "litellm":
             await _litellm_async()
         constraint = self._constraint(request) if self.constrained else None
-        calls: list[_Call] = []
         answer: str | None = None
-        if constraint is None or self.style in ("cot", "plain"):
-            calls.append(await self._call(messages, sink, {}))
+        calls: list[_Call] = (
+            [await self._call(messages, sink, {})]
+            if constraint is None or self.style in ("cot", "plain") else []
+        )
         if constraint is not None:
             params, budget = constraint
             follow = list(messages)
@@ -784,18 +785,16 @@ class LLMAgent:
                     push_after = limit / 4  # push the silence deadline back at most this often
                     pushed = loop.time()
                     decoder = SSEDecoder()
-                    feed = decoder.feed
                     content = response.content
-                    read = content.readany  # b"" at the end of the body
                     try:
-                        while piece := await read():
+                        while piece := await content.readany():  # b"" at the end of the body
                             if state.done:
                                 continue  # read to the end so the connection can be reused
                             now = loop.time()
                             if now - pushed > push_after:
                                 deadline.reschedule(now + limit)
                                 pushed = now
-                            for payload in feed(piece):
+                            for payload in decoder.feed(piece):
                                 if _sse_event(payload, sink, state):
                                     if not content.at_eof():
                                         # a server that keeps the body open after [DONE]
