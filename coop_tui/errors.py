@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import sys
 
+from coop_tui.redact import scrub
+
 EXIT_USAGE = 2
 
 
@@ -27,7 +29,6 @@ class SpecError(ValueError):
 def fail(message: str) -> int:
     """Print ``coop-tui: error: <message>`` (secrets removed, control characters shown as
     escapes) and return exit code 2."""
-    from coop_tui.redact import scrub
     from coop_tui.terminal import terminal_text
 
     print(f"coop-tui: error: {terminal_text(scrub(message), markup=False)}", file=sys.stderr)

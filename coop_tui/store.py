@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from coop_tui import summaries
 from coop_tui.database import Database
 from coop_tui.decisions import Attempt, Decision
+from coop_tui.errors import failure_reason
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
@@ -307,8 +308,6 @@ def m010_content_addressed_prompts(db: sqlite_utils.Database) -> None:
 def m011_match_summaries(db: sqlite_utils.Database) -> None:
     # Per-run aggregates of finished matches (see coop_tui.summaries), filled for the
     # matches an older database already holds.
-    from coop_tui import summaries
-
     summaries.create_tables(db.conn)
     summaries.fold_pending(db.conn)
 
@@ -422,8 +421,6 @@ def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
 def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
     # Per-match move strings for seed 003's profile (see coop_tui.summaries.fold_moves),
     # filled for the folded matches an older database holds in one statement.
-    from coop_tui import summaries
-
     summaries.create_moves_table(db.conn)
     summaries.backfill_moves(db.conn)
 
@@ -500,8 +497,6 @@ def m120_failure_reasons_by_cause(db: sqlite_utils.Database) -> None:
     # Failure reasons name the real cause now (a refused connection that litellm reported
     # as HTTP 500 is "connection refused"; DNS, TLS, connect timeouts, dropped connections
     # have their own): derive the stored reasons again from the stored error texts.
-    from coop_tui.errors import failure_reason
-
     rows = db.conn.execute("select id, error, reason from failures").fetchall()
     changed = [(failure_reason(error), key) for key, error, reason in rows
                if failure_reason(error) != reason]
@@ -929,8 +924,6 @@ class Store:
 
     def failure_groups(self, run_id: str, *, limit: int = 20) -> list[dict[str, Any]]:
         """A run's failed matches by reason: ``[{reason, count, example}]``, most first."""
-        from coop_tui.errors import failure_reason
-
         groups: dict[str, dict[str, Any]] = {}
         rows = self.db.execute(
             "select reason, count(*), min(error) from failures where run_id = ?"
@@ -1485,8 +1478,6 @@ class Store:
             # one failure row per match at most, and none once it has succeeded
             self.db.conn.execute("delete from failures where match_id = ?", [e.match_id])
             if e.status == "failed":
-                from coop_tui.errors import failure_reason
-
                 run_id = self.db.execute(
                     "select run_id from matches where id = ?", [e.match_id]
                 ).fetchone()[0]
