@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 import sys
 
-from coop_tui.redact import scrub
-
 EXIT_USAGE = 2
 
 
@@ -29,6 +27,7 @@ class SpecError(ValueError):
 def fail(message: str) -> int:
     """Print ``coop-tui: error: <message>`` (secrets removed, control characters shown as
     escapes) and return exit code 2."""
+    from coop_tui.redact import scrub
     from coop_tui.terminal import terminal_text
 
     print(f"coop-tui: error: {terminal_text(scrub(message), markup=False)}", file=sys.stderr)

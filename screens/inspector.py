@@ -34,6 +34,7 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
+from coop_tui.judging.links import judged_by, judged_text, judgements_of
 from coop_tui.screens.widgets import NavScreen, distribution_text
 
 FRAME = 1 / 30
@@ -129,8 +130,6 @@ def decision_details(decision: Any, game: Any = None) -> Group:
 def judgement_texts(decision: Any, judgements: list[dict[str, Any]], judged: int | None) -> list[Text]:
     """Judgements of this decision (coop-tui judge) first: judge, rubric, labels with their
     confidence, then the judged text; for a judge's own decision, the decision it judged."""
-    from coop_tui.judging.links import judged_text
-
     parts: list[Text] = []
     if judged is not None:
         parts.append(_heading("Judgement"))
@@ -230,7 +229,6 @@ class InspectorScreen(NavScreen):
         except ReaskError as exc:
             self.app.call_from_thread(self._show_error, str(exc))
             return
-        from coop_tui.judging.links import judged_by, judgements_of
 
         judgements = judgements_of(self.store, self.decision_id)
         judged = judged_by(self.store, self.decision_id)

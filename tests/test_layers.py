@@ -8,10 +8,11 @@ with the project's own contracts. Run it by hand with ``python tests/test_layers
 
 The house rule on function-level imports: an import of a ``coop_tui`` module sits at the top
 of the importing module unless it brings a heavy third-party library (``HEAVY_LIBRARIES``)
-that the importer does not already load at module level. Such an import keeps
-``coop-tui --help``, ``import coop_tui`` and the subcommands that do not need the library
-fast. A lazy import never dodges an import circle (the contracts count it anyway), and one
-of a module the importer already loads is pointless. ``unjustified_lazy_imports`` reads the
+that the importer does not already load at module level, which keeps the subcommands that
+do not need the library fast, or unless it keeps a module out of ``coop-tui --help`` or
+``import coop_tui`` (``FAST_ENTRY_POINTS``). A lazy import never dodges an import circle
+(the contracts count it anyway), and one of a module the importer already loads is
+pointless. ``unjustified_lazy_imports`` reads the
 tree with ``ast`` and lists every function-level import that breaks the rule.
 """
 
@@ -85,16 +86,13 @@ HEAVY_LIBRARIES = frozenset({
     "textual_plotext",
 })
 
-#: Importers whose function-level imports of modules they do not otherwise load are allowed
-#: although the target brings no heavy library (a lazy import of a module the importer
-#: already loads is still refused).
-LAZY_IMPORTERS_ALLOWED = {
-    "coop_tui": "the package root re-exports the parser and the API lazily (PEP 562 "
-                "__getattr__) so that `import coop_tui` loads nothing",
-    "coop_tui.cli": "each subcommand's module is imported inside that command: `coop-tui "
-                    "--help` loads only argparse (the store, asyncio and the readers together "
-                    "would cost it several times its start-up)",
-}
+#: What must start fast, and the module that starts it. The modules these load at import
+#: time may import any other module of ours inside a function, heavy or not: the package
+#: root re-exports the parser and the API lazily (PEP 562 ``__getattr__``), cli.py imports
+#: each subcommand's module inside that command, and ``errors.fail`` loads the secret
+#: patterns only when it prints (the store and asyncio alone would cost ``--help`` several
+#: times its start-up). A lazy import of a module the entry point loads anyway is refused.
+FAST_ENTRY_POINTS = {"import coop_tui": "coop_tui", "coop-tui --help": "coop_tui.cli"}
 
 
 @dataclass(frozen=True)
@@ -138,6 +136,7 @@ class _Imports:
             self.heavy_top[name] = set()
             self._visit(name, ast.parse(file.read_text(), str(file)), in_function=False)
         self._loads: dict[str, frozenset[str]] = {}
+        self.start_up = [self.loaded_by(module) for module in FAST_ENTRY_POINTS.values()]
 
     @staticmethod
     def _parents(name: str) -> list[str]:
@@ -208,8 +207,8 @@ class _Imports:
             return "the importer already loads it at module level"
         if lazy.importer in self.loaded_by(lazy.target, loading=lazy.importer):
             return "it dodges an import circle"
-        if lazy.importer in LAZY_IMPORTERS_ALLOWED:
-            return None
+        if any(lazy.importer in fast and lazy.target not in fast for fast in self.start_up):
+            return None  # keeps an entry point fast
         if self.heavy_loaded_by(lazy.target) - self.heavy_loaded_by(lazy.importer):
             return None
         return "it brings no heavy library the importer does not load already"
@@ -217,7 +216,7 @@ class _Imports:
 
 def unjustified_lazy_imports(root: Path) -> list[LazyImport]:
     """Function-level imports of ``coop_tui`` modules under ``root`` (an installed layout)
-    that neither keep a heavy library out of their module nor are allowed above."""
+    that neither keep a heavy library out of their module nor an entry point fast."""
     imports = _Imports(root)
     found = (replace(lazy, fault=imports.fault(lazy)) for lazy in dict.fromkeys(imports.lazy))
     return [lazy for lazy in found if lazy.fault]
@@ -243,9 +242,14 @@ def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
     engine = root / "coop_tui" / "engine.py"
     engine.write_text(engine.read_text() + "\n\ndef _loaded() -> None:\n"
                       "    from coop_tui.redact import scrub  # noqa: F401\n")
+    cli = root / "coop_tui" / "cli.py"
+    cli.write_text(cli.read_text() + "\n\ndef _loaded() -> None:\n"
+                   "    from coop_tui.errors import fail  # noqa: F401\n")
     found = {(lazy.importer, lazy.target) for lazy in unjustified_lazy_imports(root)}
     assert ("coop_tui.hashing", "coop_tui.redact") in found
     assert ("coop_tui.engine", "coop_tui.redact") in found
+    assert ("coop_tui.cli", "coop_tui.errors") in found
+    assert ("coop_tui.cli", "coop_tui.store") not in found  # `--help` does not load the store
     assert ("coop_tui.conditions", "coop_tui.engine") not in found
 
 
