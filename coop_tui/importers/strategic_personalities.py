@@ -53,8 +53,9 @@ from typing import Any
 from coop_tui.errors import fail
 from coop_tui.inputs import InputTooLarge, open_bounded
 
-# the sp_trials table marks these (a migration backfills them), so the store defines them
-from coop_tui.store import DUPLICATE_KEY, PAPER_MODELS, Store
+# the sp_trials table marks these (a migration backfills them), so the migrations define them
+from coop_tui.migrations import DUPLICATE_KEY, PAPER_MODELS
+from coop_tui.store import Store
 
 __all__ = ["COLUMNS", "PAPER_MODELS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
            "read_rows"]
