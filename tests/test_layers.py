@@ -82,8 +82,8 @@ def test_a_broken_layer_is_caught(tmp_path: Path) -> None:
 #: one of these into a module that does not load it at module level.
 HEAVY_LIBRARIES = frozenset({
     "aiohttp", "httpx", "jinja2", "litellm", "llama_cpp", "matplotlib", "nashpy", "numpy",
-    "openai", "pandas", "pyarrow", "pydantic", "rich", "scipy", "sklearn", "textual",
-    "textual_plotext",
+    "openai", "pandas", "pyarrow", "pydantic", "rich", "scipy", "sklearn", "sqlite_utils",
+    "textual", "textual_plotext",
 })
 
 #: What must start fast, and the module that starts it. The modules these load at import
