@@ -86,13 +86,17 @@ HEAVY_LIBRARIES = frozenset({
     "textual", "textual_plotext",
 })
 
-#: What must start fast, and the module that starts it. The modules these load at import
-#: time may import any other module of ours inside a function, heavy or not: the package
-#: root re-exports the parser and the API lazily (PEP 562 ``__getattr__``), cli.py imports
-#: each subcommand's module inside that command, and ``errors.fail`` loads the secret
-#: patterns only when it prints (the store and asyncio alone would cost ``--help`` several
-#: times its start-up). A lazy import of a module the entry point loads anyway is refused.
-FAST_ENTRY_POINTS = {"import coop_tui": "coop_tui", "coop-tui --help": "coop_tui.cli"}
+#: What must start fast: the module that starts it, and every module of ours it may load.
+#: These modules may import any other module of ours inside a function, heavy or not: the
+#: package root re-exports the parser and the API lazily (PEP 562 ``__getattr__``), cli.py
+#: imports each subcommand's module inside that command, and ``errors.fail`` loads the
+#: secret patterns only when it prints (the store and asyncio alone would cost ``--help``
+#: several times its start-up). A lazy import of a module the entry point loads anyway is
+#: refused, and ``test_entry_points_stay_light`` keeps each set as written here.
+FAST_ENTRY_POINTS: dict[str, tuple[str, frozenset[str]]] = {
+    "import coop_tui": ("coop_tui", frozenset({"coop_tui"})),
+    "coop-tui --help": ("coop_tui.cli", frozenset({"coop_tui", "coop_tui.cli", "coop_tui.errors"})),
+}
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ class _Imports:
             self.heavy_top[name] = set()
             self._visit(name, ast.parse(file.read_text(), str(file)), in_function=False)
         self._loads: dict[str, frozenset[str]] = {}
-        self.start_up = [self.loaded_by(module) for module in FAST_ENTRY_POINTS.values()]
+        self.start_up = [modules for _, modules in FAST_ENTRY_POINTS.values()]
 
     @staticmethod
     def _parents(name: str) -> list[str]:
@@ -250,7 +254,31 @@ def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
     assert ("coop_tui.engine", "coop_tui.redact") in found
     assert ("coop_tui.cli", "coop_tui.errors") in found
     assert ("coop_tui.cli", "coop_tui.store") not in found  # `--help` does not load the store
-    assert ("coop_tui.conditions", "coop_tui.engine") not in found
+
+
+#: How each entry point runs in a fresh interpreter (``coop-tui`` is ``coop_tui.cli:main``).
+ENTRY_POINT_CODE = {
+    "import coop_tui": "import coop_tui",
+    "coop-tui --help": "import sys; from coop_tui.cli import main; "
+                       "sys.argv = ['coop-tui', '--help']; sys.exit(main())",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(FAST_ENTRY_POINTS))
+def test_entry_points_stay_light(entry: str, tmp_path: Path) -> None:
+    """What ``coop-tui --help`` and ``import coop_tui`` load, read from the tree and seen by
+    ``python -X importtime``: of ours only the modules listed, and no heavy library."""
+    module, allowed = FAST_ENTRY_POINTS[entry]
+    imports = _Imports(installed_layout(tmp_path))
+    assert imports.loaded_by(module) == allowed
+    assert not imports.heavy_loaded_by(module)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", ENTRY_POINT_CODE[entry]],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+              if line.startswith("import time:") and "|" in line}
+    assert {m for m in loaded if m.split(".")[0] == "coop_tui"} == allowed
+    assert not {m.split(".")[0] for m in loaded} & HEAVY_LIBRARIES
 
 
 if __name__ == "__main__":
