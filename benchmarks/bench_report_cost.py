@@ -84,7 +84,7 @@ def _trace_holders(value: Any) -> list[dict[str, Any]]:
 
 
 def build_study(sample: Path, out: Path, runs: int, repeat: int, seed: int = 1) -> None:
-    from coop_tui.testing.coopeval_log import iter_log_entries
+    from coop_tui.importers.coopeval_log import iter_log_entries
 
     rng = random.Random(seed)
     tournaments = sorted(p for p in sample.iterdir() if (p / "config.json").is_file())

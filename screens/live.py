@@ -314,7 +314,6 @@ class LiveScreen(NavScreen):
                 return
             self.decisions += 1
             pane = self.pane(d.seat)
-            pane.last_decision = d
             if pane.current is None:
                 await pane.new_block(f"Round {d.round} · {d.phase}")
             block = pane.current
@@ -334,6 +333,9 @@ class LiveScreen(NavScreen):
                                      style="dim"))
             else:
                 pane.set_status(status)
+            # set last, after the awaits above: whoever sees it sees the pane's block and
+            # status for this decision too
+            pane.last_decision = d
             if pane.agent_kind == "human" and not self.session_waiting_any():
                 self._reveal()
         elif isinstance(event, RoundDone):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from coop_tui.importers.coopeval import import_command
 from coop_tui.screens.analysis import AnalysisScreen
 from coop_tui.store import Store
@@ -12,6 +14,7 @@ from tests.test_tui_screens import ScreenApp, static_text, until
 STUDY = Path(__file__).parent / "data" / "coopeval_main_study"
 
 
+@pytest.mark.slow
 async def test_analysis_shows_paper_tables_and_evolution(tmp_path: Path) -> None:
     db = tmp_path / "study.db"
     assert import_command(STUDY, db) == 0

@@ -222,6 +222,7 @@ def fresh_clone_view(tmp_path: Path) -> Path:
     return work
 
 
+@pytest.mark.slow
 def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
     work = fresh_clone_view(tmp_path)
     env = {**os.environ, "COOP_TUI_DB": str(tmp_path / "readme.db"),

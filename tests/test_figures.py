@@ -304,6 +304,7 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------ the command
+@pytest.mark.slow
 def test_command_writes_every_figure_in_the_format_asked(tmp_path: Path) -> None:
     db = tmp_path / "coop.db"
     store = Store(db)

@@ -118,6 +118,7 @@ def chat(server: LoopbackServer) -> int:
     return sum(1 for r in server.requests if r.path.endswith("/chat/completions"))
 
 
+@pytest.mark.slow
 def test_stages_run_in_order_and_the_report_carries_both_matrices(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.01, chunks=2, answer=scripted) as srv:
         sweep = write(tmp_path, srv.url)
@@ -203,6 +204,7 @@ def test_a_judge_never_reads_its_own_answers(tmp_path: Path) -> None:
             assert "Their answer:" in prompt
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_judgement_stage_then_resume_asks_nothing_twice(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.3, chunks=3, answer=scripted) as srv:
         sweep = write(tmp_path, srv.url, concurrency=2)

@@ -108,6 +108,7 @@ BOUNDS = {
 
 
 @pytest.mark.parametrize("case", sorted(BOUNDS))
+@pytest.mark.slow
 def test_bounds_fail_early_naming_the_field(case: str, tmp_path: Path) -> None:
     text, field = BOUNDS[case]
     sweep = write(tmp_path / "b.toml", text)
@@ -165,6 +166,7 @@ def test_matches_are_generated_lazily() -> None:
 
 
 # ====================================================================== clear messages
+@pytest.mark.slow
 def test_deeply_nested_toml_and_yaml(tmp_path: Path) -> None:
     deep_toml = write(tmp_path / "deep.toml", 'name = "d"\nx = ' + "[" * 3000 + "]" * 3000 + "\n")
     deep_yaml = write(tmp_path / "deep.yaml", "name: d\nx: " + "[" * 3000 + "]" * 3000 + "\n")
@@ -230,6 +232,7 @@ def test_scale_that_overflows_payoffs(tmp_path: Path) -> None:
     assert "experiments[0].scale" in one_clear_line(cli("--batch", str(sweep), "--db", str(tmp_path / "x.db")))
 
 
+@pytest.mark.slow
 def test_invalid_ports_local_directory_and_play_mechanism(tmp_path: Path) -> None:
     for url in ("http://127.0.0.1:99999/v1", "http://127.0.0.1:abc/v1", "127.0.0.1:8000"):
         sweep = write(tmp_path / "p.toml", f'name = "p"\n[agents.m]\nmodel = "openai/x"\napi_base = "{url}"\n'
@@ -244,6 +247,7 @@ def test_invalid_ports_local_directory_and_play_mechanism(tmp_path: Path) -> Non
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow
 def test_truncated_database(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     sweep = strategy_sweep(tmp_path, samples=20)
@@ -272,6 +276,7 @@ def make_read_only(path: Path) -> Any:
     return lambda: path.chmod(0o644)
 
 
+@pytest.mark.slow
 def test_read_only_database(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     sweep = strategy_sweep(tmp_path)
@@ -322,6 +327,7 @@ def test_full_database_stops_the_run_with_a_resume_hint(tmp_path: Path, monkeypa
     assert query(db, "select count(*), sum(status = 'done') from matches")[0] == (160, 160)
 
 
+@pytest.mark.slow
 def test_report_json_into_a_closed_pipe(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     sweep = write(tmp_path / "s.toml", 'name = "pipe"\n' + STRATEGIES + """
@@ -389,6 +395,7 @@ def decisions_in(db: Path) -> int:
 
 @pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGTERM, 143, "terminated"),
                                                       (signal.SIGINT, 130, "interrupted")])
+@pytest.mark.slow
 def test_sigterm_stops_the_run_like_ctrl_c(signum: int, code: int, word: str, tmp_path: Path) -> None:
     with LoopbackServer(latency=0.3, chunks=3, answer='{"A0": 50, "A1": 50}') as srv:
         sweep = slow_llm_sweep(tmp_path, srv.url)
@@ -411,6 +418,7 @@ def test_sigterm_stops_the_run_like_ctrl_c(signum: int, code: int, word: str, tm
 
 
 # ====================================================================== one writer
+@pytest.mark.slow
 def test_a_second_process_cannot_resume_a_live_run(tmp_path: Path) -> None:
     with LoopbackServer(latency=1.0, chunks=2, answer='{"A0": 50, "A1": 50}') as srv:
         sweep = slow_llm_sweep(tmp_path, srv.url, samples=6)
@@ -428,6 +436,7 @@ def test_a_second_process_cannot_resume_a_live_run(tmp_path: Path) -> None:
         assert query(db, "select count(*) from run_leases")[0][0] == 0
 
 
+@pytest.mark.slow
 def test_a_stale_lease_is_taken_over(tmp_path: Path) -> None:
     import socket
 
@@ -484,6 +493,7 @@ def summary_reasks(stdout: str) -> int:
     return int(line.split("retries")[-1].replace("│", " ").split("/")[0].strip())
 
 
+@pytest.mark.slow
 def test_reask_counts_agree_between_summary_and_report(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.01, chunks=2, answer=reask_answer) as srv:
         sweep = write(tmp_path / "r.toml", f"""
@@ -537,6 +547,7 @@ def test_report_json_is_strict(tmp_path: Path) -> None:
 
 
 # ====================================================================== mechanism grid
+@pytest.mark.slow
 def test_mechanism_list_is_a_grid_axis(tmp_path: Path) -> None:
     ok = write(tmp_path / "m.toml", 'name = "m"\n' + STRATEGIES + """
 [[experiments]]

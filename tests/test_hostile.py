@@ -244,6 +244,7 @@ horizon = "known"
     return path
 
 
+@pytest.mark.slow
 def test_a_prompt_that_grows_past_the_limit_is_refused_by_the_dry_run(tmp_path: Path) -> None:
     """Known horizon, whole history: the first prompt is short, the 1400th is not."""
     sweep = _repeated_sweep(tmp_path / "s.toml", "http://127.0.0.1:9/v1", limit=None, rounds=1400)
@@ -540,6 +541,7 @@ def _fixed_model(body: dict[str, Any]) -> str:
     return '{"choice": "A"}' if '"choice"' in prompt else '{"A0": 60, "A1": 40}'
 
 
+@pytest.mark.slow
 def test_resume_runs_the_downstream_stages_of_a_benchmark_that_failed_before(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.0, chunks=1, answer="I refuse.") as server:
         sweep = tmp_path / "s.toml"

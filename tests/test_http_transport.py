@@ -182,6 +182,7 @@ async def test_a_slow_server_keeps_the_long_read_timeout(
 
 
 # ------------------------------------------------------------------------ dead servers
+@pytest.mark.slow
 async def test_a_refused_connection_fails_fast_naming_its_cause() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     agent = LLMAgent("a", "openai/x", api_base=url, timeout=120.0, max_retries=6,
@@ -197,6 +198,7 @@ async def test_a_refused_connection_fails_fast_naming_its_cause() -> None:
     assert elapsed < 30
 
 
+@pytest.mark.slow
 async def test_once_the_server_failed_twice_every_request_fails_at_once() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     agent = LLMAgent("a", "openai/x", api_base=url, backoff_base=0.001)
@@ -290,6 +292,7 @@ async def test_closing_the_agent_closes_its_session(loopback: LoopbackServer) ->
     assert not [w for w in caught if "Unclosed" in str(w.message)]
 
 
+@pytest.mark.slow
 async def test_a_litellm_routed_ollama_agent_names_the_refused_connection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

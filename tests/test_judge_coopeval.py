@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from coop_tui.testing.server import LoopbackServer
 
 LONG = ("TEXT-{n}: The other player cooperated before, so I return the favour and keep "
@@ -52,6 +54,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_coopeval_protocol_judges_long_chain_of_thought_answers_at_temperature_zero(tmp_path: Path) -> None:
     script = Script()
     with LoopbackServer(latency=0.0, chunks=1, answer=script) as server:

@@ -145,6 +145,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pat
         yield db, sweep, script, server
 
 
+@pytest.mark.slow
 def test_every_play_decision_is_judged_once_by_each_judge_and_linked(judged: Any) -> None:
     db, _sweep, script, _server = judged
     plays = rows(db, "select id, response from decisions where phase = 'play'")
@@ -276,6 +277,7 @@ def test_a_rerun_asks_nothing_and_relinks_a_judgement_stored_before_a_kill(judge
         rows(db, "select count(*) from decisions where phase = 'judge'")
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_asks_only_what_was_not_stored(tmp_path: Path) -> None:
     script = Script()
     with LoopbackServer(latency=0.01, chunks=2, answer=script) as server:
@@ -368,6 +370,7 @@ async def test_analysis_screen_and_inspector_show_the_judgements(judged: Any, tm
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
 
 
+@pytest.mark.slow
 def test_an_imported_coopeval_run_is_judged_from_its_stored_responses(tmp_path: Path) -> None:
     """CoopEval's records keep each model's full response: every play decision is judged
     once, by agent as CoopEval labels them, with both built-in rubrics side by side."""
@@ -422,6 +425,7 @@ def test_an_imported_coopeval_run_is_judged_from_its_stored_responses(tmp_path: 
     assert report["agreement"] == []  # different rubrics are never compared
 
 
+@pytest.mark.slow
 def test_a_budget_stops_the_pass_and_a_rerun_asks_only_the_rest(tmp_path: Path) -> None:
     """A judge with a known price (gpt-4o-mini's, from litellm's offline map) served by the
     loopback server: the first paid judgement exhausts a tiny budget."""
@@ -475,6 +479,7 @@ def test_the_present_mask_migration_fills_judgements_stored_before_it(judged: An
                     " order by 1, 2") == written
 
 
+@pytest.mark.slow
 def test_a_judgement_the_provider_refuses_is_counted_and_a_rerun_asks_only_it(tmp_path: Path) -> None:
     script = Script()
     with LoopbackServer(latency=0.01, chunks=2, answer=script) as server:

@@ -197,6 +197,7 @@ def test_bad_judge_input_exits_2_naming_the_field_and_writes_nothing(
     assert snapshot(db) == before
 
 
+@pytest.mark.slow
 def test_a_strategy_or_a_missing_table_cannot_judge(db: Path, tmp_path: Path) -> None:
     agents = tmp_path / "agents.toml"
     agents.write_text('[agents.tft]\nstrategy = "tit_for_tat"\n[agents.small]\nmodel = "local/smollm2"\n')

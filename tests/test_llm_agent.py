@@ -100,6 +100,7 @@ async def _ask(agent: LLMAgent, prompt: str = "Choose.") -> tuple[AgentReply, Re
     return reply, sink
 
 
+@pytest.mark.slow
 async def test_streams_text_in_order_and_keeps_reasoning_apart(
     loopback: LoopbackServer, transport: str
 ) -> None:

@@ -111,6 +111,7 @@ def test_one_model_is_shared_per_file(model_path: Path) -> None:
 
 
 # ----------------------------------------------------------------- mixed decisions
+@pytest.mark.slow
 async def test_mixed_decision_streams_reasoning_then_a_valid_answer(
     play_request: DecisionRequest,
 ) -> None:
@@ -149,6 +150,7 @@ async def test_every_seed_gives_a_parseable_answer_with_exactly_the_labels(
         parse_answer("mixed", reply.answer, labels=labels)
 
 
+@pytest.mark.slow
 async def test_direct_style_skips_the_free_step(play_request: DecisionRequest) -> None:
     agent = LocalAgent("local", max_tokens=THINK, seed=2, style="direct")
     sink = RecordingSink()
@@ -161,6 +163,7 @@ async def test_direct_style_skips_the_free_step(play_request: DecisionRequest) -
     assert reply.output_tokens is not None and reply.output_tokens < 40
 
 
+@pytest.mark.slow
 async def test_the_engine_records_both_parts_of_a_local_answer(model_path: Path) -> None:
     agent = LocalAgent("local", max_tokens=16, seed=4)
     ctx = MatchContext(
@@ -263,6 +266,7 @@ async def test_free_text_kinds_have_no_constrained_step(play_request: DecisionRe
 
 
 # ----------------------------------------------------------------- sampling settings
+@pytest.mark.slow
 async def test_same_seed_gives_the_same_reply_whatever_ran_before(
     play_request: DecisionRequest,
 ) -> None:

@@ -106,6 +106,7 @@ def test_allocation_grammar_spells_out_exactly_the_splits_with_the_sum() -> None
     _grammar(kind, payload)  # llama.cpp accepts it
 
 
+@pytest.mark.slow
 async def test_the_embedded_model_plays_blotto_with_an_exact_sum(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from coop_tui.spec import build_sweep
     from coop_tui.store import Store

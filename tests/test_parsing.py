@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 
 import coop_tui
-from coop_tui.parsing import MixedStrategy, ParseError, parse_answer, parse_mixed_strategy
-from coop_tui.schemas import answer_schema
-from coop_tui.testing.coopeval_log import (
+from coop_tui.importers.coopeval_log import (
     LogEntry,
     PromptInfo,
     action_labels,
     classify_prompt,
     iter_log_entries,
 )
+from coop_tui.parsing import MixedStrategy, ParseError, parse_answer, parse_mixed_strategy
+from coop_tui.schemas import answer_schema
 
 AB = ("A0", "A1")
 ABC = ("A0", "A1", "A2")

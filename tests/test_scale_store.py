@@ -309,6 +309,7 @@ def outcome_rows(db: Path) -> list[tuple[Any, ...]]:
     return rows
 
 
+@pytest.mark.slow
 def test_kill_9_during_batched_strategy_matches_then_resume_loses_nothing(tmp_path: Path) -> None:
     names = ["tit_for_tat", "grim_trigger", "alternator", "always_defect", "random",
              "win_stay_lose_shift"]

@@ -159,6 +159,7 @@ def test_credentials_in_api_base_are_used_but_never_stored_or_shown(open_server:
     check_everywhere(tmp_path, db, PASSWORD, [run.stdout, run.stderr])
 
 
+@pytest.mark.slow
 def test_a_provider_echoing_basic_auth_in_its_error_is_scrubbed(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.01, chunks=2, api_key="the-right-key", echo_key_in_errors=True) as srv:
         url = srv.url.replace("http://", f"http://alice:{PASSWORD}@")
@@ -172,6 +173,7 @@ def test_a_provider_echoing_basic_auth_in_its_error_is_scrubbed(tmp_path: Path) 
     check_everywhere(tmp_path, db, PASSWORD, [run.stdout, run.stderr])  # ...without the secret
 
 
+@pytest.mark.slow
 def test_a_wrong_key_echoed_by_the_provider_is_scrubbed(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.01, chunks=2, api_key="the-right-key", echo_key_in_errors=True) as srv:
         sweep = sweep_file(
@@ -200,6 +202,7 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUT))
+@pytest.mark.slow
 def test_validation_errors_never_echo_a_secret(case: str, tmp_path: Path) -> None:
     line, field, secret = BAD_INPUT[case]
     sweep = sweep_file(tmp_path / "s.toml", f'[agents.m]\nmodel = "openai/loopback"\n{line}\n')

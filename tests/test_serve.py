@@ -112,6 +112,7 @@ async def _cdp_screenshot(ws_url: str, page_url: str, ready: threading.Event, sh
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
                     "(apt-get install -y chromium; .ci/run installs it)")
+@pytest.mark.slow
 def test_setup_screen_renders_in_headless_chromium(served: tuple[str, Path, list[str]], tmp_path: Path) -> None:
     url, marker, server_lines = served
     screen: list[str] = []

@@ -132,6 +132,7 @@ SIGNALS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminate
 
 # ===================================================== strategies: the loop must breathe
 @pytest.mark.parametrize(("signum", "code", "word"), SIGNALS)
+@pytest.mark.slow
 def test_a_signal_stops_a_strategy_sweep_and_resume_completes_it(
     signum: int, code: int, word: str, tmp_path: Path
 ) -> None:
@@ -165,6 +166,7 @@ def test_a_signal_stops_a_strategy_sweep_and_resume_completes_it(
 
 # ===================================================== the embedded model mid-generation
 @pytest.mark.parametrize(("signum", "code", "word"), SIGNALS)
+@pytest.mark.slow
 def test_a_signal_during_generation_exits_cleanly_and_resume_completes(
     signum: int, code: int, word: str, tmp_path: Path
 ) -> None:
@@ -241,6 +243,7 @@ def _play(tmp_path: Path, db: Path, seed: int) -> Any:
         store.close()
 
 
+@pytest.mark.slow
 def test_the_same_seed_stores_the_same_answers_and_another_seed_asks_again(tmp_path: Path) -> None:
     # two fresh databases, the same file and seed: every stored answer identical (the
     # model runs in this process, so the second run also starts from the first's state)

@@ -105,6 +105,7 @@ def server() -> Any:
         yield srv
 
 
+@pytest.mark.slow
 def test_sweep_stores_each_decision_once_and_resume_asks_nothing(server: Any, tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path / "s.toml", server.url)
     db = tmp_path / "a.db"
@@ -134,6 +135,7 @@ def test_sweep_stores_each_decision_once_and_resume_asks_nothing(server: Any, tm
     assert SECRET not in report.stdout
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     with LoopbackServer(latency=0.4, chunks=4, answer=answer_for) as srv:
         sweep = write_sweep(tmp_path / "s.toml", srv.url, concurrency=2)
@@ -180,6 +182,7 @@ def test_injected_faults_are_retried_and_every_decision_is_valid(tmp_path: Path)
     assert count(db, "select sum(transport_retries) from decisions") == len(faults)
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_mid_sweep_fails_matches_quickly_then_resume_finishes(
     tmp_path: Path,
 ) -> None:

@@ -12,6 +12,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from coop_tui.app import CoopApp
 from coop_tui.screens.live import LiveScreen
 from coop_tui.screens.tournament import TournamentView
@@ -37,6 +39,7 @@ async def answer(pilot, live: LiveScreen, phase: str, text: str) -> None:  # typ
                 "the answer to land")
 
 
+@pytest.mark.slow
 async def test_a_person_plays_one_seat_and_the_tournament_view_keeps_score(tmp_path: Path) -> None:
     setup = MatchSetup(
         seats=["human", "tit_for_tat", "always_cooperate", "always_defect"], game="ipd",
@@ -123,6 +126,7 @@ async def test_the_analysis_screen_shows_the_team_tournament_panel(tmp_path: Pat
         assert "Figure 2" in shown and "Figure 3" in shown
 
 
+@pytest.mark.slow
 async def test_a_person_decides_to_leave_with_the_move_by_default(tmp_path: Path) -> None:
     """The paper's timing: in each round the person answers its move and, before any
     outcome, whether to leave after it, in one line (one request per round). Leaving with

@@ -197,6 +197,7 @@ async def test_strategies_match_streams_into_both_panes_and_is_stored(tmp_path: 
         (0, "tit_for_tat", 0), (1, "always_defect", 1)]
 
 
+@pytest.mark.slow
 async def test_public_good_shows_one_pane_per_seat(tmp_path: Path) -> None:
     app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -218,6 +219,7 @@ async def test_public_good_shows_one_pane_per_seat(tmp_path: Path) -> None:
     assert len(app.store.decisions(match_id)) == 3
 
 
+@pytest.mark.slow
 async def test_reputation_from_the_setup_fills_its_population_from_the_seats(tmp_path: Path) -> None:
     app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -235,6 +237,7 @@ async def test_reputation_from_the_setup_fills_its_population_from_the_seats(tmp
     assert seats == ["tit_for_tat", "always_defect"] * 2
 
 
+@pytest.mark.slow
 async def test_live_keys_open_inspector_runs_and_analysis(tmp_path: Path) -> None:
     app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -267,6 +270,7 @@ async def test_live_keys_open_inspector_runs_and_analysis(tmp_path: Path) -> Non
         assert isinstance(app.screen, SetupScreen)
 
 
+@pytest.mark.slow
 async def test_samples_play_one_match_after_another(tmp_path: Path) -> None:
     app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -366,6 +370,7 @@ async def test_play_mode_three_rounds_against_tit_for_tat(tmp_path: Path) -> Non
     assert json.loads(match["payoffs"]) == [6.0, 6.0]
 
 
+@pytest.mark.slow
 async def test_play_mode_mixed_strategy_and_a_rejected_typo(tmp_path: Path) -> None:
     app = _human_vs("always_defect", 1, tmp_path / "t.db")
     async with app.run_test(size=SIZE) as pilot:
@@ -386,6 +391,7 @@ async def test_play_mode_mixed_strategy_and_a_rejected_typo(tmp_path: Path) -> N
 
 
 # ---------------------------------------------------------------- the embedded model
+@pytest.mark.slow
 async def test_preset_with_the_embedded_model_streams_into_both_panes(tmp_path: Path) -> None:
     setup = MatchSetup.preset()
     setup.max_tokens = 12

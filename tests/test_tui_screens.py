@@ -503,6 +503,7 @@ async def test_analysis_tournament_tables_equal_the_report(db: Path, tmp_path: P
     assert len(pd.read_parquet(out / "matches.parquet")) == 9
 
 
+@pytest.mark.slow
 async def test_inspector_reask_with_the_embedded_model(tmp_path: Path) -> None:
     """SmolLM2 in process: the re-ask's worker thread runs llama.cpp and streams back."""
     from coop_tui.spec import build_sweep

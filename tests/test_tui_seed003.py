@@ -51,6 +51,7 @@ def test_play_setup_runs_protocol_games_under_none_with_their_own_rounds() -> No
     assert sweep.cells[0].game_params == {"rounds": 3}
 
 
+@pytest.mark.slow
 async def test_a_person_proposes_in_the_ultimatum_game_against_a_threshold_responder(
     tmp_path: Path,
 ) -> None:

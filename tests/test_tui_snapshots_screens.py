@@ -58,6 +58,7 @@ def test_runs_layout(snap_compare: Any, snapshot_db: Path) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=wait_for("matches_loaded"))
 
 
+@pytest.mark.slow
 def test_inspector_layout(snap_compare: Any, snapshot_db: Path) -> None:
     store = Store(snapshot_db)
     match = next(m for m in store.match_summaries(TOUR_RUN) if m["agents"] == "tft · alld")

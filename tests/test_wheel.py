@@ -123,6 +123,7 @@ def unpacked(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_the_installed_package_imports_and_runs_from_anywhere(unpacked: Path, tmp_path: Path) -> None:
     smoke = run_installed(unpacked, tmp_path, "-c", SMOKE, str(unpacked))
     assert smoke.returncode == 0, smoke.stderr[-3000:]

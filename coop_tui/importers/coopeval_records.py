@@ -30,9 +30,9 @@ from coop_tui.games.base import Game, bimatrix
 from coop_tui.games.public_good import public_good
 from coop_tui.games.travelers import travelers
 from coop_tui.games.user import MAX_PAYOFF
+from coop_tui.importers.coopeval_log import classify_prompt, iter_log_entries
 from coop_tui.inputs import InputTooLarge, open_bounded
 from coop_tui.parsing import ParseError, parse_mixed_strategy
-from coop_tui.testing.coopeval_log import classify_prompt, iter_log_entries
 
 GAMES = {
     # CoopEval game type -> (our key, title); the 2 x 2 ones are tables keyed "CC", "CD", ...

@@ -12,8 +12,8 @@ CoopEval writes every model call as two blocks::
     response:
     <response text>
 
-The parser tests replay these real answers through our parser, and an importer can use
-the same reader; :func:`classify_prompt` says which of our answer kinds a prompt asks for
+The CoopEval importer reads logs with it, and the parser tests replay the same real answers
+through our parser; :func:`classify_prompt` says which of our answer kinds a prompt asks for
 and with which labels, so both agree on how a CoopEval prompt maps to our decisions.
 """
 
