@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from coop_tui import redact
@@ -690,9 +691,6 @@ def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: 
 
 def _check_payoff_range(where: str, game: Any) -> None:
     """Scaled or bonus payoffs must stay finite and summable (strict JSON reports)."""
-    import numpy as np
-
-
     payoffs = np.asarray(game.payoffs, dtype=float)
     if not np.isfinite(payoffs).all() or np.abs(payoffs).max(initial=0.0) > MAX_PAYOFF:
         field = where.rsplit(".", 1)[0] + ".scale"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -96,8 +97,6 @@ class PayoffTable(Static):
             self.update(Text(message or "no game", style="dim"))
             return
         title = Text.assemble((game.title, "bold"), "  ", (_game_summary(game), "dim"))
-        from rich.console import Group
-
         self.update(Group(title, payoff_table(game)))
 
     def show_games(self, games: list[Any], message: str = "") -> None:
@@ -105,8 +104,6 @@ class PayoffTable(Static):
         if len(games) <= 1:
             self.show(games[0] if games else None, message)
             return
-        from rich.console import Group
-
         parts: list[Any] = []
         for i, game in enumerate(games):
             if i:

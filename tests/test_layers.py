@@ -11,9 +11,9 @@ of the importing module unless it brings a heavy third-party library (``HEAVY_LI
 that the importer does not already load at module level, which keeps the subcommands that
 do not need the library fast, or unless it keeps a module out of ``coop-tui --help`` or
 ``import coop_tui`` (``FAST_ENTRY_POINTS``). A lazy import never dodges an import circle
-(the contracts count it anyway), and one of a module the importer already loads is
-pointless. ``unjustified_lazy_imports`` reads the
-tree with ``ast`` and lists every function-level import that breaks the rule.
+(the contracts count it anyway), and one of a module or heavy library the importer already
+loads is pointless. ``unjustified_lazy_imports`` reads the tree with ``ast`` and lists
+every function-level import that breaks the rule.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ FAST_ENTRY_POINTS: dict[str, tuple[str, frozenset[str]]] = {
 
 @dataclass(frozen=True)
 class LazyImport:
-    """One function-level import of a ``coop_tui`` module."""
+    """One function-level import of a ``coop_tui`` module or of a heavy library."""
 
     importer: str
     target: str
@@ -173,8 +173,11 @@ class _Imports:
                 for dotted in self._targets(module, child):
                     internal = self._internal(dotted)
                     if internal is None:
-                        if not in_function and dotted.split(".")[0] in HEAVY_LIBRARIES:
-                            self.heavy_top[module].add(dotted.split(".")[0])
+                        library = dotted.split(".")[0]
+                        if library in HEAVY_LIBRARIES and in_function:
+                            self.lazy.append(LazyImport(module, library, child.lineno))
+                        elif library in HEAVY_LIBRARIES:
+                            self.heavy_top[module].add(library)
                     elif internal != module:
                         if in_function:
                             self.lazy.append(LazyImport(module, internal, child.lineno))
@@ -207,6 +210,10 @@ class _Imports:
 
     def fault(self, lazy: LazyImport) -> str | None:
         """Why the lazy import breaks the house rule, or None when it is justified."""
+        if lazy.target in HEAVY_LIBRARIES:  # a heavy library itself
+            if lazy.target in self.heavy_loaded_by(lazy.importer):
+                return "the importer already loads this library at module level"
+            return None
         if lazy.target in self.loaded_by(lazy.importer):
             return "the importer already loads it at module level"
         if lazy.importer in self.loaded_by(lazy.target, loading=lazy.importer):
@@ -234,8 +241,8 @@ def test_function_level_imports_are_justified(tmp_path: Path) -> None:
 
 
 def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
-    """The check can fail: a lazy import of a light module, or of one already loaded, is
-    refused; one that keeps a heavy library out of a light module is not."""
+    """The check can fail: a lazy import of a light module, or of a module or heavy library
+    already loaded, is refused; one that keeps a heavy library out of a light module is not."""
     root = installed_layout(tmp_path)
     hashing = root / "coop_tui" / "hashing.py"
     hashing.write_text(hashing.read_text() + "\n\ndef _light() -> None:\n"
@@ -245,13 +252,19 @@ def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
                           "    from coop_tui.engine import MatchAborted  # noqa: F401\n")
     engine = root / "coop_tui" / "engine.py"
     engine.write_text(engine.read_text() + "\n\ndef _loaded() -> None:\n"
-                      "    from coop_tui.redact import scrub  # noqa: F401\n")
+                      "    from coop_tui.redact import scrub  # noqa: F401\n"
+                      "    import numpy  # noqa: F401\n")
+    redact = root / "coop_tui" / "redact.py"  # loads no numpy at module level
+    redact.write_text(redact.read_text() + "\n\ndef _heavy() -> None:\n"
+                      "    import numpy  # noqa: F401\n")
     cli = root / "coop_tui" / "cli.py"
     cli.write_text(cli.read_text() + "\n\ndef _loaded() -> None:\n"
                    "    from coop_tui.errors import fail  # noqa: F401\n")
     found = {(lazy.importer, lazy.target) for lazy in unjustified_lazy_imports(root)}
     assert ("coop_tui.hashing", "coop_tui.redact") in found
     assert ("coop_tui.engine", "coop_tui.redact") in found
+    assert ("coop_tui.engine", "numpy") in found
+    assert ("coop_tui.redact", "numpy") not in found
     assert ("coop_tui.cli", "coop_tui.errors") in found
     assert ("coop_tui.cli", "coop_tui.store") not in found  # `--help` does not load the store
 
