@@ -90,9 +90,9 @@ HEAVY_LIBRARIES = frozenset({
 #: These modules may import any other module of ours inside a function, heavy or not: the
 #: package root re-exports the parser and the API lazily (PEP 562 ``__getattr__``), cli.py
 #: imports each subcommand's module inside that command, and ``errors.fail`` loads the
-#: secret patterns only when it prints (the store and asyncio alone would cost ``--help``
-#: several times its start-up). A lazy import of a module the entry point loads anyway is
-#: refused, and ``test_entry_points_stay_light`` keeps each set as written here.
+#: secret patterns only when it prints (importing the store alone takes longer than all of
+#: ``--help``). A lazy import of a module the entry point loads anyway is refused, and
+#: ``test_entry_points_stay_light`` keeps each set as written here.
 FAST_ENTRY_POINTS: dict[str, tuple[str, frozenset[str]]] = {
     "import coop_tui": ("coop_tui", frozenset({"coop_tui"})),
     "coop-tui --help": ("coop_tui.cli", frozenset({"coop_tui", "coop_tui.cli", "coop_tui.errors"})),
