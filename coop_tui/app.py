@@ -170,24 +170,34 @@ class CoopApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    @property
+    def closing(self) -> bool:
+        """True once the app unmounts: thread workers stop reading the store."""
+        return self._closing
+
     @contextlib.contextmanager
-    def reading_store(self) -> Iterator[Store | None]:
-        """The store for a thread worker's read, or None once the app is closing: the
-        connection is closed only when no such read is running (closing it under a query
-        of another thread crashes SQLite)."""
+    def reader(self) -> Iterator[bool]:
+        """Around a thread worker's reads of the store: False once the app is closing;
+        while True, the connection is not closed (closing it under a query of another
+        thread crashes SQLite): closing interrupts running reads and waits for them."""
         with self._readers:
-            if self._closing:
-                yield_store = None
-            else:
+            open_ = not self._closing
+            if open_:
                 self._reading += 1
-                yield_store = self.store
         try:
-            yield yield_store
+            yield open_
         finally:
-            if yield_store is not None:
+            if open_:
                 with self._readers:
                     self._reading -= 1
                     self._readers.notify_all()
+
+    @contextlib.contextmanager
+    def reading_store(self) -> Iterator[Store | None]:
+        """The store for a thread worker's read (see :meth:`reader`), or None once the app
+        is closing."""
+        with self.reader() as open_:
+            yield self.store if open_ else None
 
     def on_unmount(self) -> None:
         self._forget_signals()

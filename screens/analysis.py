@@ -30,7 +30,7 @@ from textual_plotext import PlotextPlot
 
 from coop_tui.analysis.sections import build_section, pending, sections
 from coop_tui.export import ExportError, export_run
-from coop_tui.screens.widgets import NavScreen, PayoffTable
+from coop_tui.screens.widgets import NavScreen, PayoffTable, plain
 from coop_tui.terminal import terminal_text
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
@@ -201,12 +201,19 @@ class AnalysisScreen(NavScreen):
         sections one by one, each panel filled when its value is ready."""
         from coop_tui.report import build_report
 
-        try:
-            report = build_report(self.store, self.run_id, compute_stored=False)
-        except KeyError:
-            self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
-            return
-        waiting = pending(self.store, self.run_id)
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                report = build_report(self.store, self.run_id, compute_stored=False)
+                waiting = pending(self.store, self.run_id)
+            except KeyError:
+                self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
+                return
+            except sqlite3.OperationalError:
+                if self.closing():  # interrupted: the app is closing
+                    return
+                raise
         self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
         worker = get_current_worker()
         for section in waiting:
@@ -216,7 +223,7 @@ class AnalysisScreen(NavScreen):
                 try:
                     value = build_section(section, store, self.run_id, report)
                 except sqlite3.OperationalError:
-                    if worker.is_cancelled or getattr(self.app, "_closing", False):
+                    if worker.is_cancelled or self.closing():
                         return  # interrupted: the app is closing
 
                     raise
@@ -449,7 +456,7 @@ class AnalysisScreen(NavScreen):
         table = self.query_one("#an-matchup", DataTable)
         table.clear(columns=True)
         box.display = True
-        box.border_title = "Matchup matrix (row agent's mean payoff)" + suffix
+        box.border_title = plain("Matchup matrix (row agent's mean payoff)" + suffix)
         if matrix:
             agents = list(matrix)
             values = [v for row in matrix.values() for v in row.values() if v is not None]
@@ -475,7 +482,7 @@ class AnalysisScreen(NavScreen):
         population.clear()
         pop = t.get("population")
         population.display = bool(pop)
-        population.border_title = "Population metrics" + suffix
+        population.border_title = plain("Population metrics" + suffix)
         for agent, m in (pop or {}).items():
             population.add_row(
                 Text(agent, style="bold"), Text(_num(m.get("mean_payoff"), 4), justify="right"),

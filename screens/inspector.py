@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import sqlite3
 from typing import Any
 
 from rich.console import Group
@@ -222,16 +223,22 @@ class InspectorScreen(NavScreen):
     def _load(self) -> None:
         from coop_tui.reask import ReaskError, load_target
 
-        try:
-            target = load_target(self.store, self.decision_id)
-            reasks = self.store.reasks_of(self.decision_id)
-            run = self.store.run(target.match["run_id"]) or {}
-        except ReaskError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
-            return
-
-        judgements = judgements_of(self.store, self.decision_id)
-        judged = judged_by(self.store, self.decision_id)
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                target = load_target(self.store, self.decision_id)
+                reasks = self.store.reasks_of(self.decision_id)
+                run = self.store.run(target.match["run_id"]) or {}
+                judgements = judgements_of(self.store, self.decision_id)
+                judged = judged_by(self.store, self.decision_id)
+            except ReaskError as exc:
+                self.app.call_from_thread(self._show_error, str(exc))
+                return
+            except sqlite3.OperationalError:
+                if self.closing():  # interrupted: the app is closing
+                    return
+                raise
         self.app.call_from_thread(self._show, target, reasks, run, judgements, judged)
 
     def _show_error(self, message: str) -> None:

@@ -153,7 +153,8 @@ class LiveScreen(NavScreen):
             error = event.worker.error
             self.session.status = "failed"
             self.session.error = f"{type(error).__name__}: {error}"
-            self.notify(self.session.error, title="the match could not run", severity="error")
+            self.notify(self.session.error, title="the match could not run", severity="error",
+                        markup=False)
             self._update_status()
 
     def on_unmount(self) -> None:
@@ -372,7 +373,7 @@ class LiveScreen(NavScreen):
                     pane.set_status(Text(event.status, style="bold red"))
             if event.error:
                 self.notify(event.error, title=f"match {event.status}",
-                            severity="error" if event.status == "failed" else "warning")
+                            severity="error" if event.status == "failed" else "warning", markup=False)
             self._turn_over()
             if self.session.kind == "replay":
                 self.session.status = "done" if event.status == "done" else event.status

@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 
 from coop_tui.errors import database_message
 from coop_tui.screens.inspector import InspectorScreen
-from coop_tui.screens.widgets import NavScreen
+from coop_tui.screens.widgets import NavScreen, plain
 from coop_tui.session import ReplaySession
 from coop_tui.terminal import terminal_text
 
@@ -197,11 +197,15 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="runs")
     def _load_runs(self, query: str) -> None:
-        try:
-            rows = self.store.run_summaries(query)
-        except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
-            self.app.call_from_thread(self._database_failed, exc)
-            return
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                rows = self.store.run_summaries(query)
+            except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
+                if not self.closing():
+                    self.app.call_from_thread(self._database_failed, exc)
+                return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_runs, query, rows)
 
@@ -218,7 +222,7 @@ class RunsScreen(NavScreen):
                 Text(f"${r['cost_usd']:.4f}", justify="right"),
                 key=r["id"],
             )
-        table.border_title = f"Runs ({len(rows)})" + (f" matching {query!r}" if query else "")
+        table.border_title = plain(f"Runs ({len(rows)})" + (f" matching {query!r}" if query else ""))
         if keep in self.run_rows:
             table.move_cursor(row=table.get_row_index(keep))
         self.loaded += 1
@@ -240,11 +244,15 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="matches")
     def _load_matches(self, run_id: str, query: str) -> None:
-        try:
-            rows = self.store.match_summaries(run_id, query)
-        except (sqlite3.Error, OSError) as exc:
-            self.app.call_from_thread(self._database_failed, exc)
-            return
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                rows = self.store.match_summaries(run_id, query)
+            except (sqlite3.Error, OSError) as exc:
+                if not self.closing():
+                    self.app.call_from_thread(self._database_failed, exc)
+                return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_matches, run_id, query, rows)
 
@@ -265,8 +273,8 @@ class RunsScreen(NavScreen):
         if keep in self.match_rows:
             table.move_cursor(row=table.get_row_index(keep))
         run = self.run_rows.get(run_id, {})
-        table.border_title = f"Matches of {run.get('name', run_id)} ({len(rows)})" + (
-            f" matching {query!r}" if query else "") + (f" · {common}" if common else "")
+        table.border_title = plain(f"Matches of {shown(run.get('name', run_id))} ({len(rows)})" + (
+            f" matching {query!r}" if query else "") + (f" · {common}" if common else ""))
         self._describe_run(run)
         self.matches_loaded += 1
 
@@ -381,23 +389,27 @@ class RunsScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="delete")
     def _delete(self, run_id: str) -> None:
-        try:
-            self.store.delete_run(run_id)
-        except (sqlite3.Error, OSError) as exc:  # read-only or full database
-            self.app.call_from_thread(self._database_failed, exc)
-            return
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                self.store.delete_run(run_id)
+            except (sqlite3.Error, OSError) as exc:  # read-only or full database
+                if not self.closing():
+                    self.app.call_from_thread(self._database_failed, exc)
+                return
         self.app.call_from_thread(self._deleted, run_id)
 
     def _database_failed(self, exc: BaseException) -> None:
         """One clear line instead of a crash: the runs list stays as it was."""
         message = database_message(exc, getattr(self.store, "path", "the database"))
         self._status(Text(message, style="bold red"))
-        self.notify(message, severity="error", timeout=8)
+        self.notify(message, severity="error", timeout=8, markup=False)
         self.loaded += 1
         self.matches_loaded += 1
 
     def _deleted(self, run_id: str) -> None:
-        self.notify(f"run {run_id} deleted", timeout=3)
+        self.notify(f"run {run_id} deleted", timeout=3, markup=False)
         if self.shown_run == run_id:
             self.shown_run = None
         self.action_reload()
@@ -445,7 +457,15 @@ class DecisionsScreen(NavScreen):
 
     @work(thread=True, exclusive=True)
     def _load(self) -> None:
-        rows = self.store.decision_list(self.match_id)
+        with self.store_open() as open_:
+            if not open_:
+                return
+            try:
+                rows = self.store.decision_list(self.match_id)
+            except sqlite3.OperationalError:
+                if self.closing():  # interrupted: the app is closing
+                    return
+                raise
         self.app.call_from_thread(self._show, rows)
 
     def _show(self, rows: list[dict[str, Any]]) -> None:

@@ -23,6 +23,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
@@ -246,6 +247,13 @@ class SetupScreen(NavScreen):
         self.app.call_from_thread(self._registries_loaded, games, mechanisms, strategies)
 
     async def _registries_loaded(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
+        try:
+            await self._fill_form(games, mechanisms, strategies)
+        except NoMatches:
+            if not self.leaving():
+                raise  # a widget missing from a screen still shown is a real defect
+
+    async def _fill_form(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
         s = self.setup
         self.suggester.extend(strategies)
         rest = self.query_one("#rest", Vertical)
@@ -448,6 +456,13 @@ class SetupScreen(NavScreen):
 
     async def refresh_preview(self) -> None:
         try:
+            await self._refresh_preview()
+        except NoMatches:
+            if not self.leaving():
+                raise  # a widget missing from a screen still shown is a real defect
+
+    async def _refresh_preview(self) -> None:
+        try:
             setup, sweep = self.validated()
         except ValueError as exc:  # SpecError, or a form field
             self.error = exc
@@ -606,7 +621,7 @@ class SetupScreen(NavScreen):
         style = "green" if code == 0 else "bold red"
         self.show_message(Text(f"headless run exited with {code}  ·  output: {log}  ·  {shown}", style=style))
         self.notify(f"headless run finished (exit {code}); output in {log}",
-                    severity="information" if code == 0 else "error")
+                    severity="information" if code == 0 else "error", markup=False)
         return code
 
     def action_runs(self) -> None:
@@ -618,7 +633,7 @@ class SetupScreen(NavScreen):
             store = self.app.store  # type: ignore[attr-defined]
         except (sqlite3.Error, OSError) as exc:  # a damaged or unreadable database file
 
-            self.notify(database_message(exc, self.app.db), severity="error", timeout=8)  # type: ignore[attr-defined]
+            self.notify(database_message(exc, self.app.db), severity="error", timeout=8, markup=False)  # type: ignore[attr-defined]
             return
         self.app.push_screen(screen(store))
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from coop_tui.events import PhaseDone, RoundDone
+from coop_tui.screens.widgets import plain
 
 
 class TournamentView(Static):
@@ -41,7 +42,7 @@ class TournamentView(Static):
         self.exits: list[str] = []
         self.winners: list[int] | None = None
         self.final: list[float] | None = None
-        self.border_title = f"Tournament · {self.structure}"
+        self.border_title = plain(f"Tournament · {self.structure}")
 
     # ------------------------------------------------------------ events
     def apply(self, event: Any) -> None:

@@ -8,7 +8,8 @@ and the sampled action. Widgets only render; they never talk to the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rich.console import Group
@@ -16,11 +17,18 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
 MAX_BLOCKS = 40
 """Older decision blocks are dropped from a pane (the store keeps everything)."""
+
+
+def plain(text: str) -> Content:
+    """A title built from stored names or typed text, shown as written: Textual reads a
+    plain string as markup, where a name like ``[/]`` is an error and ``[red]`` a style."""
+    return Content(text)
 
 
 def _fmt(x: float) -> str:
@@ -78,6 +86,28 @@ class NavScreen(Screen):
         # help is the app's action (the help screen lists every screen's keys, so it sits
         # above them all); a screen only forwards the key
         await self.app.run_action("app.help")
+
+    @contextlib.contextmanager
+    def store_open(self) -> Iterator[bool]:
+        """Around a thread worker's reads of the store: False once the app is closing (the
+        worker then returns without reading); while it is True the app keeps the
+        connection open, since closing it under another thread's query crashes SQLite."""
+        reader = getattr(self.app, "reader", None)
+        if reader is None:  # an app without a store of its own
+            yield True
+            return
+        with reader() as open_:
+            yield open_
+
+    def leaving(self) -> bool:
+        """True once this screen's widgets may be going away: the screen was removed, its
+        message loop stopped, or the app is shutting down. Work that finishes after that
+        (a worker, a callback from a thread) has nothing left to write to."""
+        return not (self.app.is_running and self.is_attached and self.is_running) or self.closing()
+
+    def closing(self) -> bool:
+        """True once the app is shutting down: a read that failed then was interrupted."""
+        return bool(getattr(self.app, "closing", False))
 
     def action_back(self) -> None:
         stack = self.app.screen_stack
@@ -257,7 +287,7 @@ class SeatPane(Vertical, can_focus=True):
         yield VerticalScroll()
 
     def on_mount(self) -> None:
-        self.border_title = f"Seat {self.seat + 1} · {self.agent}"
+        self.border_title = plain(f"Seat {self.seat + 1} · {self.agent}")
 
     def follow(self) -> None:
         """Keep the newest text in view once the log overflows.
