@@ -20,7 +20,9 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 
+from coop_tui.errors import SpecError
 from coop_tui.session import MatchSession, MatchSetup, ReplaySession, build_setup_sweep, play_setup
+from coop_tui.store import Store
 
 if TYPE_CHECKING:
     from coop_tui.spec import Sweep
@@ -75,8 +77,6 @@ class CoopApp(App[int]):
         """The database, opened on first use (importing sqlite-utils costs ~1 s)."""
         with self._store_lock:
             if self._store is None:
-                from coop_tui.store import Store
-
                 self._store = Store(self.db)
             return self._store
 
@@ -84,7 +84,6 @@ class CoopApp(App[int]):
     def warm_up(self) -> None:
         """After the first paint: open the store and load the engine's modules."""
         _ = self.store
-        import coop_tui.parsing  # noqa: F401
         import coop_tui.sweep  # noqa: F401
 
     def on_mount(self) -> None:
@@ -238,8 +237,6 @@ def _after_app(app: CoopApp) -> int:
 
 def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None) -> int:
     """``coop-tui play``: you in seat 1 against ``opponent``; bad input exits 2 before the UI."""
-    from coop_tui.errors import SpecError
-
     if rounds < 1:
         raise SpecError("--rounds", f"must be at least 1 (got {rounds})")
     setup = play_setup(game, opponent, rounds, mechanism)

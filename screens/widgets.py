@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -126,8 +127,6 @@ class PayoffTable(Static):
             self.update(Text(message or "no game", style="dim"))
             return
         title = Text.assemble((game.title, "bold"), "  ", (_game_summary(game), "dim"))
-        from rich.console import Group
-
         self.update(Group(title, payoff_table(game)))
 
     def show_games(self, games: list[Any], message: str = "") -> None:
@@ -135,8 +134,6 @@ class PayoffTable(Static):
         if len(games) <= 1:
             self.show(games[0] if games else None, message)
             return
-        from rich.console import Group
-
         parts: list[Any] = []
         for i, game in enumerate(games):
             if i:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from coop_tui.analysis.sections import Section, register
+from coop_tui.grounded.domains import load_benchmark
 
 
 def _has(store: Any, run_id: str, mechanism: str) -> bool:
@@ -45,7 +46,6 @@ def build_baseline(store: Any, run_id: str, report: dict[str, Any]) -> Any:
         return None
     import json
 
-    from coop_tui.grounded.domains import load_benchmark
     from coop_tui.grounded.metrics import BASELINE_TRIALS, random_baseline
     from coop_tui.prompts import benchmark_catalogue
 
