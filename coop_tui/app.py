@@ -9,8 +9,11 @@ reads its model list in a worker thread.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import signal
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,8 +117,6 @@ class CoopApp(App[int]):
         """SIGINT and SIGTERM close the app like Quit (live matches recorded as stopped,
         the terminal restored) and make it exit 130 / 143. In the terminal Ctrl-C is a
         key (the terminal is in raw mode); these come from ``kill`` or a supervisor."""
-        import asyncio
-        import signal
 
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -222,7 +223,6 @@ def run_app(db: Path) -> int:
 def _after_app(app: CoopApp) -> int:
     """The exit code; after a signal, what was stopped and how to continue it."""
     if app.stopped_by_signal is not None:
-        import sys
 
         from coop_tui.runner import stop_embedded_generation, stop_words
 

@@ -17,6 +17,7 @@ directly: importing litellm costs seconds).
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,7 +91,6 @@ class _Probe:
 
 
 def _simplest_answer(request: Any) -> str | None:
-    import json
 
     labels = list(request.labels)
     if request.kind == "choice" and labels:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -340,7 +341,6 @@ def stop_embedded_generation() -> None:
 async def _with_signals(coro: Any, terminated: list[int]) -> Any:
     """Run ``coro`` and turn SIGTERM into the same stop as Ctrl-C: in-flight matches are
     recorded as stopped, the run as stopped, and the process exits 143 with a message."""
-    import signal
 
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()

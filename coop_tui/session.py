@@ -15,6 +15,7 @@ dict as a TOML sweep file, and rendering the exact first prompt of every seat.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -115,7 +116,6 @@ def agent_entry(text: str, *, max_tokens: int | None = None, temperature: float 
         if temperature is not None:
             entry["temperature"] = temperature
         return entry
-    import difflib
 
     close = difflib.get_close_matches(key, strategy_names(), n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""

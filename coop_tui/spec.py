@@ -17,6 +17,7 @@ import math
 import re
 import tomllib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -506,7 +507,6 @@ def _expand_experiment(
     """An experiment's grid points. A list of mechanisms is one more axis: each mechanism
     expands with the parameters it takes (one that no listed mechanism takes is an error),
     and its cells carry the mechanism in their condition."""
-    from dataclasses import replace
 
 
     if not isinstance(exp.mechanism, list):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -144,7 +145,6 @@ class AgentSpec(BaseModel):
 
 def url_problem(url: Any) -> str | None:
     """Why ``url`` cannot be an ``api_base`` (None when it can), without quoting it."""
-    from urllib.parse import urlsplit
 
     if not isinstance(url, str):
         return "must be a URL string"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -430,7 +431,6 @@ class Store:
         Atomic (``BEGIN IMMEDIATE``): two processes starting together cannot both win.
         A lease is live when its heartbeat is recent and, on this host, its pid runs.
         """
-        import socket
 
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
         # Its own short connection: BEGIN IMMEDIATE on the shared one could commit another

@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -605,7 +606,6 @@ class RunLease:
 
 
 def _is_storage_error(exc: BaseException) -> bool:
-    import sqlite3
 
     return isinstance(exc, sqlite3.Error)
 

@@ -10,6 +10,7 @@ headless in a subprocess.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import shutil
 import sqlite3
@@ -73,7 +74,6 @@ class AgentSuggester(Suggester):
 def litellm_model_names() -> list[str]:
     """litellm's model list as ``provider/model`` strings, read from the JSON price map
     litellm ships (no litellm import: that takes seconds). Call it off the UI thread."""
-    import importlib.util
 
     spec = importlib.util.find_spec("litellm")
     if spec is None or spec.origin is None:

@@ -9,6 +9,8 @@ and the sampled action. Widgets only render; they never talk to the engine.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -186,7 +188,6 @@ def distribution_text(decision: Any, game: Any | None = None) -> Text:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    import json
 
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -435,7 +436,6 @@ class Timeline(Static):
 
 def optional_screen(module: str, name: str) -> Any:
     """A screen class from a sibling module that may not be installed yet (None then)."""
-    import importlib
 
     full = f"coop_tui.screens.{module}"
     try:

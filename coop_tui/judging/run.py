@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -440,7 +441,6 @@ def judge_command(
             listener=view,
         ))
     if stopped_by is not None:
-        import shlex
 
         again = ["coop-tui", "judge", judged["id"], "--judge", judge, "--rubric", rubric_ref]
         if agents_file:
