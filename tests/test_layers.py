@@ -84,6 +84,10 @@ HEAVY_LIBRARIES = frozenset({
     "aiohttp", "httpx", "jinja2", "litellm", "llama_cpp", "matplotlib", "nashpy", "numpy",
     "openai", "pandas", "pyarrow", "pydantic", "rich", "scipy", "sklearn", "sqlite_utils",
     "textual", "textual_plotext",
+    # optional or rarely needed: an extra (textual-serve), what only one command uses
+    # (PyYAML for YAML sweep files, python-dotenv for `.env`), scikit-learn's thread control,
+    # aiohttp's URL type (needed only where aiohttp is)
+    "textual_serve", "threadpoolctl", "yaml", "dotenv", "yarl",
 })
 
 #: What must start fast: the module that starts it, and every module of ours it may load.
@@ -101,7 +105,7 @@ FAST_ENTRY_POINTS: dict[str, tuple[str, frozenset[str]]] = {
 
 @dataclass(frozen=True)
 class LazyImport:
-    """One function-level import of a ``coop_tui`` module or of a heavy library."""
+    """One function-level import: of a ``coop_tui`` module, or of a library (heavy or not)."""
 
     importer: str
     target: str
@@ -174,7 +178,7 @@ class _Imports:
                     internal = self._internal(dotted)
                     if internal is None:
                         library = dotted.split(".")[0]
-                        if library in HEAVY_LIBRARIES and in_function:
+                        if in_function and library != "__future__":
                             self.lazy.append(LazyImport(module, library, child.lineno))
                         elif library in HEAVY_LIBRARIES:
                             self.heavy_top[module].add(library)
@@ -214,6 +218,10 @@ class _Imports:
             if lazy.target in self.heavy_loaded_by(lazy.importer):
                 return "the importer already loads this library at module level"
             return None
+        if lazy.target not in self.files:  # the standard library or a light one
+            if any(lazy.importer in fast for fast in self.start_up):
+                return None  # an entry point imports only what it runs
+            return "a light library: import it at module level"
         if lazy.importer in self.loaded_by(lazy.target, loading=lazy.importer):
             return "it dodges an import circle"  # e.g. a package that imports this module
         if lazy.target in self.loaded_by(lazy.importer):
@@ -241,8 +249,9 @@ def test_function_level_imports_are_justified(tmp_path: Path) -> None:
 
 
 def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
-    """The check can fail: a lazy import of a light module, or of a module or heavy library
-    already loaded, is refused; one that keeps a heavy library out of a light module is not."""
+    """The check can fail: a lazy import of a light module or library, or of a module or
+    heavy library already loaded, is refused; one that keeps a heavy library out of a light
+    module is not."""
     root = installed_layout(tmp_path)
     hashing = root / "coop_tui" / "hashing.py"
     hashing.write_text(hashing.read_text() + "\n\ndef _light() -> None:\n"
@@ -256,7 +265,8 @@ def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
                       "    import numpy  # noqa: F401\n")
     redact = root / "coop_tui" / "redact.py"  # loads no numpy at module level
     redact.write_text(redact.read_text() + "\n\ndef _heavy() -> None:\n"
-                      "    import numpy  # noqa: F401\n")
+                      "    import numpy  # noqa: F401\n"
+                      "    import json  # noqa: F401\n")
     cli = root / "coop_tui" / "cli.py"
     cli.write_text(cli.read_text() + "\n\ndef _loaded() -> None:\n"
                    "    from coop_tui.errors import fail  # noqa: F401\n")
@@ -270,6 +280,7 @@ def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
     assert ("coop_tui.engine", "coop_tui.redact") in found
     assert ("coop_tui.engine", "numpy") in found
     assert ("coop_tui.redact", "numpy") not in found
+    assert faults[("coop_tui.redact", "json")] == "a light library: import it at module level"
     assert ("coop_tui.cli", "coop_tui.errors") in found
     assert ("coop_tui.cli", "coop_tui.store") not in found  # `--help` does not load the store
 
