@@ -22,6 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.events import EventBus, RunProgress
+from coop_tui.store import Store, default_db_path
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -49,8 +52,6 @@ class CoopDB:
     """
 
     def __init__(self, path: str | Path) -> None:
-        from coop_tui.store import Store
-
         self.path = Path(path).expanduser()
         self.store = Store(self.path)
 
@@ -151,8 +152,6 @@ def open_db(path: str | Path | None = None) -> CoopDB:
     """A database (created when missing); ``None`` is the CLI's default
     (``$COOP_TUI_DB`` or the user data directory)."""
     if path is None:
-        from coop_tui.store import default_db_path
-
         path = default_db_path()
     return CoopDB(path)
 
@@ -194,7 +193,6 @@ async def _play(
     sweep: Any, db: CoopDB, progress: bool | ProgressCallback, resume: bool,
     concurrency: int | None,
 ) -> RunSummary:
-    from coop_tui.events import EventBus, RunProgress
     from coop_tui.sweep import run_sweep as play_sweep
 
     bus = EventBus()

@@ -9,8 +9,11 @@ reads its model list in a worker thread.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import signal
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +23,9 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 
+from coop_tui.errors import SpecError
 from coop_tui.session import MatchSession, MatchSetup, ReplaySession, build_setup_sweep, play_setup
+from coop_tui.store import Store
 
 if TYPE_CHECKING:
     from coop_tui.spec import Sweep
@@ -75,8 +80,6 @@ class CoopApp(App[int]):
         """The database, opened on first use (importing sqlite-utils costs ~1 s)."""
         with self._store_lock:
             if self._store is None:
-                from coop_tui.store import Store
-
                 self._store = Store(self.db)
             return self._store
 
@@ -84,7 +87,6 @@ class CoopApp(App[int]):
     def warm_up(self) -> None:
         """After the first paint: open the store and load the engine's modules."""
         _ = self.store
-        import coop_tui.parsing  # noqa: F401
         import coop_tui.sweep  # noqa: F401
 
     def on_mount(self) -> None:
@@ -115,8 +117,6 @@ class CoopApp(App[int]):
         """SIGINT and SIGTERM close the app like Quit (live matches recorded as stopped,
         the terminal restored) and make it exit 130 / 143. In the terminal Ctrl-C is a
         key (the terminal is in raw mode); these come from ``kill`` or a supervisor."""
-        import asyncio
-        import signal
 
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -223,7 +223,6 @@ def run_app(db: Path) -> int:
 def _after_app(app: CoopApp) -> int:
     """The exit code; after a signal, what was stopped and how to continue it."""
     if app.stopped_by_signal is not None:
-        import sys
 
         from coop_tui.runner import stop_embedded_generation, stop_words
 
@@ -238,8 +237,6 @@ def _after_app(app: CoopApp) -> int:
 
 def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None) -> int:
     """``coop-tui play``: you in seat 1 against ``opponent``; bad input exits 2 before the UI."""
-    from coop_tui.errors import SpecError
-
     if rounds < 1:
         raise SpecError("--rounds", f"must be at least 1 (got {rounds})")
     setup = play_setup(game, opponent, rounds, mechanism)

@@ -13,7 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from coop_tui.errors import EXIT_USAGE, fail
+from coop_tui import __version__
+from coop_tui.errors import EXIT_USAGE, SpecError, database_message, fail
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -184,13 +185,9 @@ def main(argv: list[str] | None = None) -> int:
 def _explain_failure(exc: Exception, args: argparse.Namespace) -> int:
     import sqlite3
 
-    from coop_tui.errors import SpecError
-
     if isinstance(exc, SpecError):
         return fail(str(exc))
     if isinstance(exc, sqlite3.Error):
-        from coop_tui.errors import database_message
-
         return fail(database_message(exc, _db_path(args)))
     if isinstance(exc, RecursionError):
         return fail("the input is nested too deeply to process; flatten it")
@@ -205,8 +202,6 @@ def _explain_failure(exc: Exception, args: argparse.Namespace) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     _load_dotenv()
     if args.version:
-        from coop_tui import __version__
-
         print(__version__)
         return 0
     if args.concurrency is not None and args.concurrency < 1:

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coop_tui.store import game_spec_sql
+from coop_tui.errors import fail
+from coop_tui.store import Store, game_spec_sql
 
 CHUNK = 20_000
 
@@ -128,8 +129,6 @@ def require_parquet_engine() -> None:
 
 
 def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[Path]:
-    from coop_tui.store import Store
-
     if fmt == "parquet":
         require_parquet_engine()  # before anything is written
     store = Store(db_path)
@@ -153,9 +152,6 @@ def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[
 
 
 def export_command(db_path: Path, ref: str | None, *, fmt: str, out: Path) -> int:
-    from coop_tui.errors import fail
-    from coop_tui.store import Store
-
     if not db_path.exists():
         return fail(f"no database at {db_path}; pass --db")
     run = Store(db_path).resolve_run(ref)

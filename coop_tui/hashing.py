@@ -21,4 +21,9 @@ def derived_seed(*parts: Any) -> int:
     return int(stable_hash(list(parts))[:15], 16)
 
 
-__all__ = ["derived_seed", "stable_hash"]
+def text_hash(text: str) -> str:
+    """The key of a stored text (128 bits of SHA-256: collisions are not a concern)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+__all__ = ["derived_seed", "stable_hash", "text_hash"]

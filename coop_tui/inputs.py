@@ -19,6 +19,7 @@ is bounded by one number for all of them.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import io
 import itertools
@@ -171,7 +172,6 @@ def open_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> BinaryIO
     """``path`` opened for binary reading, inflated when it is gzip (by its first bytes,
     whatever its name), raising :class:`InputTooLarge` once more than ``limit`` bytes
     have come out (for gzip, also once past :data:`MAX_RATIO` times its compressed size)."""
-    import gzip
 
     # the returned stream owns (and closes) this one
     if not is_gzip(path):

@@ -16,6 +16,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from coop_tui.agents.strategies import get_strategy, strategy_aliases, strategy_names
+from coop_tui.shipped import shipped_sweeps
+from coop_tui.store import Store
 from coop_tui.terminal import terminal_text
 
 COLUMNS = {
@@ -47,8 +50,6 @@ def game_rows() -> list[dict[str, Any]]:
 
 
 def strategy_rows() -> list[dict[str, Any]]:
-    from coop_tui.agents.strategies import get_strategy, strategy_aliases, strategy_names
-
     aliases: dict[str, list[str]] = {}
     for alias, (target, preset) in strategy_aliases().items():
         implied = ", ".join(f"{k} = {v}" for k, v in preset.items())
@@ -70,8 +71,6 @@ def mechanism_rows() -> list[dict[str, Any]]:
 
 
 def run_rows(db_path: Path) -> list[dict[str, Any]]:
-    from coop_tui.store import Store
-
     store = Store(db_path)
     try:
         return [{"id": r["id"], "name": r["name"], "kind": r["kind"], "status": r["status"],
@@ -84,8 +83,6 @@ def run_rows(db_path: Path) -> list[dict[str, Any]]:
 
 def study_rows() -> list[dict[str, Any]]:
     """The sweep and study files shipped in the package; ``--batch NAME`` runs one."""
-    from coop_tui.shipped import shipped_sweeps
-
     return [{"name": name, "folder": path.parent.name, "path": str(path)}
             for name, path in shipped_sweeps().items()]
 

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from coop_tui.parsing_numeric import NumericParseError, parse_allocation, parse_number
+
 __all__ = [
     "CHOICE_KEY",
     "MixedStrategy",
@@ -883,8 +885,6 @@ def _parse_judgement_types(
 def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:
     """number: one value in a range (seed 003's offers, bids, guesses); allocation: a
     value per key with a required sum (Blotto). See :mod:`coop_tui.parsing_numeric`."""
-    from coop_tui.parsing_numeric import NumericParseError, parse_allocation, parse_number
-
     try:
         return parse_number(text, opts) if kind == "number" else parse_allocation(text, opts)
     except NumericParseError as exc:

@@ -17,11 +17,22 @@ directly: importing litellm costs seconds).
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from coop_tui.prompts import CHARS_PER_TOKEN  # below the stages that size prompts; importable here
+from coop_tui.agents.llm import price_map
+from coop_tui.agents.local import N_CTX
+from coop_tui.decisions import AgentReply
+from coop_tui.engine import stable_hash
+from coop_tui.errors import SpecError
+from coop_tui.events import EventBus
+from coop_tui.prompts import (
+    CHARS_PER_TOKEN,  # below the stages that size prompts; importable here
+    PromptRenderer,
+)
 from coop_tui.spec import Sweep
+from coop_tui.sweep import _templates, play_cell
 
 MAX_PROBES = 200
 """Distinct grid points rendered at most; beyond that a spread sample stands for the rest."""
@@ -71,8 +82,6 @@ class _Probe:
         self._seen, self._budget = seen, budget
 
     async def reply(self, request: Any, messages: list[dict[str, Any]], sink: Any) -> Any:
-        from coop_tui.decisions import AgentReply
-
         self._seen.setdefault(request.seat, []).append(estimate_tokens(messages))
         self._budget[0] -= 1
         answer = _simplest_answer(request)
@@ -82,7 +91,6 @@ class _Probe:
 
 
 def _simplest_answer(request: Any) -> str | None:
-    import json
 
     labels = list(request.labels)
     if request.kind == "choice" and labels:
@@ -95,8 +103,6 @@ def _simplest_answer(request: Any) -> str | None:
 
 
 def _signature(sweep: Sweep, index: int) -> str:
-    from coop_tui.engine import stable_hash
-
     cell = sweep.cells[index]
     styles = [sweep.spec.agents[n].style if sweep.spec.agents[n].kind in ("llm", "local") else "-"
               for n in cell.seats]
@@ -106,10 +112,6 @@ def _signature(sweep: Sweep, index: int) -> str:
 
 async def measure(sweep: Sweep) -> PromptSizes:
     """Render the first request of every distinct grid point (at most ``MAX_PROBES``)."""
-    from coop_tui.events import EventBus
-    from coop_tui.prompts import PromptRenderer
-    from coop_tui.sweep import _templates, play_cell
-
     model_cells = [
         i for i, c in enumerate(sweep.cells)
         if any(sweep.spec.agents[n].kind in ("llm", "local") for n in c.seats)
@@ -159,8 +161,6 @@ def measure_sync(sweep: Sweep) -> PromptSizes:
 
 def context_window(model: str) -> int | None:
     """Input tokens the model accepts, where litellm's map knows it."""
-    from coop_tui.agents.llm import price_map
-
     parts = model.split("/")
     for name in ("/".join(parts[i:]) for i in range(len(parts))):
         entry = price_map().get(name)
@@ -173,15 +173,11 @@ def context_window(model: str) -> int | None:
 
 def _local_window() -> int:
     """The embedded model's context (llama.cpp is not loaded to read it)."""
-    from coop_tui.agents.local import N_CTX
-
     return N_CTX
 
 
 def check_prompt_sizes(sweep: Sweep, sizes: PromptSizes) -> None:
     """Refuse prompts above ``max_prompt_tokens`` or the model's context (SpecError)."""
-    from coop_tui.errors import SpecError
-
     limit = sweep.spec.max_prompt_tokens
     for index, seats in sizes.by_cell.items():
         cell = sweep.cells[index]

@@ -15,9 +15,23 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from coop_tui import read_cache, summaries
 from coop_tui.analysis.actions import actions_report, condition_rows
+from coop_tui.analysis.coopeval_tables import (
+    devrank_mode,
+    paper_tables,
+    render_csv,
+    render_latex,
+    render_rich,
+    run_devrank_mode,
+)
+from coop_tui.analysis.sections import build_sections, keys, rendered, unknown
 from coop_tui.analysis.stats import wilson_interval
+from coop_tui.analysis.theory import b_star
+from coop_tui.analysis.tournament import tournament_metrics
+from coop_tui.errors import fail
 from coop_tui.games import game_from_spec
 from coop_tui.store import Store
 
@@ -41,8 +55,6 @@ def _b_star(game_spec: str | None) -> float | None:
     if not game_spec:
         return None
     try:
-        from coop_tui.analysis.theory import b_star
-
         game = game_from_spec(json.loads(game_spec))
         if not game.has_cooperation or not game.symmetric:
             return None
@@ -184,10 +196,6 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
             for (ckey, agent), points in per_round.get(exp, {}).items()
         }
         try:
-            import numpy as np
-
-            from coop_tui.analysis.tournament import tournament_metrics
-
             with np.errstate(all="ignore"):
                 metrics = tournament_metrics(store, run_id, e["experiment"])
             if metrics:
@@ -211,7 +219,6 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         "mechanisms": actions_report(store, run_id),
     }
     out.update(_paper_tables(store, run_id, devrank))
-    from coop_tui.analysis.sections import build_sections
 
     out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
     read_cache.forget()  # shared within one report; a long-running TUI need not hold them
@@ -225,8 +232,6 @@ def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict
     :mod:`coop_tui.analysis.coopeval_tables`. ``devrank`` is the DevRank mode asked for
     (None: the study file's, else the default); the output names it.
     """
-    from coop_tui.analysis.coopeval_tables import devrank_mode, paper_tables, run_devrank_mode
-
     mode = devrank_mode(devrank or run_devrank_mode(store, run_id))
     result = paper_tables(store, run_id, freeze=mode)
     if not result["tables"]:
@@ -457,10 +462,7 @@ def render_text(report: dict[str, Any]) -> Any:
             parts.append(_population_table(e, note))
     parts.extend(_mechanism_tables(report.get("mechanisms") or {}))
     if report.get("tables"):
-        from coop_tui.analysis.coopeval_tables import render_rich
-
         parts.extend(render_rich(report["tables"]))
-    from coop_tui.analysis.sections import rendered
 
     for section, value in rendered(report):
         parts.append(Text(section.title, style="bold"))
@@ -596,14 +598,11 @@ def report_command(
     sections: str | None = None,
     devrank: str | None = None,
 ) -> int:
-    from coop_tui.errors import fail
-
     wanted = parse_sections(sections)
     if wanted is not None:
         if fmt in ("latex", "csv"):
             return fail(f"--sections: --format {fmt} prints only the population tables; "
                         "drop --sections, or use --format text|json")
-        from coop_tui.analysis.sections import keys, unknown
 
         missing = unknown(wanted)
         if missing:
@@ -617,8 +616,6 @@ def report_command(
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
     if fmt in ("latex", "csv"):
         # the tables alone: no experiment rows, no report sections
-        from coop_tui.analysis.coopeval_tables import render_csv, render_latex
-
         tables = _paper_tables(store, run["id"], devrank).get("tables")
         read_cache.forget()
         if not tables:

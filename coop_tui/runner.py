@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -29,6 +30,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from coop_tui import preflight
+from coop_tui.agents.llm import cost_for
+from coop_tui.analysis.coopeval_tables import rate_run
+from coop_tui.analysis.sections import store_sections
+from coop_tui.errors import database_message
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
@@ -38,9 +44,12 @@ from coop_tui.events import (
     MatchStarted,
     RunStarted,
 )
+from coop_tui.mechanisms._designs import shared_design_count
+from coop_tui.prompt_size import check_prompt_sizes, measure_sync
 from coop_tui.redact import scrub
-from coop_tui.spec import SpecError, Sweep, load_sweep
-from coop_tui.sweep import reasks, run_sweep
+from coop_tui.spec import SpecError, Sweep, decisions_per_match, load_sweep
+from coop_tui.store import Store
+from coop_tui.sweep import check_resumable, reasks, run_sweep
 from coop_tui.terminal import terminal_text
 
 OUTPUT_TOKENS_GUESS = 800
@@ -54,10 +63,7 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     mean, ``sizes``, see :mod:`coop_tui.prompt_size`), extrapolated to every decision of
     the match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
     """
-    from coop_tui.spec import decisions_per_match
-
     per_match = decisions_per_match(sweep)
-    from coop_tui.mechanisms._designs import shared_design_count
 
     total = sum(n * c.slots for n, c in zip(per_match, sweep.cells, strict=True))
     total += shared_design_count(sweep.cells)  # a tournament's designs, asked once
@@ -83,8 +89,6 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     cost, unknown = 0.0, []
     llm = [n for n in calls if agents[n].kind == "llm"]
     if llm:
-        from coop_tui.agents.llm import cost_for
-
         for name in llm:
             spec = agents[name]
             out = calls[name] * (spec.max_tokens or OUTPUT_TOKENS_GUESS)
@@ -198,8 +202,6 @@ def run_batch(
     dry_run: bool = False,
     console: Console | None = None,
 ) -> int:
-    from coop_tui.prompt_size import check_prompt_sizes, measure_sync
-
     console = console or Console(stderr=False)
     sweep = load_sweep(path)  # SpecError -> exit 2 before anything is written
     sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
@@ -227,8 +229,6 @@ def run_batch(
     # every server the agents talk to answers once before anything runs or is written
     # (dry runs too, warning only: one GET per endpoint, no model call; hosted providers
     # are not probed)
-    from coop_tui import preflight
-
     flight = preflight.check(sweep, strict=not dry_run)  # SpecError (exit 2): no live server
     line = preflight.describe(flight)
     if line:
@@ -259,8 +259,6 @@ def run_batch(
         if prev is None:
             console.print(f"[yellow]no earlier run named {terminal_text(repr(sweep.name))}: starting a new one")
         else:
-            from coop_tui.sweep import check_resumable
-
             check_resumable(prev, sweep)
             seen_run.append(prev["id"])
             done = store.match_status(prev["id"])
@@ -281,8 +279,6 @@ def run_batch(
             _close_quietly(store)
             return stopped_by
     except sqlite3.Error as exc:
-        from coop_tui.errors import database_message
-
         _close_quietly(store)
         run = f"run {seen_run[-1]}" if seen_run else "the run"
         console.print(
@@ -294,13 +290,9 @@ def run_batch(
     print_summary(summary, console)
     if summary.run_id and summary.matches_done:
         # deviation ratings solved now, once, so `report` reads them without scipy
-        from coop_tui.analysis.coopeval_tables import rate_run
-
         with contextlib.suppress(sqlite3.Error):
             rate_run(store, summary.run_id)
         # and the slow report sections (reasoning fingerprints) built and stored
-        from coop_tui.analysis.sections import store_sections
-
         with contextlib.suppress(sqlite3.Error):
             store_sections(store, summary.run_id)
     store.close()
@@ -349,7 +341,6 @@ def stop_embedded_generation() -> None:
 async def _with_signals(coro: Any, terminated: list[int]) -> Any:
     """Run ``coro`` and turn SIGTERM into the same stop as Ctrl-C: in-flight matches are
     recorded as stopped, the run as stopped, and the process exits 143 with a message."""
-    import signal
 
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -379,9 +370,6 @@ def _close_quietly(store: Any) -> None:
 
 def open_store(db_path: Path) -> Any:
     """The database, or one clear error naming ``--db`` (a folder, no permission, ...)."""
-    from coop_tui.errors import SpecError, database_message
-    from coop_tui.store import Store
-
     if db_path.exists() and not os.access(db_path, os.W_OK):
         raise SpecError("--db", database_message(sqlite3.OperationalError("readonly"), db_path))
     try:

@@ -15,13 +15,16 @@ dict as a TOML sweep file, and rendering the exact first prompt of every seat.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.strategies import strategy_aliases, strategy_names
 from coop_tui.decisions import DecisionRequest, Message
+from coop_tui.errors import SpecError
 from coop_tui.events import (
     AnswerRejected,
     DecisionDone,
@@ -95,14 +98,11 @@ def _slug(text: str) -> str:
 def agent_entry(text: str, *, max_tokens: int | None = None, temperature: float | None = None,
                 field_name: str = "agent") -> dict[str, Any]:
     """The ``[agents.X]`` table for one seat's agent string, or a SpecError naming the seat."""
-    from coop_tui.errors import SpecError
-
     value = text.strip()
     if not value:
         raise SpecError(field_name, "is empty; type local/smollm2, a strategy name, human or provider/model")
     if value.lower() == HUMAN:
         return {"human": True}
-    from coop_tui.agents.strategies import strategy_aliases, strategy_names
 
     key = value.lower().replace("-", "_").replace(" ", "_")
     if key in strategy_names() or key in strategy_aliases():
@@ -116,7 +116,6 @@ def agent_entry(text: str, *, max_tokens: int | None = None, temperature: float 
         if temperature is not None:
             entry["temperature"] = temperature
         return entry
-    import difflib
 
     close = difflib.get_close_matches(key, strategy_names(), n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
@@ -207,8 +206,6 @@ def build_setup_sweep(setup: MatchSetup, *, check_keys: bool = True) -> Sweep:
 
 def _friendly(exc: SpecError, data: dict[str, Any]) -> SpecError:
     """Map sweep field paths (agents.x.model, experiments[0].y) to the setup form's names."""
-    from coop_tui.errors import SpecError
-
     name = exc.field
     if name.startswith("experiments[0]."):
         name = name[len("experiments[0]."):]

@@ -1,6 +1,8 @@
 """Sweep files: loading, validation and grid expansion.
 
-Everything a user can get wrong is checked here, before a run exists, and reported
+The models of a sweep file's fields, each checked on its own, are in
+:mod:`coop_tui.spec_models`; here a file is read, checked against the registries of
+games, mechanisms and strategies, and expanded into cells. Everything a user can get wrong is checked here, before a run exists, and reported
 as one line naming the field and the fix (``SpecError``; the CLI exits 2). A list
 in an experiment field is a grid axis; the only lists that are values are the
 roster (``agents``), explicit matchups and fields whose own type is a list (for
@@ -12,21 +14,21 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
 import tomllib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+import numpy as np
+from pydantic import ValidationError
 
 from coop_tui import redact
 from coop_tui.agents.strategies import StrategyError, get_strategy
 from coop_tui.conditions import get_condition
 from coop_tui.decisions import SeatView
-from coop_tui.engine import NOT_IN_CONTENT_KEY, stable_hash
+from coop_tui.engine import stable_hash
 from coop_tui.errors import SpecError  # defined in the bottom layer; importable from here too
 from coop_tui.games import GameError, load_game
 from coop_tui.games.kinds import ProtocolGame
@@ -35,427 +37,35 @@ from coop_tui.grounded.stages import check_sweep, planning_params
 from coop_tui.inputs import fingerprints
 from coop_tui.mechanisms import MechanismError, mechanism_class
 from coop_tui.mechanisms._designs import shared_design_count
-from coop_tui.terminal import name_problem
 
-# Environment variables litellm reads for each provider prefix; used only to give a
-# clear "missing API key" error before anything runs.
-PROVIDER_KEY_ENV = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "xai": "XAI_API_KEY",
-}
-KEYLESS_PROVIDERS = {"ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile"}
+# the models of a sweep file (coop_tui.spec_models); every name stays importable from here
+from coop_tui.spec_models import DEFAULT_MAX_DECISIONS as DEFAULT_MAX_DECISIONS
+from coop_tui.spec_models import DEFAULT_MAX_PROMPT_TOKENS as DEFAULT_MAX_PROMPT_TOKENS
+from coop_tui.spec_models import (
+    KEYLESS_PROVIDERS,
+    PROVIDER_KEY_ENV,
+    AgentSpec,
+    Cell,
+    ExperimentSpec,
+    Sweep,
+    SweepSpec,
+)
+from coop_tui.spec_models import LABEL_MODES as LABEL_MODES
+from coop_tui.spec_models import MAX_SAMPLES as MAX_SAMPLES
+from coop_tui.spec_models import AnswerMode as AnswerMode
+from coop_tui.spec_models import public_spec as public_spec
+from coop_tui.spec_models import url_problem as url_problem
 
 # Bounds checked before anything runs: a typo such as ``samples = 1000000000`` must be
 # an error naming the field, not a run that fills memory or the disk.
-MAX_SAMPLES = 100_000
-"""Repeats of one grid point."""
 MAX_GRID_POINTS = 100_000
 """Grid points (cells) in a whole sweep, summed over experiments and seatings."""
-DEFAULT_MAX_DECISIONS = 2_000_000
-"""Default of the sweep field ``max_decisions``."""
-DEFAULT_MAX_PROMPT_TOKENS = 32_000
-"""Default of the sweep field ``max_prompt_tokens`` (estimated from the rendered prompt)."""
 MAX_NESTING = 32
 """Deepest nesting of tables and lists a sweep or game file may have."""
 MAX_INT_DIGITS = 19
 """Integers in a sweep file beyond this many digits are refused (no field needs them)."""
 SECRET_FIELDS = frozenset({"api_key", "api_key_env", "api_base"})
 """Fields whose value a validation error must never echo."""
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class AgentSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = Field(default=None, description="provider/model, or local/smollm2")
-    strategy: str | None = None
-    human: bool = False
-    params: dict[str, Any] = Field(default_factory=dict, description="strategy parameters")
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(default=None, gt=0)
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
-    style: Literal["cot", "direct", "plain"] = "cot"
-    api_base: str | list[str] | None = Field(
-        default=None,
-        description="an OpenAI-compatible server URL, or a list of servers for one model",
-    )
-    api_key_env: str | None = None
-    api_key: SecretStr | None = None
-    max_concurrency: int | None = Field(
-        default=None, gt=0, description="requests at once, per endpoint when api_base is a list"
-    )
-    constrained: Literal["grammar", "json_schema"] | None = Field(
-        default=None, description="constrain answers with the server's grammar or JSON schema"
-    )
-    timeout: float = Field(default=120.0, gt=0)
-    threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
-    seed: int | None = None
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        # The value is never echoed: people paste the key itself here by mistake.
-        if value is not None and not _ENV_NAME.fullmatch(value):
-            raise ValueError(
-                "is not an environment variable name (letters, digits and _); write the name "
-                "of the variable that holds the key, e.g. MY_API_KEY, never the key itself"
-            )
-        return value
-
-    @field_validator("api_base")
-    @classmethod
-    def _endpoints(cls, value: Any) -> Any:
-        for url in value if isinstance(value, list) else [value]:
-            if url is None:
-                continue
-            problem = url_problem(url)
-            if problem:  # the URL itself is never echoed: it may carry a password
-                raise ValueError(f"{problem}; write it like http://host:8000/v1")
-            redact.register_url(url)
-        if isinstance(value, list):
-            if not value:
-                raise ValueError("api_base lists no server; give one URL or a list of URLs")
-            if len(set(value)) != len(value):
-                raise ValueError("api_base lists the same server twice")
-            if len(value) == 1:
-                return value[0]
-        return value
-
-    @property
-    def kind(self) -> str:
-        if self.human:
-            return "human"
-        if self.strategy:
-            return "strategy"
-        if self.model and (self.model.startswith("local/") or self.model.startswith("local:")):
-            return "local"
-        return "llm"
-
-    @property
-    def provider(self) -> str:
-        if self.kind != "llm" or not self.model:
-            return self.kind
-        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
-
-    def public(self) -> dict[str, Any]:
-        """The spec without secrets: what is stored and hashed."""
-        data = self.model_dump(exclude={"api_key"}, exclude_none=True, exclude_defaults=True)
-        if "api_base" in data:  # the agent connects with the credentials; nothing else sees them
-            data["api_base"] = redact.strip_userinfo(data["api_base"])
-        if self.kind in ("llm", "local"):
-            data.setdefault("style", self.style)
-        return data
-
-    def resolve_key(self) -> str | None:
-        if self.api_key is not None:
-            key = self.api_key.get_secret_value()
-        else:
-            env = self.api_key_env or PROVIDER_KEY_ENV.get(self.provider)
-            key = os.environ.get(env) if env else None
-        redact.register_secret(key)
-        return key
-
-
-def url_problem(url: Any) -> str | None:
-    """Why ``url`` cannot be an ``api_base`` (None when it can), without quoting it."""
-    from urllib.parse import urlsplit
-
-    if not isinstance(url, str):
-        return "must be a URL string"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        if "port" in str(exc).lower():
-            return "is not a valid URL: its port is not a number from 1 to 65535"
-        return "is not a valid URL"
-    if parts.scheme not in ("http", "https"):
-        return "is not an http:// or https:// URL"
-    if not parts.hostname:
-        return "has no host"
-    if port is not None and not 1 <= port <= 65535:
-        return "is not a valid URL: its port is not a number from 1 to 65535"
-    return None
-
-
-AnswerMode = Literal["mixed", "choice"]
-LABEL_MODES = ("decision", "trial")
-
-
-class ExperimentSpec(BaseModel):
-    """Fields every experiment has; mechanism parameters ride along as extras."""
-
-    model_config = ConfigDict(extra="allow")
-
-    game: str | list[str]
-    mechanism: str | list[str] = "none"
-    matchup: Literal["self", "cross", "pairs", "versus"] | list[list[str]] = "self"
-    agents: list[str] = Field(default_factory=list)
-    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
-    scale: float | list[float] | None = None
-    bonus: float | list[float] | None = None
-    game_params: dict[str, Any] = Field(default_factory=dict)
-    randomize_labels: bool | str = False
-    max_attempts: int | None = Field(default=None, ge=1, le=20)
-    on_invalid: Literal["abort", "uniform"] | None = None
-    name: str | None = None
-    replicates: int | None = Field(
-        default=None, ge=1, le=1000,
-        description="independent copies of the whole tournament (fresh designs and samples)",
-    )
-    answers: Literal["strict", "lenient"] | None = Field(
-        default=None,
-        description="strict: CoopEval's rule (integers summing to exactly 100, else re-ask)",
-    )
-    answer: AnswerMode | list[AnswerMode] = Field(
-        default="mixed",
-        description='play answers: "mixed" (percentages per action) or "choice" (one action)',
-    )
-    prompt_protocol: Literal["coop_tui", "seed003"] = Field(
-        default="coop_tui",
-        description='"coop_tui": one user message, the answer as a JSON object, numbers on '
-        'the move\'s grid; "seed003" (seed 003\'s code): the rules as a system message, the '
-        "round as a user message, the answer in <answer> tags, decimals in numeric moves",
-    )
-    opponents: list[str] = Field(
-        default_factory=list,
-        description='matchup "versus": every agent plays each of these in the other seats',
-    )
-    filler: str | None = Field(
-        default=None,
-        description='agent in the seats beyond the first two ("self" / "pairs" in n-player games)',
-    )
-    condition: str | list[str] = Field(
-        default="baseline", description="seed 003's named prompt conditions (a grid axis)"
-    )
-    similarity_source: str | list[str] | None = Field(
-        default=None,
-        description='seed 000: play under computed scores, "exogenous:<benchmark>" or '
-        '"endogenous:<benchmark>:<view>" (a grid axis); see coop_tui.grounded.stages',
-    )
-    source_run: str | None = Field(
-        default=None, description="read benchmark answers / judgements from this stored run"
-    )
-
-    @field_validator("name")
-    @classmethod
-    def _printable_name(cls, name: str | None) -> str | None:
-        problem = None if name is None else name_problem(name)
-        if problem:
-            raise ValueError(f"the experiment name {problem}")
-        return name
-
-    @field_validator("randomize_labels", mode="before")
-    @classmethod
-    def _label_mode(cls, v: Any) -> bool | str:
-        if isinstance(v, bool) or v in LABEL_MODES:
-            return v
-        raise ValueError(
-            f'randomize_labels must be true / "decision" (A-labels shuffled per decision), '
-            f'"trial" (seed 003: letters per match, order per round) or false, not {v!r}'
-        )
-
-    @field_validator("condition", mode="before")
-    @classmethod
-    def _known_conditions(cls, v: Any) -> Any:
-        for name in v if isinstance(v, list) else [v]:
-            if not isinstance(name, str):
-                raise ValueError(f"a condition is a name such as \"baseline\", not {name!r}")
-            get_condition(name)
-        return v
-
-
-class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    seed: int = Field(default=0, ge=0, lt=2**63)
-    concurrency: int = Field(default=8, ge=1, le=1024)
-    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
-    max_attempts: int = Field(default=3, ge=1, le=20)
-    on_invalid: Literal["abort", "uniform"] = "abort"
-    replicates: int = Field(default=1, ge=1, le=1000)
-    answers: Literal["strict", "lenient"] = "lenient"
-    devrank: Literal["every_optimum", "vertex", "coopeval", "published"] | None = Field(
-        default=None,
-        description="how the report obtains DevRank's deviation ratings (report --devrank "
-        "overrides it); none: every_optimum",
-    )
-    budget_usd: float | None = Field(default=None, gt=0)
-    provider_limits: dict[str, int] = Field(default_factory=dict)
-    templates: str | None = None
-    reuse: bool = Field(default=True, description="reuse identical finished decisions of earlier runs")
-    max_decisions: int = Field(default=DEFAULT_MAX_DECISIONS, ge=1, le=10**12,
-                               description="refuse sweeps estimated to make more decisions")
-    max_prompt_tokens: int = Field(default=DEFAULT_MAX_PROMPT_TOKENS, ge=1, le=10**8,
-                                   description="refuse prompts estimated to be longer")
-    agents: dict[str, AgentSpec]
-    experiments: list[ExperimentSpec] = Field(min_length=1)
-
-    @field_validator("name")
-    @classmethod
-    def _printable_name(cls, name: str) -> str:
-        problem = name_problem(name)
-        if problem:
-            raise ValueError(f"the sweep name {problem}")
-        return name
-
-    @field_validator("agents")
-    @classmethod
-    def _one_kind(cls, agents: dict[str, AgentSpec]) -> dict[str, AgentSpec]:
-        for name, a in agents.items():
-            problem = name_problem(name)
-            if problem:
-                raise ValueError(f"an agent name {problem}")
-            kinds = [bool(a.model), bool(a.strategy), a.human]
-            if sum(kinds) != 1:
-                raise ValueError(
-                    f"agent {name!r} must set exactly one of model, strategy or human"
-                )
-        return agents
-
-
-# ----------------------------------------------------------------- expanded grid
-@dataclass(frozen=True)
-class Cell:
-    """One point of an experiment's grid: game, mechanism parameters, seats."""
-
-    experiment: int
-    game: str
-    game_params: dict[str, Any]
-    mechanism: str
-    mechanism_params: dict[str, Any]
-    seats: tuple[str, ...]
-    matchup: str
-    samples: int
-    randomize_labels: bool | str
-    max_attempts: int
-    on_invalid: str
-    mechanism_axis: bool = False
-    """The experiment lists several mechanisms: the mechanism is part of the condition."""
-    answer: str = "mixed"
-    condition: str = "baseline"
-    prompt_protocol: str = "coop_tui"
-    """How prompts are sent and answers asked for (engine.DecisionPolicy.prompt_protocol)."""
-
-    replicates: int = 1
-    """Independent copies of the tournament this cell belongs to."""
-    answers: str = "lenient"
-    """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
-    source: str | None = None
-    """seed 000: the similarity source whose matrix this match is told (grounded.stages)."""
-    source_run: str | None = None
-    """The stored run the source is read from (None: this run)."""
-
-    # A cell's matches are numbered by one *slot* index, replicate-major:
-    # slot = replicate * samples + sample. With one replicate the slot is the sample,
-    # so match keys (and resumable runs) stay what they were before replicates existed.
-    def replicate_of(self, slot: int) -> int:
-        return slot // self.samples
-
-    def sample_of(self, slot: int) -> int:
-        return slot % self.samples
-
-    @property
-    def slots(self) -> int:
-        return self.samples * self.replicates
-
-    def match_key(self, slot: int) -> str:
-        data: dict[str, Any] = {
-            "e": self.experiment,
-            "g": self.game,
-            "gp": self.game_params,
-            "m": self.mechanism,
-            "mp": self.mechanism_params,
-            "s": self.seats,
-            "n": self.sample_of(slot),
-        }
-        if self.replicate_of(slot):
-            data["r"] = self.replicate_of(slot)
-        return stable_hash(self._with_protocol(data))[:20]
-
-    def tournament_key(self, slot: int) -> str:
-        """The tournament a match belongs to: its experiment's grid point without the
-        seating and sample, per replicate. Designs shared "per tournament" hang off it."""
-        data: dict[str, Any] = {
-            "e": self.experiment,
-            "g": self.game,
-            "gp": self.game_params,
-            "m": self.mechanism,
-            "mp": self.mechanism_params,
-            "r": self.replicate_of(slot),
-        }
-        return stable_hash(self._with_protocol(data))[:20]
-
-    def _with_protocol(self, data: dict[str, Any]) -> dict[str, Any]:
-        # protocol fields join a key only when set, so existing runs keep their keys
-        if self.answer != "mixed":
-            data["a"] = self.answer
-        if self.condition != "baseline":
-            data["c"] = self.condition
-        if self.prompt_protocol != "coop_tui":
-            data["pp"] = self.prompt_protocol
-        if self.source is not None:
-            data["src"] = self.source
-        if self.source_run is not None:
-            data["srun"] = self.source_run
-        return data
-
-
-@dataclass
-class Sweep:
-    spec: SweepSpec
-    source: Path | None
-    cells: list[Cell] = field(default_factory=list)
-    inputs: dict[str, str] = field(default_factory=dict)
-    """{path: sha256} of every other file the sweep names (see :mod:`coop_tui.inputs`)."""
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def hash(self) -> str:
-        """What the results depend on: not concurrency, limits, budget or timeouts."""
-        data = public_spec(self.spec)
-        for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
-                    "max_prompt_tokens", "devrank"):
-            data.pop(key, None)
-        # Fields added later hash as before while they keep their defaults, so runs
-        # started before they existed still resume.
-        for key, default in (("replicates", 1), ("answers", "lenient")):
-            if data.get(key) == default:
-                data.pop(key)
-        for agent in data.get("agents", {}).values():
-            for key in NOT_IN_CONTENT_KEY:
-                agent.pop(key, None)
-        return stable_hash(data)[:16]
-
-    def matches(self) -> Iterator[tuple[Cell, int]]:
-        """Every (cell, slot) of the grid; a slot numbers replicate x sample."""
-        for cell in self.cells:
-            for slot in range(cell.slots):
-                yield cell, slot
-
-    @property
-    def total_matches(self) -> int:
-        return sum(c.slots for c in self.cells)
-
-
-def public_spec(spec: SweepSpec) -> dict[str, Any]:
-    data = spec.model_dump(mode="json", exclude_none=True)
-    for agent in data.get("agents", {}).values():
-        agent.pop("api_key", None)
-        if "api_base" in agent:
-            agent["api_base"] = redact.strip_userinfo(agent["api_base"])
-    return data
 
 
 # ----------------------------------------------------------------- loading
@@ -897,7 +507,6 @@ def _expand_experiment(
     """An experiment's grid points. A list of mechanisms is one more axis: each mechanism
     expands with the parameters it takes (one that no listed mechanism takes is an error),
     and its cells carry the mechanism in their condition."""
-    from dataclasses import replace
 
 
     if not isinstance(exp.mechanism, list):
@@ -1082,9 +691,6 @@ def _load_game(where: str, ref: str, params: dict[str, Any], scale: Any, bonus: 
 
 def _check_payoff_range(where: str, game: Any) -> None:
     """Scaled or bonus payoffs must stay finite and summable (strict JSON reports)."""
-    import numpy as np
-
-
     payoffs = np.asarray(game.payoffs, dtype=float)
     if not np.isfinite(payoffs).all() or np.abs(payoffs).max(initial=0.0) > MAX_PAYOFF:
         field = where.rsplit(".", 1)[0] + ".scale"

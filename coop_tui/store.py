@@ -1,27 +1,29 @@
 """SQLite storage: the single source of truth for runs, matches and decisions.
 
-The schema grows through an ordered list of small migration functions, each applied
-once and recorded in ``_migrations``. The store listens to engine events and writes
-each finished decision as one row in its own transaction, so a ``kill -9`` loses at
-most the decisions that were still in flight — which a resume then asks again.
+The schema grows through the ordered list of small migration functions in
+:mod:`coop_tui.migrations`, applied when the store opens a database. The store listens
+to engine events and writes each finished decision as one row in its own transaction,
+so a ``kill -9`` loses at most the decisions that were still in flight — which a resume
+then asks again.
 WAL mode lets the TUI read while a batch writes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coop_tui import summaries
 from coop_tui.database import Database
 from coop_tui.decisions import Attempt, Decision
+from coop_tui.errors import failure_reason
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
@@ -35,25 +37,18 @@ from coop_tui.events import (
     RunStarted,
     TextDelta,
 )
+from coop_tui.hashing import text_hash
+
+# the schema's history lives in coop_tui.migrations; these names stay importable from here
+from coop_tui.migrations import DUPLICATE_KEY as DUPLICATE_KEY
+from coop_tui.migrations import MIGRATIONS as MIGRATIONS
+from coop_tui.migrations import PAPER_MODELS as PAPER_MODELS
+from coop_tui.migrations import Migration as Migration
+from coop_tui.migrations import apply_migrations
+from coop_tui.migrations import migration as migration
 from coop_tui.redact import scrub
 
-if TYPE_CHECKING:
-    import sqlite_utils
-
 DB_ENV = "COOP_TUI_DB"
-
-# Seed 003's published trials (``sp_trials``, filled by importers/strategic_personalities.py):
-PAPER_MODELS = (
-    "claude-haiku-4.5", "claude-haiku-4.5-thinking", "claude-sonnet-4.5", "claude-sonnet-4.6",
-    "claude-opus-4.5", "claude-opus-4.6", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini",
-    "gpt-4.1-nano", "gpt-5-mini", "gpt-5-nano", "gpt-5.3", "gpt-5.4", "gemini-2.0-flash",
-    "gemini-2.5-flash", "gemini-2.5-flash-thinking", "gemini-3-flash", "gemini-3-pro",
-    "gemini-3.1-pro", "deepseek-v3", "deepseek-r1", "llama-3.3-70b", "ministral-14b",
-    "qwen3.5-flash",
-)
-"""The 25 model keys of the paper (Supplementary Table 1)."""
-DUPLICATE_KEY = ("game", "model", "opponent", "matchup", "condition", "trial")
-"""Two rows with these equal are one trial run twice; the last copy counts."""
 
 
 def default_db_path() -> Path:
@@ -63,201 +58,6 @@ def default_db_path() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "coop-tui" / "coop-tui.db"
-
-
-# ----------------------------------------------------------------- migrations
-Migration = Callable[["sqlite_utils.Database"], None]
-MIGRATIONS: list[tuple[str, Migration]] = []
-
-
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
-
-
-@migration
-def m001_initial(db: sqlite_utils.Database) -> None:
-    db["runs"].create(
-        {
-            "id": str,
-            "name": str,
-            "kind": str,  # sweep / interactive / play / import
-            "status": str,  # running / done / failed / stopped
-            "seed": int,
-            "sweep_hash": str,
-            "spec": str,  # JSON, secrets removed
-            "created_at": float,
-            "finished_at": float,
-            "error": str,
-        },
-        pk="id",
-    )
-    db["matches"].create(
-        {
-            "id": str,
-            "run_id": str,
-            "match_key": str,
-            "experiment": int,
-            "game": str,
-            "game_spec": str,  # JSON: key + params + payoff tensor, so analysis never guesses
-            "mechanism": str,
-            "condition": str,  # JSON
-            "condition_key": str,
-            "similarity": float,
-            "matchup": str,
-            "sample": int,
-            "seed": int,
-            "status": str,  # running / done / failed / stopped
-            "error": str,
-            "payoffs": str,  # JSON per seat, as the mechanism scores the match
-            "welfare": float,
-            "info": str,
-            "started_at": float,
-            "finished_at": float,
-        },
-        pk="id",
-        foreign_keys=[("run_id", "runs", "id")],
-    )
-    db["matches"].create_index(["run_id", "match_key"], unique=True)
-    db["matches"].create_index(["run_id", "status"])
-    db["seats"].create(
-        {
-            "match_id": str,
-            "seat": int,
-            "agent": str,
-            "agent_kind": str,
-            "agent_spec": str,
-            "payoff": float,
-        },
-        pk=("match_id", "seat"),
-        foreign_keys=[("match_id", "matches", "id")],
-    )
-    db["seats"].create_index(["agent"])
-    db["decisions"].create(
-        {
-            "id": int,
-            "match_id": str,
-            "round": int,
-            "phase": str,
-            "seat": int,
-            "kind": str,
-            "agent": str,
-            "prompt": str,  # JSON: the exact messages sent (the final attempt's)
-            "response": str,
-            "reasoning": str,
-            "answer": str,  # constrained second-step answer, when there was one
-            "parsed": str,  # JSON
-            "valid": int,
-            "attempts": int,
-            "error": str,
-            "normalisation": str,
-            "labels": str,  # JSON list of shown labels
-            "label_map": str,  # JSON: shown label index -> game action
-            "distribution": str,  # JSON: probability per game action
-            "action": int,
-            "coop_prob": float,
-            "cooperated": int,
-            "constrained": int,
-            "latency_ms": float,
-            "input_tokens": int,
-            "output_tokens": int,
-            "cost_usd": float,
-            "transport_retries": int,
-            "retries": str,  # JSON list of rejected attempts
-            "reused": int,
-            "cache_key": str,
-            "content_key": str,
-            "created_at": float,
-        },
-        pk="id",
-        foreign_keys=[("match_id", "matches", "id")],
-    )
-    db["decisions"].create_index(["cache_key"], unique=True)
-    db["decisions"].create_index(["content_key"])
-    db["decisions"].create_index(["match_id", "round", "seat"])
-    db["rounds"].create(
-        {
-            "match_id": str,
-            "round": int,
-            "seat": int,
-            "action": int,
-            "payoff": float,
-            "cooperated": int,
-            "info": str,
-        },
-        pk=("match_id", "round", "seat"),
-        foreign_keys=[("match_id", "matches", "id")],
-    )
-    db["phases"].create(
-        {"match_id": str, "round": int, "phase": str, "info": str},
-        pk=("match_id", "round", "phase"),
-    )
-    db["failures"].create(
-        {"id": int, "match_id": str, "run_id": str, "error": str, "created_at": float}, pk="id"
-    )
-
-
-@migration
-def m002_analysis_indexes(db: sqlite_utils.Database) -> None:
-    # Keep the report and analysis screen in SQL at a million decisions.
-    db["decisions"].create_index(["phase", "kind", "agent"], if_not_exists=True)
-    db["seats"].create_index(["match_id", "agent"], if_not_exists=True)
-    db["matches"].create_index(["run_id", "experiment", "condition_key"], if_not_exists=True)
-
-
-@migration
-def m003_replicates(db: sqlite_utils.Database) -> None:
-    # A replicate is an independent copy of a whole tournament (CoopEval runs three);
-    # population metrics are computed per replicate, then averaged.
-    if "replicate" not in db["matches"].columns_dict:
-        db["matches"].add_column("replicate", int, not_null_default=0)
-    db["matches"].create_index(["run_id", "experiment", "replicate"], if_not_exists=True)
-
-
-@migration
-def m020_transport_queue(db: sqlite_utils.Database) -> None:
-    # latency_ms is the provider's time; waiting for a concurrency slot is kept apart.
-    # A match that failed because a decision gave up keeps that decision's retries.
-    if "queue_ms" not in db["decisions"].columns_dict:
-        db["decisions"].add_column("queue_ms", float)
-    if "transport_retries" not in db["failures"].columns_dict:
-        db["failures"].add_column("transport_retries", int)
-
-
-@migration
-def m030_run_lease_failure_reason(db: sqlite_utils.Database) -> None:
-    # One run, one writer: the process playing a run holds its lease (pid, host,
-    # heartbeat); failures carry a short reason so they can be grouped and counted.
-    db["run_leases"].create(
-        {"run_id": str, "pid": int, "host": str, "token": str, "heartbeat": float,
-         "taken_at": float},
-        pk="run_id",
-        if_not_exists=True,
-    )
-    if "reason" not in db["failures"].columns_dict:
-        db["failures"].add_column("reason", str)
-    db["failures"].create_index(["run_id", "reason"], if_not_exists=True)
-
-
-@migration
-def m031_hardening_scrub_credentials(db: sqlite_utils.Database) -> None:
-    # Databases written before redaction may hold "user:pass@" in api_base URLs (run and
-    # seat specs) and echoed credentials in error texts: clean them once, in place. Only
-    # rows containing "@" or an auth word are rewritten (a LIKE filter, then Python).
-    db.conn.create_function("coop_scrub", 1, scrub, deterministic=True)
-    before = db.conn.execute("pragma secure_delete").fetchone()[0]
-    db.conn.execute("pragma secure_delete = on")  # overwrite the old text, do not just free it
-    targets = [("runs", "spec"), ("runs", "error"), ("seats", "agent_spec"),
-               ("matches", "error"), ("failures", "error"), ("decisions", "error")]
-    for table, column in targets:
-        if table not in db.table_names() or column not in db[table].columns_dict:
-            continue
-        db.conn.execute(
-            f"update {table} set {column} = coop_scrub({column}) where ({column} like '%@%'"
-            f" or {column} like '%bearer%' or {column} like '%basic%'"
-            f" or {column} like '%authorization%') and {column} != coop_scrub({column})"
-        )
-    db.conn.execute(f"pragma secure_delete = {int(before)}")
 
 
 def process_alive(pid: int) -> bool:
@@ -277,254 +77,6 @@ def process_alive(pid: int) -> bool:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
-
-
-@migration
-def m010_content_addressed_prompts(db: sqlite_utils.Database) -> None:
-    # A prompt is stored once in ``texts`` and referenced by its hash (rows written before
-    # keep their inline ``prompt``, which readers still take). Strategy decisions carry no
-    # prompt, cache key or content key: partial indexes leave them out, and the
-    # phase/kind/agent index goes (the report reads summaries; it misled the planner).
-    db.execute(
-        "create table if not exists texts (hash text primary key, text text not null)"
-    )
-    if "prompt_hash" not in db["decisions"].columns_dict:
-        db["decisions"].add_column("prompt_hash", str)
-    db.execute("drop index if exists idx_decisions_phase_kind_agent")
-    db.execute("drop index if exists idx_decisions_cache_key")
-    db.execute("drop index if exists idx_decisions_content_key")
-    db.execute(
-        "create unique index idx_decisions_cache_key on decisions (cache_key)"
-        " where cache_key is not null"
-    )
-    db.execute(
-        "create index idx_decisions_content_key on decisions (content_key)"
-        " where content_key is not null"
-    )
-
-
-@migration
-def m011_match_summaries(db: sqlite_utils.Database) -> None:
-    # Per-run aggregates of finished matches (see coop_tui.summaries), filled for the
-    # matches an older database already holds.
-    from coop_tui import summaries
-
-    summaries.create_tables(db.conn)
-    summaries.fold_pending(db.conn)
-
-
-@migration
-def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
-    # Number and allocation answers (seed 003) are checked against a range, a step, keys
-    # and a sum; the decision keeps them so a re-ask checks the same ones.
-    if "options" not in db["decisions"].columns_dict:
-        db["decisions"].add_column("options", str)
-
-
-@migration
-def m040_strategic_personalities(db: sqlite_utils.Database) -> None:
-    # Seed 003's published trial table (coop-tui import strategic-personalities): one row
-    # per trial with both seats' totals and cooperation, no per-round choices. Each
-    # seat's own cooperation is derived once at import (see importers/strategic_personalities).
-    db["sp_trials"].create(
-        {
-            "run_id": str, "line": int, "game": str, "game_name": str, "category": str,
-            "game_type": str, "model": str, "opponent": str, "matchup": str,
-            "condition": str, "trial": int, "rounds": int, "seat0": str, "seat1": str,
-            "payoff0": float, "payoff1": float, "coop_mean": float, "joint": float,
-            "modal0": str, "modal1": str, "tokens0": int, "tokens1": int, "cost_usd": float,
-            "flag": str, "timestamp": str, "own_coop0": float, "own_coop1": float,
-        },
-        pk=("run_id", "line"),
-        if_not_exists=True,
-    )
-    db["sp_trials"].create_index(["run_id", "game", "condition", "model"], if_not_exists=True)
-
-
-@migration
-def m070_judge_links(db: sqlite_utils.Database) -> None:
-    # A reasoning judge (coop_tui.judging) stores each judgement as a decision of its own
-    # run; these rows link it to the decision it judged, and hold its labels one per
-    # category so the analysis aggregates in SQL over indexes.
-    db.execute(
-        """create table if not exists judgements (
-               judge_run_id text not null, judged_decision_id integer not null,
-               judge_decision_id integer, judged_run_id text not null, judge text not null,
-               rubric text not null, rubric_version text not null, rubric_digest text,
-               valid integer not null, created_at real,
-               primary key (judge_run_id, judged_decision_id))"""
-    )
-    db.execute("create index if not exists idx_judgements_judged_run"
-               " on judgements (judged_run_id, rubric)")
-    db.execute("create index if not exists idx_judgements_judged_decision"
-               " on judgements (judged_decision_id)")
-    db.execute("create index if not exists idx_judgements_judge_decision"
-               " on judgements (judge_decision_id)")
-    db.execute(
-        """create table if not exists judgement_labels (
-               judge_decision_id integer not null, category text not null,
-               confidence real not null, present integer not null,
-               primary key (judge_decision_id, category))"""
-    )
-
-
-@migration
-def m040_engine_speed_rating_results(db: sqlite_utils.Database) -> None:
-    # Deviation ratings by a hash of their inputs (coop_tui.analysis.ratings_cache), so
-    # a report reads them instead of importing scipy and solving the LPs again.
-    db.execute(
-        "create table if not exists rating_results (key text primary key, ratings text not null)"
-    )
-
-
-@migration
-def m071_judge_present_mask(db: sqlite_utils.Database) -> None:
-    # The categories a judgement found present, as bits in rubric order (bit i: the i-th
-    # category of the judge run's rubric), so the judgements analysis aggregates one row
-    # per judgement instead of one per category. Filled for judgements already stored.
-    if "present_mask" not in db["judgements"].columns_dict:
-        db["judgements"].add_column("present_mask", int)
-    runs = db.execute("select distinct j.judge_run_id, r.spec from judgements j"
-                      " join runs r on r.id = j.judge_run_id").fetchall()
-    for run_id, spec in runs:
-        try:
-            ids = [c["id"] for c in json.loads(spec or "{}")["rubric"]["categories"]]
-        except (ValueError, KeyError, TypeError):
-            continue
-        bits = " ".join(f"when ? then {1 << i}" for i in range(len(ids)))
-        db.execute(
-            f"update judgements set present_mask = (select coalesce(sum(case l.category {bits}"
-            " else 0 end), 0) from judgement_labels l where l.judge_decision_id ="
-            " judgements.judge_decision_id and l.present = 1) where judge_run_id = ?",
-            [*ids, run_id],
-        )
-
-
-@migration
-def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
-    # Deleting a run deletes the prompt texts no other decision uses: finding whether one
-    # still does needs an index (partial: strategy decisions have no prompt).
-    db.execute(
-        "create index if not exists idx_decisions_prompt_hash on decisions (prompt_hash)"
-        " where prompt_hash is not null"
-    )
-
-
-@migration
-def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
-    # Seed 000's grounded similarity reads a run's benchmark answers and judgements by
-    # mechanism (stage inputs, report sections); the report asks every run whether it has
-    # any, which must stay one index probe at a million decisions.
-    db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
-
-
-@migration
-def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
-    # Per-match move strings for seed 003's profile (see coop_tui.summaries.fold_moves),
-    # filled for the folded matches an older database holds in one statement.
-    from coop_tui import summaries
-
-    summaries.create_moves_table(db.conn)
-    summaries.backfill_moves(db.conn)
-
-
-@migration
-def m090_report_covering_indexes(db: sqlite_utils.Database) -> None:
-    # ``report`` joins every match's seats for their agents and payoffs (mean payoffs, the
-    # cross-play tensors): with this covering index those joins never read a seat row. It
-    # keeps the primary key's (match_id, seat) order, so sums add up in the same order.
-    db.execute("create index if not exists idx_seats_payoff on seats (match_id, seat, agent, payoff)")
-
-
-@migration
-def m180_section_results(db: sqlite_utils.Database) -> None:
-    # Slow report sections (the reasoning fingerprints) stored per run under a hash of
-    # what they read (coop_tui.analysis.sections), so a report reads them back; one row
-    # per section and run, replaced when the run's content changes.
-    db.execute(
-        "create table if not exists section_results (section text not null, run_id text not null,"
-        " digest text not null, value text not null, created_at real,"
-        " primary key (section, run_id))"
-    )
-
-
-@migration
-def m150_sp_trials_duplicates_and_paper_models(db: sqlite_utils.Database) -> None:
-    # Seed 003's table holds re-run duplicates (the last copy is the trial the authors
-    # counted) and a model outside the paper's 25. Both are kept and marked, so the
-    # paper's tables can leave them out; rows imported before are marked the same way.
-    cols = db["sp_trials"].columns_dict
-    if "superseded_by" not in cols:
-        db["sp_trials"].add_column("superseded_by", int)
-    if "in_paper" not in cols:
-        db["sp_trials"].add_column("in_paper", int)
-    marks = ", ".join("?" * len(PAPER_MODELS))
-    db.execute(f"update sp_trials set in_paper = (model in ({marks}))", list(PAPER_MODELS))
-    same = " and ".join(f"later.{c} is sp_trials.{c}" for c in DUPLICATE_KEY)
-    db.execute(f"""update sp_trials set superseded_by = (
-                       select max(later.line) from sp_trials later
-                       where later.run_id = sp_trials.run_id and later.line > sp_trials.line
-                         and {same})""")
-
-
-@migration
-def m130_run_input_fingerprints(db: sqlite_utils.Database) -> None:
-    # The SHA-256 of every file a run read besides its sweep (game files, item files,
-    # rubrics, templates), JSON {path: hash}: --resume refuses when one has changed.
-    if "inputs" not in db["runs"].columns_dict:
-        db["runs"].add_column("inputs", str)
-
-
-@migration
-def m130_content_addressed_game_specs(db: sqlite_utils.Database) -> None:
-    # A match's game spec (key, params, payoff tensor) is stored once per distinct spec in
-    # ``game_specs`` and referenced by hash: a 12-player table's tensor is 300 KB, and it
-    # was repeated in every match row. Older rows are moved over here; readers take the
-    # referenced spec and fall back to an inline one (GAME_SPEC_SQL).
-    db.execute("create table if not exists game_specs (hash text primary key, spec text not null)")
-    if "game_spec_hash" not in db["matches"].columns_dict:
-        db["matches"].add_column("game_spec_hash", str)
-    db.conn.create_function("coop_text_hash", 1, text_hash, deterministic=True)
-    db.execute(
-        "insert or ignore into game_specs (hash, spec) select distinct coop_text_hash(game_spec),"
-        " game_spec from matches where game_spec is not null"
-    )
-    db.execute(
-        "update matches set game_spec_hash = coop_text_hash(game_spec), game_spec = null"
-        " where game_spec is not null"
-    )
-
-
-@migration
-def m120_failure_reasons_by_cause(db: sqlite_utils.Database) -> None:
-    # Failure reasons name the real cause now (a refused connection that litellm reported
-    # as HTTP 500 is "connection refused"; DNS, TLS, connect timeouts, dropped connections
-    # have their own): derive the stored reasons again from the stored error texts.
-    from coop_tui.errors import failure_reason
-
-    rows = db.conn.execute("select id, error, reason from failures").fetchall()
-    changed = [(failure_reason(error), key) for key, error, reason in rows
-               if failure_reason(error) != reason]
-    db.conn.executemany("update failures set reason = ? where id = ?", changed)
-
-
-def _migrate(db: Database) -> list[str]:
-    # Plain SQL when nothing is pending, so opening a current database (every ``report``)
-    # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
-    if "_migrations" not in db.table_names():
-        db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
-    done = {row[0] for row in db.conn.execute("select name from _migrations")}
-    applied = []
-    for name, fn in MIGRATIONS:
-        if name in done:
-            continue
-        with db.conn:
-            fn(db.utils)
-            db.conn.execute(
-                "insert into _migrations (name, applied_at) values (?, ?)", [name, time.time()]
-            )
-        applied.append(name)
-    return applied
 
 
 # ----------------------------------------------------------------- the store
@@ -753,10 +305,6 @@ def delete_judged_links(conn: sqlite3.Connection, run_id: str) -> int:
     return conn.execute("delete from judgements where judged_run_id = ?", [run_id]).rowcount
 
 
-def text_hash(text: str) -> str:
-    """The key of a stored text (128 bits of SHA-256: collisions are not a concern)."""
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
 
 DIRECT_COLUMNS: dict[str, str] = {
     "match_id": "?", "round": "?", "phase": "'play'", "seat": "?", "kind": "'mixed'",
@@ -825,7 +373,7 @@ class Store:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         self.db = Database(conn)
-        self.applied = _migrate(self.db)
+        self.applied = apply_migrations(self.db)
         self._match_seats: dict[str, int] = {}
         self._match_runs: dict[str, str] = {}
         self._handlers: dict[type, Any] = {}
@@ -883,7 +431,6 @@ class Store:
         Atomic (``BEGIN IMMEDIATE``): two processes starting together cannot both win.
         A lease is live when its heartbeat is recent and, on this host, its pid runs.
         """
-        import socket
 
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
         # Its own short connection: BEGIN IMMEDIATE on the shared one could commit another
@@ -929,8 +476,6 @@ class Store:
 
     def failure_groups(self, run_id: str, *, limit: int = 20) -> list[dict[str, Any]]:
         """A run's failed matches by reason: ``[{reason, count, example}]``, most first."""
-        from coop_tui.errors import failure_reason
-
         groups: dict[str, dict[str, Any]] = {}
         rows = self.db.execute(
             "select reason, count(*), min(error) from failures where run_id = ?"
@@ -1485,8 +1030,6 @@ class Store:
             # one failure row per match at most, and none once it has succeeded
             self.db.conn.execute("delete from failures where match_id = ?", [e.match_id])
             if e.status == "failed":
-                from coop_tui.errors import failure_reason
-
                 run_id = self.db.execute(
                     "select run_id from matches where id = ?", [e.match_id]
                 ).fetchone()[0]

@@ -13,12 +13,15 @@ import contextlib
 import gc
 import json
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.agents.factory import build_agent
+from coop_tui.conditions import get_condition
 from coop_tui.designs import DesignBook, Tournament
 from coop_tui.engine import (
     DecisionPolicy,
@@ -29,6 +32,7 @@ from coop_tui.engine import (
     let_loop_run,
     stable_hash,
 )
+from coop_tui.errors import SpecError, failure_reason, failure_summary
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
@@ -40,6 +44,9 @@ from coop_tui.events import (
     RunProgress,
     RunStarted,
 )
+from coop_tui.grounded.stages import experiment_stages, needs_inputs, resolve_params
+from coop_tui.inputs import changed_input
+from coop_tui.mechanisms import mechanism_class
 from coop_tui.prompts import PromptRenderer
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, cell_game, estimate_decisions, public_spec
@@ -118,8 +125,6 @@ class _Counter:
             # retries of a decision that gave up: it is not stored, its retries still count
             self.s.transport_retries += int(event.info.get("transport_retries", 0) or 0)
             if event.status == "failed":
-                from coop_tui.errors import failure_reason
-
                 error = event.error or "unknown error"
                 entry = self.s.failures.setdefault(
                     failure_reason(error), {"count": 0, "example": error}
@@ -139,8 +144,6 @@ def reasks(attempts: int) -> int:
 
 def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
     """One agent object per roster name, sharing global and per-provider limits."""
-    from coop_tui.agents.factory import build_agent
-
     spec = sweep.spec
     global_sem = asyncio.Semaphore(spec.concurrency)
     provider_sems: dict[str, asyncio.Semaphore] = {}
@@ -179,8 +182,6 @@ def _listen_for_notices(agents: dict[str, Any], bus: EventBus, summary: RunSumma
 def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
     """Refuse to continue a run with a sweep that has changed since: its stored results
     would silently mix two different experiments."""
-    from coop_tui.errors import SpecError
-
     if previous.get("sweep_hash") and previous["sweep_hash"] != sweep.hash:
         raise SpecError(
             "--resume",
@@ -188,7 +189,6 @@ def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
             "run it without --resume (a new run reuses identical finished decisions), "
             "or give it another name",
         )
-    from coop_tui.inputs import changed_input
 
     recorded = json.loads(previous.get("inputs") or "{}")
     changed = changed_input(recorded)
@@ -270,7 +270,6 @@ async def run_sweep(
     done_keys = {key for key, st in status.items() if st == "done"}
     summary.matches_skipped = len(done_keys)  # the run's matches all come from this sweep
     summary.matches_done = summary.matches_skipped
-    from coop_tui.grounded.stages import experiment_stages
 
     stage_of = experiment_stages(sweep)  # stage 0 first; a later stage reads earlier ones
     pending: Any = iter(())
@@ -365,8 +364,6 @@ async def run_sweep(
         "stopped by the user" if summary.status == "stopped" else None
     )
     if summary.matches_failed:
-        from coop_tui.errors import failure_summary
-
         error = f"{summary.matches_failed} match(es) failed ({failure_summary(summary.failures)})" + (
             f"; {error}" if error else "")
     bus.emit(RunDone(run_id, summary.status, error))
@@ -413,8 +410,6 @@ async def play_cell(
     is the run's book of tournament-wide designs (a fresh one when not given: stored
     designs are still found again, only concurrent matches could not share one).
     """
-    from coop_tui.mechanisms import mechanism_class
-
     slot = sample
     replicate, sample = cell.replicate_of(slot), cell.sample_of(slot)
     match_key = cell.match_key(slot)
@@ -518,8 +513,6 @@ async def play_cell(
 def _stage_inputs(cell: Cell, store: Store | None, run_id: str) -> tuple[dict[str, Any], str | None]:
     """A dependent stage's parameters with its inputs (seed 000: a judge's dossier, the
     per-pair scores); (params, None) or (params, why they are missing)."""
-    from coop_tui.grounded.stages import needs_inputs, resolve_params
-
     if not needs_inputs(cell):
         return cell.mechanism_params, None
     try:
@@ -544,8 +537,6 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
 
 
 def _condition_text(name: str) -> str:
-    from coop_tui.conditions import get_condition
-
     return get_condition(name).text
 
 
@@ -590,8 +581,6 @@ class RunLease:
     def acquire(self, *, field: str = "--resume", then: str = "resume") -> None:
         """Take the lease, or refuse (SpecError on ``field``; ``then`` says what to do
         once the other process is gone: a sweep resumes, a judge pass is run again)."""
-        from coop_tui.errors import SpecError
-
         holder = self.store.take_lease(self.run_id, self.token, stale_after=LEASE_STALE_S)
         if holder is not None:
             age = max(0.0, time.time() - float(holder["heartbeat"]))
@@ -617,7 +606,6 @@ class RunLease:
 
 
 def _is_storage_error(exc: BaseException) -> bool:
-    import sqlite3
 
     return isinstance(exc, sqlite3.Error)
 

@@ -24,10 +24,21 @@ import numpy as np
 from pydantic import Field
 
 from coop_tui.decisions import DecisionRequest, SeatView
-from coop_tui.engine import ITEM_PHASE, MatchContext, MatchOutcome, derived_seed
+from coop_tui.engine import (
+    ITEM_PHASE,
+    MatchAborted,
+    MatchContext,
+    MatchOutcome,
+    derived_seed,
+    example_for,
+)
 from coop_tui.games.base import Game
+from coop_tui.grounded.domains import ALIASES, CONTROLS, benchmark_key, load_benchmark
+from coop_tui.grounded.items import normalise_text
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.mechanisms.similarity import SimilarityParams, similarity_twist
+from coop_tui.schemas import answer_schema
 
 
 class BenchmarkParams(MechanismParams):
@@ -43,8 +54,6 @@ class BenchmarkParams(MechanismParams):
 
 def selected_items(params: BenchmarkParams, game: Game | None = None, base: Any = None) -> tuple[Any, ...]:
     """The items every agent and run of this benchmark is asked, in file order."""
-    from coop_tui.grounded.domains import benchmark_key, load_benchmark
-
     actions = tuple(f"A{i}" for i in range(game.action_counts[0])) if game is not None else ("A0", "A1")
     bench = load_benchmark(params.benchmark, base=base, length=params.length, actions=actions)
     items = bench.items
@@ -60,8 +69,6 @@ _ANSWER_LINE = re.compile(r"^\s*\**\s*answer\s*\**\s*[:=]\s*(.+?)\s*$", re.IGNOR
 
 def text_answer(reply: str) -> str:
     """A free-text item's answer: the last ``ANSWER:`` line, else the last non-empty line."""
-    from coop_tui.grounded.items import normalise_text
-
     found = _ANSWER_LINE.findall(reply or "")
     if found:
         return normalise_text(found[-1])
@@ -89,15 +96,12 @@ class BenchmarkAdministration(Mechanism):
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         assert isinstance(self.params, BenchmarkParams)
-        from coop_tui.grounded.domains import ALIASES, CONTROLS
 
         if ALIASES.get(self.params.benchmark, self.params.benchmark) in CONTROLS:
             return 1
         return len(selected_items(self.params, game))
 
     def condition(self) -> dict[str, Any]:
-        from coop_tui.grounded.domains import benchmark_key, load_benchmark
-
         assert isinstance(self.params, BenchmarkParams)
         bench = load_benchmark(self.params.benchmark, length=self.params.length)
         return {"benchmark": benchmark_key(self.params.benchmark), "items": self.params.items,
@@ -130,8 +134,6 @@ class BenchmarkAdministration(Mechanism):
             ctx.phase_done(n, ITEM_PHASE, {"answers": {item.id: value}, **info})
         failed = [d for d in decisions if not d.valid]
         if failed and ctx.policy.on_invalid == "abort":
-            from coop_tui.engine import MatchAborted
-
             raise MatchAborted(f"{len(failed)} item(s) got no valid answer: {failed[0].error}")
         return MatchOutcome((), {"items": len(items), "invalid": len(failed)})
 
@@ -145,16 +147,11 @@ class BenchmarkAdministration(Mechanism):
 
     def _game_request(self, ctx: MatchContext, n: int, item: Any) -> DecisionRequest:
         """The similarity game: the experiment's game, told the co-player is X% similar."""
-        from coop_tui.mechanisms.similarity import SimilarityParams, similarity_twist
-
         twist = similarity_twist(ctx.renderer, SimilarityParams(similarity=item.extra["similarity"]),
                                  ctx.game.n_players, 0)
         return ctx.play_request(0, n, twist=twist, phase=ITEM_PHASE)
 
     def _item_request(self, ctx: MatchContext, n: int, item: Any) -> DecisionRequest:
-        from coop_tui.engine import example_for
-        from coop_tui.schemas import answer_schema
-
         kind, options, labels = _answer_kind(item)
         messages: tuple[dict[str, str], ...] = ()
         if ctx.reads_prompt(0):

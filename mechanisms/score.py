@@ -17,8 +17,10 @@ from pydantic import Field
 from coop_tui.decisions import DecisionRequest, SeatView
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
+from coop_tui.grounded.domains import benchmark_key
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
+from coop_tui.schemas import answer_schema
 
 PLACEHOLDER = "(the target's record is filled in from the benchmark stage when the match runs)"
 
@@ -51,8 +53,6 @@ class SimilarityJudgement(Mechanism):
         return 1
 
     def condition(self) -> dict[str, Any]:
-        from coop_tui.grounded.domains import benchmark_key
-
         assert isinstance(self.params, ScoreParams)
         return {"benchmark": benchmark_key(self.params.benchmark), "view": self.params.view}
 
@@ -64,7 +64,6 @@ class SimilarityJudgement(Mechanism):
                                        dossier=self.params.dossier or PLACEHOLDER)
             messages = ({"role": "user", "content": text},)
         options = {"min": 0, "max": 100, "decimals": True}
-        from coop_tui.schemas import answer_schema
 
         request = DecisionRequest(
             seat=0, round=1, phase="score", kind="score", messages=messages,

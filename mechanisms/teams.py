@@ -55,7 +55,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from coop_tui.decisions import Decision, DecisionRequest, Move, SeatView
-from coop_tui.engine import MatchContext, MatchOutcome
+from coop_tui.engine import MatchContext, MatchOutcome, _neutral, example_for
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms._teams import (
@@ -69,7 +69,8 @@ from coop_tui.mechanisms._teams import (
     team_of,
 )
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
-from coop_tui.prompts import Labelling
+from coop_tui.prompts import Labelling, payoff_description
+from coop_tui.schemas import answer_schema
 
 
 class TeamsParams(MechanismParams):
@@ -372,9 +373,6 @@ class Teams(Mechanism):
         self, ctx: MatchContext, state: _State, log: MatchLog, seat: int, r: int
     ) -> dict[str, Any]:
         """The situation plus the game itself, for prompts that are not play decisions."""
-        from coop_tui.engine import _neutral
-        from coop_tui.prompts import payoff_description
-
         own = _neutral(ctx.game.action_counts[0])
         s = self._situation(ctx, state, log, seat, r, own.label_of)
         s["labels"] = list(own.labels)
@@ -463,7 +461,6 @@ class Teams(Mechanism):
         """The comprehension battery for the players of a finished match, scored."""
         if not log.rounds:
             return
-        from coop_tui.engine import _neutral, example_for
 
         game = ctx.game
         cooperate = min(game.cooperative[0])
@@ -542,8 +539,6 @@ def _request(
     labels: tuple[str, ...], options: dict[str, Any], view: SeatView,
 ) -> DecisionRequest:
     """A tournament decision with our own prompt (none for agents that read none)."""
-    from coop_tui.schemas import answer_schema
-
     return DecisionRequest(
         seat=seat, round=t, phase=phase, kind=kind,
         messages=({"role": "user", "content": text},) if text is not None else (),
@@ -566,8 +561,6 @@ def _match_block(
 
 def _history(state: _State, seat: int) -> list[dict[str, Any]]:
     """Every match the player has played rounds in, for the planner and the critic."""
-    from coop_tui.engine import _neutral
-
     labels = _neutral(2).labels
     return [
         _match_block(log, seat, f"Match against Agent #{log.other(seat) + 1}", lambda a: labels[a])

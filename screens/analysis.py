@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group
 from rich.style import Style
 from rich.text import Text
 from textual import on, work
@@ -267,8 +268,6 @@ class AnalysisScreen(NavScreen):
                 self._mount_section(panel, section, report[section.key])
 
     def _mount_section(self, panel: Vertical, section: Any, value: Any) -> None:
-        from rich.console import Group
-
         if section.widgets is not None:
             panel.mount(*section.widgets(value))
         else:
@@ -296,8 +295,6 @@ class AnalysisScreen(NavScreen):
         cells = self.report.get("tables") or []
         widget.display = bool(cells)
         if cells:
-            from rich.console import Group
-
             from coop_tui.analysis.coopeval_tables import render_rich
 
             widget.update(Group(*render_rich(cells)))

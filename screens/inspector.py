@@ -35,6 +35,7 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
+from coop_tui.judging.links import judged_by, judged_text, judgements_of
 from coop_tui.screens.widgets import NavScreen, distribution_text
 
 FRAME = 1 / 30
@@ -130,8 +131,6 @@ def decision_details(decision: Any, game: Any = None) -> Group:
 def judgement_texts(decision: Any, judgements: list[dict[str, Any]], judged: int | None) -> list[Text]:
     """Judgements of this decision (coop-tui judge) first: judge, rubric, labels with their
     confidence, then the judged text; for a judge's own decision, the decision it judged."""
-    from coop_tui.judging.links import judged_text
-
     parts: list[Text] = []
     if judged is not None:
         parts.append(_heading("Judgement"))
@@ -222,7 +221,6 @@ class InspectorScreen(NavScreen):
 
     @work(thread=True, exclusive=True, group="load")
     def _load(self) -> None:
-        from coop_tui.judging.links import judged_by, judgements_of
         from coop_tui.reask import ReaskError, load_target
 
         with self.store_open() as open_:

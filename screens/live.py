@@ -24,6 +24,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from coop_tui.decisions import ASK_LEAVE
+from coop_tui.engine import example_for
 from coop_tui.events import (
     AnswerRejected,
     DecisionDone,
@@ -38,7 +39,9 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
+from coop_tui.games.kinds import moves_text
 from coop_tui.mechanisms import MechanismError, mechanism_class
+from coop_tui.screens.tournament import TournamentView
 from coop_tui.screens.widgets import (
     NavScreen,
     SeatPane,
@@ -113,8 +116,6 @@ class LiveScreen(NavScreen):
         yield Static(self._title_text(), id="live-title")
         yield Timeline(self.session.phases, len(self.session.seat_names), id="timeline")
         if getattr(self.session, "mechanism", "") == "teams":
-            from coop_tui.screens.tournament import TournamentView
-
             yield TournamentView(dict(self.session.condition), self.session.seat_names, id="tournament")
         with Grid(id="panes"):
             for seat, agent in enumerate(self.session.seat_names):
@@ -272,8 +273,6 @@ class LiveScreen(NavScreen):
     async def _apply(self, event: Event) -> None:
         timeline = self.query_one(Timeline)
         if isinstance(event, RoundDone | PhaseDone) and getattr(self.session, "mechanism", "") == "teams":
-            from coop_tui.screens.tournament import TournamentView
-
             self.query_one("#tournament", TournamentView).apply(event)
         if isinstance(event, MatchStarted):
             self.match_index += 1
@@ -344,7 +343,6 @@ class LiveScreen(NavScreen):
             self._reveal()
             moves = event.info.get("moves") if isinstance(event.info, dict) else None
             if moves:  # a move-by-move game (seed 003): its moves, not placeholder actions
-                from coop_tui.games.kinds import moves_text
 
                 moves = moves_text(moves)
             timeline.round_done(event.round, event.actions, event.payoffs, event.seats, moves)
@@ -415,8 +413,6 @@ class LiveScreen(NavScreen):
         elif turn.request.kind == "choice":
             prompt.append(f"Keys: {labels}; or type one action label, then Enter.")
         elif turn.request.kind != "mixed":
-            from coop_tui.engine import example_for
-
             prompt.append("Type your answer as the prompt asks, e.g. ")
             prompt.append(example_for(turn.request.kind, turn.request.labels,
                                       dict(turn.request.options)), style="bold")

@@ -24,7 +24,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from coop_tui.errors import database_message
+from coop_tui.screens.inspector import InspectorScreen
 from coop_tui.screens.widgets import NavScreen, plain
+from coop_tui.session import ReplaySession
 from coop_tui.terminal import terminal_text
 
 
@@ -330,7 +333,6 @@ class RunsScreen(NavScreen):
             opener(match_id)
             return
         from coop_tui.screens.live import LiveScreen
-        from coop_tui.session import ReplaySession
 
         self.app.push_screen(LiveScreen(ReplaySession(self.store, match_id)))
 
@@ -400,8 +402,6 @@ class RunsScreen(NavScreen):
 
     def _database_failed(self, exc: BaseException) -> None:
         """One clear line instead of a crash: the runs list stays as it was."""
-        from coop_tui.errors import database_message
-
         message = database_message(exc, getattr(self.store, "path", "the database"))
         self._status(Text(message, style="bold red"))
         self.notify(message, severity="error", timeout=8, markup=False)
@@ -493,7 +493,6 @@ class DecisionsScreen(NavScreen):
         key = selected_key(self.query_one(DataTable))
         if key is None:
             return
-        from coop_tui.screens.inspector import InspectorScreen
 
         self.app.push_screen(InspectorScreen(self.store, int(key)))
 

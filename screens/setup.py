@@ -10,6 +10,7 @@ headless in a subprocess.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import shutil
 import sqlite3
@@ -27,6 +28,8 @@ from textual.css.query import NoMatches
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
+from coop_tui.agents.strategies import strategy_names
+from coop_tui.errors import SpecError, database_message
 from coop_tui.screens.widgets import NavScreen, PayoffTable, optional_screen
 from coop_tui.session import (
     HUMAN,
@@ -71,7 +74,6 @@ class AgentSuggester(Suggester):
 def litellm_model_names() -> list[str]:
     """litellm's model list as ``provider/model`` strings, read from the JSON price map
     litellm ships (no litellm import: that takes seconds). Call it off the UI thread."""
-    import importlib.util
 
     spec = importlib.util.find_spec("litellm")
     if spec is None or spec.origin is None:
@@ -231,7 +233,6 @@ class SetupScreen(NavScreen):
     @work(thread=True, exclusive=True, group="registries")
     def load_registries(self) -> None:
         """Import the registries off the UI thread, then fill the form on it."""
-        from coop_tui.agents.strategies import strategy_names
         from coop_tui.games import game_keys
         from coop_tui.mechanisms import mechanism_keys
 
@@ -631,7 +632,6 @@ class SetupScreen(NavScreen):
         try:
             store = self.app.store  # type: ignore[attr-defined]
         except (sqlite3.Error, OSError) as exc:  # a damaged or unreadable database file
-            from coop_tui.errors import database_message
 
             self.notify(database_message(exc, self.app.db), severity="error", timeout=8, markup=False)  # type: ignore[attr-defined]
             return
@@ -653,12 +653,8 @@ def _int_field(text: str, name: str, *, default: int | None = None, low: int | N
     try:
         value = int(raw)
     except ValueError:
-        from coop_tui.errors import SpecError
-
         raise SpecError(name, f"must be a whole number (got {raw!r})") from None
     if low is not None and value < low:
-        from coop_tui.errors import SpecError
-
         raise SpecError(name, f"must be at least {low} (got {value})")
     return value
 
@@ -670,6 +666,4 @@ def _float_field(text: str, name: str) -> float | None:
     try:
         return float(raw)
     except ValueError:
-        from coop_tui.errors import SpecError
-
         raise SpecError(name, f"must be a number (got {raw!r})") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -113,8 +113,6 @@ class TournamentView(Static):
 
     def text(self) -> str:
         """Plain text of what is shown (tests)."""
-        from rich.console import Console
-
         console = Console(width=100, record=True, color_system=None)
         console.print(self.render_table())
         return console.export_text()

@@ -9,9 +9,12 @@ and the sampled action. Widgets only render; they never talk to the engine.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -126,8 +129,6 @@ class PayoffTable(Static):
             self.update(Text(message or "no game", style="dim"))
             return
         title = Text.assemble((game.title, "bold"), "  ", (_game_summary(game), "dim"))
-        from rich.console import Group
-
         self.update(Group(title, payoff_table(game)))
 
     def show_games(self, games: list[Any], message: str = "") -> None:
@@ -135,8 +136,6 @@ class PayoffTable(Static):
         if len(games) <= 1:
             self.show(games[0] if games else None, message)
             return
-        from rich.console import Group
-
         parts: list[Any] = []
         for i, game in enumerate(games):
             if i:
@@ -189,7 +188,6 @@ def distribution_text(decision: Any, game: Any | None = None) -> Text:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    import json
 
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -438,7 +436,6 @@ class Timeline(Static):
 
 def optional_screen(module: str, name: str) -> Any:
     """A screen class from a sibling module that may not be installed yet (None then)."""
-    import importlib
 
     full = f"coop_tui.screens.{module}"
     try:

@@ -9,6 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.human import HumanAgent
+from coop_tui.agents.llm import LLMAgent
+from coop_tui.agents.local import LocalAgent
+from coop_tui.agents.strategies import get_strategy
+from coop_tui.agents.strategy_agent import StrategyAgent
+
 if TYPE_CHECKING:  # a type hint only: spec.py (which validates rosters) sits above agents
     from coop_tui.spec import AgentSpec
 
@@ -25,17 +31,10 @@ def build_agent(
     (per endpoint, unless the agent's own ``max_concurrency`` is smaller)."""
     kind = spec.kind
     if kind == "strategy":
-        from coop_tui.agents.strategies import get_strategy
-        from coop_tui.agents.strategy_agent import StrategyAgent
-
         return StrategyAgent(name, get_strategy(spec.strategy or "", **spec.params))
     if kind == "human":
-        from coop_tui.agents.human import HumanAgent
-
         return HumanAgent(name)
     if kind == "local":
-        from coop_tui.agents.local import LocalAgent
-
         model = spec.model or "local/smollm2"
         if model.startswith("local:") and base is not None:
             path = Path(model[len("local:"):]).expanduser()
@@ -51,7 +50,6 @@ def build_agent(
             style=spec.style,
             spec=spec.public(),
         )
-    from coop_tui.agents.llm import LLMAgent
 
     agent = LLMAgent(
         name=name,

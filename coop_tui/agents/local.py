@@ -43,6 +43,7 @@ from coop_tui.schemas import (
     allocation_gbnf,
     answer_budget,
     answer_grammar,
+    answer_schema,
     choice_gbnf,
     grammar_schema,
     mixed_gbnf,
@@ -499,8 +500,6 @@ class LocalAgent:
         return f"LocalAgent({self.name!r}, model={self.model!r}, style={self.style!r})"
 
     def plan(self, request: DecisionRequest, messages: list[Message]) -> _Plan:
-        from coop_tui.schemas import answer_schema
-
         schema = request.schema
         if schema is None:
             schema = answer_schema(request.kind, request.labels, request.options)

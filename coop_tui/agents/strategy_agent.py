@@ -43,9 +43,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from coop_tui.agents.strategies import Strategy
+from coop_tui.agents.strategies import Strategy, StrategyError
 from coop_tui.agents.strategies.base import known_actions
 from coop_tui.decisions import ASK_LEAVE, AgentReply, DecisionRequest, Message, SeatView
+from coop_tui.parsing import MixedStrategy
 
 
 def percentages(distribution: Sequence[float]) -> list[int]:
@@ -184,7 +185,6 @@ class StrategyAgent:
         found = self._answers.get(key)
         if found is not None:
             return found
-        from coop_tui.parsing import MixedStrategy
 
         full = game_distribution(self.strategy, view)  # checks the size, pads mechanism extras
         pct = percentages(full)
@@ -242,8 +242,6 @@ class StrategyAgent:
         them implement ``numeric_answer(view, options)``; others cannot answer."""
         answer = getattr(self.strategy, "numeric_answer", None)
         if answer is None:
-            from coop_tui.agents.strategies import StrategyError
-
             raise StrategyError(
                 f"strategy {self.strategy.name!r} cannot answer a {request.kind} move; use one "
                 "of the numeric strategies (fixed_number, threshold_responder, truthful_bidder, "

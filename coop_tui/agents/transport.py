@@ -33,7 +33,7 @@ import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 CONNECT_BUDGET = 10.0
 """Seconds to open a TCP connection (TLS included) before the endpoint counts as down."""
@@ -195,7 +195,6 @@ class ProbeResult:
 def endpoint_url(api_base: str, path: str) -> str:
     """``{api_base}/{path}``, keeping a query the base carries (``/v1?key=...``: some
     providers take the key there) after the joined path, not inside it."""
-    from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(api_base)
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path))

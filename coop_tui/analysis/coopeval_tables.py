@@ -27,6 +27,8 @@ mechanism); aggregate cells list the ``games`` they average.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import math
 from collections import defaultdict
@@ -499,8 +501,6 @@ def _tex(text: str) -> str:
 
 
 def render_csv(cells: list[dict[str, Any]]) -> str:
-    import csv
-    import io
 
     buf = io.StringIO()
     fields = ["table", "mechanism", "order", "metric", "agent", "value", "se", "n", "condition"]

@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from coop_tui.analysis.stats import t_quantile as quantile
+
 __all__ = ["cluster_ratio_interval", "t_interval", "t_quantile"]
 
 
 def t_quantile(df: int, level: float = 0.95) -> float:
     """Two-sided Student t quantile, without importing scipy (see analysis.stats)."""
-    from coop_tui.analysis.stats import t_quantile as quantile
-
     return quantile(df, level)
 
 

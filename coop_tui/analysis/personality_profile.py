@@ -25,7 +25,7 @@ paper does; the endgame uses only matches whose horizon the players were told
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -275,7 +275,6 @@ def _seat_parts(game: str, cond: str | None, matchup: str, first: int, s0: str, 
 
 def _curve_counts(runs: list[SeatRun]) -> dict[int, list[int]]:
     """Sequences and cooperations per round, counted once per distinct pattern."""
-    from collections import Counter
 
     counts: dict[int, list[int]] = {}
     for (start, pattern), k in Counter((r.start, r.pattern) for r in runs).items():

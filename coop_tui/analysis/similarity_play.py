@@ -20,6 +20,7 @@ its payoff times the seats' stated probabilities), so Python sees one row per se
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -199,7 +200,6 @@ def _aggregate(store: Store, run_id: str, experiment: int, ckey: str, cjson: str
     """One condition's sums per seating of agents, all computed in SQL: each match's
     expected payoffs are the payoff table's terms times the seats' stated probabilities,
     so Python sees one row per seating however many matches were played."""
-    import itertools
 
     from coop_tui.games import game_from_spec
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from statistics import NormalDist
 
 __all__ = ["cohens_h", "mean_se", "wilson_interval"]
 
@@ -100,7 +101,6 @@ def _t_central_mass(t: float, nu: int) -> float:
 
 
 def _hill_t_quantile(df: float, level: float) -> float:
-    from statistics import NormalDist
 
     if df <= 0 or not 0 < level < 1:
         raise ValueError("t_quantile needs df > 0 and 0 < level < 1")

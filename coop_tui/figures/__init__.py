@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.errors import fail
+from coop_tui.figures.style import RC
 from coop_tui.plugins import import_plugins
+from coop_tui.store import Store
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,8 +75,6 @@ def figures_for(report: dict[str, Any]) -> list[Drawn]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from coop_tui.figures.style import RC
-
     out: list[Drawn] = []
     with plt.rc_context(RC):  # titles and labels set after the axes follow the style too
         for family in families():
@@ -93,7 +94,6 @@ def draw_figures(
     report = json.loads(strict_json(build_report(store, run_id, devrank=devrank)))
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    from coop_tui.figures.style import RC
 
     written = []
     for drawn in figures_for(report):
@@ -118,9 +118,6 @@ def _metadata(fmt: str) -> dict[str, Any]:
 def figures_command(
     db_path: Path, ref: str | None, *, out: Path, fmt: str, devrank: str | None = None,
 ) -> int:
-    from coop_tui.errors import fail
-    from coop_tui.store import Store
-
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -52,6 +52,7 @@ import numpy as np
 from coop_tui import summaries
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
+from coop_tui.errors import fail
 from coop_tui.importers.coopeval_payoffs import plan_from_payoffs
 from coop_tui.importers.coopeval_records import (
     MECHANISMS,
@@ -72,7 +73,13 @@ from coop_tui.importers.coopeval_records import (
     records_file,
     round_weights,
 )
-from coop_tui.store import delete_judged_links, intern_game_specs
+from coop_tui.store import (
+    Store,
+    condition_key,
+    decision_row,
+    delete_judged_links,
+    intern_game_specs,
+)
 
 
 def _content_hash(directory: Path) -> str:
@@ -207,7 +214,6 @@ def plan_import(
     now = time.time()
     name = str(config.get("name") or directory.name)
     plan = ImportPlan(run=import_run_row(run_id, name, content, directory, config, check, now))
-    from coop_tui.store import condition_key, decision_row
     from coop_tui.sweep import game_spec
 
     spec_json = json.dumps(game_spec(game))
@@ -547,9 +553,6 @@ def _analyse(store: Any, run_id: str) -> None:
 
 def import_command(directory: Path, db_path: Path) -> int:
     """CLI entry point: exit 0 on success, 2 (nothing written) on a bad directory."""
-    from coop_tui.errors import fail
-    from coop_tui.store import Store
-
     try:
         plan = plan_path(directory, keep_rows=False)
     except CoopEvalError as exc:

@@ -376,10 +376,6 @@ def _reputation_decisions(
     what cooperating means in an asymmetric game) and the co-players are in the round's
     info.
     """
-    from coop_tui.importers.coopeval_records import (
-        split_player,
-    )
-
     path = directory / "records.jsonl"
     if not path.is_file() or not players:
         return

@@ -50,10 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.errors import fail
 from coop_tui.inputs import InputTooLarge, open_bounded
 
-# the sp_trials table marks these (a migration backfills them), so the store defines them
-from coop_tui.store import DUPLICATE_KEY, PAPER_MODELS
+# the sp_trials table marks these (a migration backfills them), so the migrations define them
+from coop_tui.migrations import DUPLICATE_KEY, PAPER_MODELS
+from coop_tui.store import Store
 
 __all__ = ["COLUMNS", "PAPER_MODELS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
            "read_rows"]
@@ -373,9 +375,6 @@ def import_file(store: Any, path: Path, summary: Summary | None = None) -> tuple
 
 def import_command(path: Path, db_path: Path) -> int:
     """CLI entry point: exit 0 on success, 2 (nothing written) on a bad file."""
-    from coop_tui.errors import fail
-    from coop_tui.store import Store
-
     if not path.is_file():
         return fail(f"{path}: no such file; give the path of data/strategic_personalities.csv.gz")
     try:

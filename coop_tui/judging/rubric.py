@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,6 @@ class Rubric:
 
     def with_protocol(self, protocol: str | None) -> Rubric:
         """This rubric under another protocol (None: unchanged)."""
-        from dataclasses import replace
 
 
         if protocol is None or protocol == self.protocol:

@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.factory import build_agent
+from coop_tui.agents.llm import cost_for
+from coop_tui.decisions import DecisionRequest, SeatView
+from coop_tui.errors import SpecError, fail
+from coop_tui.events import DecisionDone, EventBus, MatchDone, MatchStarted
 from coop_tui.judging.links import JUDGE_KIND, context_line, judged_text, link
 from coop_tui.store import game_spec_sql
 
@@ -129,8 +135,6 @@ def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
 
 
 def _check_judge(name: str, spec: AgentSpec, where: str) -> None:
-    from coop_tui.errors import SpecError
-
     if spec.kind not in ("llm", "local"):
         raise SpecError(where, f"{name} is a {spec.kind}; a judge must be a model that reads "
                         "text (model = \"local/smollm2\" or a provider/model)")
@@ -210,8 +214,6 @@ def estimate(spec: AgentSpec, rubric: Rubric, n: int, chars: int) -> dict[str, A
     tokens_in = (chars + n * overhead) // CHARS_PER_TOKEN
     cost: float | None = 0.0
     if spec.kind == "llm" and n:
-        from coop_tui.agents.llm import cost_for
-
         cost = cost_for(spec.model or "", int(tokens_in), int(n * (spec.max_tokens or OUTPUT_TOKENS_GUESS)))
     return {"calls": n, "input_tokens": int(tokens_in), "cost_usd": cost}
 
@@ -228,9 +230,7 @@ async def judge_pass(
     ``listener`` receives the engine's events (progress bars, tests); ``agent`` replaces
     the agent built from ``judge_spec`` (tests).
     """
-    from coop_tui.agents.factory import build_agent
     from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
-    from coop_tui.events import EventBus, MatchDone, MatchStarted
     from coop_tui.games import load_game
     from coop_tui.spec import DEFAULT_MAX_PROMPT_TOKENS
     from coop_tui.sweep import RunLease
@@ -264,7 +264,6 @@ async def judge_pass(
     async def judge_one(ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> bool:
         """Judge one decision and link it; False when it was not (budget, transport)."""
         nonlocal spent
-        from coop_tui.decisions import DecisionRequest, SeatView
 
         if rubric.coopeval:  # CoopEval's judge reads the game and the answer text only
             prompt = rubric.prompt(judged_text(row["response"], None), game_name(match))
@@ -382,7 +381,6 @@ def judge_command(
 ) -> int:
     from rich.console import Console
 
-    from coop_tui.errors import SpecError, fail
     from coop_tui.judging.rubric import load_rubric
 
     console = console or Console()
@@ -443,7 +441,6 @@ def judge_command(
             listener=view,
         ))
     if stopped_by is not None:
-        import shlex
 
         again = ["coop-tui", "judge", judged["id"], "--judge", judge, "--rubric", rubric_ref]
         if agents_file:
@@ -521,8 +518,6 @@ class _Progress:
         self.cost = 0.0
 
     def __call__(self, event: Any) -> None:
-        from coop_tui.events import DecisionDone
-
         if not isinstance(event, DecisionDone):
             return
         d = event.decision

@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from coop_tui.analysis.sections import Section, register
+from coop_tui.analysis.similarity_play import expected_section, one_shot_outcomes
 
 
 def build(store: Any, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    from coop_tui.analysis.similarity_play import expected_section, one_shot_outcomes
-
     conds = one_shot_outcomes(store, run_id)
     return expected_section(conds) if conds else None
 

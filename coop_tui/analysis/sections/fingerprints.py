@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.analysis.fingerprints import fingerprints
+from coop_tui.analysis.personality import provider_from_spec
 from coop_tui.analysis.sections import Section, register
 
 if TYPE_CHECKING:
@@ -29,8 +31,6 @@ MAX_TRACES = 5_000
 
 
 def _texts(store: Store, run_id: str) -> tuple[list[str], list[str], dict[str, str]]:
-    from coop_tui.analysis.personality import provider_from_spec
-
     db = store.db
     seats = db.execute(
         """select distinct s.agent, s.agent_kind, s.agent_spec from seats s
@@ -75,7 +75,6 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     texts, agents, providers = _texts(store, run_id)
     if len(set(agents)) < 2:
         return None
-    from coop_tui.analysis.fingerprints import fingerprints
 
     for a in agents:
         providers.setdefault(a, "unknown")

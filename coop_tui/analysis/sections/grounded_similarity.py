@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from coop_tui.analysis.sections import Section, register
+from coop_tui.grounded.domains import load_benchmark
 
 
 def _has(store: Any, run_id: str, mechanism: str) -> bool:
@@ -43,9 +45,7 @@ def build_endogenous(store: Any, run_id: str, report: dict[str, Any]) -> Any:
 def build_baseline(store: Any, run_id: str, report: dict[str, Any]) -> Any:
     if not _has(store, run_id, "benchmark"):
         return None
-    import json
 
-    from coop_tui.grounded.domains import load_benchmark
     from coop_tui.grounded.metrics import BASELINE_TRIALS, random_baseline
     from coop_tui.prompts import benchmark_catalogue
 

@@ -16,6 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.analysis.personality_profile import (
+    forget_seat_runs,
+    has_repeated_pairs,
+    personality_profile,
+)
 from coop_tui.analysis.sections import Section, register
 
 if TYPE_CHECKING:
@@ -25,12 +30,6 @@ if TYPE_CHECKING:
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    from coop_tui.analysis.personality_profile import (
-        forget_seat_runs,
-        has_repeated_pairs,
-        personality_profile,
-    )
-
     # the core report already knows whether any experiment has per-round data: runs of
     # one-shot matches stop here without a query
     if not any(e.get("per_round") for e in report.get("experiments", [])):

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.analysis.personality_profile import (
+    forget_seat_runs,
+    has_repeated_pairs,
+    personality_profile,
+)
 from coop_tui.analysis.sections import Section, register
 from coop_tui.analysis.sections.personality import make_widgets, render
 
@@ -15,12 +20,6 @@ if TYPE_CHECKING:
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    from coop_tui.analysis.personality_profile import (
-        forget_seat_runs,
-        has_repeated_pairs,
-        personality_profile,
-    )
-
     try:  # the last section reading the seat runs
         if not any(e.get("per_round") for e in report.get("experiments", [])):
             return None

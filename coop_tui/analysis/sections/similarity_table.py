@@ -14,13 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from coop_tui.analysis.sections import Section, register
+from coop_tui.analysis.similarity_play import one_shot_outcomes, similarity_table
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "white")
 
 
 def build(store: Any, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
-    from coop_tui.analysis.similarity_play import one_shot_outcomes, similarity_table
-
     conds = one_shot_outcomes(store, run_id)
     return similarity_table(conds) if conds else None
 

@@ -34,6 +34,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.analysis.intervals import t_interval as interval
 from coop_tui.analysis.sections import Section, register
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
 def t_interval(values: Sequence[float]) -> dict[str, Any]:
     """Mean with a 95% Student-t interval (None with fewer than two values)."""
-    from coop_tui.analysis.intervals import t_interval as interval
-
     vals = [float(v) for v in values if v is not None]
     if not vals:
         return {"mean": None, "ci": None, "n": 0}
