@@ -10,6 +10,7 @@ rest. A closed port on 127.0.0.1 stands for a dead server.
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
 import socket
 import subprocess
@@ -148,10 +149,14 @@ async def test_each_fault_is_retried_on_the_aiohttp_path(loopback: LoopbackServe
     assert reply.text == loopback.config.answer and reply.transport_retries == 1
 
 
+@pytest.mark.parametrize("credentials", ["", "carol:pw-123@"])
 async def test_a_proxy_from_the_environment_is_used(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, credentials: str
 ) -> None:
+    """Requests go through HTTP_PROXY; a proxy's credentials reach it as its
+    Proxy-Authorization header, without aiohttp's deprecated proxy_auth."""
     seen: list[bytes] = []
+    heads: list[bytes] = []
     relays: list[asyncio.Task[Any]] = []
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -159,6 +164,7 @@ async def test_a_proxy_from_the_environment_is_used(
         head = await reader.readuntil(b"\r\n\r\n")
         line, rest = head.split(b"\r\n", 1)
         seen.append(line)
+        heads.append(rest)
         method, target, version = line.split(b" ")
         path = b"/" + target.split(b"://", 1)[1].split(b"/", 1)[1]  # absolute form -> path
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", loopback.port)
@@ -175,16 +181,21 @@ async def test_a_proxy_from_the_environment_is_used(
 
     proxy = await asyncio.start_server(relay, "127.0.0.1", 0)
     port = proxy.sockets[0].getsockname()[1]
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HTTP_PROXY", f"http://{credentials}127.0.0.1:{port}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     try:
-        reply = await _reply(LLMAgent("a", "openai/loopback", api_base=loopback.url, timeout=5.0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            reply = await _reply(LLMAgent("a", "openai/loopback", api_base=loopback.url,
+                                          timeout=5.0))
     finally:
         proxy.close()
         await asyncio.wait(relays, timeout=5)  # the agent closed its connection: they end
     assert reply.text == loopback.config.answer
     assert seen and seen[0].startswith(b"POST http://127.0.0.1:") and b"/chat/completions" in seen[0]
+    sent = b"proxy-authorization: basic " + base64.b64encode(b"carol:pw-123").lower()
+    assert (sent in heads[0].lower()) == bool(credentials)
 
 
 async def test_a_slow_server_keeps_the_long_read_timeout(

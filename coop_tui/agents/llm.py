@@ -58,6 +58,7 @@ from coop_tui.agents.transport import (
     endpoint_url,
     env_proxy,
     implicit_base,
+    proxy_headers_for,
 )
 from coop_tui.decisions import AgentReply, DecisionRequest
 from coop_tui.redact import has_userinfo, scrub
@@ -731,7 +732,7 @@ class LLMAgent:
 
     def _chat_url(self, url: str) -> tuple[Any, Any, Any]:
         """``{api_base}/chat/completions`` as a parsed URL with the environment's proxy for
-        it (and its auth), worked out once per endpoint."""
+        it (and its credentials' header), worked out once per endpoint."""
         known = self._chat_urls.get(url)
         if known is None:
             from yarl import URL
@@ -759,14 +760,16 @@ class LLMAgent:
 
         assert self.endpoints is not None  # the openai transport always has an api_base
         session = self.endpoints.http_session(self._session_headers)
-        target, proxy, proxy_auth = self._chat_url(url)
+        target, proxy, proxy_headers = self._chat_url(url)
         headers = None
         if self._key_per_request and target.user is None:
             headers = {"Authorization": f"Bearer {self._key.get()}"}
+        if proxy_headers is not None:
+            headers, proxy_headers = proxy_headers_for(target, proxy_headers, headers)
         try:
             async with asyncio.timeout(self.timeout) as deadline:
                 async with session.post(target, data=body, headers=headers, proxy=proxy,
-                                        proxy_auth=proxy_auth) as response:
+                                        proxy_headers=proxy_headers) as response:
                     if response.status >= 300:
                         raise HTTPStatusError(
                             response.status, response.headers, await _read_capped(response)

@@ -88,16 +88,30 @@ def new_session(headers: dict[str, str] | None = None) -> Any:
     )
 
 
-def env_proxy(url: Any) -> tuple[Any, Any]:
-    """``(proxy, proxy_auth)`` the environment sets for ``url`` (``NO_PROXY`` honoured), or
-    ``(None, None)``: what aiohttp's ``trust_env`` would pick, asked once per endpoint."""
+def env_proxy(url: Any) -> tuple[Any, dict[str, str] | None]:
+    """``(proxy, proxy_headers)`` the environment sets for ``url`` (``NO_PROXY`` honoured),
+    or ``(None, None)``: what aiohttp's ``trust_env`` would pick, asked once per endpoint.
+    A proxy's ``user:password@`` becomes its ``Proxy-Authorization`` header (aiohttp's
+    ``proxy_auth`` argument is deprecated)."""
     from aiohttp.helpers import get_env_proxy_for_url
     from yarl import URL
 
     try:
-        return get_env_proxy_for_url(URL(str(url)))
+        proxy, auth = get_env_proxy_for_url(URL(str(url)))
     except LookupError:
         return None, None
+    return proxy, ({"Proxy-Authorization": auth.encode()} if auth is not None else None)
+
+
+def proxy_headers_for(
+    target: Any, proxy_headers: dict[str, str] | None, headers: dict[str, str] | None
+) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """``(headers, proxy_headers)`` of one request through a proxy that wants credentials.
+    aiohttp sends ``proxy_headers`` only on the CONNECT that tunnels an https target; a
+    plain-http target is sent to the proxy itself, so the header travels with it."""
+    if not proxy_headers or str(target).startswith("https:"):
+        return headers, proxy_headers
+    return {**(headers or {}), **proxy_headers}, None
 
 
 # ------------------------------------------------------------------------- failure causes
@@ -206,11 +220,12 @@ async def probe(session: Any, url: str, *, budget: float = PROBE_BUDGET) -> Prob
     import aiohttp
 
     target = endpoint_url(url, "models")
-    proxy, proxy_auth = env_proxy(target)
+    proxy, proxy_headers = env_proxy(target)
+    headers, proxy_headers = proxy_headers_for(target, proxy_headers, None)
     try:
         async with asyncio.timeout(budget):
-            async with session.get(target, allow_redirects=False, proxy=proxy,
-                                   proxy_auth=proxy_auth) as response:
+            async with session.get(target, allow_redirects=False, proxy=proxy, headers=headers,
+                                   proxy_headers=proxy_headers) as response:
                 return ProbeResult(url, None, response.status)
     except TimeoutError:
         return ProbeResult(url, f"no answer within {budget:g} s (timeout) from {host_of(url)}")
