@@ -28,13 +28,18 @@ starting with the next one) and the best of ``--repeats`` is kept, so a stall el
 a shared machine is not charged to one client.
 
     .venv/bin/python benchmarks/bench_clients.py [--concurrency 16,128,512] [--latency 0.2]
-        [--repeats 3] [--reference-src /tmp/old]
+        [--repeats 3] [--reference-src /tmp/old] [--freeze-gc]
+
+``--freeze-gc`` measures every client alike as ``--batch`` runs agents: what is alive after
+the warm-up (modules, the client, its session) is frozen out of the cyclic collector
+(``gc.freeze()``), so a full collection does not re-scan it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import subprocess
@@ -178,9 +183,14 @@ def agent_call(url: str | list[str], concurrency: int, transport: str = "openai"
     return call
 
 
-async def measure(call: OneCall, decisions: int, concurrency: int) -> tuple[float, int, float]:
-    """Wall seconds, failures, and client CPU seconds for ``decisions`` calls."""
+async def measure(call: OneCall, decisions: int, concurrency: int,
+                  freeze_gc: bool = False) -> tuple[float, int, float]:
+    """Wall seconds, failures, and client CPU seconds for ``decisions`` calls. With
+    ``freeze_gc``, what is alive after the warm-up is frozen out of the cyclic collector,
+    as ``--batch`` does around a run (``gc.freeze()`` in coop_tui/sweep.py)."""
     await call()  # warm-up: imports, first connection
+    if freeze_gc:
+        gc.freeze()
     gate = asyncio.Semaphore(concurrency)
     failures = 0
 
@@ -220,7 +230,8 @@ def worker(args: argparse.Namespace) -> None:
     if args.src:
         sys.path.insert(0, str(Path(args.src).resolve()))  # its coop_tui before ours
     _, make = CLIENTS[args.worker]
-    wall, fail, cpu = asyncio.run(measure(make(args.url, args.conc), args.decisions, args.conc))
+    wall, fail, cpu = asyncio.run(measure(make(args.url, args.conc), args.decisions, args.conc,
+                                          args.freeze_gc))
     if args.src:
         import coop_tui
 
@@ -231,11 +242,13 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def run_worker(name: str, url: str, conc: int, decisions: int,
-               src: str | None = None) -> tuple[float, int, float]:
+               src: str | None = None, freeze_gc: bool = False) -> tuple[float, int, float]:
     command = [sys.executable, __file__, "--worker", name, "--url", url,
                "--conc", str(conc), "--decisions", str(decisions)]
     if src:
         command += ["--src", src]
+    if freeze_gc:
+        command.append("--freeze-gc")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{name} worker failed:\n{done.stderr[-2000:]}")
@@ -281,6 +294,9 @@ def main() -> None:
                              "LLMAgent is measured beside this one")
     parser.add_argument("--no-openai", action="store_true",
                         help="skip the openai SDK (slow at high C; its ratios are then omitted)")
+    parser.add_argument("--freeze-gc", action="store_true",
+                        help="every client alike with what is alive after its warm-up frozen "
+                             "out of the cyclic collector, as --batch does around a run")
     parser.add_argument("--worker", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--conc", type=int, help=argparse.SUPPRESS)
@@ -315,7 +331,7 @@ def main() -> None:
                 for name in names[shift:] + names[:shift]:
                     src = args.reference_src if name == "reference" else None
                     time.sleep(0.5)  # the server closes the last client's connections
-                    wall, fail, cpu = run_worker(name, url, conc, decisions, src)
+                    wall, fail, cpu = run_worker(name, url, conc, decisions, src, args.freeze_gc)
                     old = best.get(name)
                     best[name] = (min(wall, old[0]) if old else wall,
                                   fail + (old[1] if old else 0),
