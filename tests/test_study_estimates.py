@@ -4,9 +4,11 @@ Each shipped study is played with its model agents replaced by the ``random`` st
 (the same seats, rounds and moves; no model call), and the decisions those seats make are
 compared with the estimate's ``model_calls`` for the study as written. The full studies are
 shrunk first (one trial, the first game, opponent and two agents per experiment): the
-estimate is per grid point, so a smaller grid checks the same arithmetic. Seed 004's studies
-(``superadditive*``) are left to the work on their estimate; ``similarity.toml`` needs its
-benchmark file from outside the repository.
+estimate is per grid point, so a smaller grid checks the same arithmetic. Seed 004's
+estimate (``superadditive*``) is an upper bound by design (a player who leaves, or whose
+partners leave, plays fewer rounds than its budget allows; docs/reproducing-superadditive.md),
+so its studies are held to that; ``similarity.toml`` needs its benchmark file from outside
+the repository.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ def shrink(data: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["strategic-personalities-offline", "strategic-personalities",
-                                  "coopeval-offline", "coopeval", "similarity-offline"])
-async def test_the_estimate_is_within_10_percent_of_the_model_decisions_made(
+                                  "coopeval-offline", "coopeval", "similarity-offline",
+                                  "superadditive-offline", "superadditive"])
+async def test_the_estimate_counts_the_model_decisions_made(
         tmp_path: Path, name: str) -> None:
     path = STUDIES / f"{name}.toml"
     data = read_sweep_file(path)
@@ -55,4 +58,7 @@ async def test_the_estimate_is_within_10_percent_of_the_model_decisions_made(
                if d.agent in models)
     store.close()
     assert made > 0
-    assert abs(predicted["model_calls"] - made) <= 0.1 * made, (predicted["model_calls"], made)
+    if name.startswith("superadditive"):  # an upper bound: leaving ends play early
+        assert made <= predicted["model_calls"], (predicted["model_calls"], made)
+    else:  # within 10 %
+        assert abs(predicted["model_calls"] - made) <= 0.1 * made, (predicted["model_calls"], made)
