@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _reference import check_loaded_from, use_source_tree  # noqa: E402
 from _table import report  # noqa: E402
 
 MESSAGES = [
@@ -227,17 +228,12 @@ CLIENTS: dict[str, tuple[str, Callable[[str, int], OneCall]]] = {
 
 def worker(args: argparse.Namespace) -> None:
     """One measurement in this fresh interpreter; prints ``{wall, failures, cpu}``."""
-    if args.src:
-        sys.path.insert(0, str(Path(args.src).resolve()))  # its coop_tui before ours
+    root = use_source_tree(args.src) if args.src else None  # its coop_tui, not ours
     _, make = CLIENTS[args.worker]
     wall, fail, cpu = asyncio.run(measure(make(args.url, args.conc), args.decisions, args.conc,
                                           args.freeze_gc))
-    if args.src:
-        import coop_tui
-
-        where = Path(coop_tui.__file__).resolve()
-        if not where.is_relative_to(Path(args.src).resolve()):
-            raise SystemExit(f"--src {args.src}: coop_tui was imported from {where}")
+    if root is not None:
+        check_loaded_from(root)
     print(json.dumps({"wall": wall, "failures": fail, "cpu": cpu}))
 
 

@@ -10,13 +10,22 @@ bare loop's (the sweep does far more per decision: prompts, parsing, storage).
 
 ``--endpoints 4`` adds a row: the same sweep over four servers, one killed mid-sweep.
 
+``--reference-src PATH`` adds the same sweep run by the coop-tui of another source tree (a
+checkout of an earlier commit: ``git worktree add --detach /tmp/old e440c13^`` is the last
+one with the hand-written HTTP client), in one run against the same server. Each sweep of
+this comparison runs in a fresh interpreter after a warm-up sweep of 8 decisions (so
+one-time imports are not charged per decision), the two trees alternate and the best of
+``--repeats`` is kept, as ``bench_clients.py`` does.
+
     .venv/bin/python benchmarks/bench_sweep.py [--concurrency 16,128,1024] [--latency 0.2]
+        [--reference-src /tmp/old --repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import subprocess
 import sys
@@ -27,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _reference import check_loaded_from, use_source_tree  # noqa: E402
 from _table import report  # noqa: E402
 from bench_clients import measure, openai_raw  # noqa: E402
 
@@ -87,6 +97,64 @@ def start_server(latency: float, chunks: int) -> tuple[subprocess.Popen[str], st
     return proc, line.strip().split()[-1]
 
 
+def sweep_worker(args: argparse.Namespace) -> None:
+    """One sweep in this fresh interpreter, by this tree or ``--src``; prints its numbers."""
+    root = use_source_tree(args.src) if args.src else None
+    with tempfile.TemporaryDirectory() as tmp:
+        # a small sweep first: imports (aiohttp's, 0.12 s of CPU, only the newer tree's)
+        # and templates are paid once per process, not per decision
+        asyncio.run(run_once(sweep_dict(args.url, 8, 8), Path(tmp) / "warm.db"))
+        wall, stored, cpu, _ = asyncio.run(
+            run_once(sweep_dict(args.url, args.decisions, args.conc), Path(tmp) / "w.db")
+        )
+    if root is not None:
+        check_loaded_from(root)
+    print(json.dumps({"wall": wall, "stored": stored, "cpu": cpu}))
+
+
+def run_sweep_worker(url: str, conc: int, decisions: int, src: str | None) -> dict[str, float]:
+    command = [sys.executable, __file__, "--worker", "--url", url, "--conc", str(conc),
+               "--decisions", str(decisions)]
+    if src:
+        command += ["--src", src]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"sweep worker ({src or 'this tree'}) failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare_with_reference(url: str, levels: list[int], args: argparse.Namespace,
+                           rows: list, ratios: dict[str, dict[str, float]]) -> None:
+    """This tree's sweep against the reference tree's, same server, alternating, best of
+    ``--repeats``: rows for the table and ``vs_reference`` ratios per C."""
+    for conc in levels:
+        decisions = max(64, args.per_slot * conc)
+        decisions -= decisions % 4
+        ideal = math.ceil(decisions / conc) * args.latency
+        best: dict[str, dict[str, float]] = {}
+        for repeat in range(args.repeats):
+            order = ["this", "reference"] if repeat % 2 == 0 else ["reference", "this"]
+            for name in order:
+                time.sleep(0.5)  # the server closes the last sweep's connections
+                got = run_sweep_worker(url, conc, decisions,
+                                       args.reference_src if name == "reference" else None)
+                old = best.get(name)
+                best[name] = got if old is None else {
+                    "wall": min(got["wall"], old["wall"]), "cpu": min(got["cpu"], old["cpu"]),
+                    "stored": min(got["stored"], old["stored"]),
+                }
+        this, ref = best["this"], best["reference"]
+        for label, got in (("coop-tui sweep (this tree)", this),
+                           ("coop-tui sweep (reference tree)", ref)):
+            rows.append((label, conc, decisions, int(got["stored"]), ideal, got["wall"],
+                         ideal / got["wall"], 1000 * got["cpu"] / decisions,
+                         float("nan"), float("nan")))
+        ratios.setdefault(str(conc), {}).update({
+            "throughput_vs_reference": round(ref["wall"] / this["wall"], 3),
+            "cpu_vs_reference": round(this["cpu"] / ref["cpu"], 3),
+        })
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2)
@@ -96,14 +164,31 @@ def main() -> None:
                         help="decisions per concurrency slot (D = per-slot x C, at least 64)")
     parser.add_argument("--endpoints", type=int, default=4,
                         help="also run over this many servers with one killed (0: skip)")
+    parser.add_argument("--reference-src", default=None, metavar="PATH",
+                        help="a source tree (e.g. a checkout of an earlier commit) whose "
+                             "sweep is measured beside this one's")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="sweeps per tree in the --reference-src comparison; best is kept")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--conc", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--decisions", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--src", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        sweep_worker(args)
+        return
+    if args.reference_src and not (Path(args.reference_src) / "coop_tui").is_dir():
+        parser.error(f"--reference-src {args.reference_src}: no coop_tui package there; "
+                     "give the root of a coop-tui checkout")
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     rows = []
     ratios: dict[str, dict[str, float]] = {}
     # The server runs in its own process, as a real provider would: in-process it would
     # share the GIL with the client and the benchmark would measure the server too.
     server, url = start_server(args.latency, args.chunks)
     try:
-        for conc in [int(c) for c in args.concurrency.split(",") if c.strip()]:
+        for conc in levels:
             decisions = max(64, args.per_slot * conc)
             decisions -= decisions % 4
             ideal = math.ceil(decisions / conc) * args.latency
@@ -118,6 +203,8 @@ def main() -> None:
                          ideal / wall, 1000 * cpu / decisions, bare_wall / wall, cpu / bare_cpu))
             ratios[str(conc)] = {"throughput_ratio": round(bare_wall / wall, 3),
                                  "cpu_ratio": round(cpu / bare_cpu, 3)}
+        if args.reference_src:
+            compare_with_reference(url, levels, args, rows, ratios)
     finally:
         server.terminate()
         server.wait()
@@ -152,12 +239,15 @@ def main() -> None:
         "sweep", f"sweep vs bare openai loop, keep-alive loopback server ({args.latency:g} s answers)",
         ["pipeline", "concurrency", "decisions", "stored", "ideal s", "wall s", "efficiency",
          "client CPU ms/decision", "throughput vs bare", "cpu vs bare"],
-        rows, {"ratios": ratios},
+        rows, {"ratios": ratios, "reference_src": args.reference_src},
     )
     for conc, r in ratios.items():
         if "throughput_ratio" in r:
             print(f"C={conc}: sweep/openai-loop throughput {r['throughput_ratio']:.2f}, "
                   f"client CPU {r['cpu_ratio']:.2f}")
+        if "throughput_vs_reference" in r:
+            print(f"C={conc}: sweep against the reference tree's: throughput "
+                  f"{r['throughput_vs_reference']:.2f}, client CPU {r['cpu_vs_reference']:.2f}")
 
 
 if __name__ == "__main__":
