@@ -10,10 +10,12 @@ WAL mode lets the TUI read while a batch writes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -357,6 +359,12 @@ def _direct_answer_values(answer: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
+GROUP_COMMIT_WINDOW = 0.01
+"""Seconds the event writes of a running sweep gather before one commit (see
+:meth:`Store._event_write`): short beside any model's answer, long enough that at high
+concurrency one commit carries many answers."""
+
+
 class Store:
     """One SQLite file. Writes come from events; reads serve resume, report and TUI."""
 
@@ -383,24 +391,110 @@ class Store:
         """Game spec JSON -> hash, for specs already in ``game_specs`` (a few per run)."""
         self._folds = summaries.DirectFolds()
         """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
+        self._commit_scheduled = False
+        """A commit of this loop tick's event writes is scheduled (:meth:`_event_write`)."""
+        self._commit_error: sqlite3.Error | None = None
+        """A group commit that failed: every later event write raises it."""
+        self._write_lock = threading.RLock()
+        """One unit of writes at a time on the shared connection: the TUI's thread workers
+        write too (deleting a run), and a commit from one thread must not land inside
+        another's event write."""
 
     def close(self) -> None:
-        # on a failing database those matches stay done but unfolded: read live
-        with suppress(sqlite3.Error):
-            self.flush_folds()
-        self.db.conn.close()
+        reported = self._commit_error  # already raised to the run that wrote
+        try:
+            if self._commit_scheduled:
+                self._commit_group()
+            # on a failing database those matches stay done but unfolded: read live
+            with suppress(sqlite3.Error):
+                self.flush_folds()
+        finally:
+            self.db.conn.close()
+        if self._commit_error is not None and self._commit_error is not reported:
+            raise self._commit_error
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self.db.conn:
+        with self._own_transaction():
             yield
+
+    # ------------------------------------------------------------ commits
+    @contextmanager
+    def _event_write(self) -> Iterator[None]:
+        """The writes of one event. Inside a running event loop they join one transaction
+        that is committed :data:`GROUP_COMMIT_WINDOW` after its first write (group commit):
+        at high concurrency many answers end within a few milliseconds, and a commit per
+        event (a WAL write of every page it touched) was the biggest storage cost of a
+        sweep. A savepoint keeps a failing event's writes out of the group. A process
+        killed outright loses at most the window's writes, which ``--resume`` asks again;
+        Ctrl-C and SIGTERM end the run through ``RunDone`` and :meth:`close`, which commit
+        them. Outside an event loop (imports, scripts, thread workers) each event commits
+        at once."""
+        with self._write_lock:
+            if self._commit_error is not None:
+                raise self._commit_error
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                with self.db.conn:
+                    yield
+                return
+            conn = self.db.conn
+            if not conn.in_transaction:
+                conn.execute("begin")
+            conn.execute("savepoint event")
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:  # SQLite itself rolls back everything on some errors
+                    with suppress(sqlite3.Error):
+                        conn.execute("rollback to event")
+                        conn.execute("release event")
+                raise
+            conn.execute("release event")
+            if not self._commit_scheduled:
+                self._commit_scheduled = True
+                loop.call_later(GROUP_COMMIT_WINDOW, self._commit_group)
+
+    def _commit_group(self) -> None:
+        """Commit the window's event writes. A failure is kept and raised by every later
+        event write, so the run fails instead of going on past writes that were lost
+        (nothing written after them could then claim a match whose rows are missing)."""
+        with self._write_lock:
+            self._commit_scheduled = False
+            try:
+                if self.db.conn.in_transaction:
+                    self.db.conn.commit()
+            except sqlite3.ProgrammingError:
+                pass  # closed in the meantime: close() committed what there was
+            except sqlite3.Error as exc:
+                with suppress(sqlite3.Error):
+                    self.db.conn.rollback()
+                self._commit_error = exc
+
+    def commit_pending(self) -> None:
+        """Commit event writes still waiting for the end of their window (readers on other
+        connections, or other processes, see them from then on)."""
+        if self._commit_scheduled:
+            self._commit_group()
+        if self._commit_error is not None:
+            raise self._commit_error
+
+    @contextmanager
+    def _own_transaction(self) -> Iterator[None]:
+        """A write outside the events' group (runs, leases, deletes): pending event writes
+        are committed first, so a failure here cannot roll them back."""
+        with self._write_lock:
+            self.commit_pending()
+            with self.db.conn:
+                yield
 
     # ------------------------------------------------------------ runs
     def create_run(
         self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
         inputs: dict[str, str] | None = None,
     ) -> None:
-        with self.db.conn:
+        with self._own_transaction():
             self.db["runs"].insert(
                 {
                     "id": run_id,
@@ -418,7 +512,7 @@ class Store:
             )
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        with self.db.conn:
+        with self._own_transaction():
             self.db.conn.execute(
                 "update runs set status = ?, finished_at = ?, error = ? where id = ?",
                 [status, time.time(), scrub(error), run_id],
@@ -462,14 +556,14 @@ class Store:
         return None
 
     def renew_lease(self, run_id: str, token: str) -> None:
-        with self.db.conn:
+        with self._own_transaction():
             self.db.conn.execute(
                 "update run_leases set heartbeat = ? where run_id = ? and token = ?",
                 [time.time(), run_id, token],
             )
 
     def release_lease(self, run_id: str, token: str) -> None:
-        with self.db.conn:
+        with self._own_transaction():
             self.db.conn.execute(
                 "delete from run_leases where run_id = ? and token = ?", [run_id, token]
             )
@@ -531,7 +625,7 @@ class Store:
 
     def delete_run(self, run_id: str) -> None:
         self.flush_folds()
-        with self.db.conn:
+        with self._own_transaction():
             ids = "select id from matches where run_id = ?"
             # the run's prompt texts, to drop those no decision of another run shares
             self.db.execute("create temp table if not exists _dropped_texts (hash text primary key)")
@@ -796,7 +890,7 @@ class Store:
                 if len(self._spec_hashes) > 64:
                     self._spec_hashes.clear()
                 spec_hash = self._spec_hashes[spec_json] = text_hash(spec_json)
-                with self.db.conn:
+                with self._event_write():
                     self.db.conn.execute(
                         "insert or ignore into game_specs (hash, spec) values (?, ?)",
                         [spec_hash, spec_json],
@@ -827,7 +921,7 @@ class Store:
         }
         if e.match_id in self._folds:  # played again before its fold was written
             self.flush_folds()
-        with self.db.conn:
+        with self._event_write():
             # A match played again leaves the summaries, and its strategy decisions of the
             # earlier attempt go: they are recomputed, identically, by this one.
             summaries.unfold(self.db.conn, e.match_id)
@@ -865,7 +959,7 @@ class Store:
             batch.decisions.append(values)
             self._hold(batch)
             return
-        with self.db.conn:
+        with self._event_write():
             if d.prompt:
                 prompt = values[PROMPT_AT]
                 values[HASH_AT] = text_hash(prompt)
@@ -903,7 +997,7 @@ class Store:
             batch.rounds.extend(rows)
             self._hold(batch)
             return
-        with self.db.conn:
+        with self._event_write():
             self.db.conn.executemany(INSERT_ROUND, rows)
 
     def _on_PhaseDone(self, e: PhaseDone) -> None:  # noqa: N802
@@ -913,7 +1007,7 @@ class Store:
             batch.phases.append(row)
             self._hold(batch)
             return
-        with self.db.conn:
+        with self._event_write():
             self.db.conn.execute(INSERT_PHASE, row)
 
     def _hold(self, batch: _MatchBatch) -> None:
@@ -923,7 +1017,7 @@ class Store:
         in memory); a replay deletes its strategy decisions first, as for any match."""
         if len(batch.decisions) + len(batch.rounds) + len(batch.phases) < SPILL_ROWS:
             return
-        with self.db.conn:
+        with self._event_write():
             self._write_batch(batch)
         batch.spilled = True
 
@@ -1005,11 +1099,11 @@ class Store:
     def flush_folds(self) -> None:
         """Write the held-back folds now (at the end of a run, on close, before a delete)."""
         if self._folds:
-            with self.db.conn:
+            with self._own_transaction():
                 self._write_folds()
 
     def _on_MatchDone(self, e: MatchDone) -> None:  # noqa: N802
-        with self.db.conn:
+        with self._event_write():
             self._flush(e.match_id, e.status == "done")
             self.db.conn.execute(
                 "update matches set status = ?, error = ?, payoffs = ?, welfare = ?,"
