@@ -359,7 +359,7 @@ def _direct_answer_values(answer: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-GROUP_COMMIT_WINDOW = 0.01
+GROUP_COMMIT_WINDOW = 0.05
 """Seconds the event writes of a running sweep gather before one commit (see
 :meth:`Store._event_write`): short beside any model's answer, long enough that at high
 concurrency one commit carries many answers."""
