@@ -391,8 +391,10 @@ class Store:
         """Game spec JSON -> hash, for specs already in ``game_specs`` (a few per run)."""
         self._folds = summaries.DirectFolds()
         """Finished strategy matches whose summary sums are written FOLD_EVERY at a time."""
+        self._grouping = 0
+        """Inside :meth:`grouped_commits` (nested uses counted)."""
         self._commit_scheduled = False
-        """A commit of this loop tick's event writes is scheduled (:meth:`_event_write`)."""
+        """A commit of the window's event writes is scheduled (:meth:`_event_write`)."""
         self._commit_error: sqlite3.Error | None = None
         """A group commit that failed: every later event write raises it."""
         self._write_lock = threading.RLock()
@@ -420,22 +422,45 @@ class Store:
 
     # ------------------------------------------------------------ commits
     @contextmanager
+    def grouped_commits(self) -> Iterator[None]:
+        """While a sweep's matches play: event writes made on a running event loop join one
+        transaction, committed :data:`GROUP_COMMIT_WINDOW` after its first write (group
+        commit). At high concurrency many answers end within a few milliseconds, and a
+        commit per event (a WAL write of every page it touched) was the biggest storage
+        cost of a sweep. A process killed outright loses at most the window's writes,
+        which ``--resume`` asks again; leaving this block, Ctrl-C and SIGTERM included,
+        commits them. Elsewhere (a judge pass, a re-ask, imports, thread workers) every
+        event commits at once."""
+        self.begin_grouped_commits()
+        try:
+            yield
+        finally:
+            self.end_grouped_commits()
+
+    def begin_grouped_commits(self) -> None:
+        """:meth:`grouped_commits` for a block too long to indent (a sweep's run loop)."""
+        self._grouping += 1
+
+    def end_grouped_commits(self) -> None:
+        """Leave :meth:`begin_grouped_commits`, committing the last window's writes (a
+        failure is raised by the run's next write)."""
+        self._grouping -= 1
+        if not self._grouping and self._commit_scheduled:
+            self._commit_group()
+
+    @contextmanager
     def _event_write(self) -> Iterator[None]:
-        """The writes of one event. Inside a running event loop they join one transaction
-        that is committed :data:`GROUP_COMMIT_WINDOW` after its first write (group commit):
-        at high concurrency many answers end within a few milliseconds, and a commit per
-        event (a WAL write of every page it touched) was the biggest storage cost of a
-        sweep. A savepoint keeps a failing event's writes out of the group. A process
-        killed outright loses at most the window's writes, which ``--resume`` asks again;
-        Ctrl-C and SIGTERM end the run through ``RunDone`` and :meth:`close`, which commit
-        them. Outside an event loop (imports, scripts, thread workers) each event commits
-        at once."""
+        """The writes of one event: committed at once, or inside :meth:`grouped_commits`
+        with the window's other writes, a savepoint keeping a failing event's writes out
+        of the group."""
         with self._write_lock:
             if self._commit_error is not None:
                 raise self._commit_error
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
+            loop = None
+            if self._grouping:
+                with suppress(RuntimeError):
+                    loop = asyncio.get_running_loop()
+            if loop is None:
                 with self.db.conn:
                     yield
                 return

@@ -331,6 +331,7 @@ async def run_sweep(
     # need not re-scan it in every full collection while the matches run (a strategy
     # tournament spent a tenth of its time there). Given back to it when the run ends.
     gc.freeze()
+    store.begin_grouped_commits()  # one commit per 50 ms of answers while matches play
     try:
         for stage_now in sorted(set(stage_of)):  # each stage waits for the ones before it
             pending = (
@@ -353,6 +354,7 @@ async def run_sweep(
             bus.emit(RunDone(run_id, summary.status, reason))
         raise
     finally:
+        store.end_grouped_commits()  # commits what the last window holds
         gc.unfreeze()
         heartbeat.cancel()
         lease.release()

@@ -1,8 +1,9 @@
-"""Group commit: inside a running event loop the store's event writes share one transaction
-per short window, committed once (a commit per event was the biggest storage cost of a
-sweep at high concurrency). What must hold: nothing is visible half-written, a failing
-event leaves the other writes of its window intact, close() commits what is pending, and
-outside an event loop every event commits at once as before."""
+"""Group commit: while a sweep's matches play (``Store.grouped_commits``) the store's event
+writes share one transaction per short window, committed once (a commit per event was the
+biggest storage cost of a sweep at high concurrency). What must hold: nothing is visible
+half-written, a failing event leaves the other writes of its window intact, leaving the
+block or closing the store commits what is pending, a failed commit stops the run, and
+everywhere else (a judge pass, a re-ask, no event loop) every event commits at once."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ import pytest
 
 from coop_tui.decisions import Decision
 from coop_tui.events import DecisionDone, EventBus, MatchDone, MatchStarted
+from coop_tui.spec import build_sweep
 from coop_tui.store import GROUP_COMMIT_WINDOW, Store
+from coop_tui.sweep import run_sweep
+from coop_tui.testing.server import LoopbackServer
 
 
 def decision(match_id: str, seat: int, key: str) -> Decision:
@@ -28,9 +32,12 @@ def decision(match_id: str, seat: int, key: str) -> Decision:
     )
 
 
-def open_store(path: Path) -> tuple[Store, EventBus, list[str]]:
-    """A store on a bus, with every COMMIT its connection sends recorded."""
+def open_store(path: Path, *, grouped: bool = True) -> tuple[Store, EventBus, list[str]]:
+    """A store on a bus (grouping its commits as a sweep does, unless told not to), with
+    every COMMIT its connection sends recorded."""
     store = Store(path)
+    if grouped:
+        store.begin_grouped_commits()
     bus = EventBus()
     bus.subscribe(store, critical=True)
     commits: list[str] = []
@@ -122,6 +129,57 @@ def test_outside_an_event_loop_every_event_commits_at_once(tmp_path: Path) -> No
     play(bus, "m1", ("a", "b"))
     assert len(commits) == 4  # match started, two decisions, match done
     assert seen_from_outside(path, "select count(*) from decisions") == 2
+    store.close()
+
+
+async def test_outside_a_sweep_every_event_commits_at_once(tmp_path: Path) -> None:
+    """A judge pass, a re-ask: on an event loop, but no window to wait for (one of them
+    may end its loop before a window would)."""
+    path = tmp_path / "g.db"
+    store, bus, commits = open_store(path, grouped=False)
+    play(bus, "m1", ("a", "b"))
+    assert len(commits) == 4
+    assert seen_from_outside(path, "select count(*) from decisions") == 2
+    store.close()
+
+
+async def test_leaving_the_grouped_block_commits_the_last_window(tmp_path: Path) -> None:
+    path = tmp_path / "g.db"
+    store, bus, commits = open_store(path, grouped=False)
+    with store.grouped_commits():
+        play(bus, "m1", ("a", "b"))
+        assert seen_from_outside(path, "select count(*) from decisions") == 0
+    assert len(commits) == 1
+    assert seen_from_outside(path, "select count(*) from decisions") == 2
+    play(bus, "m2", ("c", "d"))  # after the block: at once again
+    assert len(commits) == 5
+    store.close()
+
+
+async def test_a_sweep_commits_many_answers_at_once_and_loses_none(tmp_path: Path) -> None:
+    """The whole path: a sweep of 64 streamed answers at concurrency 16 against a real
+    HTTP server commits far fewer times than it has events, and stores every answer."""
+    path = tmp_path / "s.db"
+    store = Store(path)
+    commits: list[str] = []
+    store.db.conn.set_trace_callback(
+        lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None
+    )
+    with LoopbackServer(latency=0.05, chunks=4, answer='{"A0": 50, "A1": 50}') as srv:
+        sweep = build_sweep({
+            "name": "grouped", "seed": 1, "concurrency": 16, "samples": 16, "reuse": False,
+            "agents": {"m": {"model": "openai/loopback", "api_base": srv.url,
+                             "api_key": "sk-test"}},
+            "experiments": [{"game": "prisoners", "mechanism": "similarity",
+                             "matchup": "self", "agents": ["m"], "similarity": [0, 100]}],
+        })
+        summary = await run_sweep(sweep, store)
+    assert summary.status == "done"
+    assert seen_from_outside(path, "select count(*) from decisions where valid = 1") == 64
+    assert seen_from_outside(path, "select count(*) from matches where status = 'done'") == 32
+    # 32 matches of one round each: 160 events (start, two answers, round, end per match)
+    # that committed one by one before
+    assert len(commits) < 80, len(commits)
     store.close()
 
 
