@@ -208,13 +208,13 @@ class AnalysisScreen(NavScreen):
                 report = build_report(self.store, self.run_id, compute_stored=False)
                 waiting = pending(self.store, self.run_id)
             except KeyError:
-                self.app.call_from_thread(self._fail, f"no run {self.run_id} in {self.store.path}")
+                self.from_worker(self._fail, f"no run {self.run_id} in {self.store.path}")
                 return
             except sqlite3.OperationalError:
                 if self.closing():  # interrupted: the app is closing
                     return
                 raise
-        self.app.call_from_thread(self._show_report, report, [s.key for s in waiting])
+        self.from_worker(self._show_report, report, [s.key for s in waiting])
         worker = get_current_worker()
         for section in waiting:
             with self.app.reading_store() as store:  # type: ignore[attr-defined]
@@ -229,7 +229,7 @@ class AnalysisScreen(NavScreen):
                     raise
             if worker.is_cancelled:  # a reload started over: its own worker fills the panels
                 return
-            self.app.call_from_thread(self._fill_section, section.key, value)
+            self.from_worker(self._fill_section, section.key, value)
 
     def _fail(self, message: str) -> None:
         self.error = message
@@ -574,10 +574,10 @@ class AnalysisScreen(NavScreen):
                 reason = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
             else:
                 reason = f"{type(exc).__name__}: {exc}"
-            self.app.call_from_thread(
+            self.from_worker(
                 self._export_status, Text(f"✗ export failed: {reason}", style="bold red"))
             return
-        self.app.call_from_thread(self._exported, paths)
+        self.from_worker(self._exported, paths)
 
     def _exported(self, paths: list[Path]) -> None:
         self.exported = list(paths)

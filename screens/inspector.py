@@ -233,13 +233,13 @@ class InspectorScreen(NavScreen):
                 judgements = judgements_of(self.store, self.decision_id)
                 judged = judged_by(self.store, self.decision_id)
             except ReaskError as exc:
-                self.app.call_from_thread(self._show_error, str(exc))
+                self.from_worker(self._show_error, str(exc))
                 return
             except sqlite3.OperationalError:
                 if self.closing():  # interrupted: the app is closing
                     return
                 raise
-        self.app.call_from_thread(self._show, target, reasks, run, judgements, judged)
+        self.from_worker(self._show, target, reasks, run, judgements, judged)
 
     def _show_error(self, message: str) -> None:
         self.error = message
@@ -315,14 +315,14 @@ class InspectorScreen(NavScreen):
             result = asyncio.run(reask(self.store, self.decision_id, prompt, listener=self.queue.append))
         except ReaskError as exc:
             if not worker.is_cancelled:
-                self.app.call_from_thread(self._reask_failed, str(exc))
+                self.from_worker(self._reask_failed, str(exc))
             return
         except Exception as exc:  # a provider error: shown, and stored by reask as failed
             if not worker.is_cancelled:
-                self.app.call_from_thread(self._reask_failed, f"{type(exc).__name__}: {exc}")
+                self.from_worker(self._reask_failed, f"{type(exc).__name__}: {exc}")
             return
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._reask_done, result)
+            self.from_worker(self._reask_done, result)
 
     async def _drain(self) -> None:
         if self._draining or not self.queue:

@@ -204,10 +204,10 @@ class RunsScreen(NavScreen):
                 rows = self.store.run_summaries(query)
             except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
                 if not self.closing():
-                    self.app.call_from_thread(self._database_failed, exc)
+                    self.from_worker(self._database_failed, exc)
                 return
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._show_runs, query, rows)
+            self.from_worker(self._show_runs, query, rows)
 
     def _show_runs(self, query: str, rows: list[dict[str, Any]]) -> None:
         table = self.query_one("#runs-table", DataTable)
@@ -251,10 +251,10 @@ class RunsScreen(NavScreen):
                 rows = self.store.match_summaries(run_id, query)
             except (sqlite3.Error, OSError) as exc:
                 if not self.closing():
-                    self.app.call_from_thread(self._database_failed, exc)
+                    self.from_worker(self._database_failed, exc)
                 return
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._show_matches, run_id, query, rows)
+            self.from_worker(self._show_matches, run_id, query, rows)
 
     def _show_matches(self, run_id: str, query: str, rows: list[dict[str, Any]]) -> None:
         table = self.query_one("#matches-table", DataTable)
@@ -396,9 +396,9 @@ class RunsScreen(NavScreen):
                 self.store.delete_run(run_id)
             except (sqlite3.Error, OSError) as exc:  # read-only or full database
                 if not self.closing():
-                    self.app.call_from_thread(self._database_failed, exc)
+                    self.from_worker(self._database_failed, exc)
                 return
-        self.app.call_from_thread(self._deleted, run_id)
+        self.from_worker(self._deleted, run_id)
 
     def _database_failed(self, exc: BaseException) -> None:
         """One clear line instead of a crash: the runs list stays as it was."""
@@ -466,7 +466,7 @@ class DecisionsScreen(NavScreen):
                 if self.closing():  # interrupted: the app is closing
                     return
                 raise
-        self.app.call_from_thread(self._show, rows)
+        self.from_worker(self._show, rows)
 
     def _show(self, rows: list[dict[str, Any]]) -> None:
         table = self.query_one(DataTable)

@@ -244,7 +244,7 @@ class SetupScreen(NavScreen):
         import coop_tui.spec  # noqa: F401  (validation and preview need these warm)
         import coop_tui.sweep  # noqa: F401
 
-        self.app.call_from_thread(self._registries_loaded, games, mechanisms, strategies)
+        self.from_worker(self._registries_loaded, games, mechanisms, strategies)
 
     async def _registries_loaded(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
         try:
@@ -534,7 +534,7 @@ class SetupScreen(NavScreen):
         except Exception:
             names = []
         if names:
-            self.app.call_from_thread(self.suggester.extend, names)
+            self.from_worker(self.suggester.extend, names)
 
     # ------------------------------------------------------------ actions
     @on(Button.Pressed, "#start")

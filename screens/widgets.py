@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Group
@@ -20,6 +21,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
@@ -100,6 +102,25 @@ class NavScreen(Screen):
             return
         with reader() as open_:
             yield open_
+
+    def from_worker(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` on the app's thread, for a thread worker that has read
+        what the screen shows. By then the screen may be going away (closed, or the app
+        shutting down): the callback is then skipped, or its missing widget ignored. A
+        widget missing from a screen still shown stays an error."""
+
+        async def guarded() -> None:
+            if self.leaving():
+                return
+            try:
+                result = callback(*args)
+                if inspect.isawaitable(result):
+                    await result
+            except NoMatches:
+                if not self.leaving():
+                    raise
+
+        self.app.call_from_thread(guarded)
 
     def leaving(self) -> bool:
         """True once this screen's widgets may be going away: the screen was removed, its
