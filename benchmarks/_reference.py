@@ -11,6 +11,7 @@ this checkout's top-level folders through a finder that runs before the path, so
 
 from __future__ import annotations
 
+import argparse
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -41,6 +42,13 @@ class SourceTreeFinder(importlib.abc.MetaPathFinder):
         if parent and fullname.startswith("coop_tui.") and parent in sys.modules:
             return importlib.machinery.PathFinder.find_spec(fullname, sys.modules[parent].__path__)
         return None
+
+
+def check_reference_arg(parser: argparse.ArgumentParser, path: str | None) -> None:
+    """Refuse ``--reference-src PATH`` at once (exit 2) when PATH is not a checkout."""
+    if path and not (Path(path) / "coop_tui").is_dir():
+        parser.error(f"--reference-src {path}: no coop_tui package there; "
+                     "give the root of a coop-tui checkout")
 
 
 def use_source_tree(root: str | Path) -> Path:

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _reference import check_loaded_from, use_source_tree  # noqa: E402
+from _reference import check_loaded_from, check_reference_arg, use_source_tree  # noqa: E402
 from _table import report  # noqa: E402
 
 MESSAGES = [
@@ -302,9 +302,7 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    if args.reference_src and not (Path(args.reference_src) / "coop_tui").is_dir():
-        parser.error(f"--reference-src {args.reference_src}: no coop_tui package there; "
-                     "give the root of a coop-tui checkout")
+    check_reference_arg(parser, args.reference_src)
 
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     names = ["aiohttp", *([] if args.no_openai else ["openai"]), "agent"]

@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reference import check_loaded_from, use_source_tree  # noqa: E402
+from _reference import check_loaded_from, check_reference_arg, use_source_tree  # noqa: E402
 from _table import report  # noqa: E402
 from bench_clients import measure, openai_raw  # noqa: E402
 
@@ -139,10 +139,7 @@ def compare_with_reference(url: str, levels: list[int], args: argparse.Namespace
                 got = run_sweep_worker(url, conc, decisions,
                                        args.reference_src if name == "reference" else None)
                 old = best.get(name)
-                best[name] = got if old is None else {
-                    "wall": min(got["wall"], old["wall"]), "cpu": min(got["cpu"], old["cpu"]),
-                    "stored": min(got["stored"], old["stored"]),
-                }
+                best[name] = got if old is None else {k: min(got[k], old[k]) for k in got}
         this, ref = best["this"], best["reference"]
         for label, got in (("coop-tui sweep (this tree)", this),
                            ("coop-tui sweep (reference tree)", ref)):
@@ -178,9 +175,7 @@ def main() -> None:
     if args.worker:
         sweep_worker(args)
         return
-    if args.reference_src and not (Path(args.reference_src) / "coop_tui").is_dir():
-        parser.error(f"--reference-src {args.reference_src}: no coop_tui package there; "
-                     "give the root of a coop-tui checkout")
+    check_reference_arg(parser, args.reference_src)
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     rows = []
     ratios: dict[str, dict[str, float]] = {}

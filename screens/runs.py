@@ -203,8 +203,7 @@ class RunsScreen(NavScreen):
             try:
                 rows = self.store.run_summaries(query)
             except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
-                if not self.closing():
-                    self.from_worker(self._database_failed, exc)
+                self.from_worker(self._database_failed, exc)  # not once the app closes
                 return
         if not get_current_worker().is_cancelled:
             self.from_worker(self._show_runs, query, rows)
@@ -250,8 +249,7 @@ class RunsScreen(NavScreen):
             try:
                 rows = self.store.match_summaries(run_id, query)
             except (sqlite3.Error, OSError) as exc:
-                if not self.closing():
-                    self.from_worker(self._database_failed, exc)
+                self.from_worker(self._database_failed, exc)  # not once the app closes
                 return
         if not get_current_worker().is_cancelled:
             self.from_worker(self._show_matches, run_id, query, rows)
@@ -395,8 +393,7 @@ class RunsScreen(NavScreen):
             try:
                 self.store.delete_run(run_id)
             except (sqlite3.Error, OSError) as exc:  # read-only or full database
-                if not self.closing():
-                    self.from_worker(self._database_failed, exc)
+                self.from_worker(self._database_failed, exc)  # not once the app closes
                 return
         self.from_worker(self._deleted, run_id)
 

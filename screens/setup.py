@@ -244,14 +244,7 @@ class SetupScreen(NavScreen):
         import coop_tui.spec  # noqa: F401  (validation and preview need these warm)
         import coop_tui.sweep  # noqa: F401
 
-        self.from_worker(self._registries_loaded, games, mechanisms, strategies)
-
-    async def _registries_loaded(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
-        try:
-            await self._fill_form(games, mechanisms, strategies)
-        except NoMatches:
-            if not self.leaving():
-                raise  # a widget missing from a screen still shown is a real defect
+        self.from_worker(self._fill_form, games, mechanisms, strategies)
 
     async def _fill_form(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
         s = self.setup
