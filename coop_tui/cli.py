@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 from pathlib import Path
@@ -155,10 +156,21 @@ def _db_path(args: argparse.Namespace) -> Path:
 def _load_dotenv() -> None:
     """API keys may sit in a ``.env`` file in the working directory; the environment wins."""
     env_file = Path(".env")
-    if env_file.is_file():
-        from dotenv import load_dotenv
+    if not env_file.is_file():
+        return
+    from dotenv import load_dotenv
 
-        load_dotenv(env_file, override=False)
+    from coop_tui.inputs import read_regular
+
+    where = str(env_file.resolve())
+    try:
+        text = read_regular(env_file, limit=1 << 20).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(where, f"is not UTF-8 text (byte {exc.start:,}); save it as UTF-8 or "
+                               "move it out of this folder") from None
+    except (OSError, ValueError) as exc:  # a FIFO swapped in, a file past 1 MiB
+        raise SpecError(where, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    load_dotenv(stream=io.StringIO(text), override=False)
 
 
 def main(argv: list[str] | None = None) -> int:

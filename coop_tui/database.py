@@ -12,7 +12,35 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+BUSY_TIMEOUT = 30.0
+"""Seconds a connection waits for another connection's write lock before SQLite gives up
+with "database is locked". Serve tabs, the TUI and several ``--batch`` sweeps share one
+database; each holds the lock for one short transaction at a time."""
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction taken with ``BEGIN IMMEDIATE``, committed at the end (rolled
+    back on an error); inside an open transaction it joins that one.
+
+    A plain (deferred) ``BEGIN`` followed by a read takes a snapshot, and the first write
+    after it fails at once with "database is locked" when another process committed in
+    between: in WAL mode SQLite cannot wait for that. ``IMMEDIATE`` takes the write lock
+    first, waiting up to the busy timeout, so every read inside sees the latest data."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("begin immediate")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    conn.commit()
 
 
 class Database:

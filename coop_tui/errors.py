@@ -115,6 +115,8 @@ def database_message(exc: BaseException, path: object) -> str:
     """One sentence for a SQLite failure: what is wrong with the file and what to do."""
     text = str(exc)
     lowered = text.lower()
+    if "newer coop-tui" in lowered:
+        return f"the database {path} was {text}"
     if "readonly" in lowered or "read-only" in lowered:
         return f"the database {path} is read-only; give a writable --db path or fix its permissions"
     if "full" in lowered:

@@ -19,29 +19,137 @@ is bounded by one number for all of them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
 import itertools
+import os
+import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from coop_tui.errors import SpecError
 
 MAX_FILES = 500
 """Files fingerprinted at most (a templates folder, a catalogue's item files)."""
 _SUFFIXES = (".toml", ".json", ".jsonl", ".gz", ".csv", ".txt", ".md", ".j2", ".yaml", ".yml")
 
 
-def _strings(value: Any) -> Iterator[str]:
+# ----------------------------------------------------------------- regular files only
+class NotRegularFile(OSError):
+    """A path that names a device, FIFO, socket or folder where a file is read.
+
+    ``/dev/zero`` never ends and opening a FIFO waits for a writer forever, so every
+    reader of a user's file opens it through :func:`open_regular`. An ``OSError``, so
+    the readers' existing ``except OSError`` turn it into their message naming the file."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words ("a FIFO", "a character device", ...)."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((word for test, word in kinds if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """``path`` opened for binary reading, refused (:class:`NotRegularFile`) unless it is
+    a regular file. Opened without blocking and checked on the open descriptor, so a FIFO
+    neither hangs the open nor can be swapped in between a check and the read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(
+                errno.EINVAL, f"is {file_kind(mode)}, not a regular file; give the path of a file",
+                str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path | str, *, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (see :func:`open_regular`); with ``limit``, a file
+    larger than that is refused (:class:`InputTooLarge`) before any of it is read."""
+    with open_regular(path) as fh:
+        if limit is None:
+            return fh.read()
+        size = os.fstat(fh.fileno()).st_size
+        data = fh.read(limit + 1) if size <= limit else b""
+        if size > limit or len(data) > limit:  # the size, or what it grew to while read
+            raise InputTooLarge(
+                f"{path}: is {max(size, len(data)) / 2**20:.1f} MiB, more than the "
+                f"{limit / 2**20:g} MiB coop-tui reads of such a file; this is not a file it "
+                "expects (refused, not read)")
+        return data
+
+
+# ----------------------------------------------------------------- YAML aliases
+MAX_ALIAS_EXPANSION = 100_000
+"""Nodes YAML aliases (``*name``) may add beyond the ones written in the file. An alias
+repeats a whole subtree without copying it; aliases of aliases nest ("billion laughs"), so
+a file of a few hundred bytes can stand for billions of values, which every later walk
+(validation, hashing, JSON) would visit. Checked on the parsed node graph, before any
+value is built."""
+
+
+class TooManyAliases(ValueError):
+    """A YAML document whose aliases expand past :data:`MAX_ALIAS_EXPANSION`, or refer to
+    themselves."""
+
+
+def _children(node: Any) -> list[Any]:
+    value = node.value
+    if isinstance(value, list):  # a sequence's items, a mapping's (key, value) pairs
+        return [part for item in value for part in (item if isinstance(item, tuple) else (item,))]
+    return []
+
+
+def check_yaml_aliases(root: Any) -> None:
+    """Refuse a composed YAML node graph that aliases expand past the bound (see
+    :data:`MAX_ALIAS_EXPANSION`) or that contains itself. Linear in the distinct nodes:
+    each node's expanded size is computed once (no recursion, so no depth limit)."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise TooManyAliases("an alias (*name) refers to the value that contains it; "
+                                 "write the value out instead")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
+    written = len(sizes)
+    if sizes[id(root)] - written > MAX_ALIAS_EXPANSION:
+        raise TooManyAliases(
+            f"its aliases (*name) expand to more than {MAX_ALIAS_EXPANSION:,} values beyond "
+            "the ones written; write the repeated parts out or use fewer nested aliases")
+
+
+# ----------------------------------------------------------------- fingerprints
+def _strings(value: Any, loc: str = "") -> Iterator[tuple[str, str]]:
+    """(where, text) of every string at any depth, ``where`` as a sweep field path."""
     if isinstance(value, str):
-        yield value
+        yield loc, value
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
+        for k, v in value.items():
+            yield from _strings(v, f"{loc}.{k}" if loc else str(k))
     elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _strings(v)
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{loc}[{i}]")
 
 
 def _candidate(text: str, base: Path | None) -> Path | None:
@@ -61,7 +169,7 @@ def _candidate(text: str, base: Path | None) -> Path | None:
 
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -73,10 +181,11 @@ def fingerprints(data: dict[str, Any], base: Path | None) -> dict[str, str]:
     todo: list[tuple[Any, Path | None]] = [(data, base)]
     while todo and len(found) < MAX_FILES:
         value, folder = todo.pop()
-        for text in _strings(value):
+        for where, text in _strings(value):
             path = _candidate(text, folder)
             if path is None or str(path) in found:
                 continue
+            _refuse_special(path, where or "sweep")
             # a folder is walked lazily and only so far: a path such as "/" must not walk
             # the whole disk
             files = (sorted(itertools.islice((p for p in path.rglob("*") if p.is_file()), MAX_FILES))
@@ -86,12 +195,26 @@ def fingerprints(data: dict[str, Any], base: Path | None) -> dict[str, str]:
                     continue
                 try:
                     found[str(f)] = _digest(f)
+                except NotRegularFile:
+                    raise
                 except OSError:
                     continue
                 if f.suffix == ".toml" and f.stat().st_size < 1 << 20:
                     with contextlib.suppress(OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                         todo.append((tomllib.loads(f.read_text()), f.parent))
     return found
+
+
+def _refuse_special(path: Path, where: str) -> None:
+    """A sweep value naming a device, FIFO or socket is refused: fingerprinting it would
+    read ``/dev/zero`` forever or wait on a FIFO's writer."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise SpecError(where, f"names {path}, which is {file_kind(mode)}; coop-tui reads only "
+                               "regular files and folders, give another value")
 
 
 def changed_input(recorded: dict[str, str]) -> tuple[str, str] | None:
@@ -164,7 +287,7 @@ class _Bounded(io.RawIOBase):
 
 
 def is_gzip(path: Path) -> bool:
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         return fh.read(2) == GZIP_MAGIC
 
 
@@ -175,8 +298,8 @@ def open_bounded(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> BinaryIO
 
     # the returned stream owns (and closes) this one
     if not is_gzip(path):
-        return io.BufferedReader(_Bounded(path.open("rb"), limit, path))  # type: ignore[return-value]  # noqa: SIM115
-    source = path.open("rb")  # noqa: SIM115  (the returned stream closes it)
+        return io.BufferedReader(_Bounded(open_regular(path), limit, path))  # type: ignore[return-value]
+    source = open_regular(path)  # the returned stream closes it
     inflated = gzip.GzipFile(fileobj=source, mode="rb")
     return io.BufferedReader(_Bounded(inflated, limit, path, source=source))  # type: ignore[arg-type,return-value]
 

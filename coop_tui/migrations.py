@@ -10,12 +10,13 @@ the real ``sqlite_utils.Database``; opening a current database runs none of them
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from coop_tui import summaries
-from coop_tui.database import Database
+from coop_tui.database import Database, immediate
 from coop_tui.errors import failure_reason
 from coop_tui.hashing import text_hash
 from coop_tui.redact import scrub
@@ -47,19 +48,54 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
+class NewerDatabaseError(sqlite3.DatabaseError):
+    """The database records a migration this coop-tui does not know: a newer version
+    made it, and writing to it with this one could damage what that version stored."""
+
+
+def applied_migrations(conn: sqlite3.Connection) -> set[str] | None:
+    """The names in ``_migrations``; None when the table does not exist yet."""
+    try:
+        return {row[0] for row in conn.execute("select name from _migrations")}
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+
+
+def check_not_newer(done: set[str] | None) -> None:
+    """Raise :class:`NewerDatabaseError` when ``done`` names a migration we do not know."""
+    unknown = sorted((done or set()) - {name for name, _ in MIGRATIONS})
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        raise NewerDatabaseError(
+            f"made by a newer coop-tui (its schema has {shown}, which this version does not "
+            "know); upgrade coop-tui to open it (the file was left untouched)")
+
+
 def apply_migrations(db: Database) -> list[str]:
-    """Apply the pending migrations in list order, each in its own transaction; returns
-    the names applied."""
+    """Apply the pending migrations in list order, each in its own ``BEGIN IMMEDIATE``
+    transaction that first reads again what is applied; returns the names this call applied.
+
+    Any number of processes may open a new or old database at once: the write lock makes
+    them take turns, and each one skips what another applied while it waited (a plain
+    check-then-create let two of three fail with "table _migrations already exists")."""
     # Plain SQL when nothing is pending, so opening a current database (every ``report``)
-    # never imports sqlite-utils; migrations themselves get the real sqlite-utils object.
-    if "_migrations" not in db.table_names():
-        db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
-    done = {row[0] for row in db.conn.execute("select name from _migrations")}
+    # takes no write lock and never imports sqlite-utils; migrations themselves get the
+    # real sqlite-utils object.
+    done = applied_migrations(db.conn)
+    check_not_newer(done)
+    if done is not None and all(name in done for name, _ in MIGRATIONS):
+        return []
     applied = []
     for name, fn in MIGRATIONS:
-        if name in done:
-            continue
-        with db.conn:
+        with immediate(db.conn):
+            db.conn.execute("create table if not exists _migrations"
+                            " (name text primary key, applied_at float)")
+            done = applied_migrations(db.conn) or set()
+            check_not_newer(done)
+            if name in done:
+                continue
             fn(db.utils)
             db.conn.execute(
                 "insert into _migrations (name, applied_at) values (?, ?)", [name, time.time()]

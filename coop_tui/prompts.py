@@ -20,6 +20,7 @@ import jinja2
 import numpy as np
 
 from coop_tui.games.base import Game, points
+from coop_tui.inputs import open_regular
 from coop_tui.shipped import data_dir
 
 CHARS_PER_TOKEN = 4
@@ -175,7 +176,7 @@ class Benchmark:
 def _load_catalogue(path: str) -> dict[str, Benchmark]:
     """Raises ValueError naming the problem, so a sweep reports it as a field error."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = tomllib.load(fh)
     except OSError as exc:
         raise ValueError(f"cannot read the benchmark catalogue {path} ({exc.strerror})") from None

@@ -34,6 +34,7 @@ from coop_tui import preflight
 from coop_tui.agents.llm import cost_for
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
+from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.errors import database_message
 from coop_tui.events import (
     DecisionDone,
@@ -390,7 +391,7 @@ def check_source_runs(sweep: Sweep, db_path: Path) -> None:
     known: set[str] = set()
     if db_path.exists():
         try:
-            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT)
             try:
                 known = {row[0] for row in conn.execute("select id from runs")}
             finally:

@@ -34,7 +34,7 @@ from coop_tui.games import GameError, load_game
 from coop_tui.games.kinds import ProtocolGame
 from coop_tui.games.user import MAX_PAYOFF
 from coop_tui.grounded.stages import check_sweep, planning_params
-from coop_tui.inputs import fingerprints
+from coop_tui.inputs import TooManyAliases, check_yaml_aliases, fingerprints
 from coop_tui.mechanisms import MechanismError, mechanism_class
 from coop_tui.mechanisms._designs import shared_design_count
 
@@ -138,6 +138,8 @@ def parse_config_text(text: str, path: Path) -> Any:
                 data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader
             except yaml.YAMLError as exc:
                 raise SpecError(where, f"is not valid YAML: {exc}".replace("\n", " ")) from None
+            except TooManyAliases as exc:
+                raise SpecError(where, str(exc)) from None
         else:
             try:
                 data = tomllib.loads(text)
@@ -180,10 +182,16 @@ def _check_values(value: Any, loc: str, depth: int, where: str) -> None:
 
 
 def _unique_key_loader() -> Any:
-    """A YAML SafeLoader that refuses a key given twice in one mapping."""
+    """A YAML SafeLoader that refuses a key given twice in one mapping, and aliases that
+    expand past :data:`coop_tui.inputs.MAX_ALIAS_EXPANSION` (before building values)."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        def compose_document(self) -> Any:
+            node = super().compose_document()
+            check_yaml_aliases(node)
+            return node
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[Any] = set()
             for key_node, _ in node.value:

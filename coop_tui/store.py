@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui import summaries
-from coop_tui.database import Database
+from coop_tui.database import BUSY_TIMEOUT, Database, immediate
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.errors import failure_reason
 from coop_tui.events import (
@@ -46,7 +46,7 @@ from coop_tui.migrations import DUPLICATE_KEY as DUPLICATE_KEY
 from coop_tui.migrations import MIGRATIONS as MIGRATIONS
 from coop_tui.migrations import PAPER_MODELS as PAPER_MODELS
 from coop_tui.migrations import Migration as Migration
-from coop_tui.migrations import apply_migrations
+from coop_tui.migrations import applied_migrations, apply_migrations, check_not_newer
 from coop_tui.migrations import migration as migration
 from coop_tui.redact import scrub
 
@@ -376,7 +376,12 @@ class Store:
         if not create and not self.path.exists():
             raise FileNotFoundError(f"no database at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
+        try:  # before anything that writes (even WAL mode changes the file's header)
+            check_not_newer(applied_migrations(conn))
+        except BaseException:
+            conn.close()
+            raise
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -461,12 +466,12 @@ class Store:
                 with suppress(RuntimeError):
                     loop = asyncio.get_running_loop()
             if loop is None:
-                with self.db.conn:
+                with immediate(self.db.conn):
                     yield
                 return
             conn = self.db.conn
-            if not conn.in_transaction:
-                conn.execute("begin")
+            if not conn.in_transaction:  # the write lock from here to the window's commit
+                conn.execute("begin immediate")
             conn.execute("savepoint event")
             try:
                 yield
@@ -511,7 +516,7 @@ class Store:
         are committed first, so a failure here cannot roll them back."""
         with self._write_lock:
             self.commit_pending()
-            with self.db.conn:
+            with immediate(self.db.conn):
                 yield
 
     # ------------------------------------------------------------ runs
@@ -554,7 +559,7 @@ class Store:
         host, pid, now = socket.gethostname(), os.getpid(), time.time()
         # Its own short connection: BEGIN IMMEDIATE on the shared one could commit another
         # thread's half-done transaction (the TUI reads and writes from workers).
-        conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             conn.execute("begin immediate")
             row = conn.execute(
@@ -1165,8 +1170,10 @@ class Store:
         self.flush_folds()
         self.set_run_status(e.run_id, e.status, e.error)
         # Keep the planner's statistics current as the tables grow (cheap: it only
-        # analyses what changed a lot since the last time).
-        self.db.conn.execute("PRAGMA optimize")
+        # analyses what changed a lot since the last time). Under the write lock: its
+        # ANALYZE reads, then writes, and would fail at once after another process's commit.
+        with self._own_transaction():
+            self.db.conn.execute("PRAGMA optimize")
 
 
 class _MatchBatch:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from coop_tui.games.base import Game, GameError
+from coop_tui.inputs import TooManyAliases, check_yaml_aliases, read_regular
 
 FIELDS = ("key", "title", "description", "players", "actions", "cooperative", "defect", "payoffs")
 MAX_PROFILES = 1_000_000
@@ -49,14 +50,26 @@ def read_game_file(path: Path) -> dict[str, Any]:
     """Parse TOML or YAML into a mapping; syntax errors name the file and line."""
     if not path.is_file():
         raise GameError(f"game file {str(path)!r} does not exist; check the path")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_regular(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GameError(f"{path}: not UTF-8 text (byte {exc.start:,}); save it as UTF-8") from None
     try:
         if path.suffix.lower() == ".toml":
             data = tomllib.loads(text)
         else:
             import yaml
 
-            data = yaml.safe_load(text)
+            loader = yaml.SafeLoader(text)
+            try:
+                node = loader.get_single_node()
+                if node is not None:
+                    check_yaml_aliases(node)
+                data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+    except TooManyAliases as exc:
+        raise GameError(f"{path}: {exc}") from None
     except RecursionError:
         raise GameError(f"{path}: nested too deeply to read; a game file needs a few levels") from None
     except (tomllib.TOMLDecodeError, ValueError) as exc:

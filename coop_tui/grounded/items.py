@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui.errors import SpecError
+from coop_tui.inputs import InputTooLarge, read_regular
 
 ITEM_KINDS = ("options", "likert", "number", "text", "mixed")
 _KNOWN = {
@@ -206,11 +207,11 @@ def load_items(path: Path | str) -> list[Item]:
     """Every item of a JSONL file, checked; empty lines and ``#`` comment lines skipped."""
     path = Path(path)
     try:
+        raw = read_regular(path, limit=MAX_ITEM_FILE_BYTES)
+    except InputTooLarge:
         size = path.stat().st_size
-        if size > MAX_ITEM_FILE_BYTES:
-            raise _err("benchmark", f"{path} is {size / 2**20:.1f} MiB; an item file may hold at most "
-                       f"{MAX_ITEM_FILE_BYTES // 2**20} MiB ({MAX_ITEMS:,} items): split it")
-        raw = path.read_bytes()
+        raise _err("benchmark", f"{path} is {size / 2**20:.1f} MiB; an item file may hold at most "
+                   f"{MAX_ITEM_FILE_BYTES // 2**20} MiB ({MAX_ITEMS:,} items): split it") from None
     except OSError as exc:
         raise _err("benchmark", f"cannot read {path} ({exc.strerror}); give a JSONL item file") from None
     try:

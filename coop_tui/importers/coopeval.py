@@ -70,6 +70,7 @@ from coop_tui.importers.coopeval_records import (
     build_game,
     import_run_row,
     log_entries,
+    read_input_bytes,
     records_file,
     round_weights,
 )
@@ -88,7 +89,7 @@ def _content_hash(directory: Path) -> str:
     for name, path in (("config.json", directory / "config.json"),
                        ("records.jsonl", records or directory / "records.jsonl")):
         digest.update(name.encode())
-        digest.update(path.read_bytes())
+        digest.update(read_input_bytes(path))
     return digest.hexdigest()
 
 
@@ -424,7 +425,7 @@ def _study_hash(groups: list[list[Path]]) -> str:
             digest.update(f"{t.parent.name}/{t.name}".encode())
             for name in ("config.json", "matchup_payoffs.json", "matchup_payoffs.json.gz"):
                 if (t / name).is_file():
-                    digest.update((t / name).read_bytes())
+                    digest.update(read_input_bytes(t / name))
             if (t / "records.jsonl").is_file():
                 digest.update(str((t / "records.jsonl").stat().st_size).encode())
     return digest.hexdigest()

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from coop_tui.inputs import MAX_DECOMPRESSED_BYTES, read_regular
+
 _HEADER = re.compile(
     r"^===== (?P<what>Prompt|Response) \[ID: (?P<id>[^\]]+)\](?: \[(?P<time>[^\]]*)\])? =====$",
     re.MULTILINE,
@@ -71,7 +73,7 @@ def _split_block(body: str, field: str) -> tuple[str, str]:
 
 def iter_log_entries(path: str | Path) -> Iterator[LogEntry]:
     """Yield the entries of one ``game_log.txt`` in file order (by prompt position)."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_regular(path, limit=MAX_DECOMPRESSED_BYTES).decode("utf-8")
     headers = list(_HEADER.finditer(text))
     prompts: dict[str, tuple[str, str, str | None]] = {}
     order: list[str] = []

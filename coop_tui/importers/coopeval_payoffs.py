@@ -45,6 +45,7 @@ from coop_tui.importers.coopeval_records import (
     import_run_row,
     log_entries,
     member_letter,
+    read_input_bytes,
     records_file,
     round_weights,
     split_player,
@@ -157,7 +158,8 @@ def plan_from_payoffs(
     kwargs = mech_cfg.get("kwargs") or {}
     game = build_game(config, [])
     discount = float(data.get("discount", kwargs.get("discount", 1.0)) or 1.0)
-    content = hashlib.sha256((directory / "config.json").read_bytes() + path.read_bytes()).hexdigest()
+    content = hashlib.sha256(
+        read_input_bytes(directory / "config.json") + read_input_bytes(path)).hexdigest()
     single = run_id is None
     run_id = run_id or f"coopeval-{content[:12]}"
     prefix = run_id if single else f"{run_id}-{experiment}-{replicate}"

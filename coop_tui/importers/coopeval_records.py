@@ -31,7 +31,13 @@ from coop_tui.games.public_good import public_good
 from coop_tui.games.travelers import travelers
 from coop_tui.games.user import MAX_PAYOFF
 from coop_tui.importers.coopeval_log import classify_prompt, iter_log_entries
-from coop_tui.inputs import InputTooLarge, open_bounded
+from coop_tui.inputs import (
+    MAX_DECOMPRESSED_BYTES,
+    InputTooLarge,
+    NotRegularFile,
+    open_bounded,
+    read_regular,
+)
 from coop_tui.parsing import ParseError, parse_mixed_strategy
 
 GAMES = {
@@ -87,11 +93,26 @@ def finite_payoff(value: Any, where: str) -> float:
 # ----------------------------------------------------------------------------- reading
 
 
+def read_input_bytes(path: Path) -> bytes:
+    """A file of a CoopEval directory read whole (hashed, or a JSON document): a regular
+    file within the records' bound (:data:`coop_tui.inputs.MAX_DECOMPRESSED_BYTES`),
+    checked by its size before any byte is read (a 400 MB ``config.json`` is refused, not
+    parsed into gigabytes)."""
+    try:
+        return read_regular(path, limit=MAX_DECOMPRESSED_BYTES)
+    except InputTooLarge as exc:
+        raise CoopEvalError(str(exc)) from None
+    except NotRegularFile as exc:
+        raise CoopEvalError(f"{path}: {exc.strerror}") from None
+
+
 def _read_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_input_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         raise CoopEvalError(f"{path}: missing; a CoopEval run directory has {what}") from None
+    except UnicodeDecodeError as exc:
+        raise CoopEvalError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start:,})") from None
     except json.JSONDecodeError as exc:
         raise CoopEvalError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui.errors import fail
-from coop_tui.inputs import InputTooLarge, open_bounded
+from coop_tui.inputs import InputTooLarge, open_bounded, open_regular
 
 # the sp_trials table marks these (a migration backfills them), so the migrations define them
 from coop_tui.migrations import DUPLICATE_KEY, PAPER_MODELS
@@ -310,7 +310,7 @@ def _with_own(row: dict[str, Any], games: dict[str, SymmetricGame], summary: Sum
 
 def _file_hash(path: Path) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
