@@ -9,12 +9,21 @@ ParquetWriter with one row group per chunk), so memory stays bounded by one chun
 Column types come from the table's declared SQLite types, so every chunk of a Parquet
 file has the same schema even when a column is empty in some of them. A decision's
 ``prompt`` is exported as its text, whether stored content-addressed or inline.
+
+Each file is written under a temporary name in the output folder and renamed when
+complete: a failure, Ctrl-C or SIGTERM part-way leaves the earlier file (or none), never
+half of one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
-from collections.abc import Iterator
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +137,24 @@ def require_parquet_engine() -> None:
                           "pip install pyarrow (or export CSV)") from None
 
 
-def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[Path]:
+def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """``write`` a temporary file beside ``path``, then rename it to ``path`` (one step on
+    the same file system): readers see the old file or the whole new one."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    os.close(fd)
+    part = Path(name)
+    try:
+        write(part)
+        os.replace(part, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            part.unlink()
+        raise
+
+
+def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv",
+               on_file: Callable[[Path], None] | None = None) -> list[Path]:
+    """Write a run's tables into ``out``; ``on_file`` is told of each file once complete."""
     if fmt == "parquet":
         require_parquet_engine()  # before anything is written
     store = Store(db_path)
@@ -141,11 +167,12 @@ def export_run(db_path: Path, run_id: str, out: Path, fmt: str = "csv") -> list[
                                       [run_id]).fetchone()]
         for name in [*TABLES, *extra]:
             path = out / f"{name}.{fmt}"
-            if fmt == "csv":
-                _write_csv(store.db.conn, name, run_id, path)
-            else:
-                _write_parquet(store.db.conn, name, run_id, path)
+            writer = _write_csv if fmt == "csv" else _write_parquet
+            _write_atomically(path, lambda part, name=name, writer=writer:  # type: ignore[misc]
+                              writer(store.db.conn, name, run_id, part))
             written.append(path)
+            if on_file is not None:
+                on_file(path)
     finally:
         store.close()
     return written
@@ -162,6 +189,35 @@ def export_command(db_path: Path, ref: str | None, *, fmt: str, out: Path) -> in
             require_parquet_engine()
         except ExportError as exc:
             return fail(f"--format parquet: {exc}")
-    for path in export_run(db_path, run["id"], out, fmt):
-        print(path)
+    from coop_tui.runner import EXIT_SIGINT, EXIT_SIGTERM, stop_words
+
+    try:
+        with _sigterm_stops():
+            export_run(db_path, run["id"], out, fmt, on_file=lambda path: print(path, flush=True))
+    except (_Terminated, KeyboardInterrupt) as stop:
+        code = EXIT_SIGTERM if isinstance(stop, _Terminated) else EXIT_SIGINT
+        print(f"{stop_words(code)}: export of run {run['id']} stopped; the files listed are "
+              f"complete, no other was left half-written; run it again for the rest",
+              file=sys.stderr)
+        return code
     return 0
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived during an export (a BaseException, like KeyboardInterrupt, so no
+    ``except Exception`` on the way swallows it)."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` while the export runs, so the file being
+    written is removed and the command ends with the stop line and 143 like a sweep."""
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

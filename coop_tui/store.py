@@ -648,7 +648,8 @@ class Store:
         run = self.run(ref)
         if run:
             return run
-        rows = list(self.db.query("select * from runs where id like ? limit 2", [ref + "%"]))
+        rows = list(self.db.query("select * from runs where id like ? escape '\\' limit 2",
+                                  [like_escape(ref) + "%"])) if ref else []
         if len(rows) == 1:
             return rows[0]
         return self.latest_run(name=ref)
@@ -1246,6 +1247,12 @@ MATCH_SEARCH: dict[str, list[str]] = {
 SEARCH_ALIASES = {"mech": "mechanism", "cond": "condition", "model": "agent", "strategy": "agent"}
 
 
+def like_escape(text: str) -> str:
+    """``text`` for a ``LIKE ... escape '\\'`` pattern, its ``%`` and ``_`` taken literally
+    (a run id prefix ``%`` must not pick a run)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def search_clause(query: str, fields: dict[str, list[str]]) -> tuple[str, list[str]]:
     """A WHERE fragment (and its arguments) for a search box: every term must match.
 
@@ -1262,7 +1269,7 @@ def search_clause(query: str, fields: dict[str, list[str]]) -> tuple[str, list[s
             chosen, text = [name], value
         else:
             chosen, text = list(fields), term
-        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = "%" + like_escape(text) + "%"
         parts = [sql for field in chosen for sql in fields[field]]
         clauses.append("(" + " or ".join(parts) + ")")
         args.extend([pattern] * len(parts))

@@ -270,3 +270,89 @@ def test_a_database_made_by_a_newer_version_is_refused_untouched(tmp_path: Path)
         assert "newer coop-tui" in result.stderr and "upgrade" in result.stderr
         assert "m999_from_the_future" in result.stderr
     assert db.read_bytes() == before
+
+
+# --------------------------------------------------------------- 3. the small ones
+def _db_with_run(path: Path, *, decisions: int = 0, bad_row: int | None = None) -> str:
+    """A database holding one run of one match with ``decisions`` rows written by SQL (fast
+    at any size); ``bad_row``: that decision's response is not UTF-8, which SQLite stores
+    and Python cannot read back (a failure part-way through an export)."""
+    store = Store(path)
+    run_id = "20260101-000000-abcdef"
+    store.create_run(run_id, "crowd", kind="sweep", seed=1, sweep_hash="h", spec={})
+    with store.transaction():
+        store.db.execute("insert into matches (id, run_id, status) values ('m1', ?, 'done')", [run_id])
+        store.db.execute(
+            "with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)"
+            " insert into decisions (match_id, round, phase, seat, agent, response)"
+            " select 'm1', i, 'move', 0, 'tft', case when i = ? then cast(x'c328ff' as text)"
+            " else 'C' end from n", [decisions, bad_row or -1])
+    store.close()
+    return run_id
+
+
+def test_a_run_id_prefix_takes_like_wildcards_literally(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    run_id = _db_with_run(db)
+    store = Store(db)
+    try:
+        assert store.resolve_run("%") is None and store.resolve_run("2026_101") is None
+        assert store.resolve_run(run_id[:8])["id"] == run_id  # a real prefix still works
+    finally:
+        store.close()
+    result = cli("report", "%", "--db", str(db))
+    assert result.returncode == 2 and "no run" in result.stderr, result.stderr
+
+
+def test_an_export_failing_part_way_leaves_the_earlier_file_whole(tmp_path: Path) -> None:
+    """The file was opened under its own name and written chunk by chunk: a failure after
+    the first chunk left half a table where the last export's file had been."""
+    from coop_tui.export import CHUNK
+
+    db, out = tmp_path / "x.db", tmp_path / "out"
+    _db_with_run(db, decisions=CHUNK + 10, bad_row=CHUNK + 5)
+    out.mkdir()
+    (out / "decisions.csv").write_text("the earlier export\n")
+    result = cli("export", "--db", str(db), "--out", str(out))
+    assert result.returncode != 0
+    assert (out / "decisions.csv").read_text() == "the earlier export\n"
+    assert sorted(p.name for p in out.iterdir()) == ["decisions.csv", "matches.csv", "seats.csv"]
+
+
+@pytest.mark.slow
+def test_sigterm_stops_an_export_with_the_stop_line_and_no_half_file(tmp_path: Path) -> None:
+    db, out = tmp_path / "x.db", tmp_path / "out"
+    _db_with_run(db, decisions=400_000)
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "coop_tui.cli", "export", "--db", str(db),
+                             "--out", str(out)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # matches.csv is complete: the decisions are next
+    assert first.strip().endswith("matches.csv"), proc.stderr.read()
+    proc.terminate()
+    rest, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "stopped" in err
+    listed = {Path(line).name for line in (first + rest).split()}
+    present = {p.name for p in out.iterdir()}
+    # every file listed is there; no .part file is left; the 400,000 decisions being
+    # written when the signal came are not there at all (seats.csv, with none, may have
+    # been renamed just before the signal, unlisted)
+    assert listed <= present <= {"matches.csv", "seats.csv"}
+    assert (out / "matches.csv").read_text().count("\n") == 2  # header and the one match
+
+
+def test_an_imported_count_beyond_sqlite_integers_is_refused(tmp_path: Path) -> None:
+    """``1e30`` trials was an OverflowError from the insert ("unexpected", exit 1)."""
+    import gzip
+
+    lines = gzip.decompress((DATA / "strategic_personalities.sample.csv.gz").read_bytes())
+    header, row = lines.decode().splitlines()[:2]
+    fields = row.split(",")
+    fields[8] = "1e30"  # the trial number
+    table = tmp_path / "trials.csv"
+    table.write_text(header + "\n" + ",".join(fields) + "\n")
+    db = tmp_path / "x.db"
+    result = cli("import", "strategic-personalities", str(table), "--db", str(db))
+    assert result.returncode == 2, result.stderr
+    assert "line 2" in result.stderr and "2^63" in result.stderr and "unexpected" not in result.stderr

@@ -42,6 +42,7 @@ import csv
 import functools
 import hashlib
 import io
+import math
 import re
 import sys
 from collections import Counter
@@ -151,6 +152,11 @@ def _open_text(path: Path) -> io.TextIOBase:
     return io.TextIOWrapper(open_bounded(path), encoding="utf-8", newline="")
 
 
+SQLITE_INT_LIMIT = 2**63
+"""SQLite stores integers in 64 bits: a larger count from the table would crash the
+insert (OverflowError), so it is refused with the line and column."""
+
+
 def _number(value: str, line: int, column: str, path: Path, *, whole: bool) -> float | int | None:
     if value == "":
         return None
@@ -162,6 +168,11 @@ def _number(value: str, line: int, column: str, path: Path, *, whole: bool) -> f
             f"{value!r}, not a number; is this seed 003's data/strategic_personalities.csv.gz?"
         ) from None
     if whole:
+        if not math.isfinite(x) or abs(x) >= SQLITE_INT_LIMIT:
+            raise TrialTableError(
+                f"{path}: line {line}: column {COLUMNS.index(column) + 1} ({_TITLES[column]}) is "
+                f"{value[:40]!r}, not a whole number within ±2^63 (what a database column "
+                "holds); give the count the table means")
         if x != int(x):
             raise TrialTableError(f"{path}: line {line}: column {COLUMNS.index(column) + 1} "
                                   f"({_TITLES[column]}) is {value!r}, not a whole number")
