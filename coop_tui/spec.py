@@ -34,7 +34,13 @@ from coop_tui.games import GameError, load_game
 from coop_tui.games.kinds import ProtocolGame
 from coop_tui.games.user import MAX_PAYOFF
 from coop_tui.grounded.stages import check_sweep, planning_params
-from coop_tui.inputs import TooManyAliases, check_yaml_aliases, fingerprints
+from coop_tui.inputs import (
+    NotRegularFile,
+    TooManyAliases,
+    check_yaml_aliases,
+    fingerprints,
+    read_regular,
+)
 from coop_tui.mechanisms import MechanismError, mechanism_class
 from coop_tui.mechanisms._designs import shared_design_count
 
@@ -116,7 +122,9 @@ def read_sweep_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise SpecError("", f"{path} is not a file; give the path of a .toml or .yaml sweep file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
+    except NotRegularFile as exc:
+        raise SpecError(str(path), str(exc.strerror)) from None
     except (UnicodeDecodeError, OSError) as exc:
         raise SpecError(str(path), f"cannot be read as UTF-8 text ({exc})") from None
     data = parse_config_text(text, path)
