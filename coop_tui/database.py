@@ -24,14 +24,17 @@ database; each holds the lock for one short transaction at a time."""
 @contextmanager
 def immediate(conn: sqlite3.Connection) -> Iterator[None]:
     """One write transaction taken with ``BEGIN IMMEDIATE``, committed at the end (rolled
-    back on an error); inside an open transaction it joins that one.
+    back on an error), like ``with conn:`` otherwise.
 
     A plain (deferred) ``BEGIN`` followed by a read takes a snapshot, and the first write
     after it fails at once with "database is locked" when another process committed in
     between: in WAL mode SQLite cannot wait for that. ``IMMEDIATE`` takes the write lock
-    first, waiting up to the busy timeout, so every read inside sees the latest data."""
+    first, waiting up to the busy timeout, so every read inside sees the latest data.
+    A transaction already open is ended here as ``with conn:`` would end it: it holds the
+    lock already, and one left open must not keep it."""
     if conn.in_transaction:
-        yield
+        with conn:
+            yield
         return
     conn.execute("begin immediate")
     try:
