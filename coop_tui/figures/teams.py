@@ -1,6 +1,7 @@
-"""The super-additive cooperation paper's figures: cooperation per round by tournament structure (its Figure 2),
-one-shot cooperation over the matches played (its Figure 3) and pooled per structure with
-intra / inter splits, and intra- against inter-group cooperation (its Figure 4).
+"""The super-additive cooperation paper's figures: cooperation per round by tournament
+structure (its Figure 2), one-shot cooperation over the matches played (its Figure 3) and
+pooled per structure with intra / inter splits, and intra- against inter-group
+cooperation (its Figure 4).
 
 Reads the ``teams`` section only.
 """
