@@ -431,3 +431,12 @@ def test_structures_are_told_apart_and_gc_says_it_has_no_intra_group_matches(
         # in GC's intra slot, where SA's intra bar is: the label stays centred on its group
         offset = sa_intra.get_x() + sa_intra.get_width() / 2 - ax.get_xticks()[0]
         assert notes[0].get_position()[0] - ax.get_xticks()[2] == pytest.approx(offset)
+
+
+def test_columns_told_apart_only_by_long_values_are_numbered(similarity_grounded: dict[str, Any]) -> None:
+    """Grounded conditions differ by score tables and sources shared between agents: no
+    short field names a column, so they are numbered and the labels stay readable."""
+    fig = _by_name(figures_for(similarity_grounded))["coopeval_mean_fitness_all"].figure
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == [f"similarity ({i})" for i in range(1, len(labels) + 1)]
+    assert len(labels) > 4 and fig.axes[0].get_xticklabels()[0].get_rotation() == 35

@@ -8,6 +8,7 @@ each experiment's ``matchup_matrix`` and the report's ``evolution``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from coop_tui.figures import Drawn, Family, register
@@ -25,7 +26,7 @@ from coop_tui.figures.style import (
 )
 
 METRICS = (("mean", "Mean", "Mean payoff (points)"),
-           ("fitness", "Fitness", "Fitness (points, replicator-weighted)"))
+           ("fitness", "Fitness", "Fitness\n(points, replicator-weighted)"))
 
 
 def _bars(report: dict[str, Any]) -> list[Drawn]:
@@ -93,7 +94,9 @@ def _metric_bars(ax: Any, rows: list[dict[str, Any]], agents: list[str],
             ax.plot(zeros, [0.0] * len(zeros), linestyle="none", marker="o",
                     markersize=4, markerfacecolor="white", markeredgecolor=colour(i),
                     markeredgewidth=1.2, zorder=3, gid=f"{metric}|{agent}|zero")
-    ax.set_xticks(range(len(mechanisms)), mechanisms)
+    crowded = len(mechanisms) > 4  # long labels side by side would run into each other
+    ax.set_xticks(range(len(mechanisms)), mechanisms, rotation=35 if crowded else 0,
+                  ha="right" if crowded else "center")
     ax.axhline(0, color="0.3", linewidth=0.6, zorder=1)
 
 
@@ -140,14 +143,17 @@ def _columns(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], str]:
     return out
 
 
+CONDITION_FIELD = re.compile(r"(\w+)=(.*?)(?= \w+=|$)")
+"""One ``name=value`` of a stored condition key; a value may hold spaces (a dict)."""
+LABEL_VALUE = 24
+"""Longer values (score tables, long names) do not name a column: it is numbered instead."""
+
+
 def _condition_fields(condition: Any) -> dict[str, str]:
     """A stored condition key (``framing=similar similarity=50.0``) as fields, numbers
     written short (``50``)."""
-    fields = {}
-    for part in str(condition or "").split():
-        name, _, value = part.partition("=")
-        fields[name] = _short_number(value)
-    return fields
+    return {name: _short_number(value)
+            for name, value in CONDITION_FIELD.findall(str(condition or ""))}
 
 
 def _short_number(text: str) -> str:
@@ -170,12 +176,15 @@ def _natural(condition: Any) -> list[tuple[int, float, str]]:
 
 
 def _distinct_label(name: str, condition: Any, conditions: list[Any]) -> str:
-    """``name`` with the fields that tell ``condition`` apart from the others of
-    ``conditions`` (just ``similarity=50`` when the field is the mechanism's name)."""
-    mine = _condition_fields(condition)
-    others = [_condition_fields(c) for c in conditions]
-    varying = [f for f in mine if len({o.get(f) for o in others}) > 1]
-    if not varying:  # nothing tells them apart: numbered, as before
+    """``name`` with the short fields that tell ``condition`` apart from the others of
+    ``conditions`` (just ``similarity=50`` when the field is the mechanism's name);
+    numbered ``name (2)`` when no short fields tell them all apart."""
+    fields = [_condition_fields(c) for c in conditions]
+    mine = fields[conditions.index(condition)]
+    varying = [f for f in mine if len({o.get(f) for o in fields}) > 1
+               and all(len(o.get(f) or "") <= LABEL_VALUE for o in fields)]
+    told_apart = len({tuple(o.get(f) for f in varying) for o in fields}) == len(fields)
+    if not varying or not told_apart:
         return f"{name} ({conditions.index(condition) + 1})"
     text = " ".join(f"{f}={mine[f]}" for f in varying)
     return text if varying == [name] else f"{name}\n{text}"
