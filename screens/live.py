@@ -56,15 +56,28 @@ HEAL = 0.2
 """How often a full repaint is considered after events were applied (see ``_heal``)."""
 
 
+TITLE_CONDITION_WIDTH = 72
+"""A condition whose fields fit in this many characters is shown in full in the title."""
+
+
 def condition_shown(mechanism: str, condition: dict[str, Any]) -> dict[str, Any]:
-    """The condition fields worth a title: those set and not at their default (a Team
-    tournament has some twenty parameters; the title shows what this one changed)."""
+    """The condition fields worth a title: every field set when they fit on a line
+    (``similarity=80 framing=similar prompt=percentage_updated``: the reader sees the
+    whole condition, defaults included), else only those set away from their default (a
+    Team tournament has some twenty parameters; the title then shows what it changed)."""
+    given = {k: v for k, v in condition.items() if v is not None}
+    if len(condition_text(given)) <= TITLE_CONDITION_WIDTH:
+        return given
     try:
         fields = mechanism_class(mechanism).Params.model_fields if mechanism else {}
     except MechanismError:
         fields = {}
-    return {k: v for k, v in condition.items() if v is not None
-            and not (k in fields and not fields[k].is_required() and fields[k].default == v)}
+    return {k: v for k, v in given.items()
+            if not (k in fields and not fields[k].is_required() and fields[k].default == v)}
+
+
+def condition_text(condition: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_short(v)}" for k, v in condition.items())
 
 
 def _short(value: Any) -> str:
@@ -76,6 +89,7 @@ def _short(value: Any) -> str:
 class LiveScreen(NavScreen):
     """Watch (or play) one match as it happens."""
 
+    HELP_TITLE = "Live match"
     CSS_PATH = "live.tcss"
     _default_placeholder = "0 / 1 … for a pure action, or A0=70 A1=30; Enter confirms"
     BINDINGS = [
@@ -169,8 +183,7 @@ class LiveScreen(NavScreen):
         out.append(" coop-tui ", style="bold reverse")
         out.append(" replay " if s.kind == "replay" else " live ", style="bold")
         out.append(s.title)
-        shown = condition_shown(getattr(s, "mechanism", ""), s.condition)
-        cond = " ".join(f"{k}={_short(v)}" for k, v in shown.items())
+        cond = condition_text(condition_shown(getattr(s, "mechanism", ""), s.condition))
         if cond:
             out.append(f"   {cond}", style="dim")
         return out

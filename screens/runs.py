@@ -99,6 +99,8 @@ def selected_key(table: DataTable) -> str | None:
 class ConfirmScreen(ModalScreen[bool]):
     """A yes / no question; ``y`` or Enter on "Yes" confirms, ``n`` or Esc declines."""
 
+    HELP_TITLE = "Delete a run"
+
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
@@ -140,9 +142,11 @@ class ConfirmScreen(ModalScreen[bool]):
 class RunsScreen(NavScreen):
     """Browse stored runs and matches; replay, inspect, analyse or delete them."""
 
+    HELP_TITLE = "Runs"
     CSS_PATH = "runs.tcss"
     BINDINGS = [
         Binding("slash", "search", "Search"),
+        Binding("r", "open", "Replay match"),
         Binding("d", "decisions", "Decisions"),
         Binding("a", "analysis", "Analysis"),
         Binding("x,delete", "delete", "Delete run"),
@@ -416,6 +420,7 @@ class RunsScreen(NavScreen):
 class DecisionsScreen(NavScreen):
     """Every decision of one match; Enter opens the decision inspector."""
 
+    HELP_TITLE = "Decisions of a match"
     CSS_PATH = "runs.tcss"
     BINDINGS = [
         Binding("enter", "inspect", "Inspect", show=False),
