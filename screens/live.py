@@ -57,16 +57,18 @@ HEAL = 0.2
 
 
 TITLE_CONDITION_WIDTH = 72
-"""A condition whose fields fit in this many characters is shown in full in the title."""
+"""Room for the condition when the title's width is not known."""
 
 
-def condition_shown(mechanism: str, condition: dict[str, Any]) -> dict[str, Any]:
-    """The condition fields worth a title: every field set when they fit on a line
-    (``similarity=80 framing=similar prompt=percentage_updated``: the reader sees the
-    whole condition, defaults included), else only those set away from their default (a
-    Team tournament has some twenty parameters; the title then shows what it changed)."""
+def condition_shown(mechanism: str, condition: dict[str, Any],
+                    width: int = TITLE_CONDITION_WIDTH) -> dict[str, Any]:
+    """The condition fields worth a title: every field set when they fit in ``width``
+    characters (``similarity=80 framing=similar prompt=percentage_updated``: the reader
+    sees the whole condition, defaults included), else only those set away from their
+    default (a Team tournament has some twenty parameters; the title then shows what it
+    changed)."""
     given = {k: v for k, v in condition.items() if v is not None}
-    if len(condition_text(given)) <= TITLE_CONDITION_WIDTH:
+    if len(condition_text(given)) <= width:
         return given
     try:
         fields = mechanism_class(mechanism).Params.model_fields if mechanism else {}
@@ -183,10 +185,16 @@ class LiveScreen(NavScreen):
         out.append(" coop-tui ", style="bold reverse")
         out.append(" replay " if s.kind == "replay" else " live ", style="bold")
         out.append(s.title)
-        cond = condition_text(condition_shown(getattr(s, "mechanism", ""), s.condition))
+        # the whole condition when it fits on the title's line, else what was changed
+        room = self.app.size.width - out.cell_len - 3 if self.is_attached else TITLE_CONDITION_WIDTH
+        cond = condition_text(condition_shown(getattr(s, "mechanism", ""), s.condition, room))
         if cond:
             out.append(f"   {cond}", style="dim")
         return out
+
+    def on_resize(self) -> None:
+        """A wider or narrower terminal may show more or fewer condition fields."""
+        self.query_one("#live-title", Static).update(self._title_text())
 
     def pane(self, seat: int) -> SeatPane:
         return self.query_one(f"#seat-{seat}", SeatPane)

@@ -150,7 +150,7 @@ class RunsScreen(NavScreen):
         Binding("d", "decisions", "Decisions"),
         Binding("a", "analysis", "Analysis"),
         Binding("x,delete", "delete", "Delete run"),
-        Binding("f5", "reload", "Reload"),
+        Binding("f5", "reload", "Reload", show=False),  # in the help; the footer keeps esc Back
         Binding("tab", "switch", "Runs/matches", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape,q", "back", "Back"),
@@ -283,7 +283,7 @@ class RunsScreen(NavScreen):
     def _describe_run(self, run: dict[str, Any]) -> None:
         out = Text()
         out.append(f"run {run.get('id', '?')}", style="bold")
-        out.append("  enter: replay match · d: decisions · a: analysis · x: delete run", style="dim")
+        out.append("  enter or r: replay match · d: decisions · a: analysis · x: delete run", style="dim")
         if run.get("error"):
             out.append(f"  {run['error']}", style="red")
         self._status(out)
