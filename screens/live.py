@@ -57,7 +57,9 @@ HEAL = 0.2
 
 
 TITLE_CONDITION_WIDTH = 72
-"""Room for the condition when the title's width is not known."""
+"""A condition longer than this is never shown whole: only its changed fields."""
+TITLE_LINES = 2
+"""The title wraps to this many lines at most (live.tcss)."""
 
 
 def condition_shown(mechanism: str, condition: dict[str, Any],
@@ -185,8 +187,11 @@ class LiveScreen(NavScreen):
         out.append(" coop-tui ", style="bold reverse")
         out.append(" replay " if s.kind == "replay" else " live ", style="bold")
         out.append(s.title)
-        # the whole condition when it fits on the title's line, else what was changed
-        room = self.app.size.width - out.cell_len - 3 if self.is_attached else TITLE_CONDITION_WIDTH
+        # the whole condition when it is short and fits in the title's two lines, else what
+        # was changed (a team tournament's twenty parameters would fill the lines)
+        room = TITLE_CONDITION_WIDTH
+        if self.is_attached:
+            room = min(room, TITLE_LINES * self.app.size.width - out.cell_len - 3)
         cond = condition_text(condition_shown(getattr(s, "mechanism", ""), s.condition, room))
         if cond:
             out.append(f"   {cond}", style="dim")

@@ -641,6 +641,13 @@ async def test_the_live_title_of_the_preset_names_its_similarity_framing_and_pro
         live = await finished_live(pilot)
         title = plain(live.query_one("#live-title"))
         assert "similarity=80 framing=similar prompt=percentage_updated" in title
+        await pilot.resize_terminal(100, 30)  # still fits in the title's two lines
+        await pilot.pause()
+        assert "prompt=percentage_updated" in plain(live.query_one("#live-title"))
+        await pilot.resize_terminal(50, 30)  # no room: what was set away from the defaults
+        await pilot.pause()
+        title = plain(live.query_one("#live-title"))
+        assert "similarity=80" in title and "framing=" not in title
 
 
 # ---------------------------------------------------------------- helpers without a terminal
