@@ -330,6 +330,8 @@ class SetupScreen(NavScreen):
         Input's text, a Select's choice, a Switch's state)."""
         values: dict[str, Any] = {}
         for widget in self.query("#params Input, #params Select, #params Switch"):
+            if not str(widget.id).startswith("param-"):
+                continue  # a part of another control, not a parameter
             name = str(widget.id).removeprefix("param-")
             if isinstance(widget, Select):
                 values[name] = None if widget.value is NO_CHOICE else widget.value
