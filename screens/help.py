@@ -46,16 +46,19 @@ EXTRA_KEYS: dict[str, list[tuple[str, str]]] = {
         ("enter", "confirm your move"),
     ],
     "Runs": [
-        ("enter", "on a run: show its matches; on a match: replay it as it streamed"),
-        ("↑ / ↓", "move through the runs (the matches follow)"),
+        ("enter", "on a run: its matches; on a match: replay it"),
+        ("↑ / ↓", "move between runs (their matches follow)"),
     ],
     "Everywhere": [
-        ("f1", "this help (? on screens without text fields)"),
+        ("f1, ?", "this help (? on screens without text fields)"),
         ("ctrl+q", "quit coop-tui"),
         ("ctrl+p", "command palette"),
         ("tab / shift+tab", "next / previous widget"),
     ],
 }
+
+SHARED_ACTIONS = ("help",)
+"""Actions every screen binds the same way: listed once, under "Everywhere"."""
 
 KEY_NAMES = {"question_mark": "?", "escape": "esc", "left": "←", "right": "→", "up": "↑",
              "down": "↓", "slash": "/", "left_square_bracket": "[", "right_square_bracket": "]",
@@ -77,19 +80,18 @@ def _declared(cls: type) -> list[Any]:
 
 
 def bindings_of(cls: Any) -> list[tuple[str, str]]:
-    """(keys, description) for every described binding a screen class declares; keys
-    doing the same thing share one row (``q, esc  Back``)."""
+    """(keys, description) for every described binding a screen class declares, except
+    the help key every screen has; keys doing the same thing share one row (``q, esc
+    Back``)."""
     rows: dict[str, list[str]] = {}
     for b in _declared(cls):
         if isinstance(b, Binding):
-            key, desc = b.key, b.description
+            key, action, desc = b.key, b.action, b.description
         elif isinstance(b, tuple) and len(b) >= 3:
-            key, desc = b[0], b[2]
-        elif isinstance(b, tuple) and len(b) == 2:
-            key, desc = b[0], b[1]
+            key, action, desc = b[0], b[1], b[2]
         else:
             continue
-        if not desc:
+        if not desc or action in SHARED_ACTIONS:
             continue
         keys = rows.setdefault(desc, [])
         for name in key_name(key).split(", "):
@@ -171,14 +173,12 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         sections = key_sections()
-        # two balanced columns when wide (one column when narrow, in this order)
-        total = sum(len(keys) + 2 for _, keys in sections)
-        left, used = [], 0
-        for title, keys in sections:
-            if used < total / 2:
-                left.append((title, keys))
-                used += len(keys) + 2
-        right = sections[len(left):]
+        # two columns when wide (one when narrow, in this order), split where the taller
+        # of the two is shortest: a section takes its rows plus its title and a gap
+        heights = [len(keys) + 2 for _, keys in sections]
+        split = min(range(1, len(sections) + 1),
+                    key=lambda k: max(sum(heights[:k]), sum(heights[k:])))
+        left, right = sections[:split], sections[split:]
         with VerticalScroll(id="help-scroll"):
             yield Static("coop-tui keys  ·  esc closes  ·  ↑ ↓ PgUp PgDn scroll", id="help-title")
             with Horizontal(id="help-cols"):
