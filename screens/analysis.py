@@ -92,6 +92,7 @@ def tournament_views(e: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 class AnalysisScreen(NavScreen):
     """One run's analysis: curves, payoff and matchup matrices, population metrics, export."""
 
+    HELP_TITLE = "Analysis"
     CSS_PATH = "analysis.tcss"
     BINDINGS = [
         Binding("left_square_bracket", "experiment(-1)", "Prev experiment"),

@@ -1,11 +1,15 @@
 """The help screen: every key of every screen, read from the screens' own bindings.
 
-Reading ``BINDINGS`` (instead of a hand-kept list) keeps the help honest when keys
-change; screens written by others (runs, inspector, analysis) are listed when present.
+Every module of ``coop_tui.screens`` is looked at and every screen class in it is listed
+with the bindings it declares (its own and those of our screen classes it inherits), so a
+key added to a screen shows up here without anyone editing this file. Keys that are not
+bindings (Enter on a table row, typing in a field) are described in ``EXTRA_KEYS``.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
 from rich.table import Table
@@ -13,12 +17,18 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from coop_tui.screens.live import LiveScreen
-from coop_tui.screens.setup import SetupScreen
-from coop_tui.screens.widgets import optional_screen
+import coop_tui.screens
+
+OWN_PREFIX = "coop_tui."
+"""Bindings declared by classes of these modules are ours to list; Textual's own (tab and
+shift+tab between widgets) are described once, under "Everywhere"."""
+
+ORDER = ("Setup", "Live match", "Play (your seat)", "Runs", "Decisions of a match",
+         "Delete a run", "Decision inspector", "Analysis", "This help", "Everywhere")
+"""Sections in this order; a screen not named here comes after the named ones."""
 
 EXTRA_KEYS: dict[str, list[tuple[str, str]]] = {
     "Setup": [
@@ -35,65 +45,92 @@ EXTRA_KEYS: dict[str, list[tuple[str, str]]] = {
         ("A0=70 A1=30", "or type a mixed strategy (JSON works too)"),
         ("enter", "confirm your move"),
     ],
+    "Runs": [
+        ("enter", "on a run: its matches; on a match: replay it"),
+        ("↑ / ↓", "move between runs (their matches follow)"),
+    ],
     "Everywhere": [
-        ("f1", "this help (? on screens without text fields)"),
+        ("f1, ?", "this help (? on screens without text fields)"),
         ("ctrl+q", "quit coop-tui"),
         ("ctrl+p", "command palette"),
+        ("tab / shift+tab", "next / previous widget"),
     ],
 }
 
+SHARED_ACTIONS = ("help",)
+"""Actions every screen binds the same way: listed once, under "Everywhere"."""
 
-def _key_name(key: str) -> str:
-    names = {"question_mark": "?", "escape": "esc", "left": "←", "right": "→", "up": "↑",
+KEY_NAMES = {"question_mark": "?", "escape": "esc", "left": "←", "right": "→", "up": "↑",
              "down": "↓", "slash": "/", "left_square_bracket": "[", "right_square_bracket": "]",
-             "delete": "del", "space": "space", "enter": "enter", "plus": "+", "minus": "-"}
-    return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
+             "delete": "del", "plus": "+", "minus": "-"}
 
 
-def bindings_of(cls: Any) -> list[tuple[str, str]]:
-    """(key, description) for every binding a screen class declares."""
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for b in getattr(cls, "BINDINGS", []):
-        if isinstance(b, Binding):
-            key, desc = b.key, b.description
-        elif isinstance(b, tuple) and len(b) >= 3:
-            key, desc = b[0], b[2]
-        elif isinstance(b, tuple) and len(b) == 2:
-            key, desc = b[0], b[1]
-        else:
-            continue
-        if not desc:
-            continue
-        name = _key_name(key)
-        if (name, desc) in seen:
-            continue
-        seen.add((name, desc))  # type: ignore[arg-type]
-        out.append((name, desc))
+def key_name(key: str) -> str:
+    """A binding's key(s) as a person types them: ``escape,q`` is ``esc, q``."""
+    return ", ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
+
+
+def _declared(cls: type) -> list[Any]:
+    """The bindings of ``cls`` and of our classes it inherits from, nearest first."""
+    out: list[Any] = []
+    for klass in cls.__mro__:
+        if klass.__module__.startswith(OWN_PREFIX):
+            out.extend(klass.__dict__.get("BINDINGS", []))
     return out
 
 
+def bindings_of(cls: Any) -> list[tuple[str, str]]:
+    """(keys, description) for every described binding a screen class declares, except
+    the help key every screen has; keys doing the same thing share one row (``q, esc
+    Back``)."""
+    rows: dict[str, list[str]] = {}
+    for b in _declared(cls):
+        if isinstance(b, Binding):
+            key, action, desc = b.key, b.action, b.description
+        elif isinstance(b, tuple) and len(b) >= 3:
+            key, action, desc = b[0], b[1], b[2]
+        else:
+            continue
+        if not desc or action in SHARED_ACTIONS:
+            continue
+        keys = rows.setdefault(desc, [])
+        for name in key_name(key).split(", "):
+            if name not in keys:
+                keys.append(name)
+    return [(", ".join(keys), desc) for desc, keys in rows.items()]
+
+
+def screen_classes() -> list[type[Screen]]:
+    """Every screen class defined in a module of ``coop_tui.screens`` (all imported)."""
+    found: list[type[Screen]] = []
+    package = coop_tui.screens
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if (isinstance(value, type) and issubclass(value, Screen)
+                    and value.__module__ == module.__name__ and value not in found):
+                found.append(value)
+    return found
+
+
+def help_title(cls: type) -> str:
+    """The section a screen's keys are listed under (its ``HELP_TITLE``, or its name)."""
+    return str(cls.__dict__.get("HELP_TITLE") or cls.__name__.removesuffix("Screen"))
+
+
 def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
-    sections: list[tuple[str, list[tuple[str, str]]]] = [
-        ("Setup", bindings_of(SetupScreen) + EXTRA_KEYS["Setup"]),
-        ("Live match", bindings_of(LiveScreen) + EXTRA_KEYS["Live match"]),
-        ("Play (your seat)", EXTRA_KEYS["Play (your seat)"]),
-    ]
-    for module, name, title in (
-        ("runs", "RunsScreen", "Runs"),
-        ("inspector", "InspectorScreen", "Decision inspector"),
-        ("analysis", "AnalysisScreen", "Analysis"),
-    ):
-        try:
-            cls = optional_screen(module, name)
-        except Exception:  # a sibling screen with a bug must not break help
-            cls = None
-        if cls is not None:
-            keys = bindings_of(cls)
-            if keys:
-                sections.append((title, keys))
-    sections.append(("Everywhere", EXTRA_KEYS["Everywhere"]))
-    return sections
+    """(title, rows) for every screen with keys, the extra keys merged into their screen."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    for cls in screen_classes():
+        keys = bindings_of(cls)
+        if keys:
+            sections.setdefault(help_title(cls), []).extend(keys)
+    for title, keys in EXTRA_KEYS.items():
+        sections.setdefault(title, []).extend(keys)
+    rank = {title: i for i, title in enumerate(ORDER)}
+    # the named sections in ORDER, any other screen after them, "Everywhere" last
+    return sorted(sections.items(),
+                  key=lambda item: (item[0] == "Everywhere", rank.get(item[0], len(ORDER))))
 
 
 def section_table(title: str, keys: list[tuple[str, str]]) -> Table:
@@ -107,13 +144,18 @@ def section_table(title: str, keys: list[tuple[str, str]]) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key, grouped by screen; any key in the list closes it with esc/q/?."""
+    """Every key, grouped by screen; esc, q, ? or f1 closes it.
 
+    The list is longer than a small terminal: it scrolls (arrows, PgUp / PgDn, Home /
+    End, the wheel), shows its scrollbar, and its bottom border says when more is below."""
+
+    HELP_TITLE = "This help"
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 96%; max-width: 150; height: 92%; border: round $accent; background: $surface;
-        padding: 0 1;
+        width: 96%; max-width: 150; height: 100%; max-height: 46; border: round $accent;
+        background: $surface; padding: 0 1; scrollbar-size-vertical: 1;
+        border-subtitle-color: $warning; border-subtitle-style: bold;
     }
     HelpScreen #help-title { height: 1; text-style: bold; margin: 0 0 1 0; }
     HelpScreen #help-cols { layout: vertical; height: auto; }
@@ -131,16 +173,14 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         sections = key_sections()
-        # two balanced columns when wide (one column when narrow, in this order)
-        total = sum(len(keys) + 2 for _, keys in sections)
-        left, used = [], 0
-        for title, keys in sections:
-            if used < total / 2:
-                left.append((title, keys))
-                used += len(keys) + 2
-        right = sections[len(left):]
-        with VerticalScroll():
-            yield Static("coop-tui keys  ·  esc closes", id="help-title")
+        # two columns when wide (one when narrow, in this order), split where the taller
+        # of the two is shortest: a section takes its rows plus its title and a gap
+        heights = [len(keys) + 2 for _, keys in sections]
+        split = min(range(1, len(sections) + 1),
+                    key=lambda k: max(sum(heights[:k]), sum(heights[k:])))
+        left, right = sections[:split], sections[split:]
+        with VerticalScroll(id="help-scroll"):
+            yield Static("coop-tui keys  ·  esc closes  ·  ↑ ↓ PgUp PgDn scroll", id="help-title")
             with Horizontal(id="help-cols"):
                 for column in (left, right):
                     with Vertical(classes="help-col"):
@@ -149,12 +189,25 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self._fit(self.app.size.width)
+        scroll = self.query_one("#help-scroll", VerticalScroll)
+        scroll.focus()  # the arrows and PgDn scroll it at once
+        self.watch(scroll, "scroll_y", self._show_more, init=False)
+        self.watch(scroll, "virtual_size", self._show_more, init=False)
+        self.call_after_refresh(self._show_more)
 
     def on_resize(self, event: Any) -> None:
         self._fit(event.size.width)
+        self.call_after_refresh(self._show_more)
 
     def _fit(self, width: int) -> None:
         self.set_class(width >= 130, "-wide")
+
+    def _show_more(self, *_: Any) -> None:
+        """Say in the bottom border whether more keys are below (or above) the fold."""
+        scroll = self.query_one("#help-scroll", VerticalScroll)
+        below = scroll.scroll_y < scroll.max_scroll_y
+        above = scroll.scroll_y > 0
+        scroll.border_subtitle = ("↓ more below" if below else "↑ more above" if above else "")
 
     def action_close(self) -> None:
         self.dismiss(None)

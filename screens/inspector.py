@@ -163,6 +163,10 @@ def judgement_texts(decision: Any, judgements: list[dict[str, Any]], judged: int
 class InspectorScreen(NavScreen):
     """One decision in full, with an editor to re-ask it."""
 
+    HELP_TITLE = "Decision inspector"
+    AUTO_FOCUS = "#insp-prompt"
+    """The prompt editor has focus when the screen opens: editing the prompt and re-asking
+    is what a person comes here for (the details on the left scroll with the mouse)."""
     CSS_PATH = "inspector.tcss"
     BINDINGS = [
         Binding("ctrl+r", "reask", "Re-ask", priority=True),

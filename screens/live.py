@@ -56,15 +56,32 @@ HEAL = 0.2
 """How often a full repaint is considered after events were applied (see ``_heal``)."""
 
 
-def condition_shown(mechanism: str, condition: dict[str, Any]) -> dict[str, Any]:
-    """The condition fields worth a title: those set and not at their default (a Team
-    tournament has some twenty parameters; the title shows what this one changed)."""
+TITLE_CONDITION_WIDTH = 72
+"""A condition longer than this is never shown whole: only its changed fields."""
+TITLE_LINES = 2
+"""The title wraps to this many lines at most (live.tcss)."""
+
+
+def condition_shown(mechanism: str, condition: dict[str, Any],
+                    width: int = TITLE_CONDITION_WIDTH) -> dict[str, Any]:
+    """The condition fields worth a title: every field set when they fit in ``width``
+    characters (``similarity=80 framing=similar prompt=percentage_updated``: the reader
+    sees the whole condition, defaults included), else only those set away from their
+    default (a Team tournament has some twenty parameters; the title then shows what it
+    changed)."""
+    given = {k: v for k, v in condition.items() if v is not None}
+    if len(condition_text(given)) <= width:
+        return given
     try:
         fields = mechanism_class(mechanism).Params.model_fields if mechanism else {}
     except MechanismError:
         fields = {}
-    return {k: v for k, v in condition.items() if v is not None
-            and not (k in fields and not fields[k].is_required() and fields[k].default == v)}
+    return {k: v for k, v in given.items()
+            if not (k in fields and not fields[k].is_required() and fields[k].default == v)}
+
+
+def condition_text(condition: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_short(v)}" for k, v in condition.items())
 
 
 def _short(value: Any) -> str:
@@ -76,6 +93,7 @@ def _short(value: Any) -> str:
 class LiveScreen(NavScreen):
     """Watch (or play) one match as it happens."""
 
+    HELP_TITLE = "Live match"
     CSS_PATH = "live.tcss"
     _default_placeholder = "0 / 1 … for a pure action, or A0=70 A1=30; Enter confirms"
     BINDINGS = [
@@ -169,11 +187,19 @@ class LiveScreen(NavScreen):
         out.append(" coop-tui ", style="bold reverse")
         out.append(" replay " if s.kind == "replay" else " live ", style="bold")
         out.append(s.title)
-        shown = condition_shown(getattr(s, "mechanism", ""), s.condition)
-        cond = " ".join(f"{k}={_short(v)}" for k, v in shown.items())
+        # the whole condition when it is short and fits in the title's two lines, else what
+        # was changed (a team tournament's twenty parameters would fill the lines)
+        room = TITLE_CONDITION_WIDTH
+        if self.is_attached:
+            room = min(room, TITLE_LINES * self.app.size.width - out.cell_len - 3)
+        cond = condition_text(condition_shown(getattr(s, "mechanism", ""), s.condition, room))
         if cond:
             out.append(f"   {cond}", style="dim")
         return out
+
+    def on_resize(self) -> None:
+        """A wider or narrower terminal may show more or fewer condition fields."""
+        self.query_one("#live-title", Static).update(self._title_text())
 
     def pane(self, seat: int) -> SeatPane:
         return self.query_one(f"#seat-{seat}", SeatPane)

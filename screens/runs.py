@@ -99,6 +99,8 @@ def selected_key(table: DataTable) -> str | None:
 class ConfirmScreen(ModalScreen[bool]):
     """A yes / no question; ``y`` or Enter on "Yes" confirms, ``n`` or Esc declines."""
 
+    HELP_TITLE = "Delete a run"
+
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
@@ -140,13 +142,15 @@ class ConfirmScreen(ModalScreen[bool]):
 class RunsScreen(NavScreen):
     """Browse stored runs and matches; replay, inspect, analyse or delete them."""
 
+    HELP_TITLE = "Runs"
     CSS_PATH = "runs.tcss"
     BINDINGS = [
         Binding("slash", "search", "Search"),
+        Binding("r", "open", "Replay match"),
         Binding("d", "decisions", "Decisions"),
         Binding("a", "analysis", "Analysis"),
         Binding("x,delete", "delete", "Delete run"),
-        Binding("f5", "reload", "Reload"),
+        Binding("f5", "reload", "Reload", show=False),  # in the help; the footer keeps esc Back
         Binding("tab", "switch", "Runs/matches", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape,q", "back", "Back"),
@@ -279,7 +283,7 @@ class RunsScreen(NavScreen):
     def _describe_run(self, run: dict[str, Any]) -> None:
         out = Text()
         out.append(f"run {run.get('id', '?')}", style="bold")
-        out.append("  enter: replay match · d: decisions · a: analysis · x: delete run", style="dim")
+        out.append("  enter or r: replay match · d: decisions · a: analysis · x: delete run", style="dim")
         if run.get("error"):
             out.append(f"  {run['error']}", style="red")
         self._status(out)
@@ -416,6 +420,7 @@ class RunsScreen(NavScreen):
 class DecisionsScreen(NavScreen):
     """Every decision of one match; Enter opens the decision inspector."""
 
+    HELP_TITLE = "Decisions of a match"
     CSS_PATH = "runs.tcss"
     BINDINGS = [
         Binding("enter", "inspect", "Inspect", show=False),

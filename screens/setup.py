@@ -157,6 +157,7 @@ class Row(Horizontal):
 class SetupScreen(NavScreen):
     """Pick who plays what under which mechanism, see the prompt, then start."""
 
+    HELP_TITLE = "Setup"
     CSS_PATH = "setup.tcss"
     BINDINGS = [
         Binding("ctrl+s", "save", "Save sweep"),
@@ -182,6 +183,11 @@ class SetupScreen(NavScreen):
         self.last_saved: Path | None = None
         self.headless_proc: Any = None
         self._built_mechanism = ""
+        self.param_memory: dict[str, dict[str, Any]] = {
+            "similarity": dict(MatchSetup.preset().params), self.setup.mechanism: dict(self.setup.params)}
+        """Per mechanism, the parameter values its form last held: switching to another
+        mechanism and back brings them back instead of the bare defaults (Similarity's
+        ``similarity`` has none, and the form then said it was missing)."""
         self._params_building = 0
         """Parameter forms being (re)built: until they are mounted their Selects are empty."""
 
@@ -264,7 +270,7 @@ class SetupScreen(NavScreen):
             Row(Label("samples"), Input(str(s.samples), id="samples", compact=True, type="integer")),
             Row(Label("seed"), _seed_input(s.seed)),
         ])
-        await self._build_params(str(self.query_one("#mechanism", Select).value), s.params)
+        await self._build_params(str(self.query_one("#mechanism", Select).value))
         self._show_game()
         self.ready.set()
         warm_up = getattr(self.app, "warm_up", None)
@@ -306,14 +312,32 @@ class SetupScreen(NavScreen):
     def seat_values(self) -> list[str]:
         return [w.value for w in self.query("#seats Input").results(Input)]
 
-    async def _build_params(self, mechanism: str, values: dict[str, Any] | None = None) -> None:
+    async def _build_params(self, mechanism: str) -> None:
+        """The parameter form of ``mechanism``, filled with what it held last time (the
+        form of the mechanism it replaces is remembered first)."""
         box = self.query_one("#params", Vertical)
+        if self._built_mechanism:
+            self.param_memory[self._built_mechanism] = self.param_form_values()
         self._built_mechanism = mechanism
         self._params_building += 1
         try:
-            await self._mount_params(box, mechanism, values)
+            await self._mount_params(box, mechanism, self.param_memory.get(mechanism))
         finally:
             self._params_building -= 1
+
+    def param_form_values(self) -> dict[str, Any]:
+        """What each parameter control of the form holds now, as the form shows it (an
+        Input's text, a Select's choice, a Switch's state)."""
+        values: dict[str, Any] = {}
+        for widget in self.query("#params Input, #params Select, #params Switch"):
+            if not str(widget.id).startswith("param-"):
+                continue  # a part of another control, not a parameter
+            name = str(widget.id).removeprefix("param-")
+            if isinstance(widget, Select):
+                values[name] = None if widget.value is NO_CHOICE else widget.value
+            elif isinstance(widget, Input | Switch):
+                values[name] = widget.value
+        return values
 
     async def _mount_params(self, box: Vertical, mechanism: str, values: dict[str, Any] | None) -> None:
         from coop_tui.mechanisms import mechanism_class

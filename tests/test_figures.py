@@ -337,3 +337,106 @@ def test_bad_run_is_one_message_and_exit_2(tmp_path: Path, capsys: pytest.Captur
     Store(db).close()
     assert main(["figures", "nosuchrun", "--db", str(db), "--out", str(tmp_path / "f")]) == 2
     assert "no run 'nosuchrun'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ what a reader sees
+def _legend_colours(fig: Any) -> dict[str, tuple[float, ...]]:
+    from matplotlib.colors import to_rgba
+
+    legend = next(lg for lg in (fig.legends + [ax.get_legend() for ax in fig.axes]) if lg)
+    return {text.get_text(): to_rgba(handle.get_facecolor())
+            for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True)}
+
+
+def test_a_table_without_fitness_draws_no_empty_panel_and_a_legend_in_every_colour(
+    coopeval: dict[str, Any]
+) -> None:
+    """CoopEval's Prisoner's Dilemma table holds Reputation- only (a Mean, no Fitness):
+    one panel, every agent's legend entry in its own bar colour."""
+    from matplotlib.colors import to_rgba
+
+    drawn = _by_name(figures_for(coopeval))
+    for name in ("coopeval_mean_fitness_prisoners", "coopeval_mean_fitness_public-good"):
+        fig = drawn[name].figure
+        assert [ax.get_title() for ax in fig.axes] == ["Mean"]
+        assert all(p.get_height() for ax in fig.axes for p in ax.patches)  # nothing empty
+        assert "no Fitness" in fig.axes[0].get_xlabel()
+        legend = _legend_colours(fig)
+        bars = {p.get_gid().split("|", 1)[1]: to_rgba(p.get_facecolor())
+                for p in fig.axes[0].patches}
+        assert len(set(legend.values())) == len(legend) == len(bars) == 6
+        assert sorted(legend.values()) == sorted(bars.values())
+
+
+def test_the_pooled_table_says_which_games_it_pooled(coopeval: dict[str, Any],
+                                                     similarity_abstract: dict[str, Any]) -> None:
+    imported = _by_name(figures_for(coopeval))["coopeval_mean_fitness_all"].figure
+    assert imported.get_suptitle() == "CoopEval — pooled over prisoners, public_good, trust (normalised)"
+    played = _by_name(figures_for(similarity_abstract))["coopeval_mean_fitness_all"].figure
+    assert played.get_suptitle() == "CoopEval — prisoners only (normalised)"
+    assert "four" not in played.get_suptitle()
+
+
+def test_similarity_columns_are_named_by_their_value_in_order(similarity_abstract: dict[str, Any]) -> None:
+    for name in ("coopeval_mean_fitness_all", "coopeval_mean_fitness_prisoners"):
+        fig = _by_name(figures_for(similarity_abstract))[name].figure
+        for ax in fig.axes:
+            assert [t.get_text() for t in ax.get_xticklabels()] == [
+                "similarity=0", "similarity=50", "similarity=100"]
+
+
+def test_a_zero_bar_is_marked_on_the_axis(similarity_abstract: dict[str, Any]) -> None:
+    """always_defect's Fitness is 0 (it takes the whole population): a bar of height 0
+    shows nothing, so each zero gets a hollow marker at 0 in the agent's colour."""
+    from matplotlib.colors import to_rgba
+
+    fig = _by_name(figures_for(similarity_abstract))["coopeval_mean_fitness_all"].figure
+    zeros = 0
+    for ax in fig.axes:
+        markers = {line.get_gid(): line for line in ax.get_lines() if line.get_gid()}
+        for bar in ax.patches:
+            if bar.get_height() != 0:
+                continue
+            line = markers[f"{bar.get_gid()}|zero"]
+            x = bar.get_x() + bar.get_width() / 2
+            assert any(math.isclose(x, mx) for mx in line.get_xdata())
+            assert set(line.get_ydata()) == {0.0}
+            assert line.get_marker() == "o"
+            assert to_rgba(line.get_markeredgecolor()) == bar.get_facecolor()
+            zeros += 1
+    assert zeros >= 3  # always_defect's Fitness at each similarity
+
+
+def test_structures_are_told_apart_and_gc_says_it_has_no_intra_group_matches(
+    teams: dict[str, Any]
+) -> None:
+    conds = teams["teams"]["conditions"]
+    drawn = _by_name(figures_for(teams))
+    for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches"):
+        lines = list(_lines(drawn[name]).values())
+        looks = {(line.get_linestyle(), line.get_marker()) for line in lines}
+        assert len(looks) == len(lines) == 3  # RI and GC no longer one line drawn over the other
+        assert [t.get_text() for t in drawn[name].figure.axes[0].get_legend().get_texts()] == [
+            "SA", "RI", "GC"]
+    gc = next(c for c in conds if c["structure"] == "GC")
+    assert (gc.get("intra") or {}).get("mean") is None  # GC pairs players of different groups
+    for name in ("superadditive_fig4_intra_inter_cooperation", "superadditive_fig3_one_shot_by_structure"):
+        ax = drawn[name].figure.axes[0]
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks == ["SA", "RI", "GC"]
+        sa_intra = next(p for p in ax.patches if p.get_gid() == "intra"
+                        and abs(p.get_x() + p.get_width() / 2 - ax.get_xticks()[0]) < 0.5)
+        notes = [t for t in ax.texts if t.get_gid() == "intra|none"]
+        assert [t.get_text() for t in notes] == ["no intra-group"]
+        # in GC's intra slot, where SA's intra bar is: the label stays centred on its group
+        offset = sa_intra.get_x() + sa_intra.get_width() / 2 - ax.get_xticks()[0]
+        assert notes[0].get_position()[0] - ax.get_xticks()[2] == pytest.approx(offset)
+
+
+def test_columns_told_apart_only_by_long_values_are_numbered(similarity_grounded: dict[str, Any]) -> None:
+    """Grounded conditions differ by score tables and sources shared between agents: no
+    short field names a column, so they are numbered and the labels stay readable."""
+    fig = _by_name(figures_for(similarity_grounded))["coopeval_mean_fitness_all"].figure
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == [f"similarity ({i})" for i in range(1, len(labels) + 1)]
+    assert len(labels) > 4 and fig.axes[0].get_xticklabels()[0].get_rotation() == 35

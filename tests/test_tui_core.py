@@ -16,8 +16,9 @@ from textual.widgets import Button, Input, Select
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from coop_tui.app import CoopApp
-from coop_tui.screens.help import HelpScreen
-from coop_tui.screens.live import LiveScreen
+from coop_tui.mechanisms import mechanism_class
+from coop_tui.screens.help import HelpScreen, help_title, key_name, key_sections, screen_classes
+from coop_tui.screens.live import TITLE_CONDITION_WIDTH, LiveScreen, condition_shown, condition_text
 from coop_tui.screens.setup import SetupScreen, coerce_param
 from coop_tui.screens.widgets import SeatPane
 from coop_tui.session import (
@@ -506,10 +507,151 @@ async def test_help_lists_every_key(tmp_path: Path) -> None:
         assert isinstance(app.screen, HelpScreen)
         text = " ".join(plain(s) for s in app.screen.query("Static"))
         for words in ("Pause/resume", "Stop", "Inspect", "Runs", "Analysis", "Save sweep",
-                      "Run headless", "confirm your move"):
+                      "Run headless", "confirm your move", "Replay match",
+                      "on a match: replay it"):
             assert words in text, words
         await pilot.press("escape")
         assert isinstance(app.screen, SetupScreen)
+
+
+def test_help_lists_every_binding_of_every_screen() -> None:
+    """Read from the screens' own BINDINGS: a key added to any screen is in the help, under
+    that screen's section, with its description (the runs screen's Replay was missing)."""
+    from coop_tui.screens.analysis import AnalysisScreen
+    from coop_tui.screens.inspector import InspectorScreen
+    from coop_tui.screens.runs import ConfirmScreen, DecisionsScreen, RunsScreen
+
+    classes = screen_classes()
+    for cls in (SetupScreen, LiveScreen, RunsScreen, DecisionsScreen, ConfirmScreen,
+                InspectorScreen, AnalysisScreen, HelpScreen):
+        assert cls in classes, cls.__name__
+    sections = dict(key_sections())
+    checked = 0
+    for cls in classes:
+        rows = sections.get(help_title(cls), [])
+        for binding in cls.__dict__.get("BINDINGS", []):  # its own; Textual's are not ours
+            if not binding.description:
+                continue
+            if binding.action == "help":  # the same on every screen: once, under Everywhere
+                assert binding.key in ("f1", "question_mark")
+                continue
+            keys = {k.strip() for k in binding.key.split(",")}
+            assert any(desc == binding.description
+                       and {key_name(k) for k in keys} <= set(shown.split(", "))
+                       for shown, desc in rows), (cls.__name__, binding.key, binding.description)
+            checked += 1
+    assert checked >= 40
+    everywhere = " ".join(k for k, _d in sections["Everywhere"])
+    for binding in CoopApp.BINDINGS:
+        assert key_name(binding.key) in everywhere
+    assert "f1, ?" in everywhere
+
+
+async def test_help_scrolls_to_its_last_line_at_80x24(tmp_path: Path) -> None:
+    """At 80x24 the help is longer than the terminal: it says so, shows a scrollbar,
+    scrolls from the keyboard at once, and its last line can be reached."""
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready_setup(pilot)
+        await pilot.press("f1")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        scroll = help_screen.query_one("#help-scroll")
+        assert app.focused is scroll
+        assert scroll.max_scroll_y > 0 and scroll.show_vertical_scrollbar
+        assert scroll.region.height <= 24
+        assert scroll.border_subtitle == "↓ more below"
+        last_line = "command palette"
+        assert last_line not in screen_text(app)
+        await pilot.press("end")
+        await until(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y, "the end of the help")
+        await pilot.pause()
+        assert last_line in screen_text(app)
+        assert scroll.border_subtitle == "↑ more above"
+
+
+def screen_text(app: CoopApp) -> str:
+    """What the terminal shows now, as text (read from Textual's own screenshot)."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return html.unescape("".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))).replace("\xa0", " ")
+
+
+async def test_switching_the_mechanism_away_and_back_keeps_its_fields(tmp_path: Path) -> None:
+    """similarity -> repetition -> similarity used to empty the similarity field (it has no
+    default) and the form then said "similarity is missing"."""
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready_setup(pilot)
+        screen.query_one("#param-similarity", Input).value = "65"
+        screen.query_one("#param-framing", Select).value = "different"
+
+        async def switch(mechanism: str) -> None:
+            screen.query_one("#mechanism", Select).value = mechanism
+            await until(pilot, lambda: screen._built_mechanism == mechanism
+                        and bool(screen.query("#params Row")), f"the {mechanism} form")
+            await screen.wait_ready()
+            await pilot.pause()
+
+        await switch("repetition")
+        rounds = screen.query_one("#param-rounds", Input)
+        rounds.value = "7"
+        await switch("similarity")
+        assert screen.query_one("#param-similarity", Input).value == "65"
+        assert screen.query_one("#param-framing", Select).value == "different"
+        assert screen.error is None
+        assert "missing" not in plain(screen.query_one("#setup-message"))
+        setup = screen.read_setup()
+        assert setup.params["similarity"] == 65 and setup.params["framing"] == "different"
+        await switch("repetition")
+        assert screen.query_one("#param-rounds", Input).value == "7"
+
+
+async def test_similarity_chosen_after_another_preset_starts_from_the_preset_value(tmp_path: Path) -> None:
+    setup = MatchSetup(seats=["tit_for_tat", "tit_for_tat"], game="prisoners", mechanism="none")
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path, setup=setup)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready_setup(pilot)
+        screen.query_one("#mechanism", Select).value = "similarity"
+        await until(pilot, lambda: bool(screen.query("#param-similarity")), "the similarity form")
+        await screen.wait_ready()
+        assert screen.query_one("#param-similarity", Input).value == "80"
+        assert screen.error is None
+
+
+def test_the_live_title_shows_a_short_condition_whole() -> None:
+    """README's capture: ``similarity=80 framing=similar prompt=percentage_updated``,
+    defaults included; a long one (a Team tournament) keeps what was changed."""
+    similarity = {"similarity": 80, "framing": "similar", "prompt": "percentage_updated"}
+    assert condition_shown("similarity", similarity) == similarity
+    teams = mechanism_class("teams")
+    condition = teams(teams.Params(structure="GC", budget=10)).condition()
+    assert len(condition_text(condition)) > TITLE_CONDITION_WIDTH
+    shown = condition_shown("teams", condition)
+    assert shown["structure"] == "GC" and shown["budget"] == 10
+    assert "winner_bonus" not in shown and len(shown) < len(condition)
+
+
+async def test_the_live_title_of_the_preset_names_its_similarity_framing_and_prompt(tmp_path: Path) -> None:
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready_setup(pilot)
+        set_seats(screen, "tit_for_tat", "always_defect")
+        screen.query_one("#start", Button).focus()
+        await pilot.press("enter")
+        live = await finished_live(pilot)
+        title = plain(live.query_one("#live-title"))
+        assert "similarity=80 framing=similar prompt=percentage_updated" in title
+        await pilot.resize_terminal(100, 30)  # still fits in the title's two lines
+        await pilot.pause()
+        assert "prompt=percentage_updated" in plain(live.query_one("#live-title"))
+        await pilot.resize_terminal(50, 30)  # no room: what was set away from the defaults
+        await pilot.pause()
+        title = plain(live.query_one("#live-title"))
+        assert "similarity=80" in title and "framing=" not in title
 
 
 # ---------------------------------------------------------------- helpers without a terminal

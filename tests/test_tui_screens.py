@@ -249,6 +249,32 @@ async def test_open_match_replays_it_in_the_live_screen(db: Path) -> None:
         assert app.screen.target.decision.round == 4 and app.screen.target.decision.seat == 0
 
 
+async def test_the_first_enter_reaches_the_latest_run_and_the_second_replays_its_match(db: Path) -> None:
+    """No Tab, arrows and Tab again: the runs table has focus with its cursor on the
+    newest run; Enter opens its matches, Enter again replays the first one (r too)."""
+    app = ScreenApp(db, RunsScreen)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen.loaded >= 1 and screen.matches_loaded >= 1)
+        runs = screen.query_one("#runs-table", DataTable)
+        matches = screen.query_one("#matches-table", DataTable)
+        assert app.focused is runs and runs.cursor_row == 0
+        assert screen.selected_run() == LLM_RUN  # the newest run first
+        await pilot.press("enter")
+        await until(pilot, lambda: app.focused is matches and matches.row_count > 0)
+        assert screen.shown_run == LLM_RUN and matches.cursor_row == 0
+        first = screen.selected_match()
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen))
+        assert app.screen.session.kind == "replay" and app.screen.session.match_id == first
+        await app.screen.wait_finished()
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+        await pilot.press("r")  # the help's "Replay match"
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen))
+        assert app.screen.session.match_id == first
+
+
 async def test_delete_run_asks_then_removes_it_from_the_database(db: Path) -> None:
     app = ScreenApp(db, RunsScreen)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -341,6 +367,20 @@ async def test_inspector_shows_messages_response_parse_and_rejected_attempts(db:
         assert "latency 1 ms" in text and "attempts 2" in text
         # the editor holds the request's user message, not the retry conversation
         assert screen.query_one("#insp-prompt", TextArea).text == request
+
+
+async def test_the_inspector_opens_with_the_prompt_editor_focused(db: Path) -> None:
+    store = Store(db)
+    decision_id = llm_decision_id(store)
+    store.close()
+    app = ScreenApp(db, lambda s: InspectorScreen(s, decision_id))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen.target is not None)
+        editor = screen.query_one("#insp-prompt", TextArea)
+        assert app.focused is editor
+        await pilot.press("X")  # typing goes straight into the prompt
+        assert "X" in editor.text and editor.text != screen.original_prompt
 
 
 async def test_inspector_reask_with_a_strategy_stores_a_new_decision(db: Path) -> None:

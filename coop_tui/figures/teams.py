@@ -1,6 +1,7 @@
-"""Seed 004's figures: cooperation per round by tournament structure (its Figure 2),
-one-shot cooperation over the matches played (its Figure 3) and pooled per structure with
-intra / inter splits, and intra- against inter-group cooperation (its Figure 4).
+"""The super-additive cooperation paper's figures: cooperation per round by tournament
+structure (its Figure 2), one-shot cooperation over the matches played (its Figure 3) and
+pooled per structure with intra / inter splits, and intra- against inter-group
+cooperation (its Figure 4).
 
 Reads the ``teams`` section only.
 """
@@ -13,6 +14,15 @@ from coop_tui.figures import Drawn, Family, register
 from coop_tui.figures.style import SINGLE, colour, figure, legend, linestyle
 
 STRUCTURE_ORDER = {"SA": 0, "RI": 1, "GC": 2}
+STRUCTURE_LOOK = {"SA": ("-", "o", 0.0), "RI": ("--", "s", -1.6), "GC": (":", "^", 1.6)}
+"""Per structure, a line style, a marker and a sideways shift in points: two structures
+with the same curve (RI and GC often are) stay both visible, the later one no longer
+drawn over the earlier; the shift moves the drawing only, never the data."""
+
+
+def _in_paper_order(conds: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """(index in the report, condition), SA, RI, GC first as the paper orders them."""
+    return sorted(enumerate(conds), key=lambda ic: (STRUCTURE_ORDER.get(ic[1]["structure"], 3), ic[0]))
 
 
 def _label(c: dict[str, Any], index: int, all_conditions: list[dict[str, Any]]) -> str:
@@ -34,7 +44,9 @@ CURVES = {
 
 
 def _curve(conds: list[dict[str, Any]], key: str) -> Drawn | None:
-    series = [(i, c) for i, c in enumerate(conds) if c.get(key)]
+    from matplotlib.transforms import ScaledTranslation
+
+    series = [(i, c) for i, c in _in_paper_order(conds) if c.get(key)]
     if not series:
         return None
     name, title, xlabel, ylabel, caption = CURVES[key]
@@ -43,10 +55,14 @@ def _curve(conds: list[dict[str, Any]], key: str) -> Drawn | None:
     for k, (i, c) in enumerate(series):
         points = [p for p in c[key] if p.get("mean") is not None]
         xs = [p["x"] for p in points]
-        # a structure keeps its colour in every figure and run: SA, RI, GC as the paper orders them
+        # a structure keeps its colour and look in every figure and run
         shade = STRUCTURE_ORDER.get(c["structure"], 3 + k)
-        ax.plot(xs, [p["mean"] for p in points], color=colour(shade), linestyle=linestyle(shade),
-                marker="o", markersize=2.5, label=_label(c, i, conds), gid=str(i))
+        style, marker, shift = STRUCTURE_LOOK.get(c["structure"], (linestyle(shade), "o", 0.0))
+        moved = ax.transData + ScaledTranslation(shift / 72, 0, fig.dpi_scale_trans)
+        (line,) = ax.plot(xs, [p["mean"] for p in points], color=colour(shade), linestyle=style,
+                          marker=marker, markersize=3.5, markerfacecolor="none",
+                          markeredgewidth=1.0, label=_label(c, i, conds), gid=str(i))
+        line.set_transform(moved)  # after plotting: the axes' limits still fit the data
         bands = [(p["x"], *p["ci"]) for p in points if p.get("ci")]
         if bands:  # intervals over two tournaments can pass 0 and 1: drawn clipped
             ax.fill_between([b[0] for b in bands], [max(b[1], 0.0) for b in bands],
@@ -68,21 +84,27 @@ def _grouped(conds: list[dict[str, Any]], parts: list[tuple[str, str, Any]], tit
     fig, axes = figure(SINGLE, 2.5)
     ax = axes[0][0]
     width = 0.8 / len(parts)
+    ordered = [c for _i, c in _in_paper_order(conds)]
     for p, (key, label, get) in enumerate(parts):
-        xs, heights, lower, upper = [], [], [], []
-        for i, c in enumerate(conds):
+        xs, heights, lower, upper, absent = [], [], [], [], []
+        for i, c in enumerate(ordered):
             cell = get(c)
+            x = i - 0.4 + width * (p + 0.5)
             if not cell or cell.get("mean") is None:
+                absent.append(x)
                 continue
             ci = cell.get("ci") or [cell["mean"], cell["mean"]]
-            xs.append(i - 0.4 + width * (p + 0.5))
+            xs.append(x)
             heights.append(cell["mean"])
             # an interval over two tournaments can pass 0 and 1: the bar shows it clipped
             lower.append(cell["mean"] - max(ci[0], 0.0))
             upper.append(min(ci[1], 1.0) - cell["mean"])
         ax.bar(xs, heights, width=width * 0.92, yerr=[lower, upper], color=colour(p),
                label=label, error_kw={"elinewidth": 0.7, "capsize": 1.5}, gid=key)
-    ax.set_xticks(range(len(conds)), [_label(c, i, conds) for i, c in enumerate(conds)])
+        for x in absent:  # GC plays no intra-group match: the slot says so, not a gap
+            ax.text(x, 0.02, f"no {label}", rotation=90, ha="center", va="bottom",
+                    fontsize=6, color=colour(p), gid=f"{key}|none")
+    ax.set_xticks(range(len(ordered)), [_label(c, conds.index(c), conds) for c in ordered])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
