@@ -85,10 +85,13 @@ async def build_db(path: Path, url: str | None) -> None:
     from coop_tui.sweep import run_sweep
 
     store = Store(path)
-    await run_sweep(build_sweep(sim_sweep()), store, run_id=SIM_RUN)
-    await run_sweep(build_sweep(tour_sweep()), store, run_id=TOUR_RUN)
+    # One match at a time: concurrent strategy matches interleave by the clock (the engine
+    # yields the loop every few ms), so decision ids, shown in the inspector's title, would
+    # depend on the machine's load.
+    await run_sweep(build_sweep(sim_sweep()), store, run_id=SIM_RUN, match_workers=1)
+    await run_sweep(build_sweep(tour_sweep()), store, run_id=TOUR_RUN, match_workers=1)
     if url is not None:
-        await run_sweep(build_sweep(llm_sweep(url)), store, run_id=LLM_RUN)
+        await run_sweep(build_sweep(llm_sweep(url)), store, run_id=LLM_RUN, match_workers=1)
     with store.transaction():
         for run_id, created in CREATED.items():
             store.db.execute("update runs set created_at = ?, finished_at = ? where id = ?",
