@@ -221,7 +221,9 @@ def plan_import(
     seen_seating: Counter[tuple[str, ...]] = Counter()
     referenced: set[str] = set()
     tag = run_id if single else f"{run_id}:{experiment}:{replicate}"
-    builder = DecisionBuilder(plan, tag, game, letters, log, referenced)
+    builder = DecisionBuilder(
+        plan, tag, game, letters, log, referenced, delegate=mechanism == "mediation"
+    )
     proposed: set[str] = set()
     for number, m in enumerate(matches):
         match_id = (
