@@ -105,6 +105,15 @@ def test_coopeval_mean_and_fitness_bars_are_the_tables_values(coopeval: dict[str
         assert any(ses)
 
 
+def test_coopeval_aggregate_bars_name_the_games_they_pool(coopeval: dict[str, Any]) -> None:
+    """The study fixture holds Trust, Public Goods and the Prisoner's Dilemma, not the four
+    dilemmas: the aggregate's panels say which (they said "all four dilemmas")."""
+    fig = _by_name(figures_for(coopeval))["coopeval_mean_fitness_all"].figure
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles and all(t.endswith("— Prisoner's Dilemma, Public Goods and Trust only")
+                          for t in titles), titles
+
+
 def test_coopeval_matchup_heat_maps_are_the_matchup_matrices(coopeval: dict[str, Any]) -> None:
     drawn = figures_for(coopeval)
     maps = [d for d in drawn if d.name.startswith("coopeval_matchups_")]

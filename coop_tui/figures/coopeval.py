@@ -28,6 +28,8 @@ METRICS = (("mean", "Mean", "Mean payoff (points)"),
 
 
 def _bars(report: dict[str, Any]) -> list[Drawn]:
+    from coop_tui.analysis.coopeval_tables import aggregate_title, pooled_games
+
     rows = [r for r in report.get("tables") or [] if r.get("metric") in ("mean", "fitness")
             and r.get("agent") != "average" and r.get("value") is not None]
     out = []
@@ -58,7 +60,8 @@ def _bars(report: dict[str, Any]) -> list[Drawn]:
             ax.set_xticks(range(len(mechanisms)), mechanisms)
             # the aggregate table holds each game's cell normalised, not points
             ax.set_ylabel(unit.replace("points", "normalised") if table == "all" else unit)
-            ax.set_title(f"{label} — all four dilemmas" if table == "all" else f"{label} — {table}")
+            ax.set_title(f"{label} — {aggregate_title(pooled_games(mine))}" if table == "all"
+                         else f"{label} — {table}")
             ax.axhline(0, color="0.3", linewidth=0.6)
         legend(axes[0][1], loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out.append(Drawn(f"coopeval_mean_fitness_{slug(table)}",
