@@ -483,8 +483,9 @@ def answer_rule_broken(row: str = "") -> str:
     """SQL that is true for a decision row breaking the answer rule: a decision with answer
     text is either parsed (``parsed`` set) or invalid with its reason (``error`` set).
 
-    ``row`` prefixes the columns (``"new."`` in a trigger, ``"d."`` in a join). Kept in one
-    place so the triggers below, their repair and the tests ask the same question.
+    ``row`` prefixes the columns (``"d."`` in a join). The store checks every row it writes
+    against the same rule (:func:`coop_tui.store.answer_problem`); this is the SQL form, for
+    the repair below and for checking a database.
     """
     return (
         f"(coalesce({row}response, '') != '' and ("
@@ -493,10 +494,6 @@ def answer_rule_broken(row: str = "") -> str:
     )
 
 
-ANSWER_RULE_MESSAGE = (
-    "decision not stored: an answer with text must be parsed (decisions.parsed) or stored"
-    " invalid with its reason (decisions.valid = 0, decisions.error)"
-)
 REPAIRED_UNPARSED = "stored valid without a parse by an earlier coop-tui; re-import the run to parse it"
 REPAIRED_NO_REASON = "stored invalid without a reason by an earlier coop-tui"
 
@@ -505,9 +502,9 @@ REPAIRED_NO_REASON = "stored invalid without a reason by an earlier coop-tui"
 def m190_answers_parsed_or_invalid(db: sqlite_utils.Database) -> None:
     # An importer once stored answers it could not parse as valid decisions (CoopEval's
     # Mediation x Public Goods: 648 answers, none parsed), and the report counted them as
-    # played. Triggers now refuse such a row on every write path (the engine's events,
-    # strategy rows, importers' own inserts, re-asks); rows already stored that way are
-    # marked invalid with a reason, and their runs' summaries and stored sections rebuilt.
+    # played. The store now refuses such a row on every write path; rows already stored
+    # that way are marked invalid with a reason, and their runs' summaries and stored
+    # sections rebuilt.
     runs = [r[0] for r in db.conn.execute(
         f"select distinct m.run_id from decisions d join matches m on m.id = d.match_id"
         f" where {answer_rule_broken('d.')}")]
@@ -525,10 +522,3 @@ def m190_answers_parsed_or_invalid(db: sqlite_utils.Database) -> None:
         summaries.delete_run(db.conn, run_id)
         summaries.fold_pending(db.conn, run_id)
         db.execute("delete from section_results where run_id = ?", [run_id])
-    for name, event in (("insert", "insert"),
-                        ("update", "update of valid, parsed, response, error")):
-        db.execute(
-            f"create trigger if not exists decisions_answer_rule_{name} before {event}"
-            f" on decisions when {answer_rule_broken('new.')}"
-            f" begin select raise(abort, '{ANSWER_RULE_MESSAGE}'); end"
-        )

@@ -1,22 +1,29 @@
 """The store's answer rule: a decision with answer text is either parsed or stored invalid
-with its reason, on every write path (engine events, an importer's own inserts, updates).
+with its reason, on every write path (engine events, strategies' direct rows, an
+importer's rows).
 
 An importer once stored 648 CoopEval answers it could not parse as valid decisions; the
-database now refuses such a row, and a database holding some repairs them when opened.
+store now refuses such a row, and a database holding some repairs them when opened.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from coop_tui.decisions import Decision
-from coop_tui.events import DecisionDone, EventBus, MatchDone, MatchStarted
+from coop_tui.events import DecisionDone, DirectDecisions, EventBus, MatchDone, MatchStarted
 from coop_tui.migrations import REPAIRED_NO_REASON, REPAIRED_UNPARSED, answer_rule_broken
-from coop_tui.store import DECISION_COLUMNS, INSERT_DECISION, Store, decision_row
+from coop_tui.store import (
+    DECISION_COLUMNS,
+    INSERT_DECISION,
+    AnswerRuleError,
+    Store,
+    decision_row,
+    insert_decisions,
+)
 
 ANSWER = '{"A0": 50, "A1": 50}'
 
@@ -42,50 +49,67 @@ def opened(tmp_path: Path) -> tuple[Store, EventBus]:
     return store, bus
 
 
-def raw_insert(store: Store, d: Decision, sql: str = INSERT_DECISION) -> None:
-    row = decision_row(d)
-    row["prompt_hash"] = None
-    with store.db.conn:
-        store.db.conn.execute(sql, [row[c] for c in DECISION_COLUMNS])
+def count(store: Store) -> int:
+    return store.db.execute("select count(*) from decisions").fetchone()[0]
 
 
 def broken(store: Store) -> int:
     return store.db.execute(f"select count(*) from decisions where {answer_rule_broken()}").fetchone()[0]
 
 
+def raw_insert(store: Store, d: Decision) -> None:
+    """A row written as an earlier coop-tui (or a careless writer) could: no check at all."""
+    row = {**dict.fromkeys(DECISION_COLUMNS), **vars(d), "prompt": None, "parsed": None,
+           "labels": None, "label_map": None, "distribution": None, "retries": "[]",
+           "options": None, "valid": int(d.valid)}
+    with store.db.conn:
+        store.db.conn.execute(INSERT_DECISION, [row[c] for c in DECISION_COLUMNS])
+
+
 def test_rows_that_keep_the_rule_are_stored(tmp_path: Path) -> None:
     store, bus = opened(tmp_path)
     bus.emit(DecisionDone(decision("parsed")))
-    raw_insert(store, decision("invalid", parsed=None, valid=False, error="no JSON object"))
-    raw_insert(store, decision("silent", response="", parsed=None))  # no answer text at all
-    assert store.db.execute("select count(*) from decisions").fetchone()[0] == 3
-    assert broken(store) == 0
+    bus.emit(DecisionDone(decision("invalid", parsed=None, valid=False, error="no JSON object")))
+    bus.emit(DecisionDone(decision("silent", response="", parsed=None)))  # no answer text
+    with store.db.conn:
+        insert_decisions(store.db.conn, [decision_row(decision("imported", seat=1))])
+    assert count(store) == 4 and broken(store) == 0
     store.close()
 
 
-@pytest.mark.parametrize("sql", [INSERT_DECISION, INSERT_DECISION.replace(" or ignore", "")])
-def test_an_importer_cannot_store_an_unparsed_answer_as_valid(tmp_path: Path, sql: str) -> None:
-    store, _ = opened(tmp_path)
-    with pytest.raises(sqlite3.IntegrityError, match="must be parsed"):
-        raw_insert(store, decision("k", parsed=None), sql)  # "insert or ignore" too
-    with pytest.raises(sqlite3.IntegrityError, match="invalid with its reason"):
-        raw_insert(store, decision("k", parsed=None, valid=False, error=""), sql)
-    assert store.db.execute("select count(*) from decisions").fetchone()[0] == 0
-    store.close()
-
-
-def test_the_engine_event_path_and_updates_are_held_to_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("changes", [{"parsed": None},
+                                     {"parsed": None, "valid": False, "error": ""}])
+def test_the_engine_event_path_refuses_a_broken_decision(tmp_path: Path, changes: dict) -> None:
     store, bus = opened(tmp_path)
-    with pytest.raises(sqlite3.IntegrityError, match="must be parsed"):
-        bus.emit(DecisionDone(decision("k", parsed=None)))
-    bus.emit(DecisionDone(decision("ok")))
-    with pytest.raises(sqlite3.IntegrityError, match="must be parsed"), store.db.conn:
-        store.db.execute("update decisions set parsed = null")
-    with pytest.raises(sqlite3.IntegrityError, match="invalid with its reason"), store.db.conn:
-        store.db.execute("update decisions set valid = 0")
-    with store.db.conn:  # marking it invalid with a reason is allowed
-        store.db.execute("update decisions set valid = 0, error = 'judged unreadable'")
-    assert broken(store) == 0
+    with pytest.raises(AnswerRuleError, match="parsed|reason"):
+        bus.emit(DecisionDone(decision("k", **changes)))
+    assert count(store) == 0
+    store.close()
+
+
+def test_a_strategys_direct_rows_are_held_to_it(tmp_path: Path) -> None:
+    store, bus = opened(tmp_path)
+    bus.emit(MatchStarted("r", "s-m", 0, "prisoners", "none", ("s", "s"),
+                          info={"agent_kinds": ["strategy", "strategy"]}))
+    unparsed = ("I cooperate.", None, ("A0", "A1"), (0, 1), (1.0, 0.0), 0, 1.0, True, None)
+    bus.emit(DirectDecisions("s-m", 1, 1.0, ((0, "s", 0.1, unparsed),)))
+    with pytest.raises(AnswerRuleError, match="direct answer 'I cooperate.'"):
+        bus.emit(MatchDone("s-m", (1.0, 1.0)))  # a strategy match's rows are written at its end
+    assert count(store) == 0
+    store.close()
+
+
+def test_an_importer_cannot_store_an_unparsed_answer_as_valid(tmp_path: Path) -> None:
+    store, _ = opened(tmp_path)
+    with pytest.raises(AnswerRuleError, match="stored valid but was not parsed"):
+        decision_row(decision("k", parsed=None))
+    # rows an importer builds itself go through the same check, and its transaction
+    # writes nothing when one breaks the rule
+    good = decision_row(decision("good"))
+    bad = {**decision_row(decision("bad", seat=1)), "parsed": None}
+    with pytest.raises(AnswerRuleError, match="decision of m in match r-m"), store.db.conn:
+        insert_decisions(store.db.conn, [good, bad])
+    assert count(store) == 0
     store.close()
 
 
@@ -94,15 +118,14 @@ def test_opening_an_older_database_repairs_its_rows(tmp_path: Path) -> None:
     (read by the runs list and the report) count them."""
     store, bus = opened(tmp_path)
     bus.emit(DecisionDone(decision("a")))
-    with store.db.conn:  # the database as an earlier coop-tui left it
-        store.db.execute("drop trigger decisions_answer_rule_insert")
-        store.db.execute("drop trigger decisions_answer_rule_update")
-        store.db.execute("delete from _migrations where name = 'm190_answers_parsed_or_invalid'")
     raw_insert(store, decision("b", seat=1, parsed=None, error="unknown key 'A2'"))
     raw_insert(store, decision("c", seat=1, round=2, parsed=None, valid=False))
     raw_insert(store, decision("e", round=2, parsed=None))
     bus.emit(MatchDone("r-m", (1.0, 1.0)))
     assert store.db.execute("select invalid from match_totals").fetchone()[0] == 1
+    assert broken(store) == 3
+    with store.db.conn:  # the database as an earlier coop-tui left it
+        store.db.execute("delete from _migrations where name = 'm190_answers_parsed_or_invalid'")
     store.close()
 
     store = Store(tmp_path / "rule.db")
@@ -110,6 +133,4 @@ def test_opening_an_older_database_repairs_its_rows(tmp_path: Path) -> None:
     assert rows == {"b": "unknown key 'A2'", "c": REPAIRED_NO_REASON, "e": REPAIRED_UNPARSED}
     assert broken(store) == 0
     assert store.db.execute("select invalid from match_totals").fetchone()[0] == 3
-    with pytest.raises(sqlite3.IntegrityError):
-        raw_insert(store, decision("d", parsed=None))
     store.close()

@@ -78,6 +78,7 @@ from coop_tui.store import (
     condition_key,
     decision_row,
     delete_judged_links,
+    insert_decisions,
     intern_game_specs,
 )
 
@@ -345,6 +346,9 @@ _DELETE = [
 
 
 def _insert(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    if table == "decisions":  # through the store, which holds every answer to its rule
+        insert_decisions(conn, rows)
+        return
     if not rows:
         return
     cols = list(rows[0])
