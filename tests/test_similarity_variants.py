@@ -78,6 +78,19 @@ def test_each_game_variant_is_its_own_curve_with_its_own_b_star(played: Any) -> 
     assert list(table["tables"]) == ["prisoners"]
 
 
+def test_the_figure_draws_each_variants_b_star(played: Any) -> None:
+    pytest.importorskip("matplotlib")
+    from coop_tui.figures import figures_for
+
+    (drawn,) = [d for d in figures_for(played[1])
+                if d.name == "similarity_fig3_cooperation_by_benchmark"]
+    gids = {line.get_gid(): list(line.get_xdata())
+            for ax in drawn.figure.axes for line in ax.get_lines() if line.get_gid()}
+    assert gids["b_star"] == [50.0, 50.0]  # newcomb: the plain game's single line
+    for star in (0.5, 0.2, round(1 / 9, 6)):  # no domain: one line per variant's b*
+        assert gids[f"b_star|{star:g}"] == pytest.approx([100 * star] * 2)
+
+
 def _report_json(db: Path, seed: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     out = subprocess.run([str(COOP_TUI), "report", "--db", str(db), "--json"], env=env,
