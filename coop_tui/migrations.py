@@ -513,3 +513,48 @@ def m120_failure_reasons_by_cause(db: sqlite_utils.Database) -> None:
     changed = [(failure_reason(error), key) for key, error, reason in rows
                if failure_reason(error) != reason]
     db.conn.executemany("update failures set reason = ? where id = ?", changed)
+
+
+def answer_rule_broken(row: str = "") -> str:
+    """SQL that is true for a decision row breaking the answer rule: a decision with answer
+    text is either parsed (``parsed`` set) or invalid with its reason (``error`` set).
+
+    ``row`` prefixes the columns (``"d."`` in a join). The store checks every row it writes
+    against the same rule (:func:`coop_tui.store.answer_problem`); this is the SQL form, for
+    the repair below and for checking a database.
+    """
+    return (
+        f"(coalesce({row}response, '') != '' and ("
+        f"({row}valid = 1 and {row}parsed is null)"
+        f" or ({row}valid = 0 and coalesce({row}error, '') = '')))"
+    )
+
+
+REPAIRED_UNPARSED = "stored valid without a parse by an earlier coop-tui; re-import the run to parse it"
+REPAIRED_NO_REASON = "stored invalid without a reason by an earlier coop-tui"
+
+
+@migration
+def m190_answers_parsed_or_invalid(db: sqlite_utils.Database) -> None:
+    # An importer once stored answers it could not parse as valid decisions (CoopEval's
+    # Mediation x Public Goods: 648 answers, none parsed), and the report counted them as
+    # played. The store now refuses such a row on every write path; rows already stored
+    # that way are marked invalid with a reason, and their runs' summaries and stored
+    # sections rebuilt.
+    runs = [r[0] for r in db.conn.execute(
+        f"select distinct m.run_id from decisions d join matches m on m.id = d.match_id"
+        f" where {answer_rule_broken('d.')}")]
+    db.execute(
+        "update decisions set valid = 0, error = coalesce(nullif(error, ''), ?)"
+        " where valid = 1 and parsed is null and coalesce(response, '') != ''",
+        [REPAIRED_UNPARSED],
+    )
+    db.execute(
+        "update decisions set error = ?"
+        " where valid = 0 and coalesce(error, '') = '' and coalesce(response, '') != ''",
+        [REPAIRED_NO_REASON],
+    )
+    for run_id in runs:
+        summaries.delete_run(db.conn, run_id)
+        summaries.fold_pending(db.conn, run_id)
+        db.execute("delete from section_results where run_id = ?", [run_id])

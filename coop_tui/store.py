@@ -86,7 +86,33 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, default=str)
 
 
+class AnswerRuleError(ValueError):
+    """A decision with answer text that is neither parsed nor invalid with its reason: the
+    store refuses to write it (a valid decision must carry what was read from its answer,
+    an invalid one why it is invalid). Raised by every decision write path, so no writer
+    (the engine, a re-ask, an importer) can store one."""
+
+
+def answer_problem(response: str | None, parsed: Any, valid: Any, error: str | None) -> str | None:
+    """What is wrong with a decision under the answer rule, or None (the rule's SQL form
+    is :func:`coop_tui.migrations.answer_rule_broken`)."""
+    if not response:
+        return None
+    if valid and parsed is None:
+        return ("the answer is stored valid but was not parsed; parse it or store it invalid "
+                "(valid = False) with the reason in error")
+    if not valid and not error:
+        return "the answer is stored invalid without a reason; say why in error"
+    return None
+
+
+def _where(d: Decision) -> str:
+    return f"decision of {d.agent} in match {d.match_id}, round {d.round}, phase {d.phase}"
+
+
 def decision_row(d: Decision) -> dict[str, Any]:
+    if problem := answer_problem(d.response, d.parsed, d.valid, d.error):
+        raise AnswerRuleError(f"{_where(d)}: {problem}")
     return {
         "match_id": d.match_id,
         "round": d.round,
@@ -171,6 +197,8 @@ def decision_values(d: Decision) -> list[Any]:
     path), the prompt still inline as JSON (None when there is none) and no hash yet."""
     dumps = json.dumps
     parsed = d.parsed
+    if problem := answer_problem(d.response, parsed, d.valid, d.error):
+        raise AnswerRuleError(f"{_where(d)}: {problem}")
     if parsed is None:
         parsed_json = None
     elif type(parsed) is dict and len(parsed) <= 8:
@@ -308,6 +336,22 @@ def delete_judged_links(conn: sqlite3.Connection, run_id: str) -> int:
 
 
 
+def insert_decisions(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """Insert decision rows given as column dicts (an importer's :func:`decision_row`
+    rows, or its own), each checked against the answer rule first: nothing is written
+    when one breaks it (raise inside the importer's transaction)."""
+    if not rows:
+        return
+    for row in rows:
+        if problem := answer_problem(row.get("response"), row.get("parsed"), row.get("valid"),
+                                     row.get("error")):
+            raise AnswerRuleError(
+                f"decision of {row.get('agent')} in match {row.get('match_id')}: {problem}")
+    cols = list(rows[0])
+    sql = f"insert into decisions ({', '.join(cols)}) values ({', '.join('?' for _ in cols)})"
+    conn.executemany(sql, [[r[c] for c in cols] for r in rows])
+
+
 DIRECT_COLUMNS: dict[str, str] = {
     "match_id": "?", "round": "?", "phase": "'play'", "seat": "?", "kind": "'mixed'",
     "agent": "?", "response": "?", "reasoning": "''", "parsed": "?", "valid": "1",
@@ -345,6 +389,10 @@ def _direct_answer_values(answer: tuple[Any, ...]) -> tuple[Any, ...]:
     """response .. cooperated of :data:`INSERT_DIRECT`, encoded as :func:`decision_values`
     encodes them."""
     response, parsed, labels, mapping, dist, action, coop_prob, cooperated, note = answer
+    # these rows are written valid: an answer text needs its parse (checked once per
+    # distinct answer, as the encoding is)
+    if problem := answer_problem(response, parsed, True, None):
+        raise AnswerRuleError(f"a strategy's direct answer {response[:40]!r}: {problem}")
     if parsed is None:
         parsed_json = None
     elif type(parsed) is dict and len(parsed) <= 8:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -77,9 +78,10 @@ def per_match_designs(params: Any, n_seats: int) -> int:
     return n_seats if getattr(params, "design_scope", "match") == "match" else 0
 
 
-def shared_design_count(cells: Iterable[Any]) -> int:
-    """How many tournament-wide designs a sweep asks for: one per agent x seat x
-    tournament x replicate, for the cells whose mechanism shares its designs."""
+def shared_designs_by_agent(cells: Iterable[Any]) -> Counter[str]:
+    """How many tournament-wide designs each agent is asked for: one per seat it takes x
+    tournament x replicate, for the cells whose mechanism shares its designs (the
+    estimate counts them as that agent's calls: 468 in CoopEval's full study)."""
     keys: set[tuple[str, str, int]] = set()
     for cell in cells:
         if cell.mechanism_params.get("design_scope") != "tournament":
@@ -87,4 +89,9 @@ def shared_design_count(cells: Iterable[Any]) -> int:
         for replicate in range(cell.replicates):
             tkey = cell.tournament_key(replicate * cell.samples)
             keys.update((tkey, name, seat) for seat, name in enumerate(cell.seats))
-    return len(keys)
+    return Counter(name for _tkey, name, _seat in keys)
+
+
+def shared_design_count(cells: Iterable[Any]) -> int:
+    """How many tournament-wide designs a sweep asks for, all agents together."""
+    return sum(shared_designs_by_agent(cells).values())

@@ -9,7 +9,10 @@ written in CoopEval's file formats as its code writes them:
   in play order, each the list of its players' moves (``<agent>#P<seat>``, action,
   points, trace id); a round is one game per player of each seat.
 
-Each move's prompt and answer sit in ``game_log.txt`` under its trace id.
+Each move's prompt and answer sit in ``game_log.txt`` under its trace id. The Mediation
+× Public Goods tournament has no game log, as in CoopEval's published study: each move
+carries its answer in ``records.jsonl`` (``response``) and ``mediated`` says whether the
+player delegated (label A2, the action after the game's two).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from coop_tui.importers.coopeval import import_coopeval
+from coop_tui.migrations import answer_rule_broken
 from coop_tui.report import build_report
 from coop_tui.store import Store
 
@@ -126,14 +130,63 @@ def reputation_tournament(root: Path, *, with_payoffs: bool) -> Path:
     return d
 
 
+PG = {"type": "PublicGoods", "kwargs": {"num_players": 3, "multiplier": 1.5}}
+DELEGATE = '{"A0": 0, "A1": 0, "A2": 100}'
+MIXED = '{"A0": 20, "A1": 80, "A2": 0}'
+UNREADABLE = "I would rather not say."
+
+
+def _pg_points(actions: list[str]) -> list[float]:
+    k = actions.count("CONTRIBUTE")
+    return [1.5 * k / 3 + (1.0 if a == "FREE_RIDE" else 0.0) for a in actions]
+
+
+def mediation_public_goods_tournament(root: Path) -> Path:
+    """Mediation on 3-player Public Goods, no game log: alpha always delegates (A2),
+    beta mixes over A0 / A1, and beta's answer in the last match is unreadable."""
+    d = root / "mediation_public_goods"
+    d.mkdir(parents=True)
+    seatings = [(0, 0, 1), (1, 0, 0), (0, 1, 1)]
+    design = [[1, "PublicGoodsAction.FREE_RIDE"], [2, "PublicGoodsAction.FREE_RIDE"],
+              [3, "PublicGoodsAction.CONTRIBUTE"]]
+    designs = {f"{LABELS[a]}#P{seat}": {"trace_id": f"d{a}{seat}000000"[:8], "mediator": design}
+               for a in (0, 1) for seat in (1, 2, 3)}
+    records = []
+    for n, seating in enumerate(seatings):
+        delegates = seating.count(0)
+        mediated = design[delegates - 1][1].rsplit(".", 1)[1]
+        actions = [mediated if a == 0 else "FREE_RIDE" for a in seating]
+        points = _pg_points(actions)
+        moves = []
+        for seat, (agent, action, pts) in enumerate(zip(seating, actions, points, strict=True), 1):
+            response = DELEGATE if agent == 0 else MIXED
+            if agent == 1 and n == len(seatings) - 1 and seat == 3:
+                response = UNREADABLE
+            moves.append({"player": f"{LABELS[agent]}#P{seat}",
+                          "action": f"PublicGoodsAction.{action}", "points": pts,
+                          "response": f"Thinking it over.\n{response}",
+                          "trace_id": f"m{n}s{seat}abcd", "mediated": agent == 0})
+        votes = [{"voter_name": f"{LABELS[a]}#P{seat}", "votes": {"1": True, "2": False, "3": True},
+                  "trace_id": f"v{n}s{seat}abcd"} for seat, a in enumerate(seating, 1)]
+        records.append([{"votes": votes, "selected_mediator_index": 1,
+                         "selected_mediator_designer_name": f"{LABELS[seating[0]]}#P1",
+                         "moves": moves}])
+    (d / "config.json").write_text(json.dumps({
+        "game": PG, "mechanism": {"type": "Mediation", "kwargs": {}}, "agents": AGENTS,
+        "name": d.name}))
+    (d / "records.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    (d / "mediator_design.json").write_text(json.dumps(designs))
+    return d
+
+
 def _play_decisions(store: Store, run_id: str) -> list[dict]:
     rows = store.db.execute(
         """select d.agent, d.round, d.seat, d.action, d.parsed, d.distribution, d.coop_prob,
-                  d.error, d.labels, d.response
+                  d.error, d.labels, d.response, d.valid
            from decisions d join matches m on m.id = d.match_id
            where m.run_id = ? and d.phase = 'play' order by d.match_id, d.round""", [run_id]).fetchall()
     keys = ["agent", "round", "seat", "action", "parsed", "distribution", "coop_prob", "error",
-            "labels", "response"]
+            "labels", "response", "valid"]
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
@@ -194,4 +247,35 @@ def test_reputation_decisions_are_imported_with_parsed_answers(tmp_path: Path, w
     w = [0.2, 0.16, 0.64]  # (1-d), (1-d)d, d^2 for three rounds
     # alpha's points are 0, 2, 0 in both seats (met beta, itself, beta)
     assert mean[LABELS[0]] == pytest.approx(0 * w[0] + 2 * w[1] + 0 * w[2])
+    store.close()
+
+
+def test_mediation_public_goods_without_a_game_log_parses_the_delegate_action(
+    tmp_path: Path,
+) -> None:
+    """Every answer is parsed with the delegate label A2 (was: 0 parsed, "unknown key 'A2'",
+    stored valid); the one unreadable answer is stored invalid with its reason."""
+    store = Store(tmp_path / "med.db")
+    summary = import_coopeval(mediation_public_goods_tournament(tmp_path), store)
+    decisions = _play_decisions(store, summary["run_id"])
+    assert len(decisions) == 9
+    unreadable = [d for d in decisions if d["response"].endswith(UNREADABLE)]
+    assert len(unreadable) == 1
+    assert unreadable[0]["valid"] == 0 and unreadable[0]["parsed"] is None
+    assert "parser disagrees with CoopEval" in unreadable[0]["error"]
+    for d in decisions:
+        if d in unreadable:
+            continue
+        assert d["valid"] == 1 and d["error"] is None, d["error"]
+        assert json.loads(d["labels"]) == ["A0", "A1", "A2"]
+        if d["agent"] == LABELS[0]:  # delegated: the stored action is the delegate action
+            assert json.loads(d["parsed"]) == {"A0": 0.0, "A1": 0.0, "A2": 1.0}
+            assert d["action"] == 2 and d["coop_prob"] == 0.0
+        else:
+            assert json.loads(d["parsed"]) == {"A0": 0.2, "A1": 0.8, "A2": 0.0}
+            assert d["coop_prob"] == pytest.approx(0.2) and d["action"] == 1
+    # every imported decision keeps the store's rule: parsed, or invalid with its reason
+    assert store.db.execute(f"select count(*) from decisions where {answer_rule_broken()}"
+                            ).fetchone()[0] == 0
+    assert store.db.execute("select count(*) from decisions").fetchone()[0] == 9 + 9 + 6
     store.close()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from coop_tui.analysis.coopeval_tables import render_latex, render_rich
 from coop_tui.report import build_report
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
@@ -83,4 +84,32 @@ async def test_table_2_from_our_own_runs_matches_a_hand_computation(tmp_path: Pa
             "public_good": 4 / 9 * 2.0 + 4 / 9 * 1.5 + 1 / 9 * 1.0}
     for game, mean in alld.items():
         assert per_game[(game, "none", "mean", "alld")]["value"] == pytest.approx(mean)
+    aggregate = render_rich(cells)[0]
+    assert aggregate.title == "CoopEval table: all four dilemmas (normalised)"
+    assert "averaged over the games; ± SE across games" in aggregate.caption
+    store.close()
+
+
+def _captions(cells: list[dict[str, Any]]) -> dict[str, str]:
+    return {t.title: str(t.caption) for t in render_rich(cells)}
+
+
+async def test_an_aggregate_of_one_game_says_so(tmp_path: Path) -> None:
+    """The offline study plays only the Prisoner's Dilemma: its aggregate table is named
+    after that game, and its ± is over replicates, not "across games" (it said "all four
+    dilemmas", "± SE across games")."""
+    data = study()
+    for exp in data["experiments"]:
+        exp["game"] = ["prisoners", "stag_hunt"]  # Stag Hunt is no dilemma: never pooled
+    store = Store(tmp_path / "pd.db")
+    summary = await run_sweep(build_sweep(data), store)
+    assert summary.status == "done", summary.errors
+    cells = build_report(store, summary.run_id)["tables"]
+    assert {tuple(c["games"]) for c in cells if c["table"] == "all"} == {("prisoners",)}
+    captions = _captions(cells)
+    title = "CoopEval table: Prisoner's Dilemma only (normalised)"
+    assert captions[title].startswith("one game per cell: value ± SE over replicates")
+    assert not any("four" in t or "across games" in c for t, c in captions.items())
+    assert captions["CoopEval table: prisoners"].startswith("value ± SE over replicates")
+    assert "% table: all (Prisoner's Dilemma only; one game per cell" in render_latex(cells)
     store.close()

@@ -105,6 +105,14 @@ def test_coopeval_mean_and_fitness_bars_are_the_tables_values(coopeval: dict[str
         assert any(ses)
 
 
+def test_coopeval_aggregate_bars_name_the_games_they_pool(coopeval: dict[str, Any]) -> None:
+    """The study fixture holds Trust, Public Goods and the Prisoner's Dilemma, not the four
+    dilemmas: the aggregate's panels say which (they said "all four dilemmas")."""
+    fig = _by_name(figures_for(coopeval))["coopeval_mean_fitness_all"].figure
+    assert fig.get_suptitle() == (
+        "CoopEval — Prisoner's Dilemma, Public Goods and Trust only (normalised)")
+
+
 def test_coopeval_matchup_heat_maps_are_the_matchup_matrices(coopeval: dict[str, Any]) -> None:
     drawn = figures_for(coopeval)
     maps = [d for d in drawn if d.name.startswith("coopeval_matchups_")]
@@ -368,12 +376,9 @@ def test_a_table_without_fitness_draws_no_empty_panel_and_a_legend_in_every_colo
         assert sorted(legend.values()) == sorted(bars.values())
 
 
-def test_the_pooled_table_says_which_games_it_pooled(coopeval: dict[str, Any],
-                                                     similarity_abstract: dict[str, Any]) -> None:
-    imported = _by_name(figures_for(coopeval))["coopeval_mean_fitness_all"].figure
-    assert imported.get_suptitle() == "CoopEval — pooled over prisoners, public_good, trust (normalised)"
+def test_the_pooled_table_says_which_games_it_pooled(similarity_abstract: dict[str, Any]) -> None:
     played = _by_name(figures_for(similarity_abstract))["coopeval_mean_fitness_all"].figure
-    assert played.get_suptitle() == "CoopEval — prisoners only (normalised)"
+    assert played.get_suptitle() == "CoopEval — Prisoner's Dilemma only (normalised)"
     assert "four" not in played.get_suptitle()
 
 

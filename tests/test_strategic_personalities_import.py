@@ -23,6 +23,7 @@ from scipy.stats import t as student_t
 
 from coop_tui.cli import main
 from coop_tui.importers.strategic_personalities import SymmetricGame
+from coop_tui.migrations import answer_rule_broken
 from coop_tui.store import Store
 
 SAMPLE = next(  # the shared folder beside the checkout (a worktree sits one level deeper)
@@ -132,6 +133,19 @@ def test_the_trial_table_is_stored_with_its_first_line_decoded(
     summary = report_json(imported, capsys)["published_trials"]
     assert summary["trials"] == 201 and summary["conditions"]["payoff_10x"] == 2
     assert any("reciprocity" in x for x in summary["not_recoverable"])
+
+
+def test_the_import_keeps_the_answer_rule(imported: Path) -> None:
+    """The trial table holds totals, not answers: the import stores trials and no decision,
+    so no answer can be stored valid without a parse (the store's rule for decisions)."""
+    store = Store(imported)
+    try:
+        assert store.db.execute("select count(*) from sp_trials").fetchone()[0] > 0
+        assert store.db.execute("select count(*) from decisions").fetchone()[0] == 0
+        assert store.db.execute(
+            f"select count(*) from decisions where {answer_rule_broken()}").fetchone()[0] == 0
+    finally:
+        store.close()
 
 
 def test_importing_the_same_file_again_replaces_the_run(

@@ -41,6 +41,15 @@ def bos_row(model: str, mean: float, joint: float) -> list[str]:
             "2026-03-01 10:00:00"]
 
 
+def focal_row(model: str, matched_rounds: int) -> list[str]:
+    """Focal point (four options): no cooperation columns; 10 points per matched round."""
+    total = f"{10 * matched_rounds}.0"
+    return ["focal_point", "Focal Point (4 options)", "coordination", "simultaneous", model,
+            "always_cooperate", "model_vs_strategy", "baseline", "1.0", "10.0", model,
+            "always_cooperate", total, total, "", "", "", "", "1000.0", "900.0", "0.001",
+            "False", "2026-03-01 10:00:00"]
+
+
 def fragment(*lead: str) -> list[str]:
     return [*lead, *[""] * (23 - len(lead))]
 
@@ -59,7 +68,15 @@ ROWS = [
     bos_row("claude-opus-4.6", 0.5, 0.5),   # both on ballet every round: coordination 1
     bos_row("gpt-5-nano", 0.5, 0.0),        # never on the same option: coordination 0
     bos_row("gpt-4o-mini", 0.5, 0.25),      # half the rounds: 0.5
+    # the public code scores every coordination game and condition: a focal point trial
+    # (7 of 10 rounds matched: 0.7) and a Battle of the Sexes trial under another condition
+    # (both on ballet every round: 1) count too
+    focal_row("gpt-4o-mini", 7),
+    [*bos_row("gpt-5-nano", 0.5, 0.5)[:7], "cheap_talk", *bos_row("gpt-5-nano", 0.5, 0.5)[8:]],
 ]
+COORDINATION = {"claude-opus-4.6": 1.0, "gpt-5-nano": (0.0 + 1.0) / 2,
+                "gpt-4o-mini": (0.5 + 0.7) / 2}
+"""Each model's mean coordination rate over its coordination trials."""
 TABLE2 = {"claude-opus-4.6": [0.8, 0.6], "deepseek-r1": [0.4, 0.6], "gpt-4o-mini": [0.5],
           "gpt-5-nano": [0.1]}
 """Each model's own cooperation per Table 2 trial (the last copy of deepseek-r1 trial 1)."""
@@ -95,7 +112,7 @@ def report(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
 def test_fragments_duplicates_and_outside_models_are_named_in_the_summary(
         imported: tuple[Path, str]) -> None:
     db, out = imported
-    assert "11 trials" in out
+    assert "13 trials" in out
     assert "skipped 2 fragment rows" in out and "lines 3, 8" in out
     assert "1 re-run duplicates superseded" in out and "deepseek-r1 1" in out
     assert "gpt-4o (1 rows)" in out
@@ -133,9 +150,11 @@ def test_the_papers_analyses_of_the_table(imported: tuple[Path, str],
     assert providers["openai"]["models"] == ["gpt-4o-mini", "gpt-5-nano"]
     assert providers["openai"]["cooperation_mean"] == pytest.approx(30.0)
     assert providers["openai"]["cooperation_range"] == pytest.approx([10.0, 50.0])
-    # coordination 0.5 and 0 across OpenAI's two models: sd / mean = 0.3536 / 0.25
+    # coordination 0.6 and 0.5 across OpenAI's two models (was 0.5 and 0: the focal point
+    # and the non-baseline trial were left out)
+    openai = [COORDINATION["gpt-4o-mini"], COORDINATION["gpt-5-nano"]]
     assert providers["openai"]["coordination_cv"] == pytest.approx(
-        statistics.stdev([0.5, 0.0]) / 0.25, abs=1e-4)
+        statistics.stdev(openai) / statistics.fmean(openai), abs=1e-4)
     assert providers["anthropic"]["cooperation_range"] is None
 
     hm = got["cohens_h_models"]
@@ -149,7 +168,10 @@ def test_the_papers_analyses_of_the_table(imported: tuple[Path, str],
     coop = list(rates.values())
     assert spread["cooperation"]["cv"] == pytest.approx(
         statistics.stdev(coop) / statistics.fmean(coop), abs=1e-4)
-    assert spread["coordination"]["range"] == [0.0, 1.0]
+    assert spread["coordination"]["range"] == [0.5, 1.0]
+    assert spread["coordination"]["mean"] == pytest.approx(
+        statistics.fmean(COORDINATION.values()), abs=1e-4)
+    assert "six coordination games" in got["domain_spread"]["coordination_method"]
     assert "strategic_depth" in got["domain_spread"]["not_available"]
 
     fold = got["fold_difference"]
@@ -194,3 +216,42 @@ def test_a_table_imported_before_is_marked_by_the_migration(imported: tuple[Path
                             " where model in ('deepseek-r1', 'gpt-4o') order by line").fetchall()
     store.close()
     assert rows == [(4, 7, 1), (5, None, 1), (6, None, 0), (7, None, 1)]
+
+
+async def test_our_own_runs_score_coordination_in_every_coordination_game(tmp_path: Path) -> None:
+    """Battle of the Sexes and Matching Pennies have no cooperative action, so comparing the
+    seats' cooperation flags left them out and the coordination domain came out empty; the
+    public code compares the options chosen, in all six coordination games."""
+    from coop_tui.analysis.paper_tables import COORDINATION_GAMES
+    from coop_tui.games import load_game
+    from coop_tui.report import build_report
+    from coop_tui.spec import build_sweep
+    from coop_tui.sweep import run_sweep
+
+    for game in COORDINATION_GAMES:  # the same option is the same action index
+        names = load_game(game).action_names
+        assert names[0] == names[1], game
+    common = {"mechanism": "repetition", "horizon": "known", "rounds": 4, "answer": "choice",
+              "matchup": "versus", "agents": ["gpt-steady", "gpt-switch"], "opponents": ["first"]}
+    data = {
+        "name": "coordination", "seed": 3,
+        "agents": {"gpt-steady": {"strategy": "always_action"},
+                   "gpt-switch": {"strategy": "cycle"},
+                   "first": {"strategy": "always_action"}},
+        "experiments": [{**common, "game": game}
+                        for game in ("pd_canonical", "bos_standard", "matching_pennies",
+                                     "focal_point")],
+    }
+    store = Store(tmp_path / "own.db")
+    summary = await run_sweep(build_sweep(data), store)
+    assert summary.status == "done", summary.errors
+    report = build_report(store, summary.run_id)
+    store.close()
+    # always the first option against the first option: matched every round; alternating
+    # first / second: half the rounds, in each of the three coordination games
+    spread = report["domain_spread"]["domains"]["coordination"]
+    assert spread["models"] == 2 and spread["range"] == [0.5, 1.0]
+    assert (spread["lowest"], spread["highest"]) == ("gpt-switch", "gpt-steady")
+    openai = report["provider_summary"]["providers"]["openai"]
+    assert openai["coordination_cv"] == pytest.approx(
+        statistics.stdev([1.0, 0.5]) / 0.75, abs=1e-4)

@@ -493,7 +493,8 @@ async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) 
     # tournament); inter: 1, 1, 1/2, 1/2. Pooled rounds would give 7/8 and 14/16 instead.
     assert c["intra"]["mean"] == pytest.approx(3 / 4) and c["intra"]["n"] == 4
     half = t3 * (0.25 / 3) ** 0.5 / 2
-    assert c["intra"]["ci"] == pytest.approx([0.75 - half, 0.75 + half])
+    assert 0.75 + half > 1  # the share's interval is clipped to [0, 1], as the figures draw it
+    assert c["intra"]["ci"] == pytest.approx([0.75 - half, 1.0])
     assert c["inter"]["mean"] == pytest.approx(3 / 4) and c["inter"]["n"] == 8
     # Figure 2: alld (3 rounds) pulls a player's rounds 1-3 down to 3/4; rounds 4-7 are 1
     assert [p["mean"] for p in c["per_round"]] == pytest.approx([0.75, 0.75, 0.75, 1, 1, 1, 1])
@@ -510,6 +511,40 @@ async def test_report_gives_mu_c_one_shot_intra_inter_and_scores(tmp_path: Any) 
     text = console.export_text()
     assert "Team tournaments" in text and "0.88" in text
     assert "Figure 2" in text and "Figure 3" in text
+
+
+async def test_osc_curve_pads_shorter_tournaments_and_share_intervals_stay_in_0_1(tmp_path: Any) -> None:
+    """Figure 3 as the public code makes it: a tournament that played fewer matches (a
+    small budget skips the last ones) keeps its last one-shot share at every later point,
+    so every point averages all four tournaments (it averaged only those that got there);
+    a share's interval is clipped to [0, 1] as the figures draw it."""
+    from coop_tui.analysis.sections.teams import tournament_metrics
+    from coop_tui.report import build_report
+
+    data = sweep_data(teams_exp(["alt", "alld", "tft", "allc"], structure="RI", teams=2,
+                                team_size=2, rounds=3, budget=4, planning=False, meta="off",
+                                schedule="shuffled"))
+    data["replicates"] = 4
+    store, matches = await run(tmp_path, data)
+    curves = [tournament_metrics(store, m["id"])["osc_curve"] for m in matches]
+    lengths = sorted(len(c) for c in curves)
+    assert lengths[0] < lengths[-1]  # the schedules skip different numbers of matches
+    (c,) = build_report(store, matches[0]["run_id"])["teams"]["conditions"]
+    osc = c["osc_curve"]
+    assert [p["x"] for p in osc] == list(range(1, lengths[-1] + 1))
+    assert [p["n"] for p in osc] == [4] * lengths[-1]
+    last = [c_[-1] for c_ in curves]
+    assert osc[-1]["mean"] == pytest.approx(sum(last) / 4)
+    for point in osc:
+        k = point["x"]
+        values = [c_[min(k, len(c_)) - 1] for c_ in curves]
+        assert point["mean"] == pytest.approx(sum(values) / 4)
+    bounds = [b for p in osc if p["ci"] for b in p["ci"]]
+    bounds += [b for key in ("mu_c", "mu_c_running", "intra", "inter")
+               if c[key]["ci"] for b in c[key]["ci"]]
+    assert bounds and all(0.0 <= b <= 1.0 for b in bounds)
+    assert 1.0 in bounds  # an unclipped bound lay above 1 (n = 4, wide t-intervals)
+    store.close()
 
 
 async def test_self_play_of_several_agents_reports_one_condition_each(tmp_path: Any) -> None:

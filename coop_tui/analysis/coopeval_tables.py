@@ -51,6 +51,8 @@ from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP
 
 DILEMMAS = ("prisoners", "public_good", "travelers", "trust")
 """The games of the aggregate table (Stag Hunt and Matching Pennies are not dilemmas)."""
+DILEMMA_NAMES = {"prisoners": "Prisoner's Dilemma", "public_good": "Public Goods",
+                 "travelers": "Traveler's Dilemma", "trust": "Trust"}
 MECHANISM_ORDER = ("none", "repetition", "reputation", "mediation", "contracting")
 METRICS = ("mean", "fitness", "deviation_rank")
 METRIC_NAMES = {"mean": "Mean", "fitness": "Fitness", "deviation_rank": "DevRank"}
@@ -431,6 +433,37 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
 # ----------------------------------------------------------------------------- output
 
 
+def pooled_games(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """The dilemmas the aggregate cells among ``cells`` pool, in the paper's order."""
+    found = {g for c in cells if c.get("table") == "all" for g in c.get("games") or ()}
+    return [g for g in DILEMMAS if g in found] + sorted(found - set(DILEMMAS))
+
+
+def aggregate_title(games: Sequence[str]) -> str:
+    """What the aggregate table covers, named from the games it actually pools: the paper's
+    "all four dilemmas" only when all four are there."""
+    if set(DILEMMAS) <= set(games):
+        return "all four dilemmas"
+    names = [DILEMMA_NAMES.get(g, g) for g in games]
+    if not names:
+        return "no dilemma"
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{listed} only"
+
+
+def aggregate_footnote(cells: Sequence[dict[str, Any]]) -> str:
+    """What the aggregate's ± is: across the games a cell pools, or, for a cell of one
+    game, that game's replicate ± on the normalised scale."""
+    sizes = {len(c.get("games") or ()) for c in cells if c.get("table") == "all"}
+    scale = "0 = everyone defects, 1 = everyone cooperates"
+    if sizes == {1}:
+        return f"one game per cell: value ± SE over replicates, normalised ({scale})"
+    if 1 in sizes:
+        return (f"normalised ({scale}); ± SE across the games a cell pools, over replicates "
+                "where it has one game")
+    return f"normalised ({scale}), averaged over the games; ± SE across games"
+
+
 def _sort_key(c: dict[str, Any]) -> tuple[Any, ...]:
     mech = MECHANISM_ORDER.index(c["mechanism"]) if c["mechanism"] in MECHANISM_ORDER else 99
     return (mech, {"first": 0, "higher": 1}.get(c["order"], -1), str(c.get("condition")),
@@ -484,7 +517,9 @@ def render_latex(cells: list[dict[str, Any]]) -> str:
     parts = []
     for t in table_layout(cells):
         cols = t["columns"]
-        parts.append(f"% table: {t['table']}")
+        parts.append(f"% table: {t['table']}" + (
+            f" ({aggregate_title(pooled_games(cells))}; {aggregate_footnote(cells)})"
+            if t["table"] == "all" else ""))
         parts.append("\\begin{tabular}{ll" + "r" * len(cols) + "}")
         head = ["Mechanism", "Metric", *(column_name(c) for c in cols)]
         parts.append(" & ".join(_tex(h) for h in head) + " \\\\ \\hline")
@@ -524,8 +559,8 @@ def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
 
     out = []
     for t in table_layout(cells):
-        title = "CoopEval table: all four dilemmas (normalised)" if t["table"] == "all" else (
-            f"CoopEval table: {t['table']}")
+        title = (f"CoopEval table: {aggregate_title(pooled_games(cells))} (normalised)"
+                 if t["table"] == "all" else f"CoopEval table: {t['table']}")
         table = Table(title=title, title_justify="left")
         table.add_column("mechanism")
         table.add_column("metric")
@@ -534,7 +569,8 @@ def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
         for row in t["rows"]:
             table.add_row(row["mechanism"], METRIC_NAMES[row["metric"]],
                           *(cell_text(row["cells"].get(c)) for c in t["columns"]))
-        table.caption = "value ± SE over replicates (the aggregate: ± SE across games)"
+        table.caption = (aggregate_footnote(cells) if t["table"] == "all"
+                         else "value ± SE over replicates")
         sources = sorted({c["devrank_source"] for r in t["rows"] for c in r["cells"].values()
                           if c.get("devrank_source")})
         if sources:

@@ -13,9 +13,14 @@ Every one of them starts from two per-model inputs, read here once per report:
   the four prisoner's dilemmas, baseline condition, 10 rounds, trials 1-5, the model in
   seat 0, superseded re-run copies and models outside the paper left out. On our own runs
   the same games and seat, no condition or ``baseline``, any horizon.
-* :func:`coordination_trials`: each model's coordination rate per trial in the two-option
-  coordination games (both players picked the same option; the public code's metric). From
-  the table it is 1 − 2·mean + 2·joint of the pair; on our runs it is read from the rounds.
+* :func:`coordination_trials`: each model's coordination rate per trial in the six
+  coordination games, as the public code scores them (``_coordination_metrics``: the share
+  of rounds in which both players picked the same option), over every trial of the model
+  in seat 0 whatever the condition or opponent, as its per-model aggregates are made. From
+  the table it is 1 − 2·mean + 2·joint of the pair for the two-option games and, for the
+  four-option focal point, which has no cooperation columns, the seat-0 total over the
+  rounds on the game's matched / unmatched payoffs (10 / 0); on our runs it is read from
+  the rounds' actions.
 
 The strategic-depth domain (beauty contest guesses, centipede take nodes) needs per-round
 numbers the table does not hold; it is listed as not available rather than guessed.
@@ -36,8 +41,18 @@ if TYPE_CHECKING:
 
 COORDINATION_2X2 = ("bos_standard", "bos_transposed", "matching_pennies",
                     "stag_hunt_standard", "stag_hunt_risky")
-"""Seed 003's coordination games with two options (``focal_point`` has four: who matched
-whom is not recoverable from the table's pair mean and joint rate)."""
+"""Seed 003's coordination games with two options: same option = both on the first or
+both on the second, 1 − 2·mean + 2·joint from the table's pair columns."""
+FOCAL_POINT = "focal_point"
+"""The coordination game with four options: the table leaves its pair columns empty, but
+a matched round pays each player 10 and any other 0, so the seat-0 total gives the rate."""
+COORDINATION_GAMES = (*COORDINATION_2X2, FOCAL_POINT)
+"""Every game of the public code's coordination category (its six)."""
+COORDINATION_METHOD = (
+    "per trial, the share of rounds in which both players chose the same option (the public "
+    "code's coordination_rate), in its six coordination games (Battle of the Sexes both ways, "
+    "both stag hunts, matching pennies, focal point); per model the mean over every trial "
+    "with the model in seat 0, all conditions and opponents")
 Z95 = 1.959963984540054
 INTERVAL_METHOD = ("normal 95%: mean ± 1.96·sd/√n over per-trial rates, clipped to 0..100 "
                    "(the bounds of the paper's Supplementary Table 2)")
@@ -93,28 +108,48 @@ def table2_trials(store: Store, run_id: str) -> dict[str, list[float]]:
 
 
 def coordination_trials(store: Store, run_id: str) -> dict[str, list[float]]:
-    """Each model's coordination rate (0..1) per trial of the two-option coordination games."""
-    marks = ", ".join("?" * len(COORDINATION_2X2))
+    """Each model's coordination rate (0..1) per trial of the coordination games
+    (:data:`COORDINATION_METHOD`)."""
     out: dict[str, list[float]] = {}
     if has_trials(store, run_id):
+        matched, unmatched = _focal_payoffs()
+        marks = ", ".join("?" * len(COORDINATION_2X2))
         rows = store.db.execute(
-            f"""select model, 1 - 2 * coop_mean + 2 * joint from sp_trials
-                where run_id = ? and game in ({marks}) and condition = 'baseline'
-                  and coop_mean is not null and joint is not null and {_PAPER_ROWS}
-                order by model, line""", [run_id, *COORDINATION_2X2]).fetchall()
+            f"""select model, case when game = ?
+                                   then (payoff0 / rounds - ?) / ?
+                                   else 1 - 2 * coop_mean + 2 * joint end
+                from sp_trials
+                where run_id = ? and {_PAPER_ROWS}
+                  and ((game in ({marks}) and coop_mean is not null and joint is not null)
+                       or (game = ? and payoff0 is not null and rounds > 0))
+                order by model, line""",
+            [FOCAL_POINT, unmatched, matched - unmatched, run_id, *COORDINATION_2X2,
+             FOCAL_POINT]).fetchall()
     else:
+        # the six games list the same options in the same order for both seats: the same
+        # action index is the same option
+        marks = ", ".join("?" * len(COORDINATION_GAMES))
         rows = store.db.execute(
-            f"""select s.agent, avg(r0.cooperated = r1.cooperated)
+            f"""select s.agent, avg(r0.action = r1.action)
                 from matches m
                 join seats s on s.match_id = m.id and s.seat = 0
                 join rounds r0 on r0.match_id = m.id and r0.seat = 0
                 join rounds r1 on r1.match_id = m.id and r1.seat = 1 and r1.round = r0.round
                 where m.run_id = ? and m.status = 'done' and m.game in ({marks})
-                  and r0.cooperated is not null and r1.cooperated is not null
-                group by m.id order by s.agent, m.id""", [run_id, *COORDINATION_2X2]).fetchall()
+                  and r0.action is not null and r1.action is not null
+                group by m.id order by s.agent, m.id""", [run_id, *COORDINATION_GAMES]).fetchall()
     for model, value in rows:
         out.setdefault(model, []).append(min(max(value, 0.0), 1.0))
     return out
+
+
+def _focal_payoffs() -> tuple[float, float]:
+    """Seat 0's payoff in a matched and an unmatched round of the focal point game, from
+    our game of the same id (the public code's 10 and 0)."""
+    from coop_tui.games import load_game
+
+    payoffs = load_game(FOCAL_POINT).payoffs
+    return float(payoffs[0, 0, 0]), float(payoffs[0, 1, 0])
 
 
 def provider(model: str) -> str:

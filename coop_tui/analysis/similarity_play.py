@@ -26,6 +26,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from coop_tui.analysis.theory import b_star
+from coop_tui.games import game_from_spec
+from coop_tui.games.transforms import TRANSFORM_PARAMS
 from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP, Store, condition_key
 
 ONE_SHOT = ("similarity", "none")
@@ -200,8 +203,6 @@ def _aggregate(store: Store, run_id: str, experiment: int, ckey: str, cjson: str
     """One condition's sums per seating of agents, all computed in SQL: each match's
     expected payoffs are the payoff table's terms times the seats' stated probabilities,
     so Python sees one row per seating however many matches were played."""
-
-    from coop_tui.games import game_from_spec
 
     if not gspec:
         return None
@@ -411,19 +412,26 @@ def welfare_section(conds: list[_Condition]) -> dict[str, Any] | None:
 def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
     """``report --json`` key ``similarity_table``: seed 000's Table 2 (mean payoff per
     benchmark x method, over every seat of every match) and cooperation over the figure
-    each seat heard, per benchmark."""
+    each seat heard, per benchmark.
+
+    Each game variant (a game with its parameters, scale and cooperation bonus) is its
+    own table and its own curves, with its own b*: plain, +3 and +7 Prisoner's Dilemma
+    are three games, never pooled.
+    """
     cells: dict[tuple[str, str, str], dict[str, Any]] = {}
     curves: dict[str, dict[str, dict[float, _Moments]]] = defaultdict(lambda: defaultdict(dict))
-    several_games = len({c.game.key for c in conds if benchmark_and_method(c.condition)}) > 1
-    bench_games: dict[str, set[Any]] = defaultdict(set)
+    labels = variant_labels([c for c in conds if benchmark_and_method(c.condition)])
+    several_games = len(labels) > 1
+    series_games: dict[str, dict[str, Any]] = defaultdict(dict)
     for c in conds:
         bm = benchmark_and_method(c.condition)
         if bm is None:
             continue
         bench, method = bm
-        suffix = "".join(f" · {part}" for part in _series_parts(c, method, several_games))
+        game_label = labels[variant(c)]
+        suffix = "".join(f" · {part}" for part in _series_parts(c, method, several_games, game_label))
         if method != "abstract":
-            cell = cells.setdefault((c.game.key, bench, method), {
+            cell = cells.setdefault((game_label, bench, method), {
                 "game": c.game, "expected": _Moments(), "realised": _Moments(), "matches": 0})
             cell["expected"].total += c.expected_all.total
             cell["expected"].n += c.expected_all.n
@@ -432,10 +440,9 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
             cell["realised"].n += c.realised_all.n
             cell["realised"].squares += c.realised_all.squares
             cell["matches"] += c.matches
-        if c.coop_by_told:
-            bench_games[bench].add(c.game)
         for (agent, told), m in c.coop_by_told.items():
             series = agent + suffix
+            series_games[bench].setdefault(series, c.game)
             point = curves[bench][series].setdefault(told, _Moments())
             point.n += m.n
             point.total += m.total
@@ -465,10 +472,15 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
                     "matches": cell["matches"],
                 }
         table[game_key] = {"methods": methods, "benchmarks": benches, "rows": rows}
+    stars = {
+        bench: {series: _b_star(series_games[bench][series]) for series in sorted(by_series)}
+        for bench, by_series in sorted(curves.items())
+    }
     return {
         "definition": "mean payoff per player over every seat of every match whose scores came "
         "from that benchmark and method (expected from the stated strategies, realised from "
-        "the sampled actions); rows benchmark, columns method, as seed 000's Table 2",
+        "the sampled actions); rows benchmark, columns method, as seed 000's Table 2; one "
+        "table and one curve per game variant (parameters, scale, cooperation bonus)",
         "tables": table,
         "curves": {
             bench: {
@@ -478,30 +490,63 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
             }
             for bench, by_series in sorted(curves.items())
         },
-        "b_star": {bench: _b_star(bench_games[bench]) for bench in sorted(curves)},
+        # one b* per benchmark where all its curves share it (the line a figure draws),
+        # else None; every curve's own b* beside it
+        "b_star": {bench: _shared(by_series.values()) for bench, by_series in stars.items()},
+        "b_star_by_series": stars,
     }
 
 
-def _b_star(games: set[Any]) -> float | None:
+def variant(c: _Condition) -> tuple[str, str]:
+    """A condition's game variant: the game key and what changes its payoffs (the game's
+    parameters, then the payoff scale and cooperation bonus the sweep applied)."""
+    changes = dict(c.game.params)
+    changes.update({p: c.condition[p] for p in TRANSFORM_PARAMS if c.condition.get(p) is not None})
+    return c.game.key, json.dumps(changes, sort_keys=True, default=str)
+
+
+def variant_labels(conds: list[_Condition]) -> dict[tuple[str, str], str]:
+    """A readable name per game variant: the game key, plus what sets it apart from the
+    other variants of the same game (``prisoners``, ``prisoners (bonus 3)``)."""
+    by_key: dict[str, set[str]] = defaultdict(set)
+    for c in conds:
+        key, changes = variant(c)
+        by_key[key].add(changes)
+    labels: dict[tuple[str, str], str] = {}
+    for key, variants in by_key.items():
+        parsed = {v: json.loads(v) for v in variants}
+        names = {name for changes in parsed.values() for name in changes}
+        differ = sorted(n for n in names if len({json.dumps(p.get(n)) for p in parsed.values()}) > 1)
+        for v, changes in parsed.items():
+            parts = [f"{n} {_shown(changes[n])}" for n in differ if n in changes]
+            labels[(key, v)] = f"{key} ({', '.join(parts)})" if parts else key
+    return labels
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+
+
+def _shared(values: Any) -> float | None:
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _b_star(game: Any) -> float | None:
     """The similarity above which full cooperation is a b-similarity equilibrium (seed
-    000, Section 3), when every condition of a curve plays the same symmetric game."""
-    if len({g.key for g in games}) != 1:
-        return None
-    game = next(iter(games))
+    000, Section 3) in one symmetric game variant."""
     if not game.has_cooperation or not game.symmetric:
         return None
     try:
-        from coop_tui.analysis.theory import b_star
-
         value = b_star(game)
     except Exception:  # noqa: BLE001 - theory is a bonus here, never a reason to fail
         return None
     return None if value is None else round(float(value), 6)
 
 
-def _series_parts(c: _Condition, method: str, several_games: bool) -> list[str]:
+def _series_parts(c: _Condition, method: str, several_games: bool, game_label: str) -> list[str]:
     """What tells a condition's curve apart from others of the same benchmark: the
-    method, a framing other than "similar", the prompt mode, the game."""
+    method, a framing other than "similar", the prompt mode, the game variant."""
     parts = [] if method == "abstract" else [method]
     framing = c.condition.get("framing")
     if framing and framing != "similar":
@@ -510,7 +555,7 @@ def _series_parts(c: _Condition, method: str, several_games: bool) -> list[str]:
     if prompt and prompt not in ("percentage_updated", "benchmark"):
         parts.append(str(prompt))
     if several_games:
-        parts.append(c.game.key)
+        parts.append(game_label)
     return parts
 
 

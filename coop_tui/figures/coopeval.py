@@ -30,6 +30,8 @@ METRICS = (("mean", "Mean", "Mean payoff (points)"),
 
 
 def _bars(report: dict[str, Any]) -> list[Drawn]:
+    from coop_tui.analysis.coopeval_tables import aggregate_title, pooled_games
+
     rows = [r for r in report.get("tables") or [] if r.get("metric") in ("mean", "fitness")
             and r.get("agent") != "average" and r.get("value") is not None]
     out = []
@@ -44,7 +46,8 @@ def _bars(report: dict[str, Any]) -> list[Drawn]:
         fig, axes = figure(DOUBLE if len(metrics) > 1 else 0.6 * DOUBLE,
                            2.3 + 0.08 * len(agents), ncols=len(metrics),
                            gridspec_kw={"width_ratios": counts})
-        where = _pooled(mine) if table == "all" else table
+        where = (f"{aggregate_title(pooled_games(mine))} (normalised)" if table == "all"
+                 else table)
         for ax, (metric, label, unit) in zip(axes[0], metrics, strict=True):
             _metric_bars(ax, [r for r in mine if r["metric"] == metric], agents, columns, metric)
             # the aggregate table holds each game's cell normalised, not points
@@ -104,21 +107,6 @@ def _agent_handles(agents: list[str]) -> list[Any]:
     from matplotlib.patches import Patch
 
     return [Patch(facecolor=colour(i), label=short(agent)) for i, agent in enumerate(agents)]
-
-
-def _pooled(rows: list[dict[str, Any]]) -> str:
-    """What the aggregate table pooled, for its title: "all four dilemmas" only when it
-    did (a sweep of the Prisoner's Dilemma alone fills it from that one game)."""
-    from coop_tui.analysis.coopeval_tables import DILEMMAS
-
-    games = sorted({g for r in rows for g in r.get("games") or []})
-    if not games:
-        return "all dilemmas played (normalised)"
-    if set(games) >= set(DILEMMAS):
-        return "all four dilemmas"
-    if len(games) == 1:
-        return f"{games[0]} only (normalised)"
-    return f"pooled over {', '.join(games)} (normalised)"
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:

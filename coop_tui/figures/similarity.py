@@ -28,7 +28,10 @@ from coop_tui.figures.style import (
 
 
 def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_star: float | None,
-                prefix: str = "") -> None:
+                prefix: str = "", series_stars: dict[str, float | None] | None = None) -> None:
+    """The curves of one panel and b*: one dotted line, or, when the panel's curves are
+    different games (plain and bonus Prisoner's Dilemma) with b* of their own, one line
+    per distinct b* (``series_stars``)."""
     for i, (name, points) in enumerate(series.items()):
         pts = sorted((p for p in points if p.get("coop_rate") is not None), key=lambda p: p[x_key])
         if not pts:
@@ -42,6 +45,11 @@ def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_
     if b_star is not None:
         ax.axvline(100 * b_star, color="0.3", linestyle=":", linewidth=1.0, gid="b_star",
                    label=f"b* = {100 * b_star:.0f}%")
+    else:
+        stars = sorted({v for v in (series_stars or {}).values() if v is not None}, reverse=True)
+        for k, star in enumerate(stars):
+            ax.axvline(100 * star, color=f"{0.2 + 0.2 * (k % 3):.1f}", linestyle=":",
+                       linewidth=0.8, gid=f"b_star|{star:g}", label=f"b* = {100 * star:.0f}%")
     ax.set_xlim(-3, 103)
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("similarity told (%)")
@@ -78,7 +86,8 @@ def _grounded_curves(report: dict[str, Any]) -> list[Drawn]:
                        sharey=True)
     for k, bench in enumerate(benches):
         ax = axes.flat[k]
-        _curve_axes(ax, curves[bench], "told", stars.get(bench), prefix=f"{bench}|")
+        _curve_axes(ax, curves[bench], "told", stars.get(bench), prefix=f"{bench}|",
+                    series_stars=(table.get("b_star_by_series") or {}).get(bench))
         ax.set_title(bench)
         legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6)
     for ax in list(axes.flat)[len(benches):]:
@@ -86,7 +95,7 @@ def _grounded_curves(report: dict[str, Any]) -> list[Drawn]:
     fig.suptitle("Cooperation over the grounded similarity, per benchmark and method", fontsize=8)
     return [Drawn("similarity_fig3_cooperation_by_benchmark",
                   "Cooperation rate over the similarity told, per benchmark, agent and method "
-                  "(± SE; dotted: b*)", fig)]
+                  "(± SE; dotted: b*, one line per game variant when they differ)", fig)]
 
 
 def _matrix(title: str, agents: list[str], matrix: dict[str, dict[str, Any]], label: str,

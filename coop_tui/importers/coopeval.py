@@ -79,6 +79,7 @@ from coop_tui.store import (
     condition_key,
     decision_row,
     delete_judged_links,
+    insert_decisions,
     intern_game_specs,
 )
 
@@ -222,7 +223,9 @@ def plan_import(
     seen_seating: Counter[tuple[str, ...]] = Counter()
     referenced: set[str] = set()
     tag = run_id if single else f"{run_id}:{experiment}:{replicate}"
-    builder = DecisionBuilder(plan, tag, game, letters, log, referenced)
+    builder = DecisionBuilder(
+        plan, tag, game, letters, log, referenced, delegate=mechanism == "mediation"
+    )
     proposed: set[str] = set()
     for number, m in enumerate(matches):
         match_id = (
@@ -344,6 +347,9 @@ _DELETE = [
 
 
 def _insert(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    if table == "decisions":  # through the store, which holds every answer to its rule
+        insert_decisions(conn, rows)
+        return
     if not rows:
         return
     cols = list(rows[0])

@@ -530,6 +530,8 @@ class DecisionBuilder:
         letters: dict[str, int],
         log: dict[str, _Entry],
         referenced: set[str],
+        *,
+        delegate: bool = False,
     ) -> None:
         self.plan, self.run_id, self.game, self.log = plan, run_id, game, log
         self.letters = letters
@@ -538,6 +540,9 @@ class DecisionBuilder:
         self._seen: Counter[str] = Counter()
         self.decisions: list[Decision] = []
         self._labels = tuple(f"A{i}" for i in range(game.action_counts[0]))
+        # Without a game log the prompt's labels are not known: they are the game's, plus
+        # the delegate label after them under Mediation (CoopEval's A2 in a 2-action game).
+        self._fallback_labels = self._labels + ((f"A{len(self._labels)}",) if delegate else ())
         claims = [k for k in letters if k.startswith("CLAIM_")]
         # CoopEval's label Ak is its k-th action: for claims, the claim min + k
         self._label_to_action = (
@@ -601,7 +606,7 @@ class DecisionBuilder:
         by the game position ``mv.seat``.
         """
         entry = self.log.get(mv.trace_id or "")
-        labels = (classify_prompt(entry.prompt).labels if entry else ()) or self._labels
+        labels = (classify_prompt(entry.prompt).labels if entry else ()) or self._fallback_labels
         chosen = len(self._labels) if mv.mediated else mv.action
         row = self._row(
             match_id,
@@ -622,6 +627,8 @@ class DecisionBuilder:
         try:
             strategy = parse_mixed_strategy(row.response, labels)
         except ParseError as exc:
+            # an answer we cannot read is not a valid decision, whatever CoopEval played
+            row.valid = False
             row.error = f"coop-tui's parser disagrees with CoopEval: {exc.reason}"
             return
         dist = list(strategy.probabilities)
@@ -667,7 +674,7 @@ class DecisionBuilder:
             if player in proposed:
                 continue
             proposed.add(player)
-            self._row(
+            row = self._row(
                 match_id,
                 1,
                 "propose",
@@ -678,6 +685,9 @@ class DecisionBuilder:
                 None,
                 parsed=parsed,
             )
+            if row is not None and parsed is None:  # the design file names no design
+                row.valid = False
+                row.error = f"the design file holds no {kind} for {player}"
         if offered:
             self.plan.phases.append(
                 {

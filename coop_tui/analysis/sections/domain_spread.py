@@ -1,8 +1,9 @@
 """Report section ``domain_spread``: how much models differ within each behavioural domain.
 
 Per domain, across models: mean, sd, coefficient of variation and range of the models'
-scores — cooperation (Table 2 rates) and coordination (two-option coordination games,
-both players on the same option). The paper's abstract: coordination CV 0.06 (0.62-0.85),
+scores — cooperation (Table 2 rates) and coordination (the public code's coordination
+rate in its six coordination games, :data:`coop_tui.analysis.paper_tables.COORDINATION_METHOD`).
+The paper's abstract: coordination CV 0.06 (0.62-0.85),
 strategic depth 0.11 (0.54-0.90); strategic depth needs per-round guesses the trial table
 does not hold and is listed as not available.
 """
@@ -27,6 +28,7 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     if not domains:
         return None
     return {"domains": domains, "cv_method": paper_tables.CV_METHOD,
+            "coordination_method": paper_tables.COORDINATION_METHOD,
             "not_available": {"strategic_depth": paper_tables.NOT_IN_TABLE["strategic_depth"]}}
 
 

@@ -27,6 +27,7 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     return {"providers": paper_tables.provider_summary(data["cooperation"],
                                                        data["coordination"]),
             "cv_method": paper_tables.CV_METHOD,
+            "coordination_method": paper_tables.COORDINATION_METHOD,
             "not_available": {"trust_mean": paper_tables.NOT_IN_TABLE["trust"]}}
 
 

@@ -19,8 +19,12 @@ run's matches of the same condition (``replicates`` or ``samples``).
   reached r in each tournament, then mean and interval over tournaments.
   ``per_round_cumulative``: the same with the share over the player's whole tournament.
 - ``osc_curve`` (Figure 3): after the k-th played match of a tournament, the share of
-  cooperative first moves among the first moves so far; mean and interval over
-  tournaments per k.
+  cooperative first moves among the first moves so far; a tournament that played fewer
+  matches keeps its last share at every later k (the public code pads its trends so);
+  mean and interval over tournaments per k.
+
+Intervals of shares (every value above but scores, points and match lengths) are clipped
+to [0, 1], as the paper's figures show them.
 - scores: points per player and per group, and ``final`` with the winner bonus when the
   tournament set one; exits: share of matches ended by a player leaving, mean length.
 - ``meta_accuracy``: share of scored comprehension answers that were right, overall and
@@ -49,6 +53,26 @@ def t_interval(values: Sequence[float]) -> dict[str, Any]:
     t = interval(vals)
     return {"mean": t["mean"], "ci": None if t["lo"] is None else [t["lo"], t["hi"]],
             "n": t["n"]}
+
+
+def share_interval(values: Sequence[float]) -> dict[str, Any]:
+    """:func:`t_interval` of shares, its interval clipped to [0, 1]: the paper's figures
+    draw shares on a 0-1 axis (0-100%), so a bound past it is never shown."""
+    out = t_interval(values)
+    if out["ci"] is not None:
+        out["ci"] = [min(max(bound, 0.0), 1.0) for bound in out["ci"]]
+    return out
+
+
+def padded(curves: list[list[float]]) -> list[list[float]]:
+    """Curves made as long as the longest, each continued with its last value.
+
+    Figure 3 of the public code does this for its one-shot cooperation trends before
+    averaging over replications, so a tournament that played fewer matches still counts
+    at every later point with the share it ended on (an empty curve stays empty).
+    """
+    longest = max((len(c) for c in curves), default=0)
+    return [c + [c[-1]] * (longest - len(c)) if c else [] for c in curves]
 
 
 def _share(xs: list[int]) -> float | None:
@@ -134,13 +158,14 @@ def tournament_metrics(store: Store, match_id: str) -> dict[str, Any]:
 
 
 def _by_index(series: list[dict[int, float]] | list[list[float]]) -> list[dict[str, Any]]:
-    """Point k of a curve: mean and t-interval over the tournaments that reached k."""
+    """Point k of a share curve: mean and t-interval (clipped to [0, 1]) over the
+    tournaments that have a point k."""
     points: dict[int, list[float]] = defaultdict(list)
     for one in series:
         items = one.items() if isinstance(one, dict) else enumerate(one, start=1)
         for k, v in items:
             points[int(k)].append(v)
-    return [{"x": k, **t_interval(points[k])} for k in sorted(points)]
+    return [{"x": k, **share_interval(points[k])} for k in sorted(points)]
 
 
 def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
@@ -181,17 +206,17 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
             "condition": condition,
             "agents": sorted(set(agents)),
             "tournaments": len(per),
-            "mu_c": t_interval([p["coop"] for p in per]),
-            "mu_c_running": t_interval([v for p in per for v in p["running"]]),
+            "mu_c": share_interval([p["coop"] for p in per]),
+            "mu_c_running": share_interval([v for p in per for v in p["running"]]),
             "per_round": _by_index([p["curve"] for p in per]),
             "per_round_cumulative": _by_index([p["cumulative"] for p in per]),
-            "osc_curve": _by_index([p["osc_curve"] for p in per]),
-            "one_shot": {k: t_interval([v for p in per for v in p["first"][k]])
+            "osc_curve": _by_index(padded([p["osc_curve"] for p in per])),
+            "one_shot": {k: share_interval([v for p in per for v in p["first"][k]])
                          for k in ("all", "intra", "inter")},
-            "intra": t_interval([v for p in per for v in p["match_rates"]["intra"]]),
-            "inter": t_interval([v for p in per for v in p["match_rates"]["inter"]]),
+            "intra": share_interval([v for p in per for v in p["match_rates"]["intra"]]),
+            "inter": share_interval([v for p in per for v in p["match_rates"]["inter"]]),
             "meta_accuracy": {
-                "all": t_interval([p["meta"] for p in per]),
+                "all": share_interval([p["meta"] for p in per]),
                 "by_question": {
                     k: t_interval([p["meta_by_question"].get(k) for p in per])["mean"]
                     for k in sorted({k for p in per for k in p["meta_by_question"]})
@@ -204,7 +229,7 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
                 for g in range(n_teams)
             ],
             "players": players,
-            "exits": {"left": t_interval([p["left"] for p in per]),
+            "exits": {"left": share_interval([p["left"] for p in per]),
                       "match_length": t_interval([p["length"] for p in per])},
         })
     return {"conditions": out}
