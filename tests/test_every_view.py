@@ -99,7 +99,7 @@ SWEEPS: dict[str, dict[str, Any]] = {
 """Strategy-only runs, by the run id they are stored under."""
 
 IMPORTS = {
-    "coopeval": ("coopeval", DATA / "coopeval_sample_prisoners"),
+    "coopeval": ("coopeval", DATA / "coopeval_sample" / "no_mechanism_prisoners_dilemma"),
     "coopeval-study": ("coopeval", DATA / "coopeval_contracting_public_goods"),
     "strategic-personalities": ("strategic-personalities",
                                 DATA / "strategic_personalities.sample.csv.gz"),

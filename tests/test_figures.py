@@ -250,11 +250,9 @@ def test_personality_figures_are_the_sections_values(
         round(v["mean"], 9) for v in personalities["cooperation_by_model"].values())
 
 
-SP_SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
-             / "strategic_personalities.sample.csv.gz")
+SP_SAMPLE = Path(__file__).parent / "data" / "strategic_personalities.sample.csv.gz"
 
 
-@pytest.mark.skipif(not SP_SAMPLE.exists(), reason="the strategic-personalities sample is not here")
 def test_imported_trial_table_draws_cooperation_by_model(tmp_path: Path) -> None:
     from coop_tui.importers.strategic_personalities import import_file
 

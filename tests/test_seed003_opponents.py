@@ -419,8 +419,7 @@ def test_seeded_generator_is_the_match_seed_per_move() -> None:
 
 
 # ---------------------------------------------------------------------- the published table
-SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
-          / "strategic_personalities.sample.csv.gz")
+SAMPLE = Path(__file__).parent / "data" / "strategic_personalities.sample.csv.gz"
 STUDY = Path(__file__).resolve().parent.parent / "data" / "studies" / "strategic-personalities.toml"
 GAME_KEYS = {"chicken": "chicken_sp"}
 FIXED = {"always_cooperate", "always_defect", "always_ballet", "always_football", "always_stag",
