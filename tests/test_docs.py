@@ -222,6 +222,22 @@ def fresh_clone_view(tmp_path: Path) -> Path:
     return work
 
 
+def test_ci_runs_the_readme_test_command_in_a_fresh_clone() -> None:
+    """``.ci/run`` clones the committed tree into an empty temporary folder (nothing beside
+    it, as on a user's machine) and ends with the README's test command, verbatim, so
+    pytest's exit code is the script's."""
+    setup = README.read_text().split("Test (creates", 1)[1]
+    command = fenced_blocks(setup)[0][1].strip()
+    assert command.endswith("-m pytest")
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.rstrip().splitlines()[-1] == command
+    assert "set -euo pipefail" in script
+    assert re.search(r'scratch="\$\(mktemp -d\)"', script)
+    assert re.search(r'git clone --quiet "\$repo" "\$scratch/coop-tui"\ncd "\$scratch/coop-tui"', script)
+    done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.slow
 def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
     work = fresh_clone_view(tmp_path)
