@@ -284,6 +284,37 @@ def _resolve(path: str, base: Path | None) -> Path:
     return p
 
 
+def needs_key(agent: AgentSpec) -> bool:
+    """A hosted model reached without api_base: its provider wants an API key."""
+    return (agent.kind == "llm" and not agent.api_base
+            and agent.provider not in KEYLESS_PROVIDERS)
+
+
+def api_keys(spec: SweepSpec) -> list[tuple[str, list[str], bool]]:
+    """What a real run needs that a dry run does not: (where the key comes from, the
+    agents that need it, whether it is there now), one entry per source. The source is
+    the environment variable's name; ``agents.X.api_key`` for a key written in the file;
+    ``agents.X.api_key_env`` when that field names no plausible variable (it may hold a
+    pasted key, which is never echoed); ``provider P (no known variable)`` when the
+    provider's variable is unknown."""
+    found: dict[str, tuple[list[str], bool]] = {}
+    for name, agent in spec.agents.items():
+        if not needs_key(agent):
+            continue
+        env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider)
+        if agent.api_key is not None:
+            source = f"agents.{name}.api_key"
+        elif env is None:
+            source = f"provider {agent.provider!r} (no known variable: name one with api_key_env)"
+        elif not re.fullmatch(r"[A-Z_][A-Z0-9_]*", env):
+            source = f"agents.{name}.api_key_env"
+        else:
+            source = env
+        agents, _ = found.get(source, ([], False))
+        found[source] = ([*agents, name], agent.resolve_key() is not None)
+    return [(source, agents, present) for source, (agents, present) in found.items()]
+
+
 def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | None) -> None:
     where = f"agents.{name}"
     if agent.strategy:
@@ -315,8 +346,7 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
                 f"{where}.model",
                 f"{agent.model!r} has no provider; write provider/model (e.g. openai/gpt-4o-mini)",
             )
-        needs_key = check_keys and not agent.api_base and agent.provider not in KEYLESS_PROVIDERS
-        if needs_key and agent.resolve_key() is None:
+        if check_keys and needs_key(agent) and agent.resolve_key() is None:
             env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider)
             if env is None:
                 raise SpecError(

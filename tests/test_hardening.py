@@ -388,6 +388,50 @@ def test_a_text_report_into_a_pipe_keeps_every_cell_whole(tmp_path: Path) -> Non
         assert report.stdout.count(name) >= 3  # the experiment, per-round and actions tables
 
 
+HOSTED = """
+name = "hosted"
+[agents.routed]
+model = "openrouter/openai/gpt-4o"
+[agents.also-routed]
+model = "openrouter/google/gemini-3-flash"
+[agents.own-variable]
+model = "openai/gpt-4o-mini"
+api_key_env = "LAB_OPENAI_KEY"
+[agents.tft]
+strategy = "tit_for_tat"
+[[experiments]]
+game = "prisoners"
+mechanism = "none"
+agents = ["routed", "also-routed", "own-variable", "tft"]
+"""
+
+
+@pytest.mark.slow  # a CLI process: about 3 s
+def test_a_dry_run_needs_no_api_key_and_lists_the_keys_a_run_needs(tmp_path: Path) -> None:
+    """A dry run sends nothing: without any key it prints the size and cost, then each
+    variable a real run reads, set or missing, with the agents that need it."""
+    sweep = write(tmp_path / "hosted.toml", HOSTED)
+    db = tmp_path / "dry.db"
+    dry = cli("--batch", str(sweep), "--db", str(db), "--dry-run", env={"LAB_OPENAI_KEY": "sk-lab"})
+    assert dry.returncode == 0, dry.stderr
+    out = " ".join(dry.stdout.split())  # Rich may wrap long lines
+    assert "hosted: 4 matches" in out and "model calls" in out and "estimated cost" in out
+    assert "API keys a real run needs (1 missing):" in out
+    assert "OPENROUTER_API_KEY: missing (agents: routed, also-routed)" in out
+    assert "LAB_OPENAI_KEY: set (agents: own-variable)" in out
+    assert "sk-lab" not in dry.stdout + dry.stderr
+    assert not db.exists()
+
+
+@pytest.mark.slow  # a CLI process: about 3 s
+def test_a_real_run_without_its_api_key_still_refuses(tmp_path: Path) -> None:
+    sweep = write(tmp_path / "hosted.toml", HOSTED)
+    db = tmp_path / "real.db"
+    line = one_clear_line(cli("--batch", str(sweep), "--db", str(db), env={"LAB_OPENAI_KEY": "sk-lab"}))
+    assert "agents.routed.model" in line and "OPENROUTER_API_KEY" in line
+    assert not db.exists()
+
+
 def test_error_helper_has_its_own_module() -> None:
     code = ("import sys, coop_tui.report, coop_tui.export, coop_tui.importers.coopeval; "
             "print('coop_tui.cli' in sys.modules)")
