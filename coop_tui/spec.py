@@ -220,7 +220,7 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
 
-    check_sweep(spec, source.parent if source else None)  # stage links (seed 000's pipeline)
+    check_sweep(spec, source.parent if source else None)  # stage links (the similarity signals paper's pipeline)
     grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
         sweep.cells.extend(
@@ -631,10 +631,10 @@ def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> 
         try:
             strategy = get_strategy(agent.strategy, **agent.params)
             if getattr(game, "protocol", None) and not hasattr(strategy, "numeric_answer"):
-                raise ValueError(  # seed 003's move-by-move games ask for numbers
+                raise ValueError(  # the strategic personalities paper's move-by-move games ask for numbers
                     "it answers only matrix games; use fixed_number, threshold_responder, "
                     "truthful_bidder, trust_proportional, random, mirror, anti_mirror or one "
-                    "of seed 003's responders (coop-tui list strategies)")
+                    "of the strategic personalities paper's responders (coop-tui list strategies)")
             strategy.distribution(SeatView(game=game, seat=seat, round=1))
         except Exception as exc:  # noqa: BLE001 - any failure means it cannot play
             raise SpecError(
@@ -676,11 +676,11 @@ def _seatings(
 def _seed003_seatings(
     exp: ExperimentSpec, n_players: int, where: str, *, pooled: bool
 ) -> list[tuple[str, ...]]:
-    """Seed 003's designs. ``versus``: each agent in seat 1 against each opponent, which
+    """The strategic personalities paper's designs. ``versus``: each agent in seat 1 against each opponent, which
     fills every other seat (its code copies the strategy into all of them). ``pairs``:
     every unordered pair of distinct agents once (C(n, 2)), the first listed in seat 1.
     ``self`` with a filler: the agent in seats 1 and 2. Seats beyond the first two are
-    the ``filler`` agent's (seed 003 puts a random strategy there)."""
+    the ``filler`` agent's (strategic personalities puts a random strategy there)."""
     if pooled:
         raise SpecError(f"{where}.matchup", f"matchup {exp.matchup!r} needs a mechanism with "
                         f"fixed seats; a re-matching population takes self or cross")
@@ -692,7 +692,7 @@ def _seed003_seatings(
     if n_players > 2 and exp.filler is None:
         raise SpecError(f"{where}.filler", f"the game has {n_players} players and matchup "
                         f"{exp.matchup!r} fills two seats; name the agent for the others "
-                        f"(seed 003 uses a random strategy)")
+                        f"(strategic personalities uses a random strategy)")
     extra = (exp.filler,) * (n_players - 2) if n_players > 2 else ()
     if exp.matchup == "self":
         return [((a, a) + extra)[:n_players] for a in exp.agents]

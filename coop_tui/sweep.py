@@ -529,7 +529,7 @@ async def play_cell(
 
 
 def _stage_inputs(cell: Cell, store: Store | None, run_id: str) -> tuple[dict[str, Any], str | None]:
-    """A dependent stage's parameters with its inputs (seed 000: a judge's dossier, the
+    """A dependent stage's parameters with its inputs (the similarity signals paper: a judge's dossier, the
     per-pair scores); (params, None) or (params, why they are missing)."""
     if not needs_inputs(cell):
         return cell.mechanism_params, None
@@ -549,7 +549,7 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["condition"] = cell.condition
     if cell.prompt_protocol != "coop_tui":  # other messages and answer form: never pooled
         condition["prompt_protocol"] = cell.prompt_protocol
-    if cell.source is not None:  # seed 000: scores computed from this source
+    if cell.source is not None:  # the similarity signals paper: scores computed from this source
         condition["similarity_source"] = cell.source
     return condition
 
@@ -568,7 +568,7 @@ def game_spec(game: Any) -> dict[str, Any]:
         "cooperative": [sorted(c) for c in game.cooperative],
         "defect": list(game.defect),
     }
-    if getattr(game, "protocol", None):  # played move by move (seed 003): rules, no table
+    if getattr(game, "protocol", None):  # played move by move (strategic personalities): rules, no table
         spec["protocol"] = True
         spec["rules"] = game.rules
     return spec

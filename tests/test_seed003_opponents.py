@@ -1,4 +1,4 @@
-"""Seed 003's opponents as its public code plays them: transcripts, Axelrod parity, aliases,
+"""The strategic personalities paper's opponents as its public code plays them: transcripts, Axelrod parity, aliases,
 responders, numeric opponents, and seeded randomness through the real engine and store.
 
 Transcripts read like the Axelrod library's tests: two letters per round, the strategy's
@@ -100,7 +100,7 @@ def test_transcript(spec: Any, co_player: str, expected: str) -> None:
 
 
 def test_alternate_opens_by_seat_and_follows_its_own_last_move() -> None:
-    """Seed 003's BoS ``alternate``: seat 1 opens with its first option, any other seat with
+    """The strategic personalities paper's BoS ``alternate``: seat 1 opens with its first option, any other seat with
     its second; then it switches (cycle, by contrast, follows the round number)."""
     bos = get_game("bos_standard")
     s = get_strategy("alternate")

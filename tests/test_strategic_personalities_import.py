@@ -1,4 +1,4 @@
-"""``coop-tui import strategic-personalities``: seed 003's published trial table.
+"""``coop-tui import strategic-personalities``: the strategic personalities paper's published trial table.
 
 The full table (52,872 trials) is not in the repository; its 200-row sample (the first
 line and every 250th row) is, in tests/data. The tests import the sample through the CLI

@@ -1,4 +1,4 @@
-"""Seed 003's analyses of the trial table, for an imported table and for our own runs.
+"""The strategic personalities paper's analyses of the trial table, for an imported table and for our own runs.
 
 The paper reports, besides per-model cooperation (Supplementary Table 2), a provider-level
 table (Supplementary Table 5), Cohen's h between models with a few named pairs (the widest
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 COORDINATION_2X2 = ("bos_standard", "bos_transposed", "matching_pennies",
                     "stag_hunt_standard", "stag_hunt_risky")
-"""Seed 003's coordination games with two options (``focal_point`` has four: who matched
+"""The strategic personalities paper's coordination games with two options (``focal_point`` has four: who matched
 whom is not recoverable from the table's pair mean and joint rate)."""
 Z95 = 1.959963984540054
 INTERVAL_METHOD = ("normal 95%: mean ± 1.96·sd/√n over per-trial rates, clipped to 0..100 "
@@ -63,7 +63,7 @@ NOT_IN_TABLE = {
 
 
 def has_trials(store: Store, run_id: str) -> bool:
-    """Is ``run_id`` an imported seed-003 trial table?"""
+    """Is ``run_id`` an imported strategic personalities trial table?"""
     if "sp_trials" not in store.db.table_names():
         return False
     return store.db.execute("select 1 from sp_trials where run_id = ? limit 1",

@@ -1,4 +1,4 @@
-"""Seed 004's figures: cooperation per round by tournament structure (its Figure 2),
+"""The super-additive cooperation paper's figures: cooperation per round by tournament structure (its Figure 2),
 one-shot cooperation over the matches played (its Figure 3) and pooled per structure with
 intra / inter splits, and intra- against inter-group cooperation (its Figure 4).
 
@@ -113,5 +113,5 @@ def draw(report: dict[str, Any]) -> list[Drawn]:
     return [d for d in drawn if d is not None]
 
 
-FAMILY = register(Family(key="teams", title="Seed 004: superadditive cooperation", draw=draw,
+FAMILY = register(Family(key="teams", title="The super-additive cooperation paper: superadditive cooperation", draw=draw,
                          order=40))
