@@ -422,6 +422,9 @@ class LiveScreen(NavScreen):
             prompt.append(" ".join(f"{lab}={100 // max(1, len(turn.request.labels))}"
                                    for lab in turn.request.labels), style="bold")
             prompt.append(", then Enter.")
+        if turn.request.kind in ("number", "choice", "mixed"):  # a shortcut, not the model's format
+            prompt.append(" What you type is sent in the answer format the prompt asks of the "
+                          "model.", style="dim")
         self.query_one("#human-prompt", Static).update(prompt)
         box = self.query_one("#human-input", Input)
         box.disabled = False

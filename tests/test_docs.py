@@ -253,12 +253,40 @@ def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
                               text=True, stdin=subprocess.DEVNULL, timeout=600)
         assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr}"
         ran.append(line)
+        if line.startswith("coop-tui import coopeval"):  # prints what the README says it does
+            printed = re.search(r"The import prints `(.*?)`", README.read_text(), re.S)
+            assert printed and " ".join(printed.group(1).split()) in done.stdout, done.stdout
     assert any("--batch data/sweeps/strategies-prisoners.toml" in line for line in ran)
     assert any(line.startswith("coop-tui import coopeval") for line in ran)
     report = json.loads((work / "report.json").read_text())
     assert report["run"]["name"] == "strategies-prisoners"
     exported = sorted(p.name for p in (work / "exported").iterdir())
     assert "decisions.csv" in exported, exported
+
+
+def test_cli_page_imports_files_the_repository_has() -> None:
+    """docs/cli.md's import examples run from a fresh clone: each input it names is there."""
+    lines = [line for line in command_lines((ROOT / "docs" / "cli.md").read_text())
+             if line.startswith("coop-tui import ")]
+    assert len(lines) >= 2
+    for line in lines:
+        assert (ROOT / command_tokens(line)[3]).exists(), line
+
+
+def test_servers_page_prints_the_embedded_models_gguf() -> None:
+    """docs/servers.md's `model.gguf`: the command it gives prints the GGUF file the
+    embedded model loads, and the serving line uses the same command."""
+    page = (ROOT / "docs" / "servers.md").read_text()
+    block = next(body for language, body in fenced_blocks(page) if "smollm2_path" in body)
+    printing, serving = block.strip().splitlines()
+    command = shlex.split(printing)
+    assert command[:2] == ["python", "-c"]
+    done = subprocess.run([sys.executable, "-c", command[2]], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    gguf = Path(done.stdout.strip())
+    assert gguf.suffix == ".gguf" and gguf.is_file()
+    assert serving.startswith("python -m llama_cpp.server --model ") and command[2] in serving
 
 
 # --- each reproduction page states its full study's size as --dry-run measures it ---

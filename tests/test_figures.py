@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,17 @@ def test_bad_run_is_one_message_and_exit_2(tmp_path: Path, capsys: pytest.Captur
     Store(db).close()
     assert main(["figures", "nosuchrun", "--db", str(db), "--out", str(tmp_path / "f")]) == 2
     assert "no run 'nosuchrun'" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # a sweep and every figure drawn: several seconds
+def test_the_python_example_of_the_figures_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/figures.md's snippet, run as written from a folder where the repository's
+    relative paths resolve: it makes the run it draws (it opened an empty database and
+    raised KeyError before)."""
+    (snippet,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "figures.md").read_text(), re.S)
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"__name__": "__doc__"}
+    exec(compile(snippet, "docs/figures.md", "exec"), namespace)  # noqa: S102 - the page's own code
+    assert namespace["paths"] and all(Path(p).suffix == ".svg" for p in namespace["paths"])
+    assert all((tmp_path / p).is_file() for p in namespace["paths"])
