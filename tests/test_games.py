@@ -26,7 +26,7 @@ C, D = "Cooperate", "Defect"
 
 # Cell by cell, (seat 1 action, seat 2 action) -> (seat 1 payoff, seat 2 payoff).
 SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
-    # the similarity signals paper Table 3 / CoopEval Table 1
+    # the similarity signals paper's Table 3 / CoopEval Table 1
     "prisoners": {(C, C): (2, 2), (C, D): (0, 3), (D, C): (3, 0), (D, D): (1, 1)},
     "stag_hunt": {
         ("Stag", "Stag"): (5, 5),
@@ -70,7 +70,7 @@ SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
         ("Tails", "Heads"): (-1, 1),
         ("Tails", "Tails"): (1, -1),
     },
-    # the super-additive cooperation paper Table 1
+    # the super-additive cooperation paper's Table 1
     "ipd": {(C, C): (3, 3), (C, D): (-1, 5), (D, C): (5, -1), (D, D): (0, 0)},
     # CoopEval Table 1(d), rows and columns are claims
     "travelers": {
@@ -96,7 +96,7 @@ SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
     },
 }
 
-# the similarity signals paper Table 3(d): 3-player PublicGood, alpha 3/2; (P1, P2, P3) -> payoffs
+# the similarity signals paper's Table 3(d): 3-player PublicGood, alpha 3/2; (P1, P2, P3) -> payoffs
 PUBLIC_GOOD_TABLE = {
     ("C", "C", "C"): (1.5, 1.5, 1.5),
     ("C", "D", "C"): (1, 2, 1),
