@@ -1,4 +1,4 @@
-"""Write the Axelrod library's move transcripts for seed 003's opponents that it also has.
+"""Write the Axelrod library's move transcripts for the strategic personalities paper's opponents that it also has.
 
 Each of our strategies below has a namesake in the Axelrod library (same rule on a
 prisoner's dilemma). This script plays the library's version against a set of probes

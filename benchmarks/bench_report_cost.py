@@ -1,6 +1,6 @@
 """Cost of ``coop-tui report`` on an imported CoopEval study with real-length reasoning texts.
 
-Builds a CoopEval study directory from the two tournaments in ``/work/shared/coopeval-sample``
+Builds a CoopEval study directory from the two tournaments in ``tests/data/coopeval_sample``
 (or ``--sample DIR``): ``--runs`` runs (replicates), each with three copies of each
 tournament under its own name, every record repeated ``--repeat`` times. Each repeated
 move gets its own trace id and a varied reasoning text in ``game_log.txt``: the agent's
@@ -41,7 +41,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-SAMPLE = Path("/work/shared/coopeval-sample")
+SAMPLE = ROOT / "tests" / "data" / "coopeval_sample"
 COPIES = 3
 """Copies of each sample tournament per run (each its own experiment)."""
 

@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--db", type=Path, help="where to keep the database (default: temporary)")
     parser.add_argument("--reuse", action="store_true", help="measure an existing --db")
     parser.add_argument("--rounds", type=int, default=TURNS,
-                        help="rounds per match (e.g. 10: many short matches, as seed 003 plays)")
+                        help="rounds per match (e.g. 10: many short matches, as the strategic personalities paper plays)")
     args = parser.parse_args()
     samples = max(1, -(-args.decisions // (len(STRATEGIES) ** 2 * args.rounds * 2)))
     with tempfile.TemporaryDirectory() as tmp:

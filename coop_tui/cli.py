@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "directory",
         help="a CoopEval tournament directory, a run directory of tournaments, or a study "
         "directory of runs (data/main_study: run*/<mechanism>_<game>/); for "
-        "strategic-personalities, seed 003's trial table (strategic_personalities.csv.gz)",
+        "strategic-personalities, the strategic personalities paper's trial table (strategic_personalities.csv.gz)",
     )
     _db_arg(imp)
 

@@ -1,12 +1,12 @@
-"""Named prompt conditions (seed 003's framing conditions) an experiment can sweep over.
+"""Named prompt conditions (the strategic personalities paper's framing conditions) an experiment can sweep over.
 
 A condition changes how a game is presented, never the game the match is scored on
 except through an explicit payoff scale: ``payoff_10x`` multiplies every payoff by 10
-(shown and paid), as seed 003's engine does; the framing conditions add a cover story, a
-goal, a note about the co-player or a persona to the prompt. The names are seed 003's
+(shown and paid), as the strategic personalities paper's engine does; the framing conditions add a cover story, a
+goal, a note about the co-player or a persona to the prompt. The names are the strategic personalities paper's
 (``experiment/conditions.py`` of its public code); the wording here is our own.
 
-Seed 003's conditions that need another protocol rather than another sentence
+The strategic personalities paper's conditions that need another protocol rather than another sentence
 (``scot``, ``cot``, the ``paraphrase_*`` rewrites, ``outcome_*`` / ``role_*`` relabelling,
 the ``temp_*`` temperatures) are not conditions here: :func:`get_condition` says what to
 use instead (agent settings such as ``temperature`` and ``style``, or a template folder).
@@ -67,7 +67,7 @@ _PERSONAS = {
 
 
 def _build() -> dict[str, Condition]:
-    out = {"baseline": Condition("baseline", "seed 003's neutral prompt")}
+    out = {"baseline": Condition("baseline", "the strategic personalities paper's neutral prompt")}
     for factor in (10, 100):
         out[f"payoff_{factor}x"] = Condition(
             f"payoff_{factor}x", f"every payoff multiplied by {factor}", scale=float(factor)

@@ -21,13 +21,13 @@ AnswerKind = Literal[
 ]
 """mixed: percentages per action label; choice: exactly one action ``{"choice": "A1"}``;
 approvals: {"M1": true, ...}; sign: {"sign": bool}; number/allocation: one value in a range,
-a value per key (seed 003's offers, bids, splits);
+a value per key (the strategic personalities paper's offers, bids, splits);
 score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
 
 Message = dict[str, str]
 
 ASK_LEAVE = "ask_leave"
-"""A play request's option: the answer also carries ``"leave": true|false`` (seed 004's
+"""A play request's option: the answer also carries ``"leave": true|false`` (the super-additive cooperation paper's
 keep-playing choice made with the move, one answer per player and round). The parser
 requires the key beside the move, the schema adds it, and the result is
 :attr:`Decision.leave`."""

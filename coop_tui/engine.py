@@ -63,7 +63,7 @@ RECENT_DECISIONS = 1000
 """Decisions a match context keeps in memory (MatchContext.decisions)."""
 PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta", "item")
 ITEM_PHASE = "item"
-"""A benchmark answer (seed 000's grounded similarity): a choice or mixed answer in this
+"""A benchmark answer (the similarity signals paper's grounded similarity): a choice or mixed answer in this
 phase is an answer to a question, never a move, so nothing is sampled or played."""
 PLAY_KINDS = ("mixed", "choice")
 """Answer kinds a play decision can take; both end in a distribution and a sampled action
@@ -115,20 +115,20 @@ class DecisionPolicy:
     """abort: the match fails; uniform: play uniformly, recorded as invalid with the reason."""
     randomize_labels: bool | str = False
     """False: A0, A1, ... in action order. True or "decision": the A-labels shuffled per
-    decision. "trial" (seed 003): letters drawn once per match (a pair such as J/F for two
+    decision. "trial" (strategic personalities): letters drawn once per match (a pair such as J/F for two
     actions) and listed in an order shuffled per round; payoffs are described in action
-    order, as seed 003's code does."""
+    order, as the strategic personalities paper's code does."""
     reuse_across_runs: bool = True
     strict: bool = False
     """CoopEval's answer rule: no repairs (integers summing to exactly 100), re-ask instead."""
     condition_text: str = ""
-    """A named condition's sentences (seed 003's framing), shown before the game's rules."""
+    """A named condition's sentences (the strategic personalities paper's framing), shown before the game's rules."""
     answer: str = "mixed"
     """How play decisions are answered: "mixed" (percentages per action, sampled by the
     engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
     prompt_protocol: str = "coop_tui"
     """How a prompt reaches the seat and how it asks for the answer. "coop_tui": one user
-    message, the answer as a JSON object, numbers on the move's grid. "seed003" (seed 003's
+    message, the answer as a JSON object, numbers on the move's grid. "seed003" (the strategic personalities paper's
     code): the rules as a system message and the round as a user message, the answer in
     ``<answer>`` tags (the kinds with an ``answer/<kind>_tag.j2`` template), decimals
     accepted in numeric moves."""
@@ -281,13 +281,13 @@ class MatchContext:
     ) -> DecisionRequest:
         """The standard game prompt for one seat, with a mechanism's twist inserted.
 
-        ``ask_leave``: the answer also carries ``"leave": true|false`` (seed 004's move
+        ``ask_leave``: the answer also carries ``"leave": true|false`` (the super-additive cooperation paper's move
         and keep-playing choice in one answer; option ``ask_leave``, result
         :attr:`Decision.leave`).
 
         ``goal`` replaces the wrapper's personal goal ("collect as many points as you
         can"); an empty string states none, for a mechanism whose twist gives the goal
-        (seed 004's group competition, whose players pursue only the group's score).
+        (the super-additive cooperation paper's group competition, whose players pursue only the group's score).
 
         ``describe`` is the game whose actions and payoffs the prompt spells out when it
         is not the game played: Mediation plays the game with "delegate" added but, as
@@ -462,7 +462,7 @@ class MatchContext:
     def prompt_messages(self, text: str) -> tuple[Message, ...]:
         """The messages a prompt is sent as: one user message, or (prompt_protocol
         "seed003", where the template marks the end of the rules) the rules as a system
-        message and the rest as a user message, as seed 003's code sends them."""
+        message and the rest as a user message, as the strategic personalities paper's code sends them."""
         rules, mark, rest = text.partition(RULES_END)
         if not mark:
             return ({"role": "user", "content": text},)

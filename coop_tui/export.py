@@ -45,7 +45,7 @@ TABLES = {
 }
 
 OPTIONAL_TABLES = {
-    # an imported seed-003 trial table (``import strategic-personalities``), when the run has one
+    # an imported strategic personalities trial table (``import strategic-personalities``), when the run has one
     "trials": ("sp_trials", "select {cols} from sp_trials t where t.run_id = ? order by t.line"),
 }
 

@@ -24,7 +24,7 @@ from coop_tui.redact import scrub
 if TYPE_CHECKING:
     import sqlite_utils
 
-# Seed 003's published trials (``sp_trials``, filled by importers/strategic_personalities.py):
+# The strategic personalities paper's published trials (``sp_trials``, filled by importers/strategic_personalities.py):
 PAPER_MODELS = (
     "claude-haiku-4.5", "claude-haiku-4.5-thinking", "claude-sonnet-4.5", "claude-sonnet-4.6",
     "claude-opus-4.5", "claude-opus-4.6", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini",
@@ -326,7 +326,7 @@ def m011_match_summaries(db: sqlite_utils.Database) -> None:
 
 @migration
 def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
-    # Number and allocation answers (seed 003) are checked against a range, a step, keys
+    # Number and allocation answers (strategic personalities) are checked against a range, a step, keys
     # and a sum; the decision keeps them so a re-ask checks the same ones.
     if "options" not in db["decisions"].columns_dict:
         db["decisions"].add_column("options", str)
@@ -334,7 +334,7 @@ def m004_seed003_decision_options(db: sqlite_utils.Database) -> None:
 
 @migration
 def m040_strategic_personalities(db: sqlite_utils.Database) -> None:
-    # Seed 003's published trial table (coop-tui import strategic-personalities): one row
+    # The strategic personalities paper's published trial table (coop-tui import strategic-personalities): one row
     # per trial with both seats' totals and cooperation, no per-round choices. Each
     # seat's own cooperation is derived once at import (see importers/strategic_personalities).
     db["sp_trials"].create(
@@ -423,7 +423,7 @@ def m041_engine_speed_prompt_hash_index(db: sqlite_utils.Database) -> None:
 
 @migration
 def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
-    # Seed 000's grounded similarity reads a run's benchmark answers and judgements by
+    # The similarity signals paper's grounded similarity reads a run's benchmark answers and judgements by
     # mechanism (stage inputs, report sections); the report asks every run whether it has
     # any, which must stay one index probe at a million decisions.
     db.execute("create index if not exists matches_run_mechanism on matches (run_id, mechanism)")
@@ -431,7 +431,7 @@ def m050_grounded_similarity(db: sqlite_utils.Database) -> None:
 
 @migration
 def m080_report_sections_match_moves(db: sqlite_utils.Database) -> None:
-    # Per-match move strings for seed 003's profile (see coop_tui.summaries.fold_moves),
+    # Per-match move strings for the strategic personalities paper's profile (see coop_tui.summaries.fold_moves),
     # filled for the folded matches an older database holds in one statement.
     summaries.create_moves_table(db.conn)
     summaries.backfill_moves(db.conn)
@@ -459,7 +459,7 @@ def m180_section_results(db: sqlite_utils.Database) -> None:
 
 @migration
 def m150_sp_trials_duplicates_and_paper_models(db: sqlite_utils.Database) -> None:
-    # Seed 003's table holds re-run duplicates (the last copy is the trial the authors
+    # The strategic personalities paper's table holds re-run duplicates (the last copy is the trial the authors
     # counted) and a model outside the paper's 25. Both are kept and marked, so the
     # paper's tables can leave them out; rows imported before are marked the same way.
     cols = db["sp_trials"].columns_dict

@@ -491,7 +491,7 @@ def _without_leave(found: _Found) -> _Found:
 
 
 def parse_leave(kind: str, text: str, labels: Sequence[str]) -> tuple[bool, str | None]:
-    """The ``leave`` choice of a combined move-and-leave answer (seed 004: the move and
+    """The ``leave`` choice of a combined move-and-leave answer (the super-additive cooperation paper: the move and
     the keep-playing decision in one reply), read from the same object as the move: the
     last one carrying the move's keys (action labels for ``mixed``, ``choice`` for
     ``choice``). A missing or non-boolean ``leave`` raises :class:`ParseError`, so the
@@ -576,7 +576,7 @@ def _parse_score(text: str, options: Mapping[str, Any]) -> tuple[int, str | None
         raise ParseError(f"give the score on the scale {lo} to {hi}, not out of {out_of}")
     if len(hits) > 1:
         notes.insert(0, f"{len(hits)} scores given, the last one used")
-    if options.get("decimals"):  # seed 000's judges may answer 72.5
+    if options.get("decimals"):  # the similarity signals paper's judges may answer 72.5
         if not lo <= value <= hi:
             raise ParseError(f"the score {_fmt(value)} is outside the range {lo} to {hi}")
         return (int(value) if value.is_integer() else value), _note(notes)  # type: ignore[return-value]
@@ -667,7 +667,7 @@ _TAGGED_LABEL = re.compile(r"[\s*`\"'(\[]*(?:option\s+)?([A-Za-z0-9_]+)[\s*`\"'.
 
 
 def _tagged_choice(text: str, by_norm: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(label, tag content) from the last ``<answer>`` tag (seed 003's form,
+    """(label, tag content) from the last ``<answer>`` tag (the strategic personalities paper's form,
     ``<answer>Option J</answer>``); label None when the tag names no action, both None
     without a tag."""
     tags = _ANSWER_TAG.findall(text or "")
@@ -684,7 +684,7 @@ def _parse_choice(
     text: str, labels: Sequence[str], with_leave: bool = False
 ) -> tuple[str, str | None]:
     """Exactly one action label, from ``{"choice": "<label>"}`` (the last such object) or
-    from the last ``<answer>`` tag (``<answer>Option J</answer>``, seed 003's form).
+    from the last ``<answer>`` tag (``<answer>Option J</answer>``, the strategic personalities paper's form).
 
     A reply that is nothing but one label (``A1``, ``"A1".``) is accepted with a note,
     since it cannot mean anything else; everything else is re-asked with the reason.
@@ -883,7 +883,7 @@ def _parse_judgement_types(
 
 
 def _parse_numeric(kind: str, text: str, opts: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """number: one value in a range (seed 003's offers, bids, guesses); allocation: a
+    """number: one value in a range (the strategic personalities paper's offers, bids, guesses); allocation: a
     value per key with a required sum (Blotto). See :mod:`coop_tui.parsing_numeric`."""
     try:
         return parse_number(text, opts) if kind == "number" else parse_allocation(text, opts)

@@ -1,6 +1,6 @@
 """Parsing of the numeric answer kinds: ``number`` (one value) and ``allocation`` (a vector).
 
-Seed 003's games ask for an offer, a bid, a guess or a split of soldiers. Real model output
+The strategic personalities paper's games ask for an offer, a bid, a guess or a split of soldiers. Real model output
 carries the value in many shapes: a JSON object, an ``<answer>`` tag, "OFFER: 40", a code
 fence, or prose ("I'll offer $40."). The parser looks for the explicit shapes first and
 only then for a lone number in the last sentence, so a reasoning text full of numbers is
@@ -90,7 +90,7 @@ def check_value(value: float, options: Mapping[str, Any], what: str) -> int | fl
         raise NumericParseError(f"{what} {_fmt(value)} is below the minimum {_fmt(float(lo))}")
     if hi is not None and value > float(hi) + 1e-9:
         raise NumericParseError(f"{what} {_fmt(value)} is above the maximum {_fmt(float(hi))}")
-    if options.get("decimals"):  # seed 003's protocol: any value within the bounds
+    if options.get("decimals"):  # the strategic personalities paper's protocol: any value within the bounds
         return int(value) if float(value).is_integer() else float(value)
     base = float(lo) if lo is not None else 0.0
     steps = (value - base) / step

@@ -94,19 +94,19 @@ class Labelling:
 
 
 LETTER_PAIRS = (("J", "F"), ("Q", "X"), ("R", "H"), ("Y", "W"), ("T", "N"), ("P", "M"))
-"""Seed 003's label pairs for two options (Akata et al.'s, chosen to carry no meaning)."""
+"""The strategic personalities paper's label pairs for two options (Akata et al.'s, chosen to carry no meaning)."""
 LETTERS = "ABCDEFGHJKLMNPQRSTWXYZ"
-"""Seed 003's letters for games with more than two options."""
+"""The strategic personalities paper's letters for games with more than two options."""
 
 
 def trial_letters(n_actions: int, rng: np.random.Generator) -> tuple[str, ...]:
-    """One letter per game action for a whole match, drawn as seed 003's code does: a
+    """One letter per game action for a whole match, drawn as the strategic personalities paper's code does: a
     random pair (in random order) for two actions, distinct random letters otherwise."""
     if n_actions == 2:
         pair = LETTER_PAIRS[int(rng.integers(len(LETTER_PAIRS)))]
         return pair if rng.random() < 0.5 else (pair[1], pair[0])
     if n_actions > len(LETTERS):
-        raise ValueError(f"seed 003's letters cover at most {len(LETTERS)} actions, not {n_actions}")
+        raise ValueError(f"the strategic personalities paper's letters cover at most {len(LETTERS)} actions, not {n_actions}")
     order = rng.permutation(len(LETTERS))[:n_actions]
     return tuple(LETTERS[int(i)] for i in order)
 

@@ -186,12 +186,12 @@ def build_request(target: ReaskTarget, messages: Sequence[Message]) -> DecisionR
     game = target.game
     position = d.seat if d.seat < game.n_players else 0
     options: dict[str, Any] = {"n_players": game.n_players} if d.kind == "mediator" else {}
-    if d.options:  # a number's range, an allocation's keys and total (seed 003)
+    if d.options:  # a number's range, an allocation's keys and total (strategic personalities)
         options = dict(d.options)
     rounds = json.loads(target.match.get("condition") or "{}").get("rounds")
     meanings = d.options.get("meanings") if d.options else None
     if meanings and len(meanings) == len(d.label_to_action):
-        # a named-option move of a move-by-move game (seed 003): its options, in action order
+        # a named-option move of a move-by-move game (strategic personalities): its options, in action order
 
         named = [""] * len(meanings)
         for i, action in enumerate(d.label_to_action):

@@ -7,6 +7,7 @@ The same ``build_report`` feeds the analysis screen.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
@@ -631,10 +632,25 @@ def report_command(
     if as_json or fmt == "json":
         print(strict_json(report))
     else:
-        from rich.console import Console
-
         from coop_tui.terminal import terminal_data
 
         # names and errors come from sweep files, imports and providers: shown, not obeyed
-        Console().print(render_text(terminal_data(report)))
+        print_in_full(render_text(terminal_data(report)))
     return 0
+
+
+def print_in_full(renderable: Any) -> None:
+    """Print the text report to stdout. On a terminal it fits the window; into a file or a
+    pipe nothing is cut: the output is as wide as its widest table (title included) or
+    line, so every cell is whole (at 80 columns, Rich shortened wide cells to "…")."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        measuring = Console(width=1_000_000, file=io.StringIO())
+        parts = getattr(renderable, "renderables", [renderable])
+        titles = [len(str(p.title)) for p in parts if isinstance(p, Table) and p.title]
+        needed = max([measuring.measure(renderable).maximum, *titles])
+        console = Console(width=max(needed, console.width))
+    console.print(renderable)

@@ -48,7 +48,7 @@ from coop_tui.events import (
 from coop_tui.mechanisms._designs import shared_design_count, shared_designs_by_agent
 from coop_tui.prompt_size import check_prompt_sizes, measure_sync
 from coop_tui.redact import scrub
-from coop_tui.spec import SpecError, Sweep, decisions_per_match, load_sweep
+from coop_tui.spec import SpecError, Sweep, api_keys, decisions_per_match, load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import check_resumable, reasks, run_sweep
 from coop_tui.terminal import terminal_text
@@ -197,6 +197,20 @@ class ProgressView:
                 self.progress.update(self.tasks[exp], stats=self._fmt(exp))
 
 
+def print_api_keys(sweep: Sweep, console: Console) -> None:
+    """The API keys a real run of ``sweep`` needs, each said set or missing."""
+    needed = api_keys(sweep.spec)
+    if not needed:
+        console.print("API keys: none needed")
+        return
+    missing = [source for source, _agents, present in needed if not present]
+    console.print(f"API keys a real run needs ({len(missing)} missing):", highlight=False)
+    for source, agents, present in needed:
+        state = "set" if present else "[red]missing[/]"
+        console.print(f"  {terminal_text(source)}: {state} (agents: "
+                      f"{terminal_text(', '.join(agents))})", highlight=False, soft_wrap=True)
+
+
 def run_batch(
     path: Path,
     db_path: Path,
@@ -208,7 +222,9 @@ def run_batch(
     console: Console | None = None,
 ) -> int:
     console = console or Console(stderr=False)
-    sweep = load_sweep(path)  # SpecError -> exit 2 before anything is written
+    # SpecError -> exit 2 before anything is written; a dry run sends nothing, so it needs
+    # no API key: it lists the keys a real run will need instead
+    sweep = load_sweep(path, check_keys=not dry_run)
     sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
     check_prompt_sizes(sweep, sizes)
     est = estimate(sweep, sizes)
@@ -241,6 +257,7 @@ def run_batch(
     for warning in flight.warnings:  # whole lines: a URL or a cause must not be split
         console.print(warning, style="yellow", highlight=False, markup=False, soft_wrap=True)
     if dry_run:
+        print_api_keys(sweep, console)
         return 0
     if est["cost_usd"] > 1.0 and not assume_yes and sys.stdin.isatty():
         answer = console.input("Start? [y/N] ")

@@ -59,7 +59,7 @@ def answer_schema(
 ) -> dict[str, Any] | None:
     """The schema of a valid answer of ``kind``; None for free text (no constraint).
 
-    A play answer asked with the ``ask_leave`` option (seed 004's move and keep-playing
+    A play answer asked with the ``ask_leave`` option (the super-additive cooperation paper's move and keep-playing
     choice in one answer) has a boolean ``leave`` after the move's own keys."""
     opts: Mapping[str, Any] = options or {}
     if opts.get("ask_leave") and kind in ("mixed", "choice"):
@@ -153,7 +153,7 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
 
 
 def _with_leave(example: str) -> str:
-    """An example answer object with seed 004's ``leave`` after the move's keys."""
+    """An example answer object with the super-additive cooperation paper's ``leave`` after the move's keys."""
     return example[:-1] + ', "leave": <true/false>}'
 
 

@@ -339,7 +339,7 @@ def human_answer(
     kinds (a mediator design, votes, a signature, a contract) are passed on as typed: the
     same parser as for models checks them, and a bad one is asked again with the reason.
 
-    ``ask_leave`` (seed 004's move and keep-playing choice in one answer): the move ends
+    ``ask_leave`` (the super-additive cooperation paper's move and keep-playing choice in one answer): the move ends
     with the word ``leave`` or ``stay`` (``0 stay``, ``A1 leave``, ``A0=70 A1=30 stay``),
     which becomes the answer's ``"leave"``; JSON is passed on as typed.
     """
@@ -717,7 +717,7 @@ class ReplaySession(Session):
             for i, group in enumerate(groups):
                 await asyncio.gather(*(self._replay_decision(d) for d in group))
                 rnd, phase = group[0].round, group[0].phase
-                # a move-by-move game (seed 003) names its phases by move: its round is
+                # a move-by-move game (strategic personalities) names its phases by move: its round is
                 # complete after the round's last move
                 last_of_round = i + 1 == len(groups) or groups[i + 1][0].round != rnd
                 if rnd in rounds and (phase == "play" or (last_of_round and rnd not in played)):
@@ -778,7 +778,7 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     params: dict[str, Any] = {}
     if mech == "repetition":
         # the screen shows "Round 1/3": the prompt must not speak of a chance of more
-        # rounds, so the player hears the known horizon (seed 003's wording)
+        # rounds, so the player hears the known horizon (the strategic personalities paper's wording)
         params = {"rounds": rounds, "horizon": "known"}
     try:
         loaded = load_game(game)
@@ -788,7 +788,7 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     from coop_tui.games.kinds import ProtocolGame
 
     if isinstance(loaded, ProtocolGame) and mechanism is None:
-        # seed 003's move-by-move games count their own rounds under mechanism "none"
+        # the strategic personalities paper's move-by-move games count their own rounds under mechanism "none"
         mech, params = "none", {"game_params": {"rounds": rounds}}
     return MatchSetup(
         seats=[HUMAN] + [opponent] * (n - 1), game=game, mechanism=mech, params=params,

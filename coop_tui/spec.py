@@ -236,7 +236,7 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
 
-    check_sweep(spec, source.parent if source else None)  # stage links (seed 000's pipeline)
+    check_sweep(spec, source.parent if source else None)  # stage links (the similarity signals paper's pipeline)
     grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
         sweep.cells.extend(
@@ -300,6 +300,37 @@ def _resolve(path: str, base: Path | None) -> Path:
     return p
 
 
+def needs_key(agent: AgentSpec) -> bool:
+    """A hosted model reached without api_base: its provider wants an API key."""
+    return (agent.kind == "llm" and not agent.api_base
+            and agent.provider not in KEYLESS_PROVIDERS)
+
+
+def api_keys(spec: SweepSpec) -> list[tuple[str, list[str], bool]]:
+    """What a real run needs that a dry run does not: (where the key comes from, the
+    agents that need it, whether it is there now), one entry per source. The source is
+    the environment variable's name; ``agents.X.api_key`` for a key written in the file;
+    ``agents.X.api_key_env`` when that field names no plausible variable (it may hold a
+    pasted key, which is never echoed); ``provider P (no known variable)`` when the
+    provider's variable is unknown."""
+    found: dict[str, tuple[list[str], bool]] = {}
+    for name, agent in spec.agents.items():
+        if not needs_key(agent):
+            continue
+        env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider)
+        if agent.api_key is not None:
+            source = f"agents.{name}.api_key"
+        elif env is None:
+            source = f"provider {agent.provider!r} (no known variable: name one with api_key_env)"
+        elif not re.fullmatch(r"[A-Z_][A-Z0-9_]*", env):
+            source = f"agents.{name}.api_key_env"
+        else:
+            source = env
+        agents, _ = found.get(source, ([], False))
+        found[source] = ([*agents, name], agent.resolve_key() is not None)
+    return [(source, agents, present) for source, (agents, present) in found.items()]
+
+
 def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | None) -> None:
     where = f"agents.{name}"
     if agent.strategy:
@@ -331,8 +362,7 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
                 f"{where}.model",
                 f"{agent.model!r} has no provider; write provider/model (e.g. openai/gpt-4o-mini)",
             )
-        needs_key = check_keys and not agent.api_base and agent.provider not in KEYLESS_PROVIDERS
-        if needs_key and agent.resolve_key() is None:
+        if check_keys and needs_key(agent) and agent.resolve_key() is None:
             env = agent.api_key_env or PROVIDER_KEY_ENV.get(agent.provider)
             if env is None:
                 raise SpecError(
@@ -617,10 +647,10 @@ def _check_strategies_fit(sweep: SweepSpec, seats: Sequence[str], game: Any) -> 
         try:
             strategy = get_strategy(agent.strategy, **agent.params)
             if getattr(game, "protocol", None) and not hasattr(strategy, "numeric_answer"):
-                raise ValueError(  # seed 003's move-by-move games ask for numbers
+                raise ValueError(  # the strategic personalities paper's move-by-move games ask for numbers
                     "it answers only matrix games; use fixed_number, threshold_responder, "
                     "truthful_bidder, trust_proportional, random, mirror, anti_mirror or one "
-                    "of seed 003's responders (coop-tui list strategies)")
+                    "of the strategic personalities paper's responders (coop-tui list strategies)")
             strategy.distribution(SeatView(game=game, seat=seat, round=1))
         except Exception as exc:  # noqa: BLE001 - any failure means it cannot play
             raise SpecError(
@@ -662,11 +692,11 @@ def _seatings(
 def _seed003_seatings(
     exp: ExperimentSpec, n_players: int, where: str, *, pooled: bool
 ) -> list[tuple[str, ...]]:
-    """Seed 003's designs. ``versus``: each agent in seat 1 against each opponent, which
+    """The strategic personalities paper's designs. ``versus``: each agent in seat 1 against each opponent, which
     fills every other seat (its code copies the strategy into all of them). ``pairs``:
     every unordered pair of distinct agents once (C(n, 2)), the first listed in seat 1.
     ``self`` with a filler: the agent in seats 1 and 2. Seats beyond the first two are
-    the ``filler`` agent's (seed 003 puts a random strategy there)."""
+    the ``filler`` agent's (strategic personalities puts a random strategy there)."""
     if pooled:
         raise SpecError(f"{where}.matchup", f"matchup {exp.matchup!r} needs a mechanism with "
                         f"fixed seats; a re-matching population takes self or cross")
@@ -678,7 +708,7 @@ def _seed003_seatings(
     if n_players > 2 and exp.filler is None:
         raise SpecError(f"{where}.filler", f"the game has {n_players} players and matchup "
                         f"{exp.matchup!r} fills two seats; name the agent for the others "
-                        f"(seed 003 uses a random strategy)")
+                        f"(strategic personalities uses a random strategy)")
     extra = (exp.filler,) * (n_players - 2) if n_players > 2 else ()
     if exp.matchup == "self":
         return [((a, a) + extra)[:n_players] for a in exp.agents]

@@ -200,7 +200,7 @@ class ExperimentSpec(BaseModel):
     prompt_protocol: Literal["coop_tui", "seed003"] = Field(
         default="coop_tui",
         description='"coop_tui": one user message, the answer as a JSON object, numbers on '
-        'the move\'s grid; "seed003" (seed 003\'s code): the rules as a system message, the '
+        'the move\'s grid; "seed003" (the strategic personalities paper\'s code): the rules as a system message, the '
         "round as a user message, the answer in <answer> tags, decimals in numeric moves",
     )
     opponents: list[str] = Field(
@@ -212,11 +212,11 @@ class ExperimentSpec(BaseModel):
         description='agent in the seats beyond the first two ("self" / "pairs" in n-player games)',
     )
     condition: str | list[str] = Field(
-        default="baseline", description="seed 003's named prompt conditions (a grid axis)"
+        default="baseline", description="the strategic personalities paper's named prompt conditions (a grid axis)"
     )
     similarity_source: str | list[str] | None = Field(
         default=None,
-        description='seed 000: play under computed scores, "exogenous:<benchmark>" or '
+        description='the similarity signals paper: play under computed scores, "exogenous:<benchmark>" or '
         '"endogenous:<benchmark>:<view>" (a grid axis); see coop_tui.grounded.stages',
     )
     source_run: str | None = Field(
@@ -238,7 +238,7 @@ class ExperimentSpec(BaseModel):
             return v
         raise ValueError(
             f'randomize_labels must be true / "decision" (A-labels shuffled per decision), '
-            f'"trial" (seed 003: letters per match, order per round) or false, not {v!r}'
+            f'"trial" (the strategic personalities paper: letters per match, order per round) or false, not {v!r}'
         )
 
     @field_validator("condition", mode="before")
@@ -329,7 +329,7 @@ class Cell:
     answers: str = "lenient"
     """strict (CoopEval's answer rule) or lenient (repairs recorded)."""
     source: str | None = None
-    """seed 000: the similarity source whose matrix this match is told (grounded.stages)."""
+    """the similarity signals paper: the similarity source whose matrix this match is told (grounded.stages)."""
     source_run: str | None = None
     """The stored run the source is read from (None: this run)."""
 

@@ -225,7 +225,7 @@ def decision_values(d: Decision) -> list[Any]:
 
 def _stored_options(d: Decision) -> dict[str, Any]:
     """The options column: the request's options, plus a combined move-and-leave
-    answer's ``leave`` (seed 004), which has no column of its own."""
+    answer's ``leave`` (super-additive cooperation), which has no column of its own."""
     return d.options if d.leave is None else {**d.options, "leave": d.leave}
 
 
@@ -717,7 +717,7 @@ class Store:
             for table in ("decisions", "rounds", "seats", "phases"):
                 self.db.execute(f"delete from {table} where match_id in ({ids})", [run_id])
             self.db.execute("delete from failures where run_id = ?", [run_id])
-            if "sp_trials" in self.db.table_names():  # an imported seed-003 trial table
+            if "sp_trials" in self.db.table_names():  # an imported strategic personalities trial table
                 self.db.execute("delete from sp_trials where run_id = ?", [run_id])
             self.db.execute(  # a judge run's links and labels (coop_tui.judging)
                 "delete from judgement_labels where judge_decision_id in"

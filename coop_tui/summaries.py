@@ -13,7 +13,7 @@ between the two writes) is aggregated live by :func:`read`, so the report stays 
 without writing; :func:`fold_pending` folds such matches for good.
 
 Folding also stores the match's moves (``match_moves``: its rounds' cooperation as one
-string, :func:`fold_moves`), which seed 003's profile reads instead of every round.
+string, :func:`fold_moves`), which the strategic personalities paper's profile reads instead of every round.
 """
 
 from __future__ import annotations
@@ -465,7 +465,7 @@ not, ``.`` not recorded (``{m}``: the match id expression)."""
 
 def create_moves_table(conn: Any) -> None:
     """``match_moves``: per folded match, its rounds' cooperation as one short string, so
-    seed 003's profile reads one row per match instead of every stored round."""
+    the strategic personalities paper's profile reads one row per match instead of every stored round."""
     conn.execute("create table if not exists match_moves (match_id text primary key, "
                  "run_id text, shape text, moves text)")
     conn.execute("create index if not exists idx_match_moves_run on match_moves (run_id)")

@@ -293,6 +293,19 @@ async def run_sweep(
     )
     stop = stop or asyncio.Event()
     heartbeat = asyncio.create_task(lease.keep_alive())
+    # Strategy-only matches play one at a time, in the order they were taken. They never
+    # wait on anything, so running them side by side bought no speed; but the engine lets
+    # the event loop run on a clock (let_loop_run), so side by side they finished in an
+    # order set by the machine's load, and their float sums were folded into the
+    # summaries in that order: the report's last digits changed from run to run and
+    # differed from the same numbers aggregated live in match order. Taken in turn (an
+    # asyncio lock serves its waiters first come, first served) they finish in the order
+    # they started.
+    strategy_turn = asyncio.Lock()
+
+    def turn(cell: Cell) -> Any:
+        only_strategies = all(agents[name].kind == "strategy" for name in cell.seats)
+        return strategy_turn if only_strategies else contextlib.nullcontext()
 
     def progress() -> None:
         bus.emit(
@@ -314,11 +327,14 @@ async def run_sweep(
                 summary.errors.append(f"budget of ${budget:g} reached; remaining matches not played")
                 stop.set()
                 return
-            status = await play_cell(
-                cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus, store=store,
-                renderer=renderer, base=base, pause=pause, on_context=on_context,
-                designs=designs,
-            )
+            async with turn(cell):
+                if stop.is_set():  # stopped while this match waited for its turn
+                    return
+                status = await play_cell(
+                    cell, sample, run_id=run_id, sweep=sweep, agents=agents, bus=bus,
+                    store=store, renderer=renderer, base=base, pause=pause,
+                    on_context=on_context, designs=designs,
+                )
             summary.matches_done += 1
             if status == "failed":
                 summary.matches_failed += 1
@@ -513,7 +529,7 @@ async def play_cell(
 
 
 def _stage_inputs(cell: Cell, store: Store | None, run_id: str) -> tuple[dict[str, Any], str | None]:
-    """A dependent stage's parameters with its inputs (seed 000: a judge's dossier, the
+    """A dependent stage's parameters with its inputs (the similarity signals paper: a judge's dossier, the
     per-pair scores); (params, None) or (params, why they are missing)."""
     if not needs_inputs(cell):
         return cell.mechanism_params, None
@@ -533,7 +549,7 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["condition"] = cell.condition
     if cell.prompt_protocol != "coop_tui":  # other messages and answer form: never pooled
         condition["prompt_protocol"] = cell.prompt_protocol
-    if cell.source is not None:  # seed 000: scores computed from this source
+    if cell.source is not None:  # the similarity signals paper: scores computed from this source
         condition["similarity_source"] = cell.source
     return condition
 
@@ -552,7 +568,7 @@ def game_spec(game: Any) -> dict[str, Any]:
         "cooperative": [sorted(c) for c in game.cooperative],
         "defect": list(game.defect),
     }
-    if getattr(game, "protocol", None):  # played move by move (seed 003): rules, no table
+    if getattr(game, "protocol", None):  # played move by move (strategic personalities): rules, no table
         spec["protocol"] = True
         spec["rules"] = game.rules
     return spec

@@ -154,7 +154,7 @@ def _is_protocol(game: Game) -> bool:
 def game_from_spec(spec: dict[str, Any]) -> Game:
     """The game a run stored (``sweep.game_spec``'s shape) rebuilt for analysis: a
     move-by-move game from the registry, otherwise the stored payoff table as it was."""
-    if spec.get("protocol"):  # a move-by-move game (seed 003): rebuilt from the registry
+    if spec.get("protocol"):  # a move-by-move game (strategic personalities): rebuilt from the registry
         try:
             return load_game(spec["key"], **spec.get("params", {}))
         except Exception:  # noqa: BLE001 - an unknown or changed family: the stored shape

@@ -1,4 +1,4 @@
-"""Seed 003's sealed-bid auctions: first-price, second-price (Vickrey) and all-pay.
+"""The strategic personalities paper's sealed-bid auctions: first-price, second-price (Vickrey) and all-pay.
 
 As run by the public code, two bidders bid 0-100 each round:
 
@@ -84,19 +84,19 @@ def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) 
 
 @register_game("auction_first_price")
 def auction_first_price(rounds: int = 15, value_min: int = 20, value_max: int = 80) -> ProtocolGame:
-    """First-price sealed-bid auction, private values 20-80, bids 0-100 (seed 003)."""
+    """First-price sealed-bid auction, private values 20-80, bids 0-100 (strategic personalities)."""
     return _value_game("auction_first_price", False, rounds, value_min, value_max)
 
 
 @register_game("auction_vickrey")
 def auction_vickrey(rounds: int = 15, value_min: int = 20, value_max: int = 80) -> ProtocolGame:
-    """Second-price (Vickrey) auction, private values 20-80, bids 0-100 (seed 003)."""
+    """Second-price (Vickrey) auction, private values 20-80, bids 0-100 (strategic personalities)."""
     return _value_game("auction_vickrey", True, rounds, value_min, value_max)
 
 
 @register_game("auction_all_pay")
 def auction_all_pay(prize: int = 50, rounds: int = 15) -> ProtocolGame:
-    """All-pay auction for a prize of 50: both pay their bids 0-100 (seed 003)."""
+    """All-pay auction for a prize of 50: both pay their bids 0-100 (strategic personalities)."""
     pz = as_int("prize", prize, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space = NumberSpace("bid", 0, 100)

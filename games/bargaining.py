@@ -1,4 +1,4 @@
-"""Seed 003's negotiation games: Nash demand, alternating offers, multi-issue demands.
+"""The strategic personalities paper's negotiation games: Nash demand, alternating offers, multi-issue demands.
 
 Payoff rules as run by the public code:
 
@@ -52,7 +52,7 @@ def multi_issue_payoffs(d1: tuple[float, float], d2: tuple[float, float]) -> tup
 
 @register_game("nash_demand")
 def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
-    """Nash demand: both demand 0-100 of 100 at once; compatible demands are paid (seed 003)."""
+    """Nash demand: both demand 0-100 of 100 at once; compatible demands are paid (strategic personalities)."""
     p = as_int("pie", pie, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space = NumberSpace("demand", 0, p)
@@ -79,7 +79,7 @@ def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
 
 @register_game("alternating_offers")
 def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -> ProtocolGame:
-    """Alternating offers as run: each round Player 1 demands, Player 2 accepts or rejects (seed 003)."""
+    """Alternating offers as run: each round Player 1 demands, Player 2 accepts or rejects (strategic personalities)."""
     p = as_int("pie", pie, minimum=1)
     delta = as_float("discount", discount, positive=True)
     if delta > 1:
@@ -170,7 +170,7 @@ def alternating_offers_deadline(pie: int = 100, discount: float = 0.9,
 
 @register_game("multi_issue")
 def multi_issue(rounds: int = 10) -> ProtocolGame:
-    """Multi-issue demands on issues A and B with opposite weights 3:1 / 1:3 (seed 003)."""
+    """Multi-issue demands on issues A and B with opposite weights 3:1 / 1:3 (strategic personalities)."""
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space = AllocationSpace(("A", "B"), 0, 100)
     weights = ((3, 1), (1, 3))

@@ -1,4 +1,4 @@
-"""Battle of the Sexes (seed 003): both want to meet, but disagree on where."""
+"""Battle of the Sexes (strategic personalities): both want to meet, but disagree on where."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from coop_tui.games.base import Game, bimatrix
 
 @register_game("battle_of_sexes")
 def battle_of_sexes(transposed: bool = False) -> Game:
-    """Battle of the Sexes (10,7 on the concert / 7,10 at the stadium / 0,0 apart), seed 003's text.
+    """Battle of the Sexes (10,7 on the concert / 7,10 at the stadium / 0,0 apart), the strategic personalities paper's text.
 
-    ``transposed=True`` swaps who prefers which venue (seed 003's label-bias control).
-    These are the matrices of seed 003's text; its code (and so its data) lists the
+    ``transposed=True`` swaps who prefers which venue (the strategic personalities paper's label-bias control).
+    These are the matrices of the strategic personalities paper's text; its code (and so its data) lists the
     options the other way round: see ``bos_standard`` and ``bos_transposed``.
     """
     if not isinstance(transposed, bool):
@@ -47,7 +47,7 @@ def _bos(key: str, title: str, first: tuple[int, int], second: tuple[int, int]) 
         f"ballet gives {first[0]} to player 1 and {first[1]} to player 2; meeting at the "
         f"football gives {second[0]} and {second[1]}, so {fan} prefers the football. "
         f"Neither choice is cooperative; the problem is agreeing on one of two equilibria. "
-        f"Payoffs as seed 003's code runs them."
+        f"Payoffs as the strategic personalities paper's code runs them."
     )
     return bimatrix(
         key, title, description, ("Ballet", "Football"), ("Ballet", "Football"),
@@ -58,11 +58,11 @@ def _bos(key: str, title: str, first: tuple[int, int], second: tuple[int, int]) 
 
 @register_game("bos_standard")
 def bos_standard() -> Game:
-    """Battle of the Sexes as seed 003's code runs it (ballet 7,10 / football 10,7 / apart 0,0)."""
+    """Battle of the Sexes as the strategic personalities paper's code runs it (ballet 7,10 / football 10,7 / apart 0,0)."""
     return _bos("bos_standard", "Battle of the Sexes (standard)", (7, 10), (10, 7))
 
 
 @register_game("bos_transposed")
 def bos_transposed() -> Game:
-    """Battle of the Sexes, transposed, as seed 003's code runs it (ballet 10,7 / football 7,10)."""
+    """Battle of the Sexes, transposed, as the strategic personalities paper's code runs it (ballet 10,7 / football 7,10)."""
     return _bos("bos_transposed", "Battle of the Sexes (transposed)", (10, 7), (7, 10))

@@ -1,4 +1,4 @@
-"""Seed 003's Colonel Blotto: split 100 soldiers over 3 battlefields.
+"""The strategic personalities paper's Colonel Blotto: split 100 soldiers over 3 battlefields.
 
 Payoff rule of the public code: a battlefield goes to whoever sends more soldiers (a tie
 splits it); the player winning more battlefields gets 10 (a tie splits the 10). The code
@@ -35,7 +35,7 @@ def blotto_payoffs(allocations: list[list[float]], prize: float = 10) -> tuple[f
 @register_game("colonel_blotto")
 def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
                    rounds: int = 15) -> ProtocolGame:
-    """Colonel Blotto: split 100 soldiers over 3 battlefields; more fields won takes 10 (seed 003)."""
+    """Colonel Blotto: split 100 soldiers over 3 battlefields; more fields won takes 10 (strategic personalities)."""
     b = as_int("budget", budget, minimum=1)
     k = as_int("battlefields", battlefields, minimum=2, maximum=10)
     pz = as_int("prize", prize, minimum=1)

@@ -1,4 +1,4 @@
-"""Seed 003's centipede games (6 and 10 nodes), as run and as described.
+"""The strategic personalities paper's centipede games (6 and 10 nodes), as run and as described.
 
 As run by the public code (``centipede_6`` / ``centipede_10``): each player names, at the
 same time, the node at which it would take (1..N, or N+1 to always pass). Player 1 moves at
@@ -126,14 +126,14 @@ def _turns_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
 
 @register_game("centipede_6")
 def centipede_6(nodes: int = 6, rounds: int = 5, hint: bool = True) -> ProtocolGame:
-    """Centipede, 6 nodes, as run: both state a take node at once (seed 003); ``hint`` (as
+    """Centipede, 6 nodes, as run: both state a take node at once (strategic personalities); ``hint`` (as
     run) tells the players that the equilibrium is to take at node 1."""
     return _plan_game("centipede_6", nodes, rounds, hint)
 
 
 @register_game("centipede_10")
 def centipede_10(nodes: int = 10, rounds: int = 5, hint: bool = True) -> ProtocolGame:
-    """Centipede, 10 nodes, as run: both state a take node at once (seed 003); ``hint`` (as
+    """Centipede, 10 nodes, as run: both state a take node at once (strategic personalities); ``hint`` (as
     run) tells the players that the equilibrium is to take at node 1."""
     return _plan_game("centipede_10", nodes, rounds, hint)
 

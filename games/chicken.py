@@ -8,13 +8,13 @@ from coop_tui.games.base import Game, symmetric_two_player
 
 @register_game("chicken")
 def chicken() -> Game:
-    """Game of Chicken (0,0 / -1,1 / 1,-1 / -10,-10) of seed 000."""
+    """Game of Chicken (0,0 / -1,1 / 1,-1 / -10,-10) of the similarity signals paper."""
     description = (
         "Two drivers head for each other and each chooses to swerve or to keep going "
         "straight. If both swerve nobody gains or loses (0 each). Going straight against a "
         "swerver wins 1 and costs the swerver 1. If neither swerves they crash and both "
         "lose 10. Swerving is the cooperative choice; each pure equilibrium has exactly "
-        "one driver swerving. Payoffs as in seed 000."
+        "one driver swerving. Payoffs as in the similarity signals paper."
     )
     return symmetric_two_player(
         "chicken",
@@ -33,7 +33,7 @@ def _chicken_sp(key: str, title: str, crash: float) -> Game:
         f"straight. If both swerve, each gets 3. Going straight against a swerver wins 5 "
         f"and leaves the swerver 1. If neither swerves they crash and each gets {crash:g}. "
         f"Swerving is the safe, cooperative choice; each pure equilibrium has exactly one "
-        f"driver swerving. Payoffs as seed 003's code runs them."
+        f"driver swerving. Payoffs as the strategic personalities paper's code runs them."
     )
     return symmetric_two_player(
         key, title, description, ("Swerve", "Straight"), [[3, 1], [5, crash]],
@@ -43,12 +43,12 @@ def _chicken_sp(key: str, title: str, crash: float) -> Game:
 
 @register_game("chicken_sp")
 def chicken_sp() -> Game:
-    """Chicken as seed 003's code runs it (3,3 / 1,5 / 5,1 / -10,-10); seed 003 calls it
-    ``chicken``, a key coop-tui keeps for seed 000's table."""
-    return _chicken_sp("chicken_sp", "Chicken (seed 003)", -10)
+    """Chicken as the strategic personalities paper's code runs it (3,3 / 1,5 / 5,1 / -10,-10); the strategic personalities paper calls it
+    ``chicken``, a key coop-tui keeps for the similarity signals paper's table."""
+    return _chicken_sp("chicken_sp", "Chicken (strategic personalities)", -10)
 
 
 @register_game("chicken_high_stakes")
 def chicken_high_stakes() -> Game:
-    """Chicken with a costlier crash as seed 003's code runs it (3,3 / 1,5 / 5,1 / -50,-50)."""
+    """Chicken with a costlier crash as the strategic personalities paper's code runs it (3,3 / 1,5 / 5,1 / -50,-50)."""
     return _chicken_sp("chicken_high_stakes", "Chicken (high stakes)", -50)

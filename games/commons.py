@@ -1,4 +1,4 @@
-"""Seed 003's commons dilemma: four players extract 0-10 from a resource of capacity 40.
+"""The strategic personalities paper's commons dilemma: four players extract 0-10 from a resource of capacity 40.
 
 Payoff as run: own extraction x max(0, 1 - total extraction / capacity), so the more the
 group takes, the less each unit is worth, and taking 40 in total leaves everyone 0.
@@ -20,7 +20,7 @@ def commons_payoffs(extractions: list[float], capacity: float) -> tuple[float, .
 @register_game("commons_dilemma")
 def commons_dilemma(players: int = 4, capacity: int = 40, max_extraction: int = 10,
                     rounds: int = 10) -> ProtocolGame:
-    """Commons dilemma: 4 players extract 0-10 from a resource of capacity 40 (seed 003)."""
+    """Commons dilemma: 4 players extract 0-10 from a resource of capacity 40 (strategic personalities)."""
     n = as_int("players", players, minimum=2, maximum=12)
     cap = as_int("capacity", capacity, minimum=1)
     top = as_int("max_extraction", max_extraction, minimum=1)

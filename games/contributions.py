@@ -1,4 +1,4 @@
-"""Seed 003's four-player public goods games with contributions 0-10 (pg_*_mpcr).
+"""The strategic personalities paper's four-player public goods games with contributions 0-10 (pg_*_mpcr).
 
 As run by the public code: every player keeps what it does not contribute and receives
 MPCR times the *total* contribution (the pot is not divided by the group size; the MPCR
@@ -52,17 +52,17 @@ def _game(key: str, mpcr: float, players: int, endowment: int, rounds: int) -> P
 
 @register_game("pg_low_mpcr")
 def pg_low_mpcr(mpcr: float = 0.3, players: int = 4, endowment: int = 10, rounds: int = 10) -> ProtocolGame:
-    """Public goods, 4 players contribute 0-10, MPCR 0.3 (seed 003)."""
+    """Public goods, 4 players contribute 0-10, MPCR 0.3 (strategic personalities)."""
     return _game("pg_low_mpcr", mpcr, players, endowment, rounds)
 
 
 @register_game("pg_med_mpcr")
 def pg_med_mpcr(mpcr: float = 0.5, players: int = 4, endowment: int = 10, rounds: int = 10) -> ProtocolGame:
-    """Public goods, 4 players contribute 0-10, MPCR 0.5 (seed 003)."""
+    """Public goods, 4 players contribute 0-10, MPCR 0.5 (strategic personalities)."""
     return _game("pg_med_mpcr", mpcr, players, endowment, rounds)
 
 
 @register_game("pg_high_mpcr")
 def pg_high_mpcr(mpcr: float = 0.8, players: int = 4, endowment: int = 10, rounds: int = 10) -> ProtocolGame:
-    """Public goods, 4 players contribute 0-10, MPCR 0.8 (seed 003)."""
+    """Public goods, 4 players contribute 0-10, MPCR 0.8 (strategic personalities)."""
     return _game("pg_high_mpcr", mpcr, players, endowment, rounds)

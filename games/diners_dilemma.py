@@ -1,7 +1,7 @@
-"""Diner's Dilemma (seed 003): n diners split the bill equally, so ordering the costly
+"""Diner's Dilemma (strategic personalities): n diners split the bill equally, so ordering the costly
 dish costs each diner only a share of its price.
 
-Seed 003's code runs it with a cheap dish (cost 10, enjoyment 15) and a costly one
+The strategic personalities paper's code runs it with a cheap dish (cost 10, enjoyment 15) and a costly one
 (cost 20, enjoyment 20) for 4 diners; its text describes other numbers (cheap: cost 5,
 value 5; expensive: cost 15, value 12), kept as ``diners_dilemma_paper``.
 A diner's payoff is the enjoyment of their own dish minus an equal share of the bill.
@@ -58,15 +58,15 @@ def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: 
 @register_game("diners_dilemma")
 def diners_dilemma(players: int = 4, cheap_cost: float = 10, cheap_value: float = 15,
                    costly_cost: float = 20, costly_value: float = 20) -> Game:
-    """Diner's Dilemma as seed 003's code runs it: 4 diners, cheap 10/15, costly 20/20
+    """Diner's Dilemma as the strategic personalities paper's code runs it: 4 diners, cheap 10/15, costly 20/20
     (cost/enjoyment), bill split equally."""
     return _diners("diners_dilemma", "Diner's Dilemma", players, cheap_cost, cheap_value,
-                   costly_cost, costly_value, "seed 003's code")
+                   costly_cost, costly_value, "the strategic personalities paper's code")
 
 
 @register_game("diners_dilemma_paper")
 def diners_dilemma_paper(players: int = 4) -> Game:
-    """Diner's Dilemma as seed 003's text describes it: cheap 5/5, expensive 15/12
+    """Diner's Dilemma as the strategic personalities paper's text describes it: cheap 5/5, expensive 15/12
     (cost/value), bill split equally."""
     return _diners("diners_dilemma_paper", "Diner's Dilemma (paper text)", players,
-                   5, 5, 15, 12, "seed 003's text")
+                   5, 5, 15, 12, "the strategic personalities paper's text")

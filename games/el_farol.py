@@ -1,7 +1,7 @@
-"""El Farol Bar (seed 003, after Arthur 1994): going out pays only if the bar is not
+"""El Farol Bar (strategic personalities, after Arthur 1994): going out pays only if the bar is not
 crowded, staying home pays a fixed amount.
 
-As seed 003's code runs it: 4 players; a goer gets 10 when at most 60% of the players
+As the strategic personalities paper's code runs it: 4 players; a goer gets 10 when at most 60% of the players
 go and 0 otherwise; staying home always pays 5. The public code counts the first
 option ("go") as the cooperative one in its cooperation columns; coop-tui follows it so
 rates stay comparable with the published data.
@@ -32,7 +32,7 @@ def bar_payoffs(choices: tuple[int, ...], threshold: float, go: float, crowded: 
 @register_game("el_farol_bar")
 def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
                  crowded: float = 0, stay: float = 5) -> Game:
-    """El Farol Bar as seed 003's code runs it: 4 players, going pays 10 if at most 60% go,
+    """El Farol Bar as the strategic personalities paper's code runs it: 4 players, going pays 10 if at most 60% go,
     else 0; staying home pays 5."""
     n = as_int("players", players, minimum=2, maximum=MAX_PLAYERS)
     t = as_float("threshold", threshold)
@@ -49,7 +49,7 @@ def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
         f"If at most {100 * t:g}% of the players go (here: {most} of {n} or fewer), each "
         f"one who went gets {pay_go:g}; if more go, the bar is crowded and each one who "
         f"went gets {pay_crowded:g}. Staying home always gives {pay_stay:g}. Payoffs as "
-        f"seed 003's code runs them."
+        f"the strategic personalities paper's code runs them."
     )
     return Game(
         key="el_farol_bar",

@@ -1,4 +1,4 @@
-"""Seed 003's 11-20 money request game (Arad and Rubinstein): request 11-20 points.
+"""The strategic personalities paper's 11-20 money request game (Arad and Rubinstein): request 11-20 points.
 
 As run by the public code (a numeric move, 10 rounds): each player receives its request and
 a bonus of 20 when its request is exactly one less than the other's.
@@ -19,7 +19,7 @@ def eleven_twenty_payoffs(requests: list[float], bonus: float = 20) -> tuple[flo
 
 @register_game("eleven_twenty")
 def eleven_twenty(request_bonus: int = 20, rounds: int = 10) -> ProtocolGame:
-    """11-20 money request: ask for 11-20, +20 if exactly one below the other (seed 003)."""
+    """11-20 money request: ask for 11-20, +20 if exactly one below the other (strategic personalities)."""
     bz = as_int("request_bonus", request_bonus, minimum=0)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space = NumberSpace("request", 11, 20, decimals_allowed=False)

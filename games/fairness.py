@@ -1,4 +1,4 @@
-"""Seed 003's fairness games, played in turn: ultimatum, dictator, third-party punishment.
+"""The strategic personalities paper's fairness games, played in turn: ultimatum, dictator, third-party punishment.
 
 Payoff rules as run by the public code (endowment 100):
 
@@ -45,7 +45,7 @@ def punishment_payoffs(gift: float, punishment: float, endowment: float = 100,
 
 @register_game("ultimatum")
 def ultimatum(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
-    """Ultimatum: the proposer offers 0-100, the responder accepts or rejects (seed 003)."""
+    """Ultimatum: the proposer offers 0-100, the responder accepts or rejects (strategic personalities)."""
     e = as_int("endowment", endowment, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     offer_space = NumberSpace("offer", 0, e)
@@ -80,7 +80,7 @@ def ultimatum(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
 
 @register_game("dictator")
 def dictator(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
-    """Dictator: one player gives 0-100 to a recipient who cannot refuse (seed 003)."""
+    """Dictator: one player gives 0-100 to a recipient who cannot refuse (strategic personalities)."""
     e = as_int("endowment", endowment, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space = NumberSpace("gift", 0, e)
@@ -109,7 +109,7 @@ def dictator(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
 @register_game("third_party_punishment")
 def third_party_punishment(endowment: int = 100, observer_endowment: int = 50,
                            multiplier: int = 3, rounds: int = 10) -> ProtocolGame:
-    """Third-party punishment: allocator gives 0-100, an observer pays to punish (seed 003)."""
+    """Third-party punishment: allocator gives 0-100, an observer pays to punish (strategic personalities)."""
     e = as_int("endowment", endowment, minimum=1)
     oe = as_int("observer_endowment", observer_endowment, minimum=1)
     k = as_int("multiplier", multiplier, minimum=1)

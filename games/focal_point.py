@@ -1,4 +1,4 @@
-"""Focal Point (seed 003): a pure coordination game with four equally good options;
+"""Focal Point (strategic personalities): a pure coordination game with four equally good options;
 only a salient choice can help the two players meet."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ OPTIONS = ("Alpha", "Beta", "Gamma", "Delta")
 
 @register_game("focal_point")
 def focal_point(prize: float = 10) -> Game:
-    """Focal Point as seed 003's code runs it: two players pick one of four options and
+    """Focal Point as the strategic personalities paper's code runs it: two players pick one of four options and
     each win 10 if they pick the same one, else 0."""
     p = as_float("prize", prize)
     k = len(OPTIONS)

@@ -1,4 +1,4 @@
-"""Seed 003's beauty contests (p-guessing games): guess 0-100, closest to p x mean wins.
+"""The strategic personalities paper's beauty contests (p-guessing games): guess 0-100, closest to p x mean wins.
 
 As run by the public code: two players, the one closest to p times the average of both
 guesses wins a prize of 10 (a tie splits it); p = 2/3 (beauty_contest_23) or 1/2
@@ -55,12 +55,12 @@ def _game(key: str, p: float, players: int, prize: float, rounds: int) -> Protoc
 @register_game("beauty_contest_23")
 def beauty_contest_23(p: float = 2 / 3, players: int = 2, prize: float = 10,
                       rounds: int = 10) -> ProtocolGame:
-    """Beauty contest: guess 0-100, closest to 2/3 of the mean wins 10 (seed 003)."""
+    """Beauty contest: guess 0-100, closest to 2/3 of the mean wins 10 (strategic personalities)."""
     return _game("beauty_contest_23", p, players, prize, rounds)
 
 
 @register_game("beauty_contest_12")
 def beauty_contest_12(p: float = 1 / 2, players: int = 2, prize: float = 10,
                       rounds: int = 10) -> ProtocolGame:
-    """Beauty contest: guess 0-100, closest to 1/2 of the mean wins 10 (seed 003)."""
+    """Beauty contest: guess 0-100, closest to 1/2 of the mean wins 10 (strategic personalities)."""
     return _game("beauty_contest_12", p, players, prize, rounds)

@@ -1,4 +1,4 @@
-"""Seed 003's trust games with amounts: Berg trust (send, tripled, return) and gift exchange.
+"""The strategic personalities paper's trust games with amounts: Berg trust (send, tripled, return) and gift exchange.
 
 Payoff rules as run by the public code:
 
@@ -33,7 +33,7 @@ def gift_exchange_payoffs(wage: float, effort: float) -> tuple[float, float]:
 
 @register_game("trust_berg")
 def trust_berg(endowment: int = 10, multiplier: int = 3, rounds: int = 10) -> ProtocolGame:
-    """Berg trust: the investor sends 0-10, it is tripled, the trustee returns part (seed 003)."""
+    """Berg trust: the investor sends 0-10, it is tripled, the trustee returns part (strategic personalities)."""
     e = as_int("endowment", endowment, minimum=1)
     m = as_int("multiplier", multiplier, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
@@ -68,7 +68,7 @@ def trust_berg(endowment: int = 10, multiplier: int = 3, rounds: int = 10) -> Pr
 
 @register_game("gift_exchange")
 def gift_exchange(rounds: int = 10) -> ProtocolGame:
-    """Gift exchange: the employer sets a wage 0-100, the worker answers with effort 0-10 (seed 003)."""
+    """Gift exchange: the employer sets a wage 0-100, the worker answers with effort 0-10 (strategic personalities)."""
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     rules = (
         "Player 1 (the Employer) sets a wage from 0 to 100 points for Player 2 (the Worker). "

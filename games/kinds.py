@@ -1,6 +1,6 @@
 """Games beyond small simultaneous matrices: numeric moves and moves in turn.
 
-Seed 003 asks for offers, bids, guesses and splits, and plays games where a later mover
+The strategic personalities paper asks for offers, bids, guesses and splits, and plays games where a later mover
 sees the earlier move (ultimatum, trust, centipede, signalling). Such a game is a
 :class:`ProtocolGame`: besides the usual :class:`Game` fields it has a *round protocol*, a
 short coroutine that asks each mover in order through a :class:`Turn` and returns the
@@ -14,8 +14,8 @@ a protocol game carries a one-action placeholder per seat whose name describes t
 seat's moves ("offer 0-100", "accept/reject"): listings, stored game specs and analysis
 code that reads tensors keep working and see a game with no cooperative action.
 
-Rounds: seed 003 repeats each game a known number of times ("round t of T", full
-history; the history lines say what each player received, as seed 003's code does).
+Rounds: the strategic personalities paper repeats each game a known number of times ("round t of T", full
+history; the history lines say what each player received, as the strategic personalities paper's code does).
 ``rounds`` is a parameter of every protocol family; NoMechanism plays them. Chance moves
 (private values, types, states, tie-breaks) use ``Turn.rng``, seeded by the match.
 """
@@ -212,7 +212,7 @@ class Turn:
                      facts: dict[str, Any] | None = None) -> int:
         """Ask for exactly one of ``options`` (its index is returned).
 
-        Answered as a ``choice`` (``{"choice": "<label>"}``), as seed 003 asks every
+        Answered as a ``choice`` (``{"choice": "<label>"}``), as the strategic personalities paper asks every
         discrete move; the labels follow the run's labelling policy and the prompt lists
         what each label means.
         """
@@ -243,7 +243,7 @@ class Turn:
     # ------------------------------------------------------------ internals
     def _number_options(self, space: NumberSpace) -> dict[str, Any]:
         """The move's options; under prompt_protocol "seed003" a whole-number move also
-        takes decimals (``decimals``: any value within the bounds), as seed 003's code read
+        takes decimals (``decimals``: any value within the bounds), as the strategic personalities paper's code read
         every numeric answer as a float."""
         options = {**space.options(), **self.ctx.answer_form("number")}
         if self.ctx.seed003_prompts and space.step == 1 and space.decimals_allowed:
@@ -324,7 +324,7 @@ def moves_text(moves: dict[str, Any]) -> str:
 
 async def play_protocol(ctx: MatchContext, *, tell_total: bool = True) -> MatchOutcome:
     """Play every round of a protocol game and record each as a round of the match;
-    ``tell_total`` False says only "round t" (seed 003's code in these games)."""
+    ``tell_total`` False says only "round t" (the strategic personalities paper's code in these games)."""
     game = ctx.game
     assert isinstance(game, ProtocolGame) and game.protocol is not None
     n = game.n_players

@@ -1,5 +1,5 @@
-"""Prisoner's Dilemma family: seed 000's Prisoners, seed 003's four PD variants and
-seed 004's IPD table.
+"""Prisoner's Dilemma family: the similarity signals paper's Prisoners, the strategic personalities paper's four PD variants and
+the super-additive cooperation paper's IPD table.
 
 All share one shape: mutual cooperation pays R, mutual defection P, a lone defector
 gets T and the cooperator it exploits S, with T > R > P >= S. Only the numbers differ,
@@ -44,64 +44,64 @@ def dilemma(
 
 @register_game("prisoners")
 def prisoners() -> Game:
-    """Prisoner's Dilemma (2,2 / 0,3 / 3,0 / 1,1), the running example of seed 000."""
-    return dilemma("prisoners", "Prisoner's Dilemma", 2, 0, 3, 1, "seeds 000 and 001")
+    """Prisoner's Dilemma (2,2 / 0,3 / 3,0 / 1,1), the running example of the similarity signals paper."""
+    return dilemma("prisoners", "Prisoner's Dilemma", 2, 0, 3, 1, "the similarity signals paper and CoopEval")
 
 
 @register_game("pd_canonical")
 def pd_canonical() -> Game:
-    """Prisoner's Dilemma, canonical variant (3,3 / 0,5 / 5,0 / 1,1) of seed 003."""
-    return dilemma("pd_canonical", "Prisoner's Dilemma (canonical)", 3, 0, 5, 1, "seed 003")
+    """Prisoner's Dilemma, canonical variant (3,3 / 0,5 / 5,0 / 1,1) of the strategic personalities paper."""
+    return dilemma("pd_canonical", "Prisoner's Dilemma (canonical)", 3, 0, 5, 1, "the strategic personalities paper")
 
 
-# Seed 003's harsh / medium / mild variants as its public code plays them (and as its
+# The strategic personalities paper's harsh / medium / mild variants as its public code plays them (and as its
 # published data was produced): T = 10 matrices with K = (R - P) / (T - S) of 0.3, 0.4
 # and 0.6. The paper's text lists other numbers; those are kept as the *_paper keys.
 
 
 @register_game("pd_harsh")
 def pd_harsh() -> Game:
-    """Prisoner's Dilemma, harsh variant as seed 003's code runs it (8,8 / 0,10 / 10,0 / 5,5)."""
-    return dilemma("pd_harsh", "Prisoner's Dilemma (harsh)", 8, 0, 10, 5, "seed 003's code")
+    """Prisoner's Dilemma, harsh variant as the strategic personalities paper's code runs it (8,8 / 0,10 / 10,0 / 5,5)."""
+    return dilemma("pd_harsh", "Prisoner's Dilemma (harsh)", 8, 0, 10, 5, "the strategic personalities paper's code")
 
 
 @register_game("pd_medium")
 def pd_medium() -> Game:
-    """Prisoner's Dilemma, medium variant as seed 003's code runs it (6,6 / 0,10 / 10,0 / 2,2)."""
-    return dilemma("pd_medium", "Prisoner's Dilemma (medium)", 6, 0, 10, 2, "seed 003's code")
+    """Prisoner's Dilemma, medium variant as the strategic personalities paper's code runs it (6,6 / 0,10 / 10,0 / 2,2)."""
+    return dilemma("pd_medium", "Prisoner's Dilemma (medium)", 6, 0, 10, 2, "the strategic personalities paper's code")
 
 
 @register_game("pd_mild")
 def pd_mild() -> Game:
-    """Prisoner's Dilemma, mild variant as seed 003's code runs it (8,8 / 0,10 / 10,0 / 2,2)."""
-    return dilemma("pd_mild", "Prisoner's Dilemma (mild)", 8, 0, 10, 2, "seed 003's code")
+    """Prisoner's Dilemma, mild variant as the strategic personalities paper's code runs it (8,8 / 0,10 / 10,0 / 2,2)."""
+    return dilemma("pd_mild", "Prisoner's Dilemma (mild)", 8, 0, 10, 2, "the strategic personalities paper's code")
 
 
 @register_game("pd_harsh_paper")
 def pd_harsh_paper() -> Game:
-    """Prisoner's Dilemma, harsh variant as seed 003's text lists it (3,3 / 0,7 / 7,0 / 1,1)."""
+    """Prisoner's Dilemma, harsh variant as the strategic personalities paper's text lists it (3,3 / 0,7 / 7,0 / 1,1)."""
     return dilemma(
-        "pd_harsh_paper", "Prisoner's Dilemma (harsh, paper text)", 3, 0, 7, 1, "seed 003's text"
+        "pd_harsh_paper", "Prisoner's Dilemma (harsh, paper text)", 3, 0, 7, 1, "the strategic personalities paper's text"
     )
 
 
 @register_game("pd_medium_paper")
 def pd_medium_paper() -> Game:
-    """Prisoner's Dilemma, medium variant as seed 003's text lists it (3,3 / 0,6 / 6,0 / 1,1)."""
+    """Prisoner's Dilemma, medium variant as the strategic personalities paper's text lists it (3,3 / 0,6 / 6,0 / 1,1)."""
     return dilemma(
-        "pd_medium_paper", "Prisoner's Dilemma (medium, paper text)", 3, 0, 6, 1, "seed 003's text"
+        "pd_medium_paper", "Prisoner's Dilemma (medium, paper text)", 3, 0, 6, 1, "the strategic personalities paper's text"
     )
 
 
 @register_game("pd_mild_paper")
 def pd_mild_paper() -> Game:
-    """Prisoner's Dilemma, mild variant as seed 003's text lists it (3,3 / 0,4 / 4,0 / 2,2)."""
+    """Prisoner's Dilemma, mild variant as the strategic personalities paper's text lists it (3,3 / 0,4 / 4,0 / 2,2)."""
     return dilemma(
-        "pd_mild_paper", "Prisoner's Dilemma (mild, paper text)", 3, 0, 4, 2, "seed 003's text"
+        "pd_mild_paper", "Prisoner's Dilemma (mild, paper text)", 3, 0, 4, 2, "the strategic personalities paper's text"
     )
 
 
 @register_game("ipd")
 def ipd() -> Game:
-    """Prisoner's Dilemma with the team-tournament table of seed 004 (3,3 / -1,5 / 5,-1 / 0,0)."""
-    return dilemma("ipd", "Prisoner's Dilemma (seed 004)", 3, -1, 5, 0, "seed 004")
+    """Prisoner's Dilemma with the team-tournament table of the super-additive cooperation paper (3,3 / -1,5 / 5,-1 / 0,0)."""
+    return dilemma("ipd", "Prisoner's Dilemma (super-additive cooperation)", 3, -1, 5, 0, "the super-additive cooperation paper")

@@ -1,4 +1,4 @@
-"""Public Goods game with n players: the many-player Prisoner's Dilemma of seeds 000/001."""
+"""Public Goods game with n players: the many-player Prisoner's Dilemma of the similarity signals paper and CoopEval."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003's games with a message phase: costly signalling and cheap talk.
+"""The strategic personalities paper's games with a message phase: costly signalling and cheap talk.
 
 Payoff rules as run by the public code (chance moves from the match's seeded RNG):
 
@@ -49,10 +49,10 @@ def cheap_talk_payoffs(state: int, action: float, bias: float = 1) -> tuple[floa
 @register_game("signaling")
 def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
               rule: str = "as_run") -> ProtocolGame:
-    """Signalling: a high or low sender may signal at a cost; the receiver accepts or rejects (seed 003)."""
+    """Signalling: a high or low sender may signal at a cost; the receiver accepts or rejects (strategic personalities)."""
     if rule not in SIGNALING_RULES:
         raise ValueError(f"rule must be one of {', '.join(SIGNALING_RULES)}, not {rule!r}: "
-                         "as_run plays seed 003's code (cost every round, the receiver always "
+                         "as_run plays the strategic personalities paper's code (cost every round, the receiver always "
                          "told of a signal), intended the rules as described")
     ch = as_int("cost_high", cost_high, minimum=0)
     cl = as_int("cost_low", cost_low, minimum=0)
@@ -98,7 +98,7 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
 
 @register_game("cheap_talk")
 def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
-    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (seed 003)."""
+    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (strategic personalities)."""
     b = as_int("bias", bias, minimum=0, maximum=4)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space_msg = NumberSpace("message", 1, 5, decimals_allowed=False)

@@ -23,41 +23,41 @@ def _stag_hunt(key: str, title: str, table: list[list[float]], source: str) -> G
 
 @register_game("stag_hunt")
 def stag_hunt() -> Game:
-    """Stag Hunt (5,5 / 0,3 / 3,0 / 3,3) of seed 000."""
-    return _stag_hunt("stag_hunt", "Stag Hunt", [[5, 0], [3, 3]], "seed 000")
+    """Stag Hunt (5,5 / 0,3 / 3,0 / 3,3) of the similarity signals paper."""
+    return _stag_hunt("stag_hunt", "Stag Hunt", [[5, 0], [3, 3]], "the similarity signals paper")
 
 
-# Seed 003: the public code's matrices (what its data was produced with) under the
+# The strategic personalities paper: the public code's matrices (what its data was produced with) under the
 # paper's ids; the paper text's matrices under *_paper.
 
 
 @register_game("stag_hunt_standard")
 def stag_hunt_standard() -> Game:
-    """Stag Hunt, standard variant as seed 003's code runs it (10,10 / 0,7 / 7,0 / 7,7)."""
+    """Stag Hunt, standard variant as the strategic personalities paper's code runs it (10,10 / 0,7 / 7,0 / 7,7)."""
     return _stag_hunt(
-        "stag_hunt_standard", "Stag Hunt (standard)", [[10, 0], [7, 7]], "seed 003's code"
+        "stag_hunt_standard", "Stag Hunt (standard)", [[10, 0], [7, 7]], "the strategic personalities paper's code"
     )
 
 
 @register_game("stag_hunt_risky")
 def stag_hunt_risky() -> Game:
-    """Stag Hunt, risky variant as seed 003's code runs it (15,15 / 0,7 / 7,0 / 7,7)."""
-    return _stag_hunt("stag_hunt_risky", "Stag Hunt (risky)", [[15, 0], [7, 7]], "seed 003's code")
+    """Stag Hunt, risky variant as the strategic personalities paper's code runs it (15,15 / 0,7 / 7,0 / 7,7)."""
+    return _stag_hunt("stag_hunt_risky", "Stag Hunt (risky)", [[15, 0], [7, 7]], "the strategic personalities paper's code")
 
 
 @register_game("stag_hunt_standard_paper")
 def stag_hunt_standard_paper() -> Game:
-    """Stag Hunt, standard variant as seed 003's text lists it (4,4 / 0,3 / 3,0 / 2,2)."""
+    """Stag Hunt, standard variant as the strategic personalities paper's text lists it (4,4 / 0,3 / 3,0 / 2,2)."""
     return _stag_hunt(
         "stag_hunt_standard_paper", "Stag Hunt (standard, paper text)", [[4, 0], [3, 2]],
-        "seed 003's text",
+        "the strategic personalities paper's text",
     )
 
 
 @register_game("stag_hunt_risky_paper")
 def stag_hunt_risky_paper() -> Game:
-    """Stag Hunt, risky variant as seed 003's text lists it (5,5 / 0,4 / 4,0 / 3,3)."""
+    """Stag Hunt, risky variant as the strategic personalities paper's text lists it (5,5 / 0,4 / 4,0 / 3,3)."""
     return _stag_hunt(
         "stag_hunt_risky_paper", "Stag Hunt (risky, paper text)", [[5, 0], [4, 3]],
-        "seed 003's text",
+        "the strategic personalities paper's text",
     )

@@ -1,4 +1,4 @@
-"""Payoff transforms that apply to any game (seed 000's robustness checks).
+"""Payoff transforms that apply to any game (the similarity signals paper's robustness checks).
 
 ``scale`` multiplies every payoff, testing whether the size of the stakes matters.
 ``bonus`` raises the value of being cooperated with: each seat gains ``bonus`` for

@@ -1,4 +1,4 @@
-"""Traveler's Dilemma with k claim levels (seeds 000/001): a many-action dilemma whose
+"""Traveler's Dilemma with k claim levels (the similarity signals paper and CoopEval): a many-action dilemma whose
 iterated weak dominance unravels from the highest claim down to the lowest.
 
 As in CoopEval, action 0 (A0) is the lowest claim and the prompt shows each label's

@@ -1,4 +1,4 @@
-"""Trust game in its simultaneous form (seed 001): the two seats play different roles."""
+"""Trust game in its simultaneous form (CoopEval): the two seats play different roles."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from coop_tui.games.base import Game, bimatrix
 
 @register_game("trust")
 def trust() -> Game:
-    """Simultaneous Trust game (GG 10,10 / GK 0,20 / KG 6,2 / KK 4,4) of seed 001."""
+    """Simultaneous Trust game (GG 10,10 / GK 0,20 / KG 6,2 / KK 4,4) of CoopEval."""
     description = (
         "Player 1 is an investor deciding whether to give a further stake to player 2's "
         "business or keep it; player 2 decides, without seeing that choice, whether to give "
@@ -16,7 +16,7 @@ def trust() -> Game:
         "the investor gives and the partner keeps, the partner takes 20 and the investor 0. "
         "If the investor keeps and the partner gives, they get 6 and 2; if both keep, 4 "
         "each. Keeping is dominant for player 2, and once that is known, keeping is best "
-        "for player 1 too. Payoffs as in seed 001."
+        "for player 1 too. Payoffs as in CoopEval."
     )
     return bimatrix(
         "trust",
@@ -32,7 +32,7 @@ def trust() -> Game:
 
 @register_game("repeated_trust")
 def repeated_trust() -> Game:
-    """Binary trust game of seed 003, repeated in its protocol (8,8 / 0,12 / 12,0 / 3,3)."""
+    """Binary trust game of the strategic personalities paper, repeated in its protocol (8,8 / 0,12 / 12,0 / 3,3)."""
     description = (
         "Each player chooses at the same time to trust the other or not. If both trust, "
         "each gets 8. A player who trusts while the other does not gets 0 and the other "

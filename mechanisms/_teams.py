@@ -1,4 +1,4 @@
-"""Pure parts of team tournaments (seed 004): who plays whom, and the meta-prompt battery.
+"""Pure parts of team tournaments (super-additive cooperation): who plays whom, and the meta-prompt battery.
 
 Kept apart from :mod:`coop_tui.mechanisms.teams` so the schedule and the comprehension
 questions (with their true answers computed from a finished match) can be tested and

@@ -1,4 +1,4 @@
-"""Benchmark administration (seed 000 §4): one agent answers a benchmark's items.
+"""Benchmark administration (similarity signals, §4): one agent answers a benchmark's items.
 
 A match is one *run* of one agent through one benchmark (``samples`` = the k runs, the
 paper's 3); every item is one decision in phase ``item``, parsed per item kind, re-asked

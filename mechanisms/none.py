@@ -43,7 +43,7 @@ class NoMechanism(Mechanism):
         return n_seats
 
     async def play(self, ctx: MatchContext) -> MatchOutcome:
-        if isinstance(ctx.game, ProtocolGame):  # seed 003's numeric and sequential games
+        if isinstance(ctx.game, ProtocolGame):  # the strategic personalities paper's numeric and sequential games
             return await play_protocol(
                 ctx, tell_total=self.params.rounds_told == "always")
         requests = [ctx.play_request(seat, 1) for seat in range(ctx.n_seats)]

@@ -10,10 +10,10 @@ would put everything on the last round, so they fall back to the mean.
 Each round's info carries whether each seat's action was cooperative, so the rounds
 table (and per-round cooperation curves) need not re-derive it from the game.
 
-``horizon = "known"`` (seed 003's protocol) tells the agents the number of rounds and
+``horizon = "known"`` (the strategic personalities paper's protocol) tells the agents the number of rounds and
 the current one ("round t of T"), shows the whole history (or the last ``history``
 rounds when given) and never speaks of a continuation chance; its match payoff defaults
-to the total over the rounds, as seed 003 reports it. ``"continuation"`` (the default)
+to the total over the rounds, as the strategic personalities paper reports it. ``"continuation"`` (the default)
 is CoopEval's. With ``continuation = 1`` nothing can end the game, so the prompt says
 the game goes on for further rounds without claiming a probability that would be false
 in the last round; for endgame studies use the known horizon.
@@ -55,7 +55,7 @@ class RepetitionParams(MechanismParams):
 
 class RepeatedGameParams(RepetitionParams):
     """Repetition's own parameters: the shared ones (Reputation inherits those) plus the
-    horizon, the whole history and total payoffs of seed 003's protocol."""
+    horizon, the whole history and total payoffs of the strategic personalities paper's protocol."""
 
     history: int | Literal["all"] = Field(  # type: ignore[assignment]
         default=3, description='past rounds shown in each prompt ("all": every past round)'
@@ -64,13 +64,13 @@ class RepeatedGameParams(RepetitionParams):
     horizon: Literal["continuation", "known"] = Field(
         default="continuation",
         description='"continuation": agents hear a continuation chance (CoopEval); '
-        '"known": agents hear "round t of T" (seed 003)',
+        '"known": agents hear "round t of T" (strategic personalities)',
     )
 
     rounds_told: Literal["always", "two_by_two"] = Field(
         default="always",
         description='with horizon = "known": "always" says "round t of T" in every game; '
-        '"two_by_two" (seed 003\'s code) only in two-player two-action games, the others '
+        '"two_by_two" (the strategic personalities paper\'s code) only in two-player two-action games, the others '
         'hear "round t"',
     )
 

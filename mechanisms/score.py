@@ -1,4 +1,4 @@
-"""Endogenous similarity (seed 000 §4, App. I.8): a judge rates how alike a target is.
+"""Endogenous similarity (similarity signals, §4, App. I.8): a judge rates how alike a target is.
 
 A match seats the judge (seat 1) and names the target (seat 2, never asked). The judge
 reads a dossier of the target's answers to a benchmark - decisions only, explanations

@@ -1,4 +1,4 @@
-"""Similarity (seed 000): each player is told how alike its co-players decide.
+"""Similarity (similarity signals): each player is told how alike its co-players decide.
 
 One round of the base game; the only change is the twist sentence. Prompt modes:
 ``base`` (control, no sentence), ``percentage`` (a blunt figure),

@@ -1,4 +1,4 @@
-"""Team tournaments (seed 004, super-additive cooperation): one match is a whole tournament.
+"""Team tournaments (super-additive cooperation, super-additive cooperation): one match is a whole tournament.
 
 Like Reputation, the match's seats are a population: ``teams`` x ``team_size`` players
 with fixed identities (seat i is Player i + 1 of group i // team_size + 1; each seat is an
@@ -12,7 +12,7 @@ is the public code's fixed order):
   score; group standings shown.
 - ``SA`` super-additive: every pair meets; goal: both; group standings shown.
 
-Each match is an iterated game (seed 004's IPD by default) of at most ``rounds`` (n)
+Each match is an iterated game (the super-additive cooperation paper's IPD by default) of at most ``rounds`` (n)
 rounds. In the first round of every match the co-player is shown as "unknown" (name and
 group), which is what one-shot cooperation measures. Each player's move carries the
 paper's keep-playing choice in the same answer (``exit_timing = "with_move"``: the play
@@ -74,7 +74,7 @@ from coop_tui.schemas import answer_schema
 
 
 class TeamsParams(MechanismParams):
-    """Seed 004's tournament; defaults are the paper's (2 groups of 3, n = 20, K = 5) with
+    """The super-additive cooperation paper's tournament; defaults are the paper's (2 groups of 3, n = 20, K = 5) with
     the largest budget its rule N < n*m allows (the paper's N = 100 breaks that rule:
     set it with ``check_budget = false``)."""
 
@@ -142,7 +142,7 @@ class TeamsParams(MechanismParams):
         if v >= d["rounds"] * m:
             raise ValueError(
                 f"must be below n*m = {d['rounds'] * m} ({d['rounds']} rounds x {m} matches per "
-                "player; seed 004's rule N < n*m); lower budget or raise rounds"
+                "player; the super-additive cooperation paper's rule N < n*m); lower budget or raise rounds"
             )
         return v
 
@@ -173,7 +173,7 @@ def _pts(x: float) -> str:
 @register_mechanism
 class Teams(Mechanism):
     key = "teams"
-    title = "Team tournament (seed 004: RI / GC / SA, partner choice, planner and critic)"
+    title = "Team tournament (the super-additive cooperation paper: RI / GC / SA, partner choice, planner and critic)"
     Params = TeamsParams
     phases = ("plan", "critique", "play", "exit", "meta")
 
@@ -202,7 +202,7 @@ class Teams(Mechanism):
         if game.n_players != 2 or not all(game.cooperative):
             raise ValueError(
                 f"team tournaments play a two-player game with a cooperative action; {game.key} "
-                "is not one (use ipd, seed 004's Prisoner's Dilemma)"
+                "is not one (use ipd, the super-additive cooperation paper's Prisoner's Dilemma)"
             )
         if n_seats != self.seat_count(game):
             raise ValueError(

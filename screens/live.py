@@ -368,7 +368,7 @@ class LiveScreen(NavScreen):
         elif isinstance(event, RoundDone):
             self._reveal()
             moves = event.info.get("moves") if isinstance(event.info, dict) else None
-            if moves:  # a move-by-move game (seed 003): its moves, not placeholder actions
+            if moves:  # a move-by-move game (strategic personalities): its moves, not placeholder actions
 
                 moves = moves_text(moves)
             timeline.round_done(event.round, event.actions, event.payoffs, event.seats, moves)
@@ -415,7 +415,7 @@ class LiveScreen(NavScreen):
         if not self.turns:
             return
         turn = self.turns[0]
-        meanings = list(turn.request.options.get("meanings") or [])  # named options (seed 003)
+        meanings = list(turn.request.options.get("meanings") or [])  # named options (strategic personalities)
         labels = ", ".join(
             f"{i} = {lab}" + (f" ({meanings[i]})" if i < len(meanings) else "")
             for i, lab in enumerate(turn.request.labels)
@@ -428,7 +428,7 @@ class LiveScreen(NavScreen):
             prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
             prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
             prompt.append(", then Enter.")
-        elif turn.request.options.get(ASK_LEAVE):  # seed 004: the move and leave or stay
+        elif turn.request.options.get(ASK_LEAVE):  # the super-additive cooperation paper: the move and leave or stay
             prompt.append(f"Actions: {labels}. Type your move, then ")
             prompt.append("leave", style="bold")
             prompt.append(" or ")
@@ -448,6 +448,9 @@ class LiveScreen(NavScreen):
             prompt.append(" ".join(f"{lab}={100 // max(1, len(turn.request.labels))}"
                                    for lab in turn.request.labels), style="bold")
             prompt.append(", then Enter.")
+        if turn.request.kind in ("number", "choice", "mixed"):  # a shortcut, not the model's format
+            prompt.append(" What you type is sent in the answer format the prompt asks of the "
+                          "model.", style="dim")
         self.query_one("#human-prompt", Static).update(prompt)
         box = self.query_one("#human-input", Input)
         box.disabled = False

@@ -1,4 +1,4 @@
-"""The tournament view of a team tournament (seed 004), shown above the live panes.
+"""The tournament view of a team tournament (super-additive cooperation), shown above the live panes.
 
 It is fed the live screen's events and keeps its own tally, so it works the same for a
 live tournament and a replay: standings per group and player, rounds used against the

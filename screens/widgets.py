@@ -42,7 +42,7 @@ def _fmt(x: float) -> str:
 def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
     """The game's payoff table: a bimatrix for two players, one row per profile otherwise.
 
-    A game played move by move (seed 003's numeric and sequential games) has no table:
+    A game played move by move (the strategic personalities paper's numeric and sequential games) has no table:
     its rules and each seat's moves are shown instead."""
     from coop_tui.games.kinds import ProtocolGame
 
@@ -373,7 +373,7 @@ class Timeline(Static):
         self.final: tuple[float, ...] | None = None
         self.status = "running"
         self.move_labels: dict[int, str] = {}
-        """Per round, the moves of a move-by-move game (seed 003) shown instead of actions."""
+        """Per round, the moves of a move-by-move game (strategic personalities) shown instead of actions."""
 
     def on_mount(self) -> None:
         self.refresh_view()

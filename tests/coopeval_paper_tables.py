@@ -1,4 +1,4 @@
-"""The printed Tables 2-7 of the CoopEval paper (seed 001), cell by cell.
+"""The printed Tables 2-7 of CoopEval (CoopEval), cell by cell.
 
 Transcribed from the seed text: ``PAPER_TABLES[table][(mechanism, order, metric)][agent]``
 is the printed ``(value, se)`` pair as strings, so a test can compare at the printed

@@ -14,7 +14,7 @@ from coop_tui.importers.coopeval import import_command, import_coopeval
 from coop_tui.report import build_report
 from coop_tui.store import Store
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+SAMPLES = Path(__file__).parent / "data" / "coopeval_sample"
 PD = SAMPLES / "no_mechanism_prisoners_dilemma"
 TRUST = SAMPLES / "mediation_trust_game"
 COOP_TUI = Path(sys.executable).parent / "coop-tui"

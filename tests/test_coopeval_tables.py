@@ -313,7 +313,7 @@ def test_one_broken_tournament_refuses_the_whole_study(tmp_path, capsys):
 
 def test_a_run_of_full_tournaments_keeps_every_decision(tmp_path, capsys):
     """Tournaments with records and game logs, imported as a run, written one at a time."""
-    samples = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+    samples = Path(__file__).parent / "data" / "coopeval_sample"
     run = tmp_path / "run1"
     run.mkdir()
     for name in ("no_mechanism_prisoners_dilemma", "mediation_trust_game"):

@@ -222,6 +222,22 @@ def fresh_clone_view(tmp_path: Path) -> Path:
     return work
 
 
+def test_ci_runs_the_readme_test_command_in_a_fresh_clone() -> None:
+    """``.ci/run`` clones the committed tree into an empty temporary folder (nothing beside
+    it, as on a user's machine) and ends with the README's test command, verbatim, so
+    pytest's exit code is the script's."""
+    setup = README.read_text().split("Test (creates", 1)[1]
+    command = fenced_blocks(setup)[0][1].strip()
+    assert command.endswith("-m pytest")
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.rstrip().splitlines()[-1] == command
+    assert "set -euo pipefail" in script
+    assert re.search(r'scratch="\$\(mktemp -d\)"', script)
+    assert re.search(r'git clone --quiet "\$repo" "\$scratch/coop-tui"\ncd "\$scratch/coop-tui"', script)
+    done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.slow
 def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
     work = fresh_clone_view(tmp_path)
@@ -237,12 +253,40 @@ def test_readme_commands_run_verbatim(tmp_path: Path) -> None:
                               text=True, stdin=subprocess.DEVNULL, timeout=600)
         assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr}"
         ran.append(line)
+        if line.startswith("coop-tui import coopeval"):  # prints what the README says it does
+            printed = re.search(r"The import prints `(.*?)`", README.read_text(), re.S)
+            assert printed and " ".join(printed.group(1).split()) in done.stdout, done.stdout
     assert any("--batch data/sweeps/strategies-prisoners.toml" in line for line in ran)
     assert any(line.startswith("coop-tui import coopeval") for line in ran)
     report = json.loads((work / "report.json").read_text())
     assert report["run"]["name"] == "strategies-prisoners"
     exported = sorted(p.name for p in (work / "exported").iterdir())
     assert "decisions.csv" in exported, exported
+
+
+def test_cli_page_imports_files_the_repository_has() -> None:
+    """docs/cli.md's import examples run from a fresh clone: each input it names is there."""
+    lines = [line for line in command_lines((ROOT / "docs" / "cli.md").read_text())
+             if line.startswith("coop-tui import ")]
+    assert len(lines) >= 2
+    for line in lines:
+        assert (ROOT / command_tokens(line)[3]).exists(), line
+
+
+def test_servers_page_prints_the_embedded_models_gguf() -> None:
+    """docs/servers.md's `model.gguf`: the command it gives prints the GGUF file the
+    embedded model loads, and the serving line uses the same command."""
+    page = (ROOT / "docs" / "servers.md").read_text()
+    block = next(body for language, body in fenced_blocks(page) if "smollm2_path" in body)
+    printing, serving = block.strip().splitlines()
+    command = shlex.split(printing)
+    assert command[:2] == ["python", "-c"]
+    done = subprocess.run([sys.executable, "-c", command[2]], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    gguf = Path(done.stdout.strip())
+    assert gguf.suffix == ".gguf" and gguf.is_file()
+    assert serving.startswith("python -m llama_cpp.server --model ") and command[2] in serving
 
 
 # --- each reproduction page states its full study's size as --dry-run measures it ---
@@ -254,7 +298,6 @@ STUDY_PAGES = {
 }
 """The study files whose --dry-run works as shipped (the similarity study needs the
 published benchmark files, which are not shipped)."""
-PLACEHOLDER_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
 
 
 @pytest.mark.parametrize("study", sorted(STUDY_PAGES))
@@ -262,7 +305,7 @@ def test_reproduction_page_states_the_dry_run_size(study: str, tmp_path: Path) -
     page = (ROOT / "docs" / STUDY_PAGES[study]).read_text()
     stated = re.search(r"\*\*([\d,]+) model calls\*\*", page)
     assert stated, f"{STUDY_PAGES[study]} states no '**N model calls**'"
-    env = {**os.environ, **dict.fromkeys(PLACEHOLDER_KEYS, "unused")}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # needs none
     done = subprocess.run(
         [sys.executable, "-m", "coop_tui.cli", "--db", str(tmp_path / "dry.db"), "--batch",
          f"data/studies/{study}.toml", "--dry-run"],
@@ -272,6 +315,8 @@ def test_reproduction_page_states_the_dry_run_size(study: str, tmp_path: Path) -
     measured = re.search(r"~(\d+)\s+model\s+calls", done.stdout)
     assert measured, done.stdout
     assert int(stated.group(1).replace(",", "")) == int(measured.group(1))
+    # what a real run would need (the super-additive study's local servers need no key)
+    assert re.search(r"^API keys(: none needed$| a real run needs \(\d+ missing\):)", done.stdout, re.M)
     assert not (tmp_path / "dry.db").exists()  # a dry run writes nothing
 
 

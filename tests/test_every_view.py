@@ -2,7 +2,7 @@
 
 One database holds a run of each shape a researcher can make: every mechanism alone, and
 Mediation with Contracting in one run; every game kind (matrix, numeric, move-by-move,
-n-player, teams); grounded stages; replicates; CoopEval and seed-003 imports; an LLM run
+n-player, teams); grounded stages; replicates; CoopEval and strategic personalities imports; an LLM run
 (loopback server) and a judge pass over it; a run whose matches failed and one that was
 stopped. The grid below sends each run through each view: ``report`` as text, JSON, LaTeX
 and CSV, CSV and Parquet export, the analysis screen (every experiment, every section
@@ -99,7 +99,7 @@ SWEEPS: dict[str, dict[str, Any]] = {
 """Strategy-only runs, by the run id they are stored under."""
 
 IMPORTS = {
-    "coopeval": ("coopeval", DATA / "coopeval_sample_prisoners"),
+    "coopeval": ("coopeval", DATA / "coopeval_sample" / "no_mechanism_prisoners_dilemma"),
     "coopeval-study": ("coopeval", DATA / "coopeval_contracting_public_goods"),
     "strategic-personalities": ("strategic-personalities",
                                 DATA / "strategic_personalities.sample.csv.gz"),

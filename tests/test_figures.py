@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def test_coopeval_replicator_trajectories_are_the_evolution(coopeval: dict[str, 
     assert checked >= 3 * 6  # three replicates of six agents at least
 
 
-# ------------------------------------------------------------------ seed 000
+# ------------------------------------------------------------------ the similarity signals paper
 @pytest.fixture(scope="module")
 def similarity_abstract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     data = read_sweep_file(ROOT / "data" / "sweeps" / "strategies-prisoners.toml")
@@ -169,7 +170,7 @@ def test_cooperation_over_similarity_is_the_curve_with_b_star(similarity_abstrac
 
 @pytest.fixture(scope="module")
 def similarity_grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """seed 000's offline pipeline (benchmarks, judges, play) with strategies in the
+    """the similarity signals paper's offline pipeline (benchmarks, judges, play) with strategies in the
     model seats; they read the prompts (as the strategies_read_prompts fixture does)."""
     from coop_tui.agents.strategy_agent import StrategyAgent
 
@@ -212,7 +213,7 @@ def test_grounded_curves_and_similarity_matrices(similarity_grounded: dict[str, 
     assert matrices >= 4
 
 
-# ------------------------------------------------------------------ seed 003
+# ------------------------------------------------------------------ the strategic personalities paper
 @pytest.fixture(scope="module")
 def personalities(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     source = STUDIES / "strategic-personalities-offline.toml"
@@ -258,11 +259,9 @@ def test_personality_figures_are_the_sections_values(
         round(v["mean"], 9) for v in personalities["cooperation_by_model"].values())
 
 
-SP_SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
-             / "strategic_personalities.sample.csv.gz")
+SP_SAMPLE = Path(__file__).parent / "data" / "strategic_personalities.sample.csv.gz"
 
 
-@pytest.mark.skipif(not SP_SAMPLE.exists(), reason="the strategic-personalities sample is not here")
 def test_imported_trial_table_draws_cooperation_by_model(tmp_path: Path) -> None:
     from coop_tui.importers.strategic_personalities import import_file
 
@@ -276,7 +275,7 @@ def test_imported_trial_table_draws_cooperation_by_model(tmp_path: Path) -> None
         round(v["mean"], 9) for v in report["cooperation_by_model"].values())
 
 
-# ------------------------------------------------------------------ seed 004
+# ------------------------------------------------------------------ the super-additive cooperation paper
 @pytest.fixture(scope="module")
 def teams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     source = STUDIES / "superadditive-offline.toml"

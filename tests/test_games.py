@@ -26,7 +26,7 @@ C, D = "Cooperate", "Defect"
 
 # Cell by cell, (seat 1 action, seat 2 action) -> (seat 1 payoff, seat 2 payoff).
 SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
-    # seed 000 Table 3 / seed 001 Table 1
+    # the similarity signals paper's Table 3 / CoopEval Table 1
     "prisoners": {(C, C): (2, 2), (C, D): (0, 3), (D, C): (3, 0), (D, D): (1, 1)},
     "stag_hunt": {
         ("Stag", "Stag"): (5, 5),
@@ -40,14 +40,14 @@ SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
         ("Straight", "Swerve"): (1, -1),
         ("Straight", "Straight"): (-10, -10),
     },
-    # seed 001 Table 1 and CoopEval's config (GG / GK / KG / KK)
+    # CoopEval Table 1 and CoopEval's config (GG / GK / KG / KK)
     "trust": {
         ("Give", "Give"): (10, 10),
         ("Give", "Keep"): (0, 20),
         ("Keep", "Give"): (6, 2),
         ("Keep", "Keep"): (4, 4),
     },
-    # seed 003 supplementary note 1 (its text; the as-run tables: test_seed003_games.py)
+    # the strategic personalities paper supplementary note 1 (its text; the as-run tables: test_seed003_games.py)
     "pd_canonical": {(C, C): (3, 3), (C, D): (0, 5), (D, C): (5, 0), (D, D): (1, 1)},
     "pd_harsh_paper": {(C, C): (3, 3), (C, D): (0, 7), (D, C): (7, 0), (D, D): (1, 1)},
     "pd_medium_paper": {(C, C): (3, 3), (C, D): (0, 6), (D, C): (6, 0), (D, D): (1, 1)},
@@ -70,9 +70,9 @@ SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
         ("Tails", "Heads"): (-1, 1),
         ("Tails", "Tails"): (1, -1),
     },
-    # seed 004 Table 1
+    # the super-additive cooperation paper's Table 1
     "ipd": {(C, C): (3, 3), (C, D): (-1, 5), (D, C): (5, -1), (D, D): (0, 0)},
-    # seed 001 Table 1(d), rows and columns are claims
+    # CoopEval Table 1(d), rows and columns are claims
     "travelers": {
         (f"Claim {r}", f"Claim {c}"): cell
         for (r, c), cell in {
@@ -96,7 +96,7 @@ SEED_TABLES: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
     },
 }
 
-# seed 000 Table 3(d): 3-player PublicGood, alpha 3/2; (P1, P2, P3) -> payoffs
+# the similarity signals paper's Table 3(d): 3-player PublicGood, alpha 3/2; (P1, P2, P3) -> payoffs
 PUBLIC_GOOD_TABLE = {
     ("C", "C", "C"): (1.5, 1.5, 1.5),
     ("C", "D", "C"): (1, 2, 1),
@@ -108,7 +108,7 @@ PUBLIC_GOOD_TABLE = {
     ("D", "D", "D"): (1, 1, 1),
 }
 
-SEED003_MATRIX_KEYS = [  # seed 003's binary / small matrix games as run (test_seed003_games.py)
+SEED003_MATRIX_KEYS = [  # the strategic personalities paper's binary / small matrix games as run (test_seed003_games.py)
     "pd_harsh", "pd_medium", "pd_mild", "stag_hunt_standard", "stag_hunt_risky",
     "stag_hunt_standard_paper", "chicken_sp", "chicken_high_stakes", "bos_standard",
     "bos_transposed", "repeated_trust", "diners_dilemma", "diners_dilemma_paper",

@@ -1,4 +1,4 @@
-"""Grounded similarity (seed 000 §4): metrics on hand-computed cases, Monte-Carlo random
+"""Grounded similarity (similarity signals, §4): metrics on hand-computed cases, Monte-Carlo random
 baselines against the paper's reference values, the item loader's errors, redaction."""
 
 from __future__ import annotations

@@ -353,6 +353,85 @@ framing = ["similar", "different", "dissimilar"]
     assert proc.returncode in (0, 141)
 
 
+LONG_NAMES = ("tit_for_tat_with_a_name_long_enough_to_overflow_eighty_columns_on_its_own",
+              "always_defect_whose_name_is_also_far_too_long_for_a_narrow_table_cell")
+
+
+@pytest.mark.slow  # a sweep and a report in subprocesses: several seconds
+def test_a_text_report_into_a_pipe_keeps_every_cell_whole(tmp_path: Path) -> None:
+    """Into a file or a pipe, the text report is as wide as its widest table: agent names
+    and every column come out whole (at the 80 columns Rich assumes there, wide cells were
+    cut to "…" and columns squeezed)."""
+    db = tmp_path / "long.db"
+    sweep = write(tmp_path / "long.toml", f"""
+        name = "long-names"
+        [agents.{LONG_NAMES[0]}]
+        strategy = "tit_for_tat"
+        [agents.{LONG_NAMES[1]}]
+        strategy = "always_defect"
+        [[experiments]]
+        game = "prisoners"
+        mechanism = "repetition"
+        rounds = 3
+        agents = {list(LONG_NAMES)}
+        """.replace("'", '"'))
+    assert cli("--batch", str(sweep), "--db", str(db)).returncode == 0
+    report = cli("report", "--db", str(db), env={"COLUMNS": "80"})  # stdout is a pipe
+    assert report.returncode == 0, report.stderr
+    assert "…" not in report.stdout
+    header = next(line for line in report.stdout.splitlines() if "Wilson 95%" in line)
+    for column in ("condition", "agent", "n", "coop", "± SE", "Wilson 95%", "sampled", "payoff"):
+        assert f" {column} " in header
+    rows = [line for line in report.stdout.splitlines() if "[61.0, 100.0]" in line]
+    assert len(rows) == 1 and LONG_NAMES[0] in rows[0] and "100.0%" in rows[0]
+    for name in LONG_NAMES:
+        assert report.stdout.count(name) >= 3  # the experiment, per-round and actions tables
+
+
+HOSTED = """
+name = "hosted"
+[agents.routed]
+model = "openrouter/openai/gpt-4o"
+[agents.also-routed]
+model = "openrouter/google/gemini-3-flash"
+[agents.own-variable]
+model = "openai/gpt-4o-mini"
+api_key_env = "LAB_OPENAI_KEY"
+[agents.tft]
+strategy = "tit_for_tat"
+[[experiments]]
+game = "prisoners"
+mechanism = "none"
+agents = ["routed", "also-routed", "own-variable", "tft"]
+"""
+
+
+@pytest.mark.slow  # a CLI process: about 3 s
+def test_a_dry_run_needs_no_api_key_and_lists_the_keys_a_run_needs(tmp_path: Path) -> None:
+    """A dry run sends nothing: without any key it prints the size and cost, then each
+    variable a real run reads, set or missing, with the agents that need it."""
+    sweep = write(tmp_path / "hosted.toml", HOSTED)
+    db = tmp_path / "dry.db"
+    dry = cli("--batch", str(sweep), "--db", str(db), "--dry-run", env={"LAB_OPENAI_KEY": "sk-lab"})
+    assert dry.returncode == 0, dry.stderr
+    out = " ".join(dry.stdout.split())  # Rich may wrap long lines
+    assert "hosted: 4 matches" in out and "model calls" in out and "estimated cost" in out
+    assert "API keys a real run needs (1 missing):" in out
+    assert "OPENROUTER_API_KEY: missing (agents: routed, also-routed)" in out
+    assert "LAB_OPENAI_KEY: set (agents: own-variable)" in out
+    assert "sk-lab" not in dry.stdout + dry.stderr
+    assert not db.exists()
+
+
+@pytest.mark.slow  # a CLI process: about 3 s
+def test_a_real_run_without_its_api_key_still_refuses(tmp_path: Path) -> None:
+    sweep = write(tmp_path / "hosted.toml", HOSTED)
+    db = tmp_path / "real.db"
+    line = one_clear_line(cli("--batch", str(sweep), "--db", str(db), env={"LAB_OPENAI_KEY": "sk-lab"}))
+    assert "agents.routed.model" in line and "OPENROUTER_API_KEY" in line
+    assert not db.exists()
+
+
 def test_error_helper_has_its_own_module() -> None:
     code = ("import sys, coop_tui.report, coop_tui.export, coop_tui.importers.coopeval; "
             "print('coop_tui.cli' in sys.modules)")

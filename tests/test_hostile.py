@@ -428,8 +428,7 @@ def test_the_migration_moves_inline_game_specs_out_of_match_rows(tmp_path: Path)
 
 
 # ------------------------------------------------------------------ imports: bombs, NaN, .gz
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-PD_RUN = SHARED / "coopeval-sample" / "no_mechanism_prisoners_dilemma"
+PD_RUN = Path(__file__).parent / "data" / "coopeval_sample" / "no_mechanism_prisoners_dilemma"
 
 
 def _copy_run(tmp_path: Path) -> Path:

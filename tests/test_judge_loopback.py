@@ -367,7 +367,7 @@ async def test_analysis_screen_and_inspector_show_the_judgements(judged: Any, tm
         assert "Judged text" in details and "TEXT-0: I weigh" in details
 
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+SAMPLES = Path(__file__).parent / "data" / "coopeval_sample"
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Per-match move strings (``match_moves``) give seed 003's sections what the rounds give.
+"""Per-match move strings (``match_moves``) give the strategic personalities paper's sections what the rounds give.
 
 One sweep is played through the real engine, sweep runner and SQLite store: strategy
 matches of several lengths (their folds written many matches at a time), a self-play

@@ -689,9 +689,7 @@ def test_iter_log_entries_on_a_synthetic_log(tmp_path: Path) -> None:
     assert classify_prompt("Say something.") == PromptInfo("unknown", ())
 
 
-SAMPLE = Path(
-    os.environ.get("COOPEVAL_SAMPLE", Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample")
-)
+SAMPLE = Path(os.environ.get("COOPEVAL_SAMPLE", Path(__file__).parent / "data" / "coopeval_sample"))
 LOGS = sorted(SAMPLE.glob("*/game_log.txt"))
 
 # CoopEval's enum names for the base actions, in label order (A0 is the cooperative one).

@@ -1,7 +1,7 @@
-"""Seed 003's analytics on a strategy tournament whose answers are computed by hand.
+"""The strategic personalities paper's analytics on a strategy tournament whose answers are computed by hand.
 
 Known strategies play as "models" against fixed opponents for a known horizon of six
-rounds (prisoner's dilemma, seed 003's canonical payoffs), so every number below follows
+rounds (prisoner's dilemma, the strategic personalities paper's canonical payoffs), so every number below follows
 from the strategies' rules:
 
 * opponents: always cooperate (C C C C C C), always defect (D D D D D D),
@@ -208,7 +208,7 @@ def test_intervals_by_hand() -> None:
     assert cluster_ratio_interval([(0, 3)])["lo"] is None
 
 
-# Supplementary Table 4 of seed 003: (P(C|C), P(C|D)) in percent and the paper's label
+# Supplementary Table 4 of the strategic personalities paper: (P(C|C), P(C|D)) in percent and the paper's label
 PAPER_TABLE_4 = {
     "Claude Opus 4.6": (92.8, 4.5, "strict reciprocator"),
     "Claude Sonnet 4.6": (91.7, 4.1, "strict reciprocator"),

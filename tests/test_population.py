@@ -19,7 +19,7 @@ from coop_tui.analysis.population import (
     tensor_from_profiles,
 )
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+SAMPLES = Path(__file__).parent / "data" / "coopeval_sample"
 PD = "no_mechanism_prisoners_dilemma"
 TRUST = "mediation_trust_game"
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from coop_tui import summaries
+from coop_tui import engine, summaries
 from coop_tui.analysis.actions import action_frequencies, conditional_frequencies
 from coop_tui.decisions import Decision
 from coop_tui.events import DecisionDone, EventBus, MatchDone, MatchStarted
@@ -168,6 +168,41 @@ async def test_unfolded_matches_are_aggregated_live_then_folded(tmp_path: Path) 
     with store.db.conn:
         assert summaries.fold_pending(store.db.conn, run_id) > 0
     assert build_report(store, run_id)["experiments"] == before["experiments"]
+
+
+async def test_strategy_matches_finish_in_the_order_they_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine lets the event loop run on a clock, so how concurrent strategy matches
+    interleave depended on the machine's load; they finished, and were folded into the
+    summaries' float sums, in that order, and the report's last digits then differed from
+    run to run and from the live aggregation (in match order). Here the engine yields at
+    every chance, the most interleaving any load could cause: the matches still finish
+    in the order they started, and the folded report equals the live one exactly."""
+    monkeypatch.setattr(engine, "YIELD_EVERY_S", 0.0)
+    bus = EventBus()
+    started: list[str] = []
+    finished: list[str] = []
+
+    def note(e: Any) -> None:
+        if isinstance(e, MatchStarted):
+            started.append(e.match_id)
+        elif isinstance(e, MatchDone):
+            finished.append(e.match_id)
+
+    bus.subscribe(note)
+    store = Store(tmp_path / "o.db")
+    data = sweep_data()
+    data["experiments"][0]["rounds"] = [9, 2]  # 32 long matches, then 32 short ones
+    # six at a time: long and short matches side by side where the two groups meet
+    summary = await run_sweep(build_sweep(data, check_keys=False), store, bus=bus, concurrency=3)
+    assert summary.status == "done" and len(started) == summary.matches_done > 8
+    assert finished == started
+    folded = build_report(store, summary.run_id)["experiments"]
+    with store.db.conn:
+        summaries.delete_run(store.db.conn, summary.run_id)
+    assert build_report(store, summary.run_id)["experiments"] == folded
+    store.close()
 
 
 async def test_strategy_decisions_store_no_prompt_and_still_inspect(tmp_path: Path) -> None:

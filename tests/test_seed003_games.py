@@ -1,9 +1,9 @@
-"""Seed 003's binary and small matrix games as its public code runs them.
+"""The strategic personalities paper's binary and small matrix games as its public code runs them.
 
 Each payoff rule of FelipeMAffonso/strategic-personalities (``environments/games``) is
 restated here independently (a table or a few lines) and compared cell by cell with our
 games; then every game is played through the real sweep runner and store with
-strategies, seed 003's known-horizon choice protocol and, where the published trial
+strategies, the strategic personalities paper's known-horizon choice protocol and, where the published trial
 table holds a row whose moves are determined, that row's totals.
 """
 
@@ -20,7 +20,7 @@ from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
 
 # (row action, column action) -> (row payoff, column payoff); action 0 is listed first
-# in seed 003's options (cooperate, stag, swerve, ballet, trust).
+# in the strategic personalities paper's options (cooperate, stag, swerve, ballet, trust).
 AS_RUN: dict[str, dict[tuple[int, int], tuple[float, float]]] = {
     "pd_canonical": {(0, 0): (3, 3), (0, 1): (0, 5), (1, 0): (5, 0), (1, 1): (1, 1)},
     "pd_harsh": {(0, 0): (8, 8), (0, 1): (0, 10), (1, 0): (10, 0), (1, 1): (5, 5)},
@@ -54,14 +54,14 @@ def test_two_player_tables_match_cell_by_cell(key: str) -> None:
 
 
 def diners_rule(orders: tuple[str, ...]) -> list[float]:
-    """Seed 003's code: enjoyment 15 (cheap) / 20 (costly) minus the bill (10 / 20 per
+    """The strategic personalities paper's code: enjoyment 15 (cheap) / 20 (costly) minus the bill (10 / 20 per
     dish) split over all diners."""
     bill = sum(20 if o == "costly" else 10 for o in orders)
     return [(20 if o == "costly" else 15) - bill / len(orders) for o in orders]
 
 
 def el_farol_rule(choices: tuple[str, ...]) -> list[float]:
-    """Seed 003's code: goers get 10 if the share going is at most 0.6, else 0; stayers 5."""
+    """The strategic personalities paper's code: goers get 10 if the share going is at most 0.6, else 0; stayers 5."""
     share = sum(c == "go" for c in choices) / len(choices)
     return [(10 if share <= 0.6 else 0) if c == "go" else 5 for c in choices]
 

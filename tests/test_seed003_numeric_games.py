@@ -1,4 +1,4 @@
-"""Seed 003's numeric and sequential games: payoff rules and whole matches.
+"""The strategic personalities paper's numeric and sequential games: payoff rules and whole matches.
 
 Payoff rules are checked on hand-picked cases worked out from the public code's payoff
 functions (FelipeMAffonso/strategic-personalities, ``environments/games``). Every game is
@@ -195,7 +195,7 @@ async def test_strategies_play_the_game_through_the_store(
 @pytest.mark.parametrize("rule", ["as_run", "intended", None])
 async def test_signaling_is_played_as_run_by_default_and_as_described_on_request(
         tmp_path: Any, rule: str | None) -> None:
-    """Seed 003's code matched "signal" inside "no_signal": the sender paid its signal cost
+    """The strategic personalities paper's code matched "signal" inside "no_signal": the sender paid its signal cost
     every round and the receiver was always told a signal was sent (its data: against
     never_signal no total is above -105). That is the default; ``rule = "intended"`` plays
     the described rules. A receiver that accepts exactly the signalled senders shows it."""
@@ -221,7 +221,7 @@ async def test_signaling_is_played_as_run_by_default_and_as_described_on_request
 @pytest.mark.parametrize("hint", [None, False])
 async def test_centipede_names_the_equilibrium_move_as_the_code_did(
         tmp_path: Any, hint: bool | None) -> None:
-    """Seed 003's centipede prompt tells the players the equilibrium is to take at node 1;
+    """The strategic personalities paper's centipede prompt tells the players the equilibrium is to take at node 1;
     so does ours by default (in our words), and ``hint = false`` leaves it out."""
     agents = {"a": strat("fixed_number", value=3), "b": strat("fixed_number", value=7)}
     params = {} if hint is None else {"hint": hint}
@@ -274,7 +274,7 @@ def pick(text: str, meaning: str) -> str:
 
 
 def scripted_model(body: dict[str, Any]) -> str:
-    """Answers every seed-003 move in a different real-model shape."""
+    """Answers every strategic personalities move in a different real-model shape."""
     text = last_user_message(body)
     if "You are the Proposer. How many" in text:
         return "A fair split seems wise.\nI'll offer $45.\n"
@@ -324,7 +324,7 @@ def llm(server: LoopbackServer) -> dict[str, Any]:
 @pytest.mark.parametrize("style", ["plain", "cot"])
 async def test_the_plain_style_is_the_codes_baseline_and_cot_its_cot_condition(
         tmp_path: Any, model: LoopbackServer, style: str) -> None:
-    """Seed 003's baseline prompt says nothing about reasoning and asks for the answer at the
+    """The strategic personalities paper's baseline prompt says nothing about reasoning and asks for the answer at the
     end; its ``cot`` condition adds a step-by-step instruction. ``style = "plain"`` (the
     study file's) and ``style = "cot"`` send exactly that difference, in one call each."""
     agents = {"m": {**llm(model), "style": style}}
@@ -462,7 +462,7 @@ def test_the_full_study_plays_every_numeric_game_in_every_design() -> None:
     sweep = load_sweep(study, check_keys=False)
     cells = [c for c in sweep.cells if c.mechanism == "none"]
     assert {c.game for c in cells} == set(SEED003_NUMERIC)
-    # seed 003's opponents per game: its fairness / trust / bargaining / signalling sets
+    # the strategic personalities paper's opponents per game: its fairness / trust / bargaining / signalling sets
     # plus random, mirror and anti_mirror; the other 14 games get those three alone
     per_model = 3 * 6 + 2 * 6 + 3 * 7 + 1 * 6 + 14 * 3
     assert Counter(c.matchup for c in cells) == Counter(

@@ -1,4 +1,4 @@
-"""Seed 003's opponents as its public code plays them: transcripts, Axelrod parity, aliases,
+"""The strategic personalities paper's opponents as its public code plays them: transcripts, Axelrod parity, aliases,
 responders, numeric opponents, and seeded randomness through the real engine and store.
 
 Transcripts read like the Axelrod library's tests: two letters per round, the strategy's
@@ -100,7 +100,7 @@ def test_transcript(spec: Any, co_player: str, expected: str) -> None:
 
 
 def test_alternate_opens_by_seat_and_follows_its_own_last_move() -> None:
-    """Seed 003's BoS ``alternate``: seat 1 opens with its first option, any other seat with
+    """The strategic personalities paper's BoS ``alternate``: seat 1 opens with its first option, any other seat with
     its second; then it switches (cycle, by contrast, follows the round number)."""
     bos = get_game("bos_standard")
     s = get_strategy("alternate")
@@ -419,8 +419,7 @@ def test_seeded_generator_is_the_match_seed_per_move() -> None:
 
 
 # ---------------------------------------------------------------------- the published table
-SAMPLE = (Path(__file__).resolve().parents[2] / "shared" / "strategic-personalities-sample"
-          / "strategic_personalities.sample.csv.gz")
+SAMPLE = Path(__file__).parent / "data" / "strategic_personalities.sample.csv.gz"
 STUDY = Path(__file__).resolve().parent.parent / "data" / "studies" / "strategic-personalities.toml"
 GAME_KEYS = {"chicken": "chicken_sp"}
 FIXED = {"always_cooperate", "always_defect", "always_ballet", "always_football", "always_stag",

@@ -1,6 +1,6 @@
 """prompt_protocol = "seed003": what a seat receives and what its answer parses to.
 
-Seed 003's code sends the rules as a system message and the round (history and question)
+The strategic personalities paper's code sends the rules as a system message and the round (history and question)
 as a user message, asks for the answer in ``<answer>`` tags (``<answer>Option J</answer>``,
 a number for numeric moves) and reads numbers as decimals. These tests pin the transcript
 over the loopback server (real HTTP), against today's protocol ("coop_tui": one user
@@ -174,7 +174,7 @@ def test_what_answer_text_is_reasked_with(kind: str, text: str, options: dict[st
 
 
 def test_moves_that_name_a_thing_keep_whole_numbers() -> None:
-    """Seed 003's code truncated a decimal take node, request or message to a whole one;
+    """The strategic personalities paper's code truncated a decimal take node, request or message to a whole one;
     these moves stay whole numbers (re-asked) under either protocol."""
     from coop_tui.games.kinds import NumberSpace
 

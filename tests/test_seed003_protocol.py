@@ -1,4 +1,4 @@
-"""Seed 003's protocol: known horizons, one choice per decision, letter labels per trial,
+"""The strategic personalities paper's protocol: known horizons, one choice per decision, letter labels per trial,
 its designs (model vs strategy, self-play, unordered cross-play pairs) and conditions.
 
 Matches run through the real sweep runner and SQLite store with strategy agents; the
@@ -130,7 +130,7 @@ async def test_continuation_one_no_longer_promises_another_round(tmp_path: Path)
 @pytest.mark.parametrize("told", ["always", "two_by_two"])
 async def test_rounds_told_only_in_two_by_two_games_as_the_code_states_them(
         tmp_path: Path, told: str) -> None:
-    """Seed 003's code says "T rounds in total ... round t" in its 12 two-by-two matrix
+    """The strategic personalities paper's code says "T rounds in total ... round t" in its 12 two-by-two matrix
     games and only "round t" in the other 26 (Diner's, El Farol, focal point and the
     move-by-move games); ``rounds_told = "two_by_two"`` does the same, "always" (the
     default) states T everywhere."""
@@ -194,7 +194,7 @@ async def test_trial_labels_fix_the_letters_per_match_and_shuffle_the_order_per_
             actions = re.search(r"Actions you can choose from:\n- (\w)\n- (\w)", prompt)
             assert actions and (actions.group(1), actions.group(2)) == d.labels
             rules = re.findall(r"^- If you choose (\w) ", prompt, re.M)
-            assert rules[0] == coop  # payoff rules keep action order, as seed 003's code
+            assert rules[0] == coop  # payoff rules keep action order, as the strategic personalities paper's code
     assert len(pairs) >= 2
     assert all(tuple(sorted(p)) in {tuple(sorted(q)) for q in LETTER_PAIRS} for p in pairs)
 

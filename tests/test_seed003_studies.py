@@ -1,4 +1,4 @@
-"""Seed 003's study files: the full design validates (keys not checked), and the offline
+"""The strategic personalities paper's study files: the full design validates (keys not checked), and the offline
 variant runs end to end on the embedded model and strategies at a small size."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ EXTRA = {"bos_standard": {"always_ballet", "always_football", "alternate"},
 
 
 def test_the_full_study_plays_each_game_against_the_codes_opponents() -> None:
-    """Seed 003's code plays, per binary game, its 13 prisoner's-dilemma strategies plus
+    """The strategic personalities paper's code plays, per binary game, its 13 prisoner's-dilemma strategies plus
     random / mirror / anti_mirror, and the game family's own strategies; every agent key is
     the code's name and resolves to a strategy that plays that game."""
     from coop_tui.agents.strategies import get_strategy

@@ -1,6 +1,6 @@
 """Every sweep and study file we ship loads: a user who opens one never meets a crash.
 
-Study files that name published benchmark files the user must bring (seed 000's item sets)
+Study files that name published benchmark files the user must bring (the similarity signals paper's item sets)
 are loaded with stand-in paths only where those files are absent; API keys are not checked.
 """
 

@@ -1,4 +1,4 @@
-"""Expected payoffs, welfare recovered and seed 000's Table 2, on hand-computed cases.
+"""Expected payoffs, welfare recovered and the similarity signals paper's Table 2, on hand-computed cases.
 
 The loopback 'model' cooperates with the probability it is told as similarity, so every
 stated strategy is known in advance. In Prisoners (2,2 / 0,3 / 3,0 / 1,1) a seat that

@@ -1,4 +1,4 @@
-"""Seed 000's study files: the paper-scale one validates (with stand-in item files for
+"""The similarity signals paper's study files: the paper-scale one validates (with stand-in item files for
 the published benchmarks, which are not shipped), and a cut-down copy of the offline one
 runs end to end on the embedded model: benchmark answers -> exogenous and endogenous
 matrices -> cross-play of Prisoners under the computed per-pair scores -> report."""

@@ -1,8 +1,8 @@
-"""``coop-tui import strategic-personalities``: seed 003's published trial table.
+"""``coop-tui import strategic-personalities``: the strategic personalities paper's published trial table.
 
-The full table (52,872 trials) is not in the shared folder; its 200-row sample is (the
-first line and every 250th row). The tests import the sample through the CLI and check
-``cooperation_by_model`` against an independent count: for each prisoner's dilemma row
+The full table (52,872 trials) is not in the repository; its 200-row sample (the first
+line and every 250th row) is, in tests/data. The tests import the sample through the CLI
+and check ``cooperation_by_model`` against an independent count: for each prisoner's dilemma row
 we search the integer outcome counts (CC, CD, DC, DD over the trial's rounds) that give
 both stored totals, the pair's mean and the joint rate, and read seat 0's cooperation
 off them — a different route from the importer's closed-form difference of totals.
@@ -26,11 +26,7 @@ from coop_tui.importers.strategic_personalities import SymmetricGame
 from coop_tui.migrations import answer_rule_broken
 from coop_tui.store import Store
 
-SAMPLE = next(  # the shared folder beside the checkout (a worktree sits one level deeper)
-    (p / "shared" / "strategic-personalities-sample" / "strategic_personalities.sample.csv.gz"
-     for p in Path(__file__).resolve().parents
-     if (p / "shared" / "strategic-personalities-sample").is_dir()),
-    Path("/work/shared/strategic-personalities-sample/strategic_personalities.sample.csv.gz"))
+SAMPLE = Path(__file__).parent / "data" / "strategic_personalities.sample.csv.gz"
 # R, S, T, P of the public code's prisoner's dilemmas (README, "Games as run")
 PD = {"pd_canonical": (3, 0, 5, 1), "pd_harsh": (8, 0, 10, 5), "pd_medium": (6, 0, 10, 2),
       "pd_mild": (8, 0, 10, 2)}

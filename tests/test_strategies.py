@@ -179,7 +179,7 @@ def test_games_without_cooperation_get_a_clear_error_or_index_strategies() -> No
     with pytest.raises(StrategyError, match="matching_pennies"):
         get_strategy("tit_for_tat").distribution(_view(g, [(0, 1)]))
     mirror = get_strategy("mirror")
-    assert mirror.distribution(_view(g, [])) == [0.5, 0.5]  # seed 003's random opening
+    assert mirror.distribution(_view(g, [])) == [0.5, 0.5]  # the strategic personalities paper's random opening
     assert get_strategy("mirror", opening="cooperate").distribution(_view(g, [])) == [1.0, 0.0]
     assert mirror.distribution(_view(g, [(0, 1)])) == [0.0, 1.0]
     assert get_strategy("anti_mirror").distribution(_view(g, [(0, 1)])) == [1.0, 0.0]

@@ -4,7 +4,7 @@ Each shipped study is played with its model agents replaced by the ``random`` st
 (the same seats, rounds and moves; no model call), and the decisions those seats make are
 compared with the estimate's ``model_calls`` for the study as written. The full studies are
 shrunk first (one trial, the first game, opponent and two agents per experiment): the
-estimate is per grid point, so a smaller grid checks the same arithmetic. Seed 004's
+estimate is per grid point, so a smaller grid checks the same arithmetic. The super-additive cooperation paper's
 estimate (``superadditive*``) is an upper bound by design (a player who leaves, or whose
 partners leave, plays fewer rounds than its budget allows; docs/reproducing-superadditive.md),
 so its studies are held to that; ``similarity.toml`` needs its benchmark file from outside

@@ -171,14 +171,15 @@ def test_api_key_from_a_dotenv_file_in_the_working_directory(tmp_path: Path) -> 
         [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--dry-run"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
     )
-    assert without.returncode == 2 and "OPENAI_API_KEY" in without.stderr
+    assert without.returncode == 0, without.stderr  # a dry run needs no key: it says so
+    assert "OPENAI_API_KEY: missing (agents: gpt)" in without.stdout
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\n")
     with_file = subprocess.run(
         [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--dry-run"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
     )
     assert with_file.returncode == 0, with_file.stderr
-    assert "1 matches" in with_file.stdout
+    assert "1 matches" in with_file.stdout and "OPENAI_API_KEY: set (agents: gpt)" in with_file.stdout
     assert "sk-from-dotenv" not in with_file.stdout + with_file.stderr
 
 

@@ -1,4 +1,4 @@
-"""Team tournaments (seed 004) as expected transcripts, Axelrod style.
+"""Team tournaments (super-additive cooperation) as expected transcripts, Axelrod style.
 
 Players are numbered team by team (2 x 2: players 0, 1 in group 0; 2, 3 in group 1).
 Strategies leave a match exactly when they would not cooperate next (documented default

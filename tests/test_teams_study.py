@@ -1,4 +1,4 @@
-"""The offline seed-004 study: one SA tournament on the embedded model, end to end.
+"""The offline super-additive cooperation study: one SA tournament on the embedded model, end to end.
 
 The "sa" experiment of ``data/studies/superadditive-offline.toml`` (2 groups x 2 players:
 local/smollm2 and tit-for-tat against grim trigger and always-defect; n = 6, N = 12,

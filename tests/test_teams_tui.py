@@ -1,4 +1,4 @@
-"""The tournament view in the live screen, with a person in one player's seat (seed 004).
+"""The tournament view in the live screen, with a person in one player's seat (super-additive cooperation).
 
 A 2 x 2 SA tournament: the person is Agent #1 (group 1, with tit-for-tat), against
 always-cooperate and always-defect (group 2); n = 2 rounds per match, N = 5, ordered
@@ -119,7 +119,7 @@ async def test_the_analysis_screen_shows_the_team_tournament_panel(tmp_path: Pat
         await until_screen(pilot, lambda: screen.loaded >= 1)
         await pilot.pause()
         panel = screen.query_one("#an-section-teams")
-        assert panel.border_title == "Team tournaments (seed 004)"
+        assert panel.border_title == "Team tournaments (super-additive cooperation)"
         shown = "".join(static_text(w) for w in panel.query(Static))
         assert "GC" in shown and "OSC inter" in shown
         # the paper's Figure 2 and Figure 3 curves, as tables of points

@@ -1,4 +1,4 @@
-"""Equilibria, dominance, welfare and the b-similarity claims of seed 000 section 3.
+"""Equilibria, dominance, welfare and the b-similarity claims of similarity signals section 3.
 
 Expected values are derived by hand in the comments. For a 2x2 dilemma with payoffs
 R, S, T, P, a deviation from full cooperation that puts weight q on Defect, while the
@@ -99,7 +99,7 @@ def test_mixed_nash_rejects_more_than_two_players_and_checks_results() -> None:
 # --------------------------------------------------------------------------- dominance
 def test_iterated_strict_dominance() -> None:
     assert iterated_elimination(get_game("prisoners")) == ((1,), (1,))
-    # Trust: player 2's Give is dominated first, then player 1's Give (seed 001)
+    # Trust: player 2's Give is dominated first, then player 1's Give (CoopEval)
     assert iterated_elimination(get_game("trust")) == ((1,), (1,))
     assert iterated_elimination(get_game("public_good")) == ((1,), (1,), (1,))
     assert iterated_elimination(get_game("stag_hunt")) == ((0, 1), (0, 1))

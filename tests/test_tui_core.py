@@ -334,8 +334,11 @@ async def test_play_mode_three_rounds_against_tit_for_tat(tmp_path: Path) -> Non
         assert isinstance(live, LiveScreen)
         for rnd in (1, 2, 3):
             await wait_for_turn(pilot, live)
-            # the human sees the model's prompt in its pane
+            # the human sees the model's prompt in its pane, answer instruction included;
+            # the input bar's keys are a shortcut for that answer, and says so
             assert "Use exactly these keys: A0, A1" in live.pane(0).blocks[-1]._prompt
+            assert "sent in the answer format the prompt asks of the model" in plain(
+                live.query_one("#human-prompt"))
             # tit_for_tat has answered this round, but its answer stays hidden until we move
             opponent = live.pane(1)
 

@@ -596,7 +596,7 @@ async def test_inspector_reask_with_the_embedded_model(tmp_path: Path) -> None:
 async def test_analysis_shows_ballots_of_an_imported_mediation_tournament(tmp_path: Path) -> None:
     from coop_tui.importers.coopeval import import_command
 
-    sample = Path(__file__).resolve().parents[2] / "shared" / "coopeval-sample"
+    sample = Path(__file__).parent / "data" / "coopeval_sample"
     db = tmp_path / "ce.db"
     assert import_command(sample / "mediation_trust_game", db) == 0
     store = Store(db)

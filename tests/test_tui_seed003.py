@@ -1,4 +1,4 @@
-"""Play mode with seed 003's move-by-move games: a person types an offer or a guess in the
+"""Play mode with the strategic personalities paper's move-by-move games: a person types an offer or a guess in the
 live screen, the embedded model (or a strategy) answers, and every move is stored.
 
 Driven through Textual's pilot; the assertions read the SQLite store back.

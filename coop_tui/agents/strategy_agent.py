@@ -27,7 +27,7 @@ Documented defaults for the other phases (a strategy has no opinion there):
   the strategy would not cooperate in the next round against this co-player (it walks away
   from a partner it would punish; ALLD leaves after every first round, ALLC never leaves,
   a stochastic strategy that may still cooperate stays). Asked with the move (a play
-  request with the ``ask_leave`` option, seed 004's default): the same rule on the move's
+  request with the ``ask_leave`` option, the super-additive cooperation paper's default): the same rule on the move's
   own view, so it leaves exactly when it does not cooperate in this round, and the
   answer is the move's JSON with ``"leave"`` added;
 - comprehension questions (phase ``meta``): 0 for every number (clamped into the range)
@@ -238,14 +238,14 @@ class StrategyAgent:
         return json.dumps({str(k): label for k in range(1, n + 1)})
 
     def _numeric(self, request: DecisionRequest) -> str:
-        """A number or allocation move of a protocol game (seed 003): strategies that play
+        """A number or allocation move of a protocol game (strategic personalities): strategies that play
         them implement ``numeric_answer(view, options)``; others cannot answer."""
         answer = getattr(self.strategy, "numeric_answer", None)
         if answer is None:
             raise StrategyError(
                 f"strategy {self.strategy.name!r} cannot answer a {request.kind} move; use one "
                 "of the numeric strategies (fixed_number, threshold_responder, truthful_bidder, "
-                "random, mirror, anti_mirror, seed 003's responders)"
+                "random, mirror, anti_mirror, the strategic personalities paper's responders)"
             )
         value = answer(request.view, dict(request.options))
         if request.kind == "number":

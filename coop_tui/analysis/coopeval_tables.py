@@ -1,4 +1,4 @@
-"""The paper's tables (CoopEval, seed 001: Tables 2-7) from a stored study.
+"""The paper's tables (CoopEval, CoopEval: Tables 2-7) from a stored study.
 
 Every metric is computed per replicate (CoopEval's three runs, or a sweep's
 ``replicates``) and reported as mean ± standard error over replicates, which is how the

@@ -1,4 +1,4 @@
-"""Reasoning fingerprints (seed 003, Supplementary Note 6): how agents' texts differ.
+"""Reasoning fingerprints (strategic personalities, Supplementary Note 6): how agents' texts differ.
 
 Each stored reasoning text becomes a TF-IDF vector (at most 5,000 terms, sublinear term
 frequency, English stop words removed, L2-normalised), reduced by truncated SVD to at

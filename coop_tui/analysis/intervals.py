@@ -3,7 +3,7 @@
 Rounds of one match are not independent draws: a tit-for-tat co-player makes round t
 depend on round t-1, and the two seats of a self-play match share one history. Pooling
 rounds into one binomial (the plain Wilson interval) therefore understates uncertainty.
-Seed 003 reports two things this module reproduces and one it adds:
+The strategic personalities paper reports two things this module reproduces and one it adds:
 
 * ``wilson``: Wilson score interval over pooled decisions (the paper's "binomial" CI);
   kept for comparison, labelled as assuming independent decisions;

@@ -1,4 +1,4 @@
-"""Seed 003's analyses of the trial table, for an imported table and for our own runs.
+"""The strategic personalities paper's analyses of the trial table, for an imported table and for our own runs.
 
 The paper reports, besides per-model cooperation (Supplementary Table 2), a provider-level
 table (Supplementary Table 5), Cohen's h between models with a few named pairs (the widest
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 COORDINATION_2X2 = ("bos_standard", "bos_transposed", "matching_pennies",
                     "stag_hunt_standard", "stag_hunt_risky")
-"""Seed 003's coordination games with two options: same option = both on the first or
+"""The strategic personalities paper's coordination games with two options: same option = both on the first or
 both on the second, 1 − 2·mean + 2·joint from the table's pair columns."""
 FOCAL_POINT = "focal_point"
 """The coordination game with four options: the table leaves its pair columns empty, but
@@ -78,7 +78,7 @@ NOT_IN_TABLE = {
 
 
 def has_trials(store: Store, run_id: str) -> bool:
-    """Is ``run_id`` an imported seed-003 trial table?"""
+    """Is ``run_id`` an imported strategic personalities trial table?"""
     if "sp_trials" not in store.db.table_names():
         return False
     return store.db.execute("select 1 from sp_trials where run_id = ? limit 1",

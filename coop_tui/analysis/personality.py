@@ -1,4 +1,4 @@
-"""Seed 003's classification rules: reciprocity archetypes, endgame types, providers.
+"""The strategic personalities paper's classification rules: reciprocity archetypes, endgame types, providers.
 
 The thresholds are the paper's (Supplementary Notes 7 and 8). Its rules overlap, so the
 order in which they are tried is part of the definition; ours, most specific first:
@@ -59,7 +59,7 @@ def archetype(p_cc: float | None, p_cd: float | None, *, grudge_first: bool = Tr
 
 
 def endgame_type(last: float | None, before_last: float | None, curve: list[float]) -> str | None:
-    """Seed 003's endgame type from the last round's rate, the round before, and the
+    """The strategic personalities paper's endgame type from the last round's rate, the round before, and the
     whole per-round curve (Supplementary Note 7). The three types exclude each other;
     anything else is ``other``."""
     if last is None or before_last is None or not curve:

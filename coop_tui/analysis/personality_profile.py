@@ -1,4 +1,4 @@
-"""Seed 003's profile of a run's repeated two-player play, from stored rounds.
+"""The strategic personalities paper's profile of a run's repeated two-player play, from stored rounds.
 
 Reading is one small query (agents) and one row per finished match carrying both
 seats' moves as one 0/1 string, stored when the match was folded (``match_moves``, see
@@ -38,7 +38,7 @@ __all__ = ["METHODS", "SAMPLES", "TABLE2_GAMES", "SeatRun", "has_repeated_pairs"
            "load_seat_runs", "personality_profile", "table2_sample"]
 
 TABLE2_GAMES = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild")
-"""The prisoner's dilemmas of seed 003's Supplementary Table 2."""
+"""The prisoner's dilemmas of the strategic personalities paper's Supplementary Table 2."""
 SAMPLES = {
     "table2": "the paper's sample (Supplementary Tables 2-4): the Table 2 prisoner's "
               "dilemma trials (pd_canonical, pd_harsh, pd_medium, pd_mild; no condition or "
@@ -439,7 +439,7 @@ def _provider_tests(per_agent: dict[str, list[list[float]]],
 
 
 def _cohens_d(x: list[float], y: list[float]) -> float | None:
-    """Mean difference over the pooled sd (the effect size seed 003's code reports)."""
+    """Mean difference over the pooled sd (the effect size the strategic personalities paper's code reports)."""
     nx, ny = len(x), len(y)
     mx, my = sum(x) / nx, sum(y) / ny
     pooled = ((sum((v - mx) ** 2 for v in x) + sum((v - my) ** 2 for v in y))
@@ -454,7 +454,7 @@ def table2_sample(runs: list[SeatRun]) -> list[SeatRun]:
 
 
 def personality_profile(db: Any, run_id: str, sample: str = "table2") -> dict[str, Any] | None:
-    """The seed-003 profile of a run on ``sample`` (a key of :data:`SAMPLES`), or None when
+    """The strategic personalities profile of a run on ``sample`` (a key of :data:`SAMPLES`), or None when
     the sample holds no repeated 2-player play."""
     if sample not in SAMPLES:
         raise ValueError(f"sample must be one of {', '.join(SAMPLES)}, not {sample!r}")

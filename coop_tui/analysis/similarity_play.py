@@ -1,14 +1,14 @@
 """Outcomes of one-shot play under similarity signals: expected and realised payoffs,
-welfare recovered, seed 000's Table 2 and cooperation over the figure each seat heard.
+welfare recovered, the similarity signals paper's Table 2 and cooperation over the figure each seat heard.
 
 A one-shot match (mechanism ``similarity`` or ``none``) has one play decision per seat
 with its stated mixed strategy. The *realised* payoff comes from the actions sampled from
 those strategies; the *expected* payoff is what the stated strategies give on average,
-sum over profiles of prod_j p_j(a_j) u_i(a) — the quantity seed 000's Table 2 and its
+sum over profiles of prod_j p_j(a_j) u_i(a) — the quantity the similarity signals paper's Table 2 and its
 matchup figures report ("payoffs ... in expectation"). Sampling noise makes the two
 differ match by match; they agree on average.
 
-Welfare recovered (seed 000, RQ6; CoopEval's normalised welfare) places the mean payoff
+Welfare recovered (similarity signals, RQ6; CoopEval's normalised welfare) places the mean payoff
 per player between everyone defecting (0: the all-defect profile, Prisoners' Nash
 outcome, 1 point) and everyone cooperating (1: 2 points): in Prisoners
 ``(payoff - 1) / (2 - 1)``, so Table 2's 1.272 is 27% recovered.
@@ -36,7 +36,7 @@ ONE_SHOT = ("similarity", "none")
 
 METHOD_ORDER = ("abstract", "exogenous", "exogenous (runs)", "endogenous (both)", "endogenous (decisions)",
                 "endogenous (explanations)")
-"""Table 2's column order (seed 000: Exo., Endo. both / decision / explanation)."""
+"""Table 2's column order (the similarity signals paper: Exo., Endo. both / decision / explanation)."""
 
 VIEW_NAMES = {"decision": "decisions", "decisions": "decisions", "explanation": "explanations",
               "explanations": "explanations", "both": "both"}
@@ -404,13 +404,13 @@ def welfare_section(conds: list[_Condition]) -> dict[str, Any] | None:
     return {
         "definition": "welfare recovered = (mean payoff per player - all-defect payoff) / "
         "(all-cooperate payoff - all-defect payoff): 0 when everyone defects (Prisoners' Nash "
-        "outcome), 1 when everyone cooperates (seed 000, RQ6)",
+        "outcome), 1 when everyone cooperates (similarity signals, RQ6)",
         "conditions": rows,
     }
 
 
 def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
-    """``report --json`` key ``similarity_table``: seed 000's Table 2 (mean payoff per
+    """``report --json`` key ``similarity_table``: the similarity signals paper's Table 2 (mean payoff per
     benchmark x method, over every seat of every match) and cooperation over the figure
     each seat heard, per benchmark.
 
@@ -479,7 +479,7 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
     return {
         "definition": "mean payoff per player over every seat of every match whose scores came "
         "from that benchmark and method (expected from the stated strategies, realised from "
-        "the sampled actions); rows benchmark, columns method, as seed 000's Table 2; one "
+        "the sampled actions); rows benchmark, columns method, as the similarity signals paper's Table 2; one "
         "table and one curve per game variant (parameters, scale, cooperation bonus)",
         "tables": table,
         "curves": {

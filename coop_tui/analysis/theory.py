@@ -2,7 +2,7 @@
 
 Classical tools (pure Nash for any number of players, mixed Nash for two players via
 nashpy, iterated elimination of dominated actions, welfare-optimal profiles) sit next
-to the b-similarity equilibrium of seed 000 section 3. There, a symmetric profile
+to the b-similarity equilibrium of similarity signals section 3. There, a symmetric profile
 (s, ..., s) is an equilibrium when no deviation s' pays for a player who expects each
 co-player to copy the deviation with probability b (independently) and to keep
 playing s otherwise. ``b_star`` finds the similarity above which full cooperation is
@@ -372,7 +372,7 @@ def similarity_slope(game: Game, strategy: Strategy, b: float | Sequence[float])
 def is_b_similarity_equilibrium(
     game: Game, strategy: Strategy, b: float | Sequence[float], *, mixed: bool = True
 ) -> bool:
-    """Definition 1 of seed 000: no deviation pays when co-players copy it with prob. b."""
+    """Definition 1 of the similarity signals paper: no deviation pays when co-players copy it with prob. b."""
     tol = _tol(game)
     if mixed and similarity_slope(game, strategy, b) > tol:
         return False

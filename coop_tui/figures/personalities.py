@@ -1,4 +1,4 @@
-"""Seed 003's figures: cooperation by model with 95% Wilson intervals, the archetype map
+"""The strategic personalities paper's figures: cooperation by model with 95% Wilson intervals, the archetype map
 (cooperation after the co-player cooperated against after it defected), the endgame
 curves (cooperation per round, known horizon) and the Cohen's h matrix between agents.
 
@@ -136,7 +136,7 @@ def _published(report: dict[str, Any]) -> Drawn | None:
     ax.set_xlabel(f"cooperation (%, 95% {method} over trials)")
     ax.set_title("Cooperation by model" + (f" — {games}" if games else ""))
     return Drawn("personalities_cooperation_by_model_trials",
-                 "Per-trial cooperation of each model (seed 003's Supplementary Table 2 sample)",
+                 "Per-trial cooperation of each model (the strategic personalities paper's Supplementary Table 2 sample)",
                  fig)
 
 
@@ -165,5 +165,5 @@ def _suffixed(drawn: Drawn, suffix: str, value: dict[str, Any]) -> Drawn:
         "description", "pooled"), drawn.figure)
 
 
-FAMILY = register(Family(key="personalities", title="Seed 003: strategic personalities",
+FAMILY = register(Family(key="personalities", title="The strategic personalities paper: strategic personalities",
                          draw=draw, order=30))

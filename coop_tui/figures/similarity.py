@@ -1,4 +1,4 @@
-"""Seed 000's figures: cooperation over the similarity the agents were told, one curve per
+"""The similarity signals paper's figures: cooperation over the similarity the agents were told, one curve per
 agent with standard errors and the theory's threshold b* marked (its Figure 2; per
 benchmark, its Figures 3 and 10), and the similarity matrices between agents, exogenous
 from benchmark answers and endogenous from judges' scores (its Figure 4; Figures 11-12
@@ -142,4 +142,4 @@ def draw(report: dict[str, Any]) -> list[Drawn]:
     return _abstract_curves(report) + _grounded_curves(report) + _matrices(report)
 
 
-FAMILY = register(Family(key="similarity", title="Seed 000: similarity", draw=draw, order=20))
+FAMILY = register(Family(key="similarity", title="The similarity signals paper: similarity", draw=draw, order=20))

@@ -135,5 +135,5 @@ def draw(report: dict[str, Any]) -> list[Drawn]:
     return [d for d in drawn if d is not None]
 
 
-FAMILY = register(Family(key="teams", title="Seed 004: superadditive cooperation", draw=draw,
+FAMILY = register(Family(key="teams", title="The super-additive cooperation paper: superadditive cooperation", draw=draw,
                          order=40))

@@ -1,4 +1,4 @@
-"""Grounded similarity (seed 000 §4): benchmark items, their administration, the
+"""Grounded similarity (similarity signals, §4): benchmark items, their administration, the
 exogenous and endogenous similarity matrices, and the sources that feed them to play.
 
 Modules: ``items`` (the JSONL item format and its loader), ``domains`` (built-in

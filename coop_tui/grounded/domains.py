@@ -1,6 +1,6 @@
 """Where a benchmark's items come from: a built-in domain, a shipped demo set or a file.
 
-Built-in domains need no file (seed 000, App. F):
+Built-in domains need no file (similarity signals, App. F):
 
 - ``similarity_game``: the game of the experiment at every announced similarity
   X = 0, 10, ..., 100; each item is answered with a mixed strategy and two agents are

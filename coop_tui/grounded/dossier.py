@@ -1,5 +1,5 @@
 """What an endogenous judge reads: a target agent's benchmark record, in one of three
-views (seed 000, App. I.8): ``decision`` (final answers only), ``explanation`` (the
+views (similarity signals, App. I.8): ``decision`` (final answers only), ``explanation`` (the
 reasoning with every trace of the final answer redacted) or ``both``.
 
 The judge's own answers are never part of it: a dossier is built from one agent's

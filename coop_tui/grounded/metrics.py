@@ -1,6 +1,6 @@
 """Exogenous similarity of two agents' answers, on a 0-1 scale, and random baselines.
 
-Three metrics, one per kind of benchmark (seed 000, App. F):
+Three metrics, one per kind of benchmark (similarity signals, App. F):
 
 - ``agreement``: the share of common items answered identically (options, free numbers
   and texts, the die and coin controls);

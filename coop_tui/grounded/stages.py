@@ -1,4 +1,4 @@
-"""Stages of a sweep: experiments that feed other experiments (seed 000's pipeline).
+"""Stages of a sweep: experiments that feed other experiments (the similarity signals paper's pipeline).
 
 An experiment's role follows from what it is:
 

@@ -1,4 +1,4 @@
-"""``coop-tui import strategic-personalities FILE``: seed 003's published trial table.
+"""``coop-tui import strategic-personalities FILE``: the strategic personalities paper's published trial table.
 
 FILE is ``data/strategic_personalities.csv.gz`` of FelipeMAffonso/strategic-personalities
 (gzip or plain CSV): one row per trial, 23 columns, no usable header — its first line is
@@ -78,14 +78,14 @@ _REQUIRED = ("game", "model", "trial", "rounds", "payoff0", "payoff1")
 _TRIAL_FIELDS = ("model", "opponent", "matchup", "trial", "rounds", "payoff0", "payoff1")
 """A row with all of these empty is a fragment (the tail of a split row), not a trial."""
 GAME_KEYS = {"chicken": "chicken_sp"}
-"""Seed 003 game ids whose coop-tui key differs (the rest are the same)."""
+"""Strategic personalities game ids whose coop-tui key differs (the rest are the same)."""
 SYMMETRIC_2X2 = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild", "stag_hunt_standard",
                  "stag_hunt_risky", "chicken", "chicken_high_stakes", "repeated_trust")
 """Games whose own cooperation per seat can be derived from the two totals."""
 
 
 class TrialTableError(ValueError):
-    """The file is not seed 003's trial table; the message names the line and the field."""
+    """The file is not the strategic personalities paper's trial table; the message names the line and the field."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class SymmetricGame:
 
 
 def symmetric_games() -> dict[str, SymmetricGame]:
-    """The as-run matrices of seed 003's symmetric 2 × 2 games, from our game registry."""
+    """The as-run matrices of the strategic personalities paper's symmetric 2 × 2 games, from our game registry."""
     from coop_tui.games import load_game
 
     out = {}
@@ -165,7 +165,7 @@ def _number(value: str, line: int, column: str, path: Path, *, whole: bool) -> f
     except ValueError:
         raise TrialTableError(
             f"{path}: line {line}: column {COLUMNS.index(column) + 1} ({_TITLES[column]}) is "
-            f"{value!r}, not a number; is this seed 003's data/strategic_personalities.csv.gz?"
+            f"{value!r}, not a number; is this the strategic personalities paper's data/strategic_personalities.csv.gz?"
         ) from None
     if whole:
         if not math.isfinite(x) or abs(x) >= SQLITE_INT_LIMIT:
@@ -200,7 +200,7 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
                 if len(raw) != len(COLUMNS):
                     raise TrialTableError(
                         f"{path}: line {line}: {len(raw)} columns, expected {len(COLUMNS)}; "
-                        "this is not seed 003's trial table (data/strategic_personalities.csv.gz)")
+                        "this is not the strategic personalities paper's trial table (data/strategic_personalities.csv.gz)")
                 if line == 1:
                     try:
                         float(raw[COLUMNS.index("trial")])

@@ -52,7 +52,7 @@ def strategy_names() -> list[str]:
 
 
 def strategy_aliases() -> dict[str, tuple[str, dict[str, Any]]]:
-    """Every alias (seed 003's names among them) -> (strategy name, implied parameters)."""
+    """Every alias (the strategic personalities paper's names among them) -> (strategy name, implied parameters)."""
     _load()
     return dict(sorted(alias_table().items()))
 

@@ -307,13 +307,13 @@ def check_probs(name: str, probs: Sequence[Any]) -> list[float]:
     return values
 
 
-# ---------------------------------------------------------------------- seed 003's convention
-# Seed 003's code treats every game's first option as "cooperate" and its second as
+# ---------------------------------------------------------------------- the strategic personalities paper's convention
+# The strategic personalities paper's code treats every game's first option as "cooperate" and its second as
 # "defect" (also in Battle of the Sexes, Matching Pennies and the focal-point game), and the
 # copies of a strategy that fill the seats of a 4-player game all react to the model in
 # seat 1 only. The strategies written to play as that code plays share these helpers.
 def watched_seat(view: SeatView) -> int:
-    """The co-player seed 003's strategies react to: seat 1 (index 0), or seat 2 for seat 1."""
+    """The co-player the strategic personalities paper's strategies react to: seat 1 (index 0), or seat 2 for seat 1."""
     return 0 if view.seat != 0 else 1
 
 

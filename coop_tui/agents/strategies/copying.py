@@ -2,7 +2,7 @@
 
 They work on action indices, so they also play coordination and zero-sum games that have no
 cooperative action (Battle of the Sexes, Matching Pennies). With several co-players they
-react to the first co-player (seat 1, or seat 2 for seat 1), as seed 003's copies react
+react to the first co-player (seat 1, or seat 2 for seat 1), as the strategic personalities paper's copies react
 to the model.
 """
 
@@ -49,9 +49,9 @@ def _protocol_move(view: SeatView) -> bool:
 
 @register
 class Mirror(Strategy):
-    """Opens at random, then plays the co-player's last action (seed 003's "mirror").
+    """Opens at random, then plays the co-player's last action (the strategic personalities paper's "mirror").
 
-    Seed 003's code opens with a random option and then copies the model's last option;
+    The strategic personalities paper's code opens with a random option and then copies the model's last option;
     in its 4-player games every copy watches the model in seat 1, as this one watches the
     first co-player. ``opening = "cooperate"`` opens with the cooperative action (action 0
     if the game has none) instead: then it is tit for tat on a prisoner's dilemma. If the
@@ -86,7 +86,7 @@ class Mirror(Strategy):
 class AntiMirror(Strategy):
     """Opens at random, then plays the other action than the co-player's last one.
 
-    Seed 003's "anti_mirror": with two options it answers the model's last option with the
+    The strategic personalities paper's "anti_mirror": with two options it answers the model's last option with the
     other one (after a random opening); with more options its code plays at random every
     round, and so does this. ``opening = "cooperate"`` opens with the cooperative action
     (action 0 if none): then it is the Axelrod library's Anti Tit For Tat. In the

@@ -20,7 +20,7 @@ class GrimTrigger(Strategy):
     """Cooperates until a co-player defects once, then defects for the rest of the match.
 
     Friedman's grim trigger (Grudger in Axelrod's first tournament); the unforgiving
-    reference of seeds 003 and 004.
+    reference of the strategic personalities paper and the super-additive cooperation paper.
     """
 
     name = "grim_trigger"
@@ -35,7 +35,7 @@ class ForgivingGrim(Strategy):
     """Punishes a defection for a fixed number of rounds (punish = 3), then cooperates again.
 
     The Axelrod library's Forgetful Grudger (which holds its grudge 10 rounds), with a
-    shorter default suited to the 5-20 round games of seed 003. Defections during the
+    shorter default suited to the 5-20 round games of the strategic personalities paper. Defections during the
     punishment are ignored; one in its last round starts a new punishment.
     """
 
@@ -54,7 +54,7 @@ class ForgivingGrim(Strategy):
 class Gradual(Strategy):
     """Answers the n-th defection with n defections, then two cooperations to calm down.
 
-    Gradual (Beaufils, Delahaye and Mathieu 1997), listed in seed 003: n is the co-player's
+    Gradual (Beaufils, Delahaye and Mathieu 1997), listed in the strategic personalities paper: n is the co-player's
     total number of defections so far, so punishment grows with repeated offences.
     Defections during a punishment are counted but start nothing until it ends.
     """

@@ -1,10 +1,10 @@
-"""Fixed strategies for seed 003's numeric and sequential games (offers, bids, responses).
+"""Fixed strategies for the strategic personalities paper's numeric and sequential games (offers, bids, responses).
 
 These answer the moves of a protocol game (``coop_tui.games.kinds``): a number move through
 :meth:`numeric_answer`, a named-option move (accept/reject, take/pass, signal or not)
 through :meth:`distribution` on the option view, where ``view.extra["facts"]`` holds what
 the mover was told (the offer, the demand, its private value). They are the reference
-opponents seed 003 calibrates per game family (its code names a proportional trustee,
+opponents the strategic personalities paper calibrates per game family (its code names a proportional trustee,
 equilibrium bidders and fixed demanders) reduced to what tests and offline studies need.
 
 On an ordinary matrix game an option move is just an action: they play the action their
@@ -33,7 +33,7 @@ CODE_RANGES: dict[tuple[str, str], tuple[float, float]] = {
     ("gift_exchange", "effort"): (0, 100),
     ("third_party_punishment", "punishment"): (0, 100),
 }
-"""Moves whose range in seed 003's code is wider than the move's range here: its random
+"""Moves whose range in the strategic personalities paper's code is wider than the move's range here: its random
 and anti-mirror opponents draw and reflect on the code's range, and the payoff then clamps
 the number (coop-tui clamps it into the move's range, with the same result)."""
 
@@ -43,7 +43,7 @@ for a second mover is the first mover's move of the same round)."""
 
 
 def code_range(view: SeatView, options: dict[str, Any]) -> tuple[float, float]:
-    """The range seed 003's code draws from for this move (the move's own range unless it
+    """The range the strategic personalities paper's code draws from for this move (the move's own range unless it
     is one of :data:`CODE_RANGES`)."""
     key = (view.game.key, str(options.get("name", "")))
     if key in CODE_RANGES:
@@ -82,7 +82,7 @@ def move_rng(view: SeatView) -> np.random.Generator:
 
 
 def random_number(view: SeatView, options: dict[str, Any]) -> Any:
-    """Seed 003's random number: a whole number drawn uniformly from the code's range, then
+    """The strategic personalities paper's random number: a whole number drawn uniformly from the code's range, then
     brought into the move's range; allocations get a uniformly random split."""
     rng = move_rng(view)
     if "keys" in options:
@@ -114,7 +114,7 @@ def _even_split(options: dict[str, Any]) -> dict[str, float]:
 
 
 def mirror_number(view: SeatView, options: dict[str, Any]) -> Any:
-    """Seed 003's numeric mirror: the co-player's number (this round's first move for a
+    """The strategic personalities paper's numeric mirror: the co-player's number (this round's first move for a
     second mover, else its last one); in round 1 the middle of the code's range
     (allocations: an even split)."""
     theirs = their_move(view)
@@ -130,7 +130,7 @@ def mirror_number(view: SeatView, options: dict[str, Any]) -> Any:
 
 
 def anti_mirror_number(view: SeatView, options: dict[str, Any]) -> Any:
-    """Seed 003's numeric anti-mirror: the co-player's number reflected in the code's range
+    """The strategic personalities paper's numeric anti-mirror: the co-player's number reflected in the code's range
     (low + high - theirs); in round 1 a random number. For allocations (which the code
     read as one number) our own choice: the co-player's split in reverse key order."""
     theirs = their_move(view)
@@ -255,7 +255,7 @@ class TruthfulBidder(_NumericStrategy):
 class TrustProportional(_NumericStrategy):
     """Trust games: sends half its endowment and returns half of what arrives (rounded down).
 
-    Seed 003's ``trust_proportional``. As an investor it sends half of the most it may
+    The strategic personalities paper's ``trust_proportional``. As an investor it sends half of the most it may
     send; as a second mover it returns 1.5 times the first mover's amount (half of the
     tripled amount; in the gift-exchange game 1.5 times the wage, clamped to the effort
     range, as the code plays it), rounded down onto the move's grid where the code would

@@ -21,7 +21,7 @@ class WinStayLoseShift(Strategy):
 
     Pavlov (Kraines and Kraines 1989; Nowak and Sigmund 1993), defined as in the Axelrod
     library: a round is a win when the co-player cooperated, so after (C, C) -> C,
-    (C, D) -> D, (D, C) -> D, (D, D) -> C. Seed 003's "cooperate if both moves matched" is
+    (C, D) -> D, (D, C) -> D, (D, D) -> C. The strategic personalities paper's "cooperate if both moves matched" is
     the same rule. With several co-players, "cooperated" means all of them did.
     """
 

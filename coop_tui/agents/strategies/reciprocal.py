@@ -21,7 +21,7 @@ class TitForTat(Strategy):
     """Cooperates first, then copies what the co-player(s) did last round.
 
     Rapoport's entry, winner of both of Axelrod's tournaments (Axelrod 1980, 1984); the
-    reference reciprocator of seeds 003 and 004. With several co-players it cooperates
+    reference reciprocator of the strategic personalities paper and the super-additive cooperation paper. With several co-players it cooperates
     only if all of them cooperated last round.
     """
 
@@ -39,7 +39,7 @@ class SuspiciousTitForTat(Strategy):
     """Defects first, then copies what the co-player(s) did last round.
 
     Tit for tat with a mistrustful opening ("Mistrust" in Beaufils et al. 1997; listed in
-    seed 003). Two of them never leave mutual defection.
+    the strategic personalities paper). Two of them never leave mutual defection.
     """
 
     name = "suspicious_tit_for_tat"
@@ -90,7 +90,7 @@ class TwoTitsForTat(Strategy):
 class GenerousTitForTat(Strategy):
     """Plays tit for tat but forgives a defection with probability q (default 0.1).
 
-    Generous tit for tat (Nowak and Sigmund 1992); seed 003 uses 10 per cent forgiveness.
+    Generous tit for tat (Nowak and Sigmund 1992); the strategic personalities paper uses 10 per cent forgiveness.
     After a defection it returns the mixture (q cooperate, 1 - q defect); the engine draws.
     """
 
@@ -110,7 +110,7 @@ class GenerousTitForTat(Strategy):
 class ReverseTitForTat(Strategy):
     """Defects first, then does the opposite of what the co-player(s) did last round.
 
-    Reverse tit for tat, also called Bully (Nachbar 1992); listed in seed 003. It exploits
+    Reverse tit for tat, also called Bully (Nachbar 1992); listed in the strategic personalities paper. It exploits
     cooperators and gives in to defectors.
     """
 
@@ -127,7 +127,7 @@ class ReverseTitForTat(Strategy):
 class EndgameTitForTat(Strategy):
     """Plays tit for tat but defects in the last rounds of a known-length game (last = 1).
 
-    The backward-induction exploiter seed 003 finds in some models: cooperate reciprocally
+    The backward-induction exploiter the strategic personalities paper finds in some models: cooperate reciprocally
     while punishment is possible, defect once it is not. It reads the round count the
     mechanism puts in the view; when the length is unknown it is plain tit for tat.
     """

@@ -1,4 +1,4 @@
-"""Seed 003's second movers: ultimatum, bargaining and signalling responders, trust players.
+"""The strategic personalities paper's second movers: ultimatum, bargaining and signalling responders, trust players.
 
 As its public code plays them against a model in seat 1. A responder reads what the first
 mover did this round from the move's facts (the offer, the demand, the signal) and picks
@@ -65,7 +65,7 @@ class _Threshold(_Responder):
 class RejectUnfair(_Threshold):
     """Ultimatum responder: accepts offers of at least 30% of the endowment; offers 40%.
 
-    Seed 003's ``reject_unfair``. As the observer of third-party punishment it spends 40
+    The strategic personalities paper's ``reject_unfair``. As the observer of third-party punishment it spends 40
     (its code answers every number move with its proposer's 40%).
     """
 
@@ -77,7 +77,7 @@ class RejectUnfair(_Threshold):
 class AcceptAll(_Responder):
     """Accepts every offer; answers a number move with 1 (its code's minimal offer).
 
-    Seed 003's ``accept_all``: the payoff-maximising responder of the subgame-perfect
+    The strategic personalities paper's ``accept_all``: the payoff-maximising responder of the subgame-perfect
     equilibrium.
     """
 
@@ -91,7 +91,7 @@ class AcceptAll(_Responder):
 class FairOffer(_Threshold):
     """Ultimatum responder: accepts offers of at least 45% of the endowment; offers half.
 
-    Seed 003's ``fair_offer``.
+    The strategic personalities paper's ``fair_offer``.
     """
 
     name = "fair_offer"
@@ -103,7 +103,7 @@ class FairOffer(_Threshold):
 class AcceptFair(_Threshold):
     """Bargaining responder: accepts when it is left at least 40% of the pie; demands 55%.
 
-    Seed 003's ``accept_fair`` (alternating offers, Nash demand). The pie is the game's
+    The strategic personalities paper's ``accept_fair`` (alternating offers, Nash demand). The pie is the game's
     ``pie`` parameter (100), undiscounted, as in its code.
     """
 
@@ -115,7 +115,7 @@ class AcceptFair(_Threshold):
 class AcceptGenerous(_Threshold):
     """Bargaining responder: accepts when it is left at least 20% of the pie; demands 60%.
 
-    Seed 003's ``accept_generous``.
+    The strategic personalities paper's ``accept_generous``.
     """
 
     name = "accept_generous"
@@ -126,7 +126,7 @@ class AcceptGenerous(_Threshold):
 class AlwaysReject(_Responder):
     """Rejects every proposal; demands 90% of the pie.
 
-    Seed 003's ``always_reject``.
+    The strategic personalities paper's ``always_reject``.
     """
 
     name = "always_reject"
@@ -140,7 +140,7 @@ class AlwaysReject(_Responder):
 class AlwaysAccept(_Responder):
     """Accepts every proposal; demands half the pie.
 
-    Seed 003's ``always_accept``.
+    The strategic personalities paper's ``always_accept``.
     """
 
     name = "always_accept"
@@ -152,7 +152,7 @@ class AlwaysAccept(_Responder):
 class AlwaysSignal(_Responder):
     """Signalling: sends the signal as the sender and accepts as the receiver.
 
-    Seed 003's ``always_signal``.
+    The strategic personalities paper's ``always_signal``.
     """
 
     name = "always_signal"
@@ -162,7 +162,7 @@ class AlwaysSignal(_Responder):
 class NeverSignal(_Responder):
     """Signalling: sends no signal as the sender and rejects as the receiver.
 
-    Seed 003's ``never_signal``.
+    The strategic personalities paper's ``never_signal``.
     """
 
     name = "never_signal"
@@ -175,7 +175,7 @@ class NeverSignal(_Responder):
 class BayesianReceiver(_Responder):
     """Signalling receiver meant to accept only after a signal; accepts always, as run.
 
-    Seed 003's ``bayesian_receiver`` looks for the word "signal" in the sender's move,
+    The strategic personalities paper's ``bayesian_receiver`` looks for the word "signal" in the sender's move,
     which "no_signal" contains too, so its receiver accepts after either move (and its
     sender always signals). ``as_run = false`` plays the documented intent instead:
     accept after a signal, reject after none.
@@ -200,7 +200,7 @@ class TrustFull(_NumericStrategy):
     """Trust games: sends its whole endowment; as a second mover returns half of the tripled
     amount (rounded down onto the move's grid).
 
-    Seed 003's ``trust_full``. Its trustee rule equals ``trust_proportional``'s (1.5 times
+    The strategic personalities paper's ``trust_full``. Its trustee rule equals ``trust_proportional``'s (1.5 times
     what was sent); in the gift-exchange game it answers 1.5 times the wage as effort,
     clamped to the effort range, as its code does.
     """
@@ -224,7 +224,7 @@ class TrustFull(_NumericStrategy):
 class TrustNone(_NumericStrategy):
     """Trust games: sends nothing and returns nothing (every number move: its minimum).
 
-    Seed 003's ``trust_none``: the subgame-perfect play of the trust game.
+    The strategic personalities paper's ``trust_none``: the subgame-perfect play of the trust game.
     """
 
     name = "trust_none"

@@ -1,8 +1,8 @@
-"""Seed 003's fixed-pattern opponents for coordination, stag hunt and chicken games.
+"""The strategic personalities paper's fixed-pattern opponents for coordination, stag hunt and chicken games.
 
 As its public code plays them: the first option stands for cooperate / ballet / stag /
 swerve and the second for defect / football / hare / straight in every binary game, and
-copies in a 4-player game react to the model in seat 1 (see ``base``'s seed 003 helpers).
+copies in a 4-player game react to the model in seat 1 (see ``base``'s the strategic personalities paper helpers).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class _AsRun(Strategy):
 class FirstOption(_AsRun):
     """Always plays its first option (the cooperative one when the game names it).
 
-    Seed 003's always-cooperate in its own convention, and its ``always_ballet``,
+    The strategic personalities paper's always-cooperate in its own convention, and its ``always_ballet``,
     ``always_stag`` and ``always_swerve`` (the same function). Equals ``always_cooperate``
     where the game has a cooperative action; also plays games without one.
     """
@@ -45,7 +45,7 @@ class FirstOption(_AsRun):
 class SecondOption(_AsRun):
     """Always plays its second option (the defect action when the game names it).
 
-    Seed 003's always-defect in its own convention, and its ``always_football``,
+    The strategic personalities paper's always-defect in its own convention, and its ``always_football``,
     ``always_hare`` and ``always_straight`` (the same function).
     """
 
@@ -61,7 +61,7 @@ class SecondOption(_AsRun):
 class ChickenBully(_AsRun):
     """Goes straight (defects), but swerves for one round after the co-player went straight.
 
-    Seed 003's ``chicken_bully``: opens with the risky option and backs down only right
+    The strategic personalities paper's ``chicken_bully``: opens with the risky option and backs down only right
     after a collision course. Against always-defect it alternates D, C, D, C.
     """
 
@@ -78,7 +78,7 @@ class ChickenBully(_AsRun):
 class AlternateOptions(_AsRun):
     """Switches option every round, opening with the first in seat 1 and the second elsewhere.
 
-    Seed 003's Battle of the Sexes ``alternate``: it steps from its own last option to the
+    The strategic personalities paper's Battle of the Sexes ``alternate``: it steps from its own last option to the
     next one (with two options, the other one). The seat-dependent opening is the code's:
     as the model's opponent (seat 2) it plays second, first, second, ... Unlike ``cycle``,
     which follows the round number, it follows its own last move.

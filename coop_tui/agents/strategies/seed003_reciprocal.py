@@ -1,6 +1,6 @@
-"""Seed 003's reciprocal opponents, move for move as its public code plays them.
+"""The strategic personalities paper's reciprocal opponents, move for move as its public code plays them.
 
-Seed 003 (FelipeMAffonso/strategic-personalities, ``environments/strategies.py``) plays its
+The strategic personalities paper (FelipeMAffonso/strategic-personalities, ``environments/strategies.py``) plays its
 tit-for-tat family in every binary game, Battle of the Sexes, Matching Pennies and the
 focal-point game included, with the first option as "cooperate" and the second as
 "defect", and in its 4-player games every copy of a strategy reacts to the model in seat
@@ -11,7 +11,7 @@ like our general strategies of the same family (``tit_for_tat``, ``grim_trigger`
 they differ where the code's convention does: a game without a cooperative action (our
 general ones refuse it), more than two options (they copy the co-player's option itself),
 and several co-players (ours react to all of them). The ``_sp`` twins exist for those
-games; the seed 003 names that are not our names are aliases of them.
+games; the strategic personalities paper names that are not our names are aliases of them.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class _AsRun(Strategy):
 
 @register
 class TitForTatAsRun(_AsRun):
-    """Seed 003's tit for tat: opens with the first option, then copies the co-player's option.
+    """The strategic personalities paper's tit for tat: opens with the first option, then copies the co-player's option.
 
     Its code also plays it as ``stag_tft`` (stag hunts) and ``chicken_tft`` (chicken),
     which are the same function. Equals ``tit_for_tat`` on two-player cooperate/defect games.
@@ -56,7 +56,7 @@ class TitForTatAsRun(_AsRun):
 
 @register
 class SuspiciousTitForTatAsRun(_AsRun):
-    """Seed 003's suspicious tit for tat: opens with the second option, then copies.
+    """The strategic personalities paper's suspicious tit for tat: opens with the second option, then copies.
 
     Axelrod library: SuspiciousTitForTat (identical on a prisoner's dilemma).
     """
@@ -73,7 +73,7 @@ class SuspiciousTitForTatAsRun(_AsRun):
 
 @register
 class TitForTwoTatsAsRun(_AsRun):
-    """Seed 003's tit for two tats: the second option only after two second options in a row.
+    """The strategic personalities paper's tit for two tats: the second option only after two second options in a row.
 
     Axelrod library: TitFor2Tats.
     """
@@ -90,7 +90,7 @@ class TitForTwoTatsAsRun(_AsRun):
 
 @register
 class ReverseTitForTatAsRun(_AsRun):
-    """Seed 003's reverse tit for tat: opens with the second option, then answers the
+    """The strategic personalities paper's reverse tit for tat: opens with the second option, then answers the
     co-player's first option with the second and anything else with the first.
 
     Axelrod library: Bully (identical on a prisoner's dilemma).
@@ -110,9 +110,9 @@ class ReverseTitForTatAsRun(_AsRun):
 class HardTitForTat(_AsRun):
     """Opens cooperatively; defects if the co-player defected in any of the last 3 rounds.
 
-    Seed 003's ``hard_tft`` and the Axelrod library's HardTitForTat (same rule). A single
+    The strategic personalities paper's ``hard_tft`` and the Axelrod library's HardTitForTat (same rule). A single
     defection is punished for three rounds; on games without a cooperative action
-    "defect" is the second option, as in seed 003's code.
+    "defect" is the second option, as in the strategic personalities paper's code.
     """
 
     name = "hard_tit_for_tat"
@@ -127,7 +127,7 @@ class HardTitForTat(_AsRun):
 
 @register
 class GrimTriggerAsRun(_AsRun):
-    """Seed 003's grim trigger: the second option for good once the co-player played it.
+    """The strategic personalities paper's grim trigger: the second option for good once the co-player played it.
 
     Axelrod library: Grudger.
     """
@@ -143,7 +143,7 @@ class GrimTriggerAsRun(_AsRun):
 
 @register
 class WinStayLoseShiftAsRun(_AsRun):
-    """Seed 003's Pavlov: keeps its option after the co-player's first option, else switches.
+    """The strategic personalities paper's Pavlov: keeps its option after the co-player's first option, else switches.
 
     The code's "win" is (cooperate, cooperate) or (defect, cooperate); after a loss it plays
     the second option if it had played the first, otherwise the first. Axelrod library:
@@ -168,7 +168,7 @@ class WinStayLoseShiftAsRun(_AsRun):
 class NoisyTitForTat(_AsRun):
     """Tit for tat that defects instead of cooperating with probability noise (default 0.1).
 
-    Seed 003's ``noise_10`` and ``noise_20``: it opens cooperatively (no noise in round 1),
+    The strategic personalities paper's ``noise_10`` and ``noise_20``: it opens cooperatively (no noise in round 1),
     copies a defection, and after a cooperation defects with probability ``noise``. The
     mixture is returned and the engine draws the move from the match seed, so a rerun
     makes the same moves. (The Axelrod library's noise flips every move of a match,
@@ -198,7 +198,7 @@ class NoisyTitForTat(_AsRun):
 class FalseDefector(_AsRun):
     """Cooperates in round 1, defects in rounds 2 and 3, then plays tit for tat.
 
-    Seed 003's ``false_defector``: an opening that tests whether the co-player forgives
+    The strategic personalities paper's ``false_defector``: an opening that tests whether the co-player forgives
     two unprovoked defections. No Axelrod-library equivalent.
     """
 
@@ -217,7 +217,7 @@ class FalseDefector(_AsRun):
 class DefectOnce(_AsRun):
     """Defects in round 1 only, then cooperates whatever happens.
 
-    Seed 003's ``defect_once``: one unprovoked defection, never repeated, to see whether
+    The strategic personalities paper's ``defect_once``: one unprovoked defection, never repeated, to see whether
     the co-player holds a grudge. No Axelrod-library equivalent.
     """
 

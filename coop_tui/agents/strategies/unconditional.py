@@ -37,7 +37,7 @@ def _action_in_game(view: SeatView, action: int, who: str) -> int:
 class AlwaysCooperate(Strategy):
     """Cooperates every round, whatever happens.
 
-    The unconditional cooperator (ALLC) of Axelrod's tournaments; seed 003 uses it as the
+    The unconditional cooperator (ALLC) of Axelrod's tournaments; the strategic personalities paper uses it as the
     most exploitable reference opponent.
     """
 
@@ -53,7 +53,7 @@ class AlwaysDefect(Strategy):
     """Defects every round, whatever happens.
 
     The unconditional defector (ALLD): the one-shot dominant strategy of a social dilemma,
-    a reference opponent in seeds 003 and 004.
+    a reference opponent in the strategic personalities paper and the super-additive cooperation paper.
     """
 
     name = "always_defect"
@@ -82,12 +82,12 @@ class Alternator(Strategy):
 class Random(Strategy):
     """Cooperates with probability p (default 0.5) and defects otherwise, every round.
 
-    The "random" entrant of Axelrod's first tournament and seed 003's ``random``
+    The "random" entrant of Axelrod's first tournament and the strategic personalities paper's ``random``
     (``random_strategy`` in its code). The mixture is returned as is; the engine draws the
     move with the match's seeded RNG. Where the seat has no cooperative action (Battle of
     the Sexes, the focal-point game, accept/reject moves) it plays every action equally
-    likely, as seed 003's does; p must then stay 0.5. In the move-by-move games it answers
-    a number drawn from the match seed, uniformly from the range seed 003's code draws
+    likely, as the strategic personalities paper's does; p must then stay 0.5. In the move-by-move games it answers
+    a number drawn from the match seed, uniformly from the range the strategic personalities paper's code draws
     from (see ``numeric.CODE_RANGES``), brought into the move's range.
     """
 
@@ -146,7 +146,7 @@ class Mixed(Strategy):
 class AlwaysAction(Strategy):
     """Plays the same game action every round (action = 0 by default).
 
-    Seed 003's "always option A / always option B" opponents for coordination games,
+    The strategic personalities paper's "always option A / always option B" opponents for coordination games,
     generalised to any action index; needs no notion of cooperation.
     """
 
@@ -165,7 +165,7 @@ class AlwaysAction(Strategy):
 class Cycle(Strategy):
     """Plays the listed game actions in turn, one per round (default 0, 1, 0, 1, ...).
 
-    Seed 003's "alternate between A and B" coordination opponent; with actions [0, 0, 1]
+    The strategic personalities paper's "alternate between A and B" coordination opponent; with actions [0, 0, 1]
     it is Axelrod's Cycler CCD on a prisoner's dilemma whose action 0 is cooperate.
     """
 

@@ -57,5 +57,5 @@ def widgets(value: dict[str, Any]) -> list[Widget]:
 
 
 SECTION = register(Section(key="cohens_h_models",
-                           title="Cohen's h between models (seed 003)",
+                           title="Cohen's h between models (strategic personalities)",
                            build=build, render=render, widgets=widgets, order=57))

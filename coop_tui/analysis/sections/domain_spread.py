@@ -36,7 +36,7 @@ def render(value: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
     table = Table("domain", "models", "mean", "CV", "range", "lowest", "highest",
-                  title="Spread across models by domain (seed 003)")
+                  title="Spread across models by domain (strategic personalities)")
     for domain, v in value["domains"].items():
         table.add_row(domain, str(v["models"]), f"{v['mean']:.3f}",
                       "–" if v["cv"] is None else f"{v['cv']:.3f}",
@@ -44,5 +44,5 @@ def render(value: dict[str, Any]) -> list[Any]:
     return [table, *(f"not available: {k} ({why})" for k, why in value["not_available"].items())]
 
 
-SECTION = register(Section(key="domain_spread", title="Spread across models by domain (seed 003)",
+SECTION = register(Section(key="domain_spread", title="Spread across models by domain (strategic personalities)",
                            build=build, render=render, order=58))

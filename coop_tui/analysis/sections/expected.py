@@ -44,7 +44,7 @@ MAX_MATRIX_AGENTS = 12
 
 def matchup_tables(value: dict[str, Any]) -> list[Any]:
     """Per two-player condition with several agents: the expected payoffs of each seating
-    as "row / column" (seed 000's matchup figures 13-16), seats symmetrised by averaging
+    as "row / column" (the similarity signals paper's matchup figures 13-16), seats symmetrised by averaging
     both orders."""
     from rich.table import Table
     from rich.text import Text

@@ -1,4 +1,4 @@
-"""Report section ``reasoning_fingerprints``: seed 003's provider fingerprints.
+"""Report section ``reasoning_fingerprints``: the strategic personalities paper's provider fingerprints.
 
 The texts are each play decision's provider reasoning, or its visible answer when the
 provider gave no separate reasoning (chain-of-thought agents write it there). Strategies
@@ -111,5 +111,5 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-SECTION = register(Section(key="reasoning_fingerprints", title="Reasoning fingerprints (seed 003)",
+SECTION = register(Section(key="reasoning_fingerprints", title="Reasoning fingerprints (strategic personalities)",
                            build=build, render=render, order=65, inputs=inputs, version=2))

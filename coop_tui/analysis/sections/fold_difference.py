@@ -25,5 +25,5 @@ def render(value: dict[str, Any]) -> list[Any]:
             f"h = {value['cohens_h']:.2f}"]
 
 
-SECTION = register(Section(key="fold_difference", title="Fold difference in cooperation (seed 003)",
+SECTION = register(Section(key="fold_difference", title="Fold difference in cooperation (strategic personalities)",
                            build=build, render=render, order=58))

@@ -42,5 +42,5 @@ def render(value: dict[str, Any]) -> list[str]:
 
 
 SECTION = register(Section(key="generational_drift",
-                           title="Generational drift in cooperation (seed 003)",
+                           title="Generational drift in cooperation (strategic personalities)",
                            build=build, render=render, order=59))

@@ -1,4 +1,4 @@
-"""Grounded similarity (seed 000 §4): the report's ``exogenous``, ``endogenous`` and
+"""Grounded similarity (similarity signals, §4): the report's ``exogenous``, ``endogenous`` and
 ``baseline`` blocks, shown as heat tables on the analysis screen.
 
 - ``exogenous``: per benchmark, the agent x agent matrix (percent) from the benchmark

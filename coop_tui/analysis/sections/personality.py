@@ -1,4 +1,4 @@
-"""Report section ``strategic_personality``: seed 003's profile of repeated play, on the
+"""Report section ``strategic_personality``: the strategic personalities paper's profile of repeated play, on the
 paper's sample (the Supplementary Table 2 prisoner's dilemma trials, the agent in seat 0;
 ``sample`` in the JSON says so). The same profile over every repeated game and both seats
 is the section ``strategic_personality_pooled`` (:mod:`.personality_pooled`).

@@ -1,4 +1,4 @@
-"""Report section ``strategic_personality_pooled``: the seed-003 profile over every
+"""Report section ``strategic_personality_pooled``: the strategic personalities profile over every
 repeated two-player game and opponent and both seats of self-play and cross-play — a wider
 sample than the paper's (which is ``strategic_personality``), kept for runs whose games
 are not the Table 2 prisoner's dilemmas (stag hunts, chicken, repeated trust)."""

@@ -1,4 +1,4 @@
-"""Report section ``provider_summary``: seed 003's Supplementary Table 5.
+"""Report section ``provider_summary``: the strategic personalities paper's Supplementary Table 5.
 
 Per provider (read from the model's name, as the published table has it): its models, the
 mean and range of their Table 2 cooperation rates and the coefficient of variation of their
@@ -35,7 +35,7 @@ def render(value: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
     table = Table("provider", "models", "cooperation mean %", "range %", "coordination CV",
-                  title="Providers (seed 003 Supplementary Table 5)")
+                  title="Providers (strategic personalities, Supplementary Table 5)")
     for prov, v in value["providers"].items():
         rng = v["cooperation_range"]
         table.add_row(prov, str(v["n_models"]), f"{v['cooperation_mean']:.1f}",
@@ -44,5 +44,5 @@ def render(value: dict[str, Any]) -> list[Any]:
     return [table]
 
 
-SECTION = register(Section(key="provider_summary", title="Providers (seed 003 Supplementary Table 5)",
+SECTION = register(Section(key="provider_summary", title="Providers (strategic personalities, Supplementary Table 5)",
                            build=build, render=render, order=56))

@@ -1,4 +1,4 @@
-"""Report sections ``cooperation_by_model`` (seed 003's Supplementary Table 2) and
+"""Report sections ``cooperation_by_model`` (the strategic personalities paper's Supplementary Table 2) and
 ``published_trials`` (what an imported trial table holds).
 
 ``cooperation_by_model``: ``{model: {"mean": %, "sd": %, "n": trials, "ci": [lo, hi],
@@ -78,7 +78,7 @@ def render_cooperation(value: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
     table = Table("model", "mean %", "sd", "N", "95% CI (normal)",
-                  title="Cooperation by model (seed 003, Supplementary Table 2)")
+                  title="Cooperation by model (strategic personalities, Supplementary Table 2)")
     ranked = sorted(value.items(), key=lambda kv: -kv[1]["mean"])
     for model, v in ranked:
         ci = "" if v["ci"] is None else f"{v['ci'][0]:.1f} – {v['ci'][1]:.1f}"
@@ -109,7 +109,7 @@ def render_summary(value: dict[str, Any]) -> list[Any]:
 
 
 register(Section(key="cooperation_by_model",
-                 title="Cooperation by model (seed 003 Supplementary Table 2)",
+                 title="Cooperation by model (strategic personalities, Supplementary Table 2)",
                  build=build_cooperation, render=render_cooperation, order=55))
-register(Section(key="published_trials", title="Seed 003 published trial table",
+register(Section(key="published_trials", title="Published trial table (strategic personalities)",
                  build=build_summary, render=render_summary, order=54))

@@ -1,4 +1,4 @@
-"""Report section ``similarity_table``: seed 000's Table 2 — mean payoff per benchmark
+"""Report section ``similarity_table``: the similarity signals paper's Table 2 — mean payoff per benchmark
 (rows) and method of computing the scores (columns: exogenous, endogenous from both /
 decisions / explanations) — and, per benchmark, cooperation over the figure each seat
 was told, drawn as curves on the analysis screen.
@@ -107,6 +107,6 @@ def widgets(value: dict[str, Any]) -> list[Any]:
 
 
 SECTION = register(Section(
-    key="similarity_table", title="Similarity: payoff per benchmark x method (seed 000 Table 2)",
+    key="similarity_table", title="Similarity: payoff per benchmark x method (similarity signals, Table 2)",
     build=build, render=render, widgets=widgets, order=62,
 ))

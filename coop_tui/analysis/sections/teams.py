@@ -1,4 +1,4 @@
-"""Team tournaments (seed 004): cooperation, one-shot cooperation, intra/inter-group
+"""Team tournaments (super-additive cooperation): cooperation, one-shot cooperation, intra/inter-group
 cooperation, scores and meta-prompt accuracy, with 95% Student-t intervals under the
 paper's definitions (those of its public code's tables and figures).
 
@@ -247,7 +247,7 @@ def _fmt(stat: dict[str, Any] | None) -> str:
 def render(value: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
-    table = Table(title="Team tournaments (seed 004): means and 95% t-intervals (mu_c, OSC, intra/inter as the paper defines them)")
+    table = Table(title="Team tournaments (super-additive cooperation): means and 95% t-intervals (mu_c, OSC, intra/inter as the paper defines them)")
     for col in ("structure", "agents", "n", "mu_c (plain)", "mu_c", "OSC", "OSC intra", "OSC inter",
                 "intra", "inter", "left", "meta acc."):
         table.add_column(col)
@@ -299,5 +299,5 @@ def _curve_table(value: dict[str, Any], key: str, title: str) -> Any:
     return table
 
 
-SECTION = register(Section(key="teams", title="Team tournaments (seed 004)", build=build,
+SECTION = register(Section(key="teams", title="Team tournaments (super-additive cooperation)", build=build,
                            render=render, order=60))

@@ -1,4 +1,4 @@
-"""Report section ``welfare``: welfare recovered per one-shot condition (seed 000, RQ6):
+"""Report section ``welfare``: welfare recovered per one-shot condition (similarity signals, RQ6):
 0 when everyone defects, 1 when everyone cooperates, from expected and realised payoffs.
 
 Computed in :mod:`coop_tui.analysis.similarity_play`.
