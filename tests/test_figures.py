@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 import sys
 from pathlib import Path
 from typing import Any

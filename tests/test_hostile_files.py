@@ -136,7 +136,7 @@ def test_a_billion_laughs_game_file_is_refused(tmp_path: Path) -> None:
 
 def _coopeval_copy(tmp_path: Path) -> Path:
     run = tmp_path / "tournament"
-    shutil.copytree(DATA / "coopeval_sample_prisoners", run)
+    shutil.copytree(DATA / "coopeval_sample" / "no_mechanism_prisoners_dilemma", run)
     return run
 
 
