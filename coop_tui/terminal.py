@@ -58,7 +58,7 @@ def terminal_text(text: Any, *, markup: bool = True, lines: bool = False,
         return text
     text = shorten(text, limit)
     text = (CONTROL if lines else _ANY_CONTROL).sub(_visible, text)
-    return escape(text, _escape=_MARKUP_TAG.sub) if markup else text
+    return escape(text, _escape=_MARKUP_TAG.sub) if markup and "[" in text else text
 
 
 def widget_text(text: Any, style: str = "", *, lines: bool = False,
@@ -69,8 +69,11 @@ def widget_text(text: Any, style: str = "", *, lines: bool = False,
     return Text(shown, style=style)
 
 
-NAME_KEYS = frozenset({"agent", "agents", "opponent", "model", "player", "name", "run_name"})
-"""Keys under which a report holds names (a string, or a list of them)."""
+NAME_KEYS = frozenset({
+    "agent", "agents", "opponent", "model", "models", "player", "name", "run_name",
+    "population", "matchup_matrix", "shares", "models_outside_paper", "superseded_by_model",
+})
+"""Keys under which a report holds names: a name, a list of names, or a dict keyed by them."""
 
 
 def short_names(value: Any) -> dict[str, str]:
@@ -83,8 +86,8 @@ def short_names(value: Any) -> dict[str, str]:
         if isinstance(v, dict):
             for k, item in v.items():
                 if k in NAME_KEYS:
-                    found.update(x for x in (item if isinstance(item, list | tuple) else [item])
-                                 if isinstance(x, str) and len(x) > NAME_WIDTH)
+                    held = item if isinstance(item, list | tuple | dict) else [item]
+                    found.update(x for x in held if isinstance(x, str) and len(x) > NAME_WIDTH)
                 walk(item)
         elif isinstance(v, list | tuple):
             for item in v:

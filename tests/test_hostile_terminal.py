@@ -102,7 +102,8 @@ max_attempts = 2
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [sys.executable, "-m", "coop_tui.cli", *args], capture_output=True, timeout=300,
-        env={**os.environ, "HOSTILE_KEY": "sk-loopback", "COLUMNS": "160"},
+        env={**os.environ, "HOSTILE_KEY": "sk-loopback", "OPENAI_API_KEY": "sk-never-used",
+             "COLUMNS": "160"},
     )
     return subprocess.CompletedProcess(result.args, result.returncode,
                                        result.stdout.decode("utf-8"), result.stderr.decode("utf-8"))
@@ -135,6 +136,8 @@ def _assert_long_names_cut(text: str) -> None:
     (("report", "--json"), ("[red]run", "[bold]agent", "[red]long")),
     (("report", "--format", "csv"), ("[bold]agent", "[red]long")),
     (("report", "--format", "latex"), ()),
+    (("judge", "--dry-run", "--judge", "openai/gpt-4o-mini", "--rubric", "justifications"),
+     ("[red]run",)),
 ])
 def test_commands_show_hostile_text_without_obeying_it(
     hostile_db: Path, args: tuple[str, ...], shown: tuple[str, ...]
@@ -271,3 +274,73 @@ async def test_replay_screen(hostile_db: Path) -> None:
         _assert_shown_not_obeyed(text)
         _assert_markup_literal(text, *ANSWER, "[bold]agent")
         _assert_long_names_cut(text)
+
+
+# ------------------------------------------------------------------ imports
+DATA = Path(__file__).parent / "data"
+MODEL = "deepseek-v3"
+"""A model of the strategic-personalities sample, renamed to the 10,000-character name."""
+
+
+def _hostile_trial_table(folder: Path) -> Path:
+    import gzip
+
+    text = gzip.decompress((DATA / "strategic_personalities.sample.csv.gz").read_bytes()).decode()
+    assert MODEL in text
+    path = folder / "trials.csv.gz"
+    path.write_bytes(gzip.compress(text.replace(MODEL, LONG).encode()))
+    return path
+
+
+def test_strategic_personalities_import_and_its_screen_show_names_as_text(tmp_path: Path) -> None:
+    db = tmp_path / "sp.db"
+    result = _cli("import", "strategic-personalities", str(_hostile_trial_table(tmp_path)),
+                  "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    _assert_shown_not_obeyed(result.stdout + result.stderr)
+    _assert_markup_literal(result.stdout, "[red]long")  # a model outside the paper's 25
+    _assert_long_names_cut(result.stdout)
+    report = _cli("report", "--db", str(db))
+    _assert_shown_not_obeyed(report.stdout + report.stderr)
+    _assert_markup_literal(report.stdout, "[red]long")
+    _assert_long_names_cut(report.stdout)
+
+
+async def test_strategic_personalities_analysis_screen(tmp_path: Path) -> None:
+    db = tmp_path / "sp.db"
+    assert _cli("import", "strategic-personalities", str(_hostile_trial_table(tmp_path)),
+                "--db", str(db)).returncode == 0
+    run_id = _first(db, "select id from runs")
+    app = ScreenApp(db, lambda s: AnalysisScreen(s, run_id, export_dir=tmp_path / "out"))
+    async with app.run_test(size=(160, 80)) as pilot:
+        screen = app.screen
+        await until(pilot, lambda: screen.loaded >= 1 and not screen.pending_sections, limit=120)
+        await pilot.pause()
+        text = screen_text(app)
+        _assert_shown_not_obeyed(text)
+        _assert_markup_literal(text, "[red]long")
+        _assert_long_names_cut(text)
+
+
+def test_coopeval_import_shows_its_run_and_model_names_as_text(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "coopeval_sample_prisoners", run)
+    model = "google/gemini-3-flash-preview"
+    for f in run.iterdir():
+        f.chmod(0o644)
+        f.write_text(f.read_text().replace(model, json.dumps(AGENT)[1:-1]))
+    config = json.loads((run / "config.json").read_text())
+    config["name"] = LONG
+    (run / "config.json").write_text(json.dumps(config))
+    db = tmp_path / "ce.db"
+    result = _cli("import", "coopeval", str(run), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    _assert_shown_not_obeyed(result.stdout + result.stderr)
+    _assert_markup_literal(result.stdout, "[red]long")
+    _assert_long_names_cut(result.stdout)
+    for args in (("report",), ("list", "runs")):
+        out = _cli(*args, "--db", str(db))
+        assert out.returncode == 0, out.stderr
+        _assert_shown_not_obeyed(out.stdout + out.stderr)
