@@ -125,7 +125,10 @@ ANSWER = ("[red]x[/]", "[$accent]v", "[@click=app.quit]q[/]")
 
 
 def _assert_long_names_cut(text: str) -> None:
-    assert "N" * 100 not in text, "a 10,000-character name filled the output"
+    """The 10,000-character name is cut: no long run of its letters on a line, nor many
+    lines of them (a table cell wraps a name it does not cut)."""
+    assert "N" * 100 not in text, "a 10,000-character name filled a line"
+    assert text.count("N") < 2_000, "a 10,000-character name filled the output"
 
 
 # ------------------------------------------------------------------ commands
@@ -168,6 +171,8 @@ def test_list_runs_on_a_terminal_cuts_long_names(hostile_db: Path) -> None:
     _assert_shown_not_obeyed(visible)
     _assert_markup_literal(visible, "[red]long")
     _assert_long_names_cut(visible)
+    assert "[$accent]v" not in visible  # past the name's first 40 characters: cut with "…"
+    assert "…" in visible
 
 
 def _on_a_terminal(*args: str) -> str:
