@@ -125,7 +125,8 @@ class Gate:
             if why is not None:
                 peer = request.remote or "?"
                 line = f"coop-tui serve: refused {request.method} {request.path} from {peer}: {why}"
-                print(terminal_text(line, markup=False), file=sys.stderr, flush=True)
+                # the path and headers are the requester's: shown escaped, and cut
+                print(terminal_text(line, markup=False, limit=500), file=sys.stderr, flush=True)
                 return web.Response(status=403, text="403: forbidden; open the URL coop-tui serve printed\n")
             response = await handler(request)
             if "token" in request.query and request.path == "/" and not response.prepared:

@@ -176,6 +176,16 @@ def test_a_foreign_host_is_refused_even_with_the_token(served: Served) -> None:
     _assert_refused(served, statuses, before, "not a name this server answers to")
 
 
+def test_a_refusal_line_shows_a_hostile_path_escaped(served: Served) -> None:
+    """The refused path is the requester's: its escape sequence is shown, not obeyed."""
+    before = len(_refusals(served))
+    status = asyncio.run(_page_status(f"{served.origin}/%1b]0;pwned%07x"))
+    _assert_refused(served, [status], before, "no token")
+    line = _refusals(served)[-1]
+    assert "\x1b" not in line and "\x07" not in line
+    assert "\\x1b]0;pwned\\x07x" in line
+
+
 def test_a_websocket_from_a_foreign_origin_is_refused_even_with_the_token(served: Served) -> None:
     before = len(_refusals(served))
     cookie = {"Cookie": f"coop_tui_token_{served.port}={_token(served)}"}
