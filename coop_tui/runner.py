@@ -265,7 +265,8 @@ def run_batch(
             seen_run.append(prev["id"])
             done = store.match_status(prev["id"])
             skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
-            console.print(f"resuming run {prev['id']}: {skipped} of {sweep.total_matches} matches already done")
+            console.print(f"resuming run {terminal_text(prev['id'])}: {skipped} of {sweep.total_matches} "
+                          "matches already done")
             view.skip(skipped)
     resume_hint = "continue with: " + shlex.join(
         ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"])
