@@ -51,13 +51,17 @@ def shorten(text: str, limit: int | None) -> str:
 def terminal_text(text: Any, *, markup: bool = True, lines: bool = False,
                   limit: int | None = None) -> Any:
     """``text`` with control characters and direction marks as ``\\xNN`` / ``\\uNNNN``;
-    ``markup``: Rich markup escaped too (for a string Rich parses as markup); ``lines``:
-    newlines and tabs kept (a model's answer, a file's lines); ``limit``: cut to that many
-    characters first (see :func:`shorten`). Non-strings are returned unchanged."""
+    ``markup``: Rich and Textual markup escaped too (for a string parsed as markup);
+    ``lines``: newlines and tabs kept, a CR LF pair read as a newline (a model's answer, a
+    file's lines; a lone CR, which would overwrite the line, is shown); ``limit``: cut to
+    that many characters first (see :func:`shorten`). Non-strings are returned unchanged."""
     if not isinstance(text, str):
         return text
     text = shorten(text, limit)
-    text = (CONTROL if lines else _ANY_CONTROL).sub(_visible, text)
+    if lines:
+        text = CONTROL.sub(_visible, text.replace("\r\n", "\n"))
+    else:
+        text = _ANY_CONTROL.sub(_visible, text)
     return escape(text, _escape=_MARKUP_TAG.sub) if markup and "[" in text else text
 
 

@@ -351,3 +351,34 @@ def test_coopeval_import_shows_its_run_and_model_names_as_text(tmp_path: Path) -
         out = _cli(*args, "--db", str(db))
         assert out.returncode == 0, out.stderr
         _assert_shown_not_obeyed(out.stdout + out.stderr)
+
+
+# ------------------------------------------------------------------ the path itself
+def test_terminal_text_escapes_for_rich_and_textual_alike() -> None:
+    from rich.text import Text
+    from textual.content import Content
+
+    from coop_tui.terminal import terminal_text
+
+    for written in ("[red]x[/]", "[$accent]v", "[B]b[/B]", "[ red]r", "[@click=app.quit]q[/]"):
+        escaped = terminal_text(written)
+        assert Text.from_markup(escaped).plain == written
+        assert Content.from_markup(escaped).plain == written
+    assert terminal_text("a\r\nb\rc\x1b\u202e", lines=True, markup=False) == "a\nb\\x0dc\\x1b\\u202e"
+    assert terminal_text("a\nb", markup=False) == "a\\x0ab"  # one line unless lines=True
+
+
+def test_cut_names_stay_apart() -> None:
+    """Two long names alike in their first 40 characters are cut where they differ, so the
+    rows a report keys by them are not merged."""
+    from coop_tui.terminal import NAME_WIDTH, short_names, terminal_data
+
+    a, b = "m" * 45 + "-alpha", "m" * 45 + "-beta"
+    report = {"population": {a: 1, b: 2}, "rows": [{"agent": a}], "note": "x" * 60}
+    names = short_names(report)
+    assert set(names) == {a, b} and names[a] != names[b]
+    assert all(v.endswith("…") and len(v) > NAME_WIDTH for v in names.values())
+    shown = terminal_data(report, names)
+    assert list(shown["population"].values()) == [1, 2]
+    assert shown["rows"][0]["agent"] == names[a]
+    assert shown["note"] == "x" * 60  # not a name: kept whole
