@@ -281,7 +281,7 @@ class InspectorScreen(NavScreen):
         self.judgements = judgements or []
         self.query_one("#insp-details", Static).update(details)
         self.original_prompt = editable_prompt(d)
-        self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)
+        self.query_one("#insp-prompt", TextArea).load_text(self._editor_text())
 
     # ------------------------------------------------------------ re-ask
     def action_reask(self) -> None:
@@ -292,6 +292,8 @@ class InspectorScreen(NavScreen):
             self.notify("a re-ask is already running", timeout=2)
             return
         prompt = self.query_one("#insp-prompt", TextArea).text
+        if prompt == self._editor_text():  # unedited: the exact prompt, control characters too
+            prompt = self.original_prompt
         self.reasking = True
         self.result = None
         self.queue.clear()
@@ -416,7 +418,13 @@ class InspectorScreen(NavScreen):
 
     # ------------------------------------------------------------ other actions
     def action_restore(self) -> None:
-        self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)
+        self.query_one("#insp-prompt", TextArea).load_text(self._editor_text())
+
+    def _editor_text(self) -> str:
+        """The prompt as the editor shows it: a control character in it (a colleague's
+        template, a co-player's message) as an escape, since the editor would send it to
+        the terminal; an edited prompt is sent as shown."""
+        return terminal_text(self.original_prompt, markup=False, lines=True)
 
     def action_focus_editor(self) -> None:
         self.query_one("#insp-prompt", TextArea).focus()

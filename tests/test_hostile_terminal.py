@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, TextArea
 
 from coop_tui.screens.analysis import AnalysisScreen
 from coop_tui.screens.inspector import InspectorScreen
@@ -65,6 +65,10 @@ def _rename(db: Path) -> None:
                         f"where typeof({col}) = 'text' and instr({col}, ?)",
                         [json.dumps(old), json.dumps(new), json.dumps(old)])
         conn.execute("update runs set name = ?", [RUN])
+        # a prompt holding escapes too (a colleague's template could write them)
+        for table, col in (("texts", "text"), ("decisions", "prompt"), ("decisions", "retries")):
+            conn.execute(f"update {table} set {col} = replace({col}, 'Setup:', ?)",
+                         ["Setup: " + json.dumps(HOSTILE)[1:-1]])
         conn.execute("update runs set error = ?", ["RuntimeError: " + HOSTILE])
     conn.close()
 
@@ -166,6 +170,10 @@ def test_list_runs_on_a_terminal_cuts_long_names(hostile_db: Path) -> None:
         conn = sqlite3.connect(hostile_db)
         with conn:
             conn.execute("update runs set name = ?", [RUN])
+        # a prompt holding escapes too (a colleague's template could write them)
+        for table, col in (("texts", "text"), ("decisions", "prompt"), ("decisions", "retries")):
+            conn.execute(f"update {table} set {col} = replace({col}, 'Setup:', ?)",
+                         ["Setup: " + json.dumps(HOSTILE)[1:-1]])
         conn.close()
     visible = re.sub(r"\x1b\[[0-9;]*m", "", out).replace("\r\n", "\n")  # colours; the tty's CR
     _assert_shown_not_obeyed(visible)
@@ -251,6 +259,9 @@ async def test_inspector_shows_a_hostile_answer_as_text(hostile_db: Path) -> Non
         text = screen_text(app)
         _assert_shown_not_obeyed(text)
         _assert_markup_literal(text, *ANSWER)
+        editor = screen.query_one("#insp-prompt", TextArea)
+        assert "\\x1b]0;pwned\\x07" in editor.text  # the editor shows the prompt's escapes
+        assert "\x1b" in screen.original_prompt  # and an unedited re-ask sends them as they were
 
 
 async def test_analysis_screen(hostile_db: Path, tmp_path: Path) -> None:
