@@ -589,7 +589,7 @@ class AnalysisScreen(NavScreen):
             else:
                 reason = f"{type(exc).__name__}: {exc}"
             self.from_worker(
-                self._export_status, Text(f"✗ export failed: {reason}", style="bold red"))
+                self._export_status, widget_text(f"✗ export failed: {reason}", "bold red"))
             return
         self.from_worker(self._exported, paths)
 
