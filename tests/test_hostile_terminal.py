@@ -264,6 +264,7 @@ async def test_inspector_shows_a_hostile_answer_as_text(hostile_db: Path) -> Non
         assert "\x1b" in screen.original_prompt  # and an unedited re-ask sends them as they were
 
 
+@pytest.mark.slow
 async def test_analysis_screen(hostile_db: Path, tmp_path: Path) -> None:
     run_id = _first(hostile_db, "select id from runs")
     app = ScreenApp(hostile_db, lambda s: AnalysisScreen(s, run_id, export_dir=tmp_path / "out"))
@@ -277,6 +278,7 @@ async def test_analysis_screen(hostile_db: Path, tmp_path: Path) -> None:
         _assert_long_names_cut(text)
 
 
+@pytest.mark.slow
 async def test_replay_screen(hostile_db: Path) -> None:
     match_id = _first(hostile_db, "select match_id from decisions where response like '%pwned%' "
                                   "order by id limit 1")
@@ -310,7 +312,8 @@ def _hostile_trial_table(folder: Path) -> Path:
     return path
 
 
-def test_strategic_personalities_import_and_its_screen_show_names_as_text(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_strategic_personalities_import_and_report_show_names_as_text(tmp_path: Path) -> None:
     db = tmp_path / "sp.db"
     result = _cli("import", "strategic-personalities", str(_hostile_trial_table(tmp_path)),
                   "--db", str(db))
@@ -324,6 +327,7 @@ def test_strategic_personalities_import_and_its_screen_show_names_as_text(tmp_pa
     _assert_long_names_cut(report.stdout)
 
 
+@pytest.mark.slow
 async def test_strategic_personalities_analysis_screen(tmp_path: Path) -> None:
     db = tmp_path / "sp.db"
     assert _cli("import", "strategic-personalities", str(_hostile_trial_table(tmp_path)),
@@ -340,6 +344,7 @@ async def test_strategic_personalities_analysis_screen(tmp_path: Path) -> None:
         _assert_long_names_cut(text)
 
 
+@pytest.mark.slow
 def test_coopeval_import_shows_its_run_and_model_names_as_text(tmp_path: Path) -> None:
     import shutil
 
