@@ -43,6 +43,8 @@ class Served:
     url: str
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+    """Notified for every line read from the server's output."""
 
     @property
     def origin(self) -> str:
@@ -57,8 +59,14 @@ class Served:
         return sum("session started" in line for line in self.out)
 
 
-def _follow(stream, into: list[str]) -> None:
-    threading.Thread(target=lambda: into.extend(iter(stream.readline, "")), daemon=True).start()
+def _follow(stream, into: list[str], arrived: threading.Condition) -> None:
+    def read() -> None:
+        for line in iter(stream.readline, ""):
+            with arrived:
+                into.append(line)
+                arrived.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
 
 
 def _start(tmp: Path, *extra: str) -> Served:
@@ -77,8 +85,8 @@ def _start(tmp: Path, *extra: str) -> Served:
     else:
         _stop(proc)
         raise AssertionError(f"serve never printed its URL: {''.join(served.out)}{proc.stderr.read()}")
-    _follow(proc.stdout, served.out)
-    _follow(proc.stderr, served.err)
+    _follow(proc.stdout, served.out, served.arrived)
+    _follow(proc.stderr, served.err, served.arrived)
     return served
 
 
@@ -102,9 +110,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         _stop(server.proc)
 
 
-def _refusals(served: Served) -> list[str]:
-    """stderr's refusal lines so far; they are written before the 403 is sent."""
-    return [line for line in served.err if "refused" in line]
+def _refusals(served: Served, at_least: int = 0) -> list[str]:
+    """stderr's refusal lines, once there are ``at_least`` (the server writes each before
+    its 403; this test's reader thread may not have read it yet)."""
+    def lines() -> list[str]:
+        return [line for line in served.err if "refused" in line]
+
+    with served.arrived:
+        assert served.arrived.wait_for(lambda: len(lines()) >= at_least, EVENT_TIMEOUT), served.err
+        return lines()
 
 
 async def _page_status(url: str, headers: dict[str, str] | None = None) -> int:
@@ -130,7 +144,7 @@ def _token(served: Served) -> str:
 
 def _assert_refused(served: Served, statuses: list[int], before: int, why: str) -> None:
     assert statuses == [403] * len(statuses)
-    lines = _refusals(served)[before:]
+    lines = _refusals(served, before + len(statuses))[before:]
     assert len(lines) == len(statuses), served.err
     assert all(why in line for line in lines), lines
     assert served.sessions() == 0 and served.children() == [], served.out
