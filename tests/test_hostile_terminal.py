@@ -222,7 +222,7 @@ def _first(db: Path, sql: str) -> Any:
         conn.close()
 
 
-async def test_runs_and_decisions_screens(hostile_db: Path) -> None:
+async def test_runs_screen(hostile_db: Path) -> None:
     app = ScreenApp(hostile_db, RunsScreen)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
