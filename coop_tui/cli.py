@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1", metavar="H",
                      help="address to listen on (default: 127.0.0.1; any other address "
                      "lets others use the TUI and its API keys, and prints a warning)")
+    srv.add_argument("--token", metavar="T",
+                     help="the secret a browser must bring (default: a random one, printed in "
+                     "the URL to open; a token given here shows in the process list)")
     _db_arg(srv)
 
     lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
@@ -266,7 +269,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from coop_tui.serve import serve_command
 
-        return serve_command(_db_path(args), host=args.host, port=args.port)
+        return serve_command(_db_path(args), host=args.host, port=args.port, token=args.token)
     if args.command == "list":
         from coop_tui.listing import list_command
 

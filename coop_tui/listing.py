@@ -19,7 +19,7 @@ from rich.table import Table
 from coop_tui.agents.strategies import get_strategy, strategy_aliases, strategy_names
 from coop_tui.shipped import shipped_sweeps
 from coop_tui.store import Store
-from coop_tui.terminal import terminal_text
+from coop_tui.terminal import NAME_WIDTH, terminal_text
 
 COLUMNS = {
     "games": ("key", "players", "actions", "title"),
@@ -123,6 +123,7 @@ def list_command(what: str, db_path: Path, *, as_json: bool = False) -> int:
         table.add_column(col)
     for row in rows:
         # names come from sweep files and imports: never raw escapes or markup
-        table.add_row(*[terminal_text(_cell(what, col, row)) for col in columns])
+        table.add_row(*[terminal_text(_cell(what, col, row), limit=NAME_WIDTH if col == "name" else None)
+                        for col in columns])
     Console().print(table)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import tomllib
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -18,7 +19,9 @@ from typing import Any
 
 import jinja2
 import numpy as np
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from coop_tui.errors import SpecError
 from coop_tui.games.base import Game, points
 from coop_tui.inputs import open_regular
 from coop_tui.shipped import data_dir
@@ -35,13 +38,30 @@ def default_template_dir() -> Path:
     return data_dir() / "prompts"
 
 
+class UnsafeTemplate(SpecError):
+    """A template reached for what the sandbox keeps from templates (Python internals,
+    functions that change data): the sweep stops before anything more is rendered."""
+
+
+def _template_line(exc: BaseException, filename: str | None) -> int | None:
+    """The line of ``filename`` being rendered when ``exc`` was raised (Jinja2 puts the
+    template's own lines into the traceback)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    return frames[-1].lineno if frames else None
+
+
 class PromptRenderer:
+    """Renders prompt templates in Jinja2's immutable sandbox: a template copied from a
+    colleague can read the values it is given but not reach Python's internals (no
+    ``cycler.__init__.__globals__.os``) nor change them. Rendering costs the same as
+    without the sandbox (measured on the shipped templates)."""
+
     def __init__(self, template_dir: Path | str | None = None) -> None:
         search = [str(default_template_dir())]
         if template_dir is not None:
             search.insert(0, str(template_dir))
         self.template_dir = Path(template_dir) if template_dir else None
-        self._env = jinja2.Environment(
+        self._env = ImmutableSandboxedEnvironment(
             loader=jinja2.FileSystemLoader(search),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=False,
@@ -50,7 +70,19 @@ class PromptRenderer:
         self._env.filters["points"] = points  # "1 point", "3 points"
 
     def render(self, name: str, **context: Any) -> str:
-        return self._env.get_template(name).render(**context).strip()
+        """The rendered template; :class:`UnsafeTemplate` (a :class:`SpecError`, exit 2)
+        naming the file and line when it reaches outside the sandbox."""
+        template = self._env.get_template(name)
+        try:
+            return template.render(**context).strip()
+        except jinja2.exceptions.SecurityError as exc:
+            where = template.filename or name
+            line = _template_line(exc, template.filename)
+            at = f"{where}:{line}" if line else where
+            raise UnsafeTemplate(
+                "templates", f"{at}: the template reaches outside what a prompt template may "
+                f"use ({exc}); remove that expression (templates read their values, nothing more)",
+            ) from None
 
     def has(self, name: str) -> bool:
         """Whether a template of this name exists (a custom folder or the shipped one)."""

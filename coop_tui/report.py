@@ -599,6 +599,8 @@ def report_command(
     sections: str | None = None,
     devrank: str | None = None,
 ) -> int:
+    from coop_tui.terminal import short_names, terminal_data, terminal_text  # loads Rich
+
     wanted = parse_sections(sections)
     if wanted is not None:
         if fmt in ("latex", "csv"):
@@ -626,16 +628,18 @@ def report_command(
             print(f"coop-tui: {note}", file=sys.stderr)
             print(f"% {note}\n" if fmt == "latex" else render_csv([]), end="")
             return 0
-        print((render_latex if fmt == "latex" else render_csv)(tables), end="")
+        # data for a file, but it may be read on a terminal: control characters of imported
+        # names shown as escapes (newlines kept), names kept whole
+        out = (render_latex if fmt == "latex" else render_csv)(tables)
+        print(terminal_text(out, markup=False, lines=True), end="")
         return 0
     report = build_report(store, run["id"], wanted, devrank=devrank)
     if as_json or fmt == "json":
         print(strict_json(report))
     else:
-        from coop_tui.terminal import terminal_data
-
-        # names and errors come from sweep files, imports and providers: shown, not obeyed
-        print_in_full(render_text(terminal_data(report)))
+        # names and errors come from sweep files, imports and providers: shown, not obeyed,
+        # and a long name is cut (the JSON keeps it whole)
+        print_in_full(render_text(terminal_data(report, short_names(report))))
     return 0
 
 

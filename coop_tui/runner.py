@@ -182,7 +182,8 @@ class ProgressView:
                 self._bump(key, "retries", reasks(d.attempts) + d.transport_retries)
                 self._bump(key, "cost", d.cost_usd or 0.0)
         elif type(event).__name__ == "EndpointNotice":
-            self.console.print(f"[yellow]{event.message}")  # type: ignore[attr-defined]
+            # a server's words may be in it: shown, not obeyed
+            self.console.print(f"[yellow]{terminal_text(event.message)}")  # type: ignore[attr-defined]
         elif isinstance(event, MatchDone):
             exp = self.match_exp.get(event.match_id)
             if event.status == "stopped":  # interrupted, not failed: a resume plays it
@@ -253,9 +254,10 @@ def run_batch(
     flight = preflight.check(sweep, strict=not dry_run)  # SpecError (exit 2): no live server
     line = preflight.describe(flight)
     if line:
-        console.print(f"[dim]{line}", soft_wrap=True)
+        console.print(f"[dim]{terminal_text(line)}", soft_wrap=True)
     for warning in flight.warnings:  # whole lines: a URL or a cause must not be split
-        console.print(warning, style="yellow", highlight=False, markup=False, soft_wrap=True)
+        console.print(terminal_text(warning, markup=False), style="yellow", highlight=False,
+                      markup=False, soft_wrap=True)
     if dry_run:
         print_api_keys(sweep, console)
         return 0
@@ -285,7 +287,8 @@ def run_batch(
             seen_run.append(prev["id"])
             done = store.match_status(prev["id"])
             skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
-            console.print(f"resuming run {prev['id']}: {skipped} of {sweep.total_matches} matches already done")
+            console.print(f"resuming run {terminal_text(prev['id'])}: {skipped} of {sweep.total_matches} "
+                          "matches already done")
             view.skip(skipped)
     resume_hint = "continue with: " + shlex.join(
         ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"])
@@ -446,7 +449,7 @@ def print_summary(summary: Any, console: Console) -> None:
         table.add_row(k, v)
     console.print(table)
     for note in getattr(summary, "notices", [])[:10]:
-        console.print(f"[yellow]adapted: {note}")
+        console.print(f"[yellow]adapted: {terminal_text(note)}")
     if summary.failures:
         failures = Table(title="failed matches by reason", title_justify="left")
         failures.add_column("reason", no_wrap=True)

@@ -2,22 +2,54 @@
 
 Every browser tab that opens the page starts its own ``coop-tui`` process on the same
 database (textual-serve runs the command per websocket session and streams its screen
-to xterm.js). It listens on 127.0.0.1 unless ``--host`` says otherwise: anyone who can
-reach the page can start runs that spend API credit, so binding elsewhere prints a
-warning.
+to xterm.js). Whoever holds a session can read every run and start runs that spend the
+API credit of the keys in the server's environment, so the server lets in only the
+person who started it, the way Jupyter does:
+
+- a secret token (random at each start, or ``--token``) printed once, in the URL to open;
+  the page and the websocket refuse a request without it, and the first page load sets
+  an HttpOnly, SameSite=Strict cookie that carries it afterwards (xterm.js cannot put it
+  in the websocket's URL);
+- every request names in ``Host`` a name the server answers to (loopback names, ``--host``,
+  with the port): a page on an attacker's domain that re-resolves to 127.0.0.1 (DNS
+  rebinding) names its own domain and is refused;
+- every websocket handshake comes from the server's own page (``Origin``): another site
+  open in the same browser cannot drive a session.
+
+A refused request gets 403 and one line on stderr, before textual-serve sees it, so no app
+process is started for it. The server listens on 127.0.0.1 unless ``--host`` says
+otherwise; binding elsewhere prints a warning.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import copy
+import hmac
+import re
+import secrets
 import shlex
+import signal
+import socket
 import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
+
 from coop_tui.errors import fail
+from coop_tui.terminal import terminal_text
 
 INSTALL_HINT = "textual-serve is not installed; install the serve extra: pip install 'coop-tui[serve]'"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+WILDCARD = {"0.0.0.0", "::", ""}
+TOKEN_FORM = re.compile(r"[A-Za-z0-9._~-]{16,256}")
+"""A ``--token``: long enough not to be guessed, and safe in a URL as it is."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def app_command(db: Path) -> str:
@@ -25,22 +57,133 @@ def app_command(db: Path) -> str:
     return shlex.join([sys.executable, "-m", "coop_tui.cli", "--db", str(db)])
 
 
-def serve_command(db: Path, *, host: str, port: int) -> int:
+def _url_host(host: str) -> str:
+    """A host as it appears in a URL or a ``Host`` header (IPv6 in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _names_of_this_machine() -> set[str]:
+    """What a browser elsewhere may call this machine when the server listens on every
+    address: its host names and their addresses."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
+        except OSError:
+            continue
+    return {n for n in names if n}
+
+
+def accepted_hosts(host: str, port: int) -> frozenset[str]:
+    """The ``Host`` header values the server answers to: the loopback names, ``host``
+    (and this machine's names when ``host`` is a wildcard address), with the port (and
+    without it on port 80, where browsers leave it out)."""
+    names = LOOPBACK | {host}
+    if host in WILDCARD:
+        names |= _names_of_this_machine()
+    out = set()
+    for name in names - WILDCARD:
+        shown = _url_host(name).lower()
+        out.add(f"{shown}:{port}")
+        if port == 80:
+            out.add(shown)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Who may use the server: the token's holder, through a name the server answers to,
+    from the server's own page."""
+
+    token: str
+    hosts: frozenset[str]
+    cookie: str
+
+    def refusal(self, request: web.Request) -> str | None:
+        """Why ``request`` is refused, or None when it may go on."""
+        host = (request.headers.get("Host") or "").lower()
+        if host not in self.hosts:
+            return f"Host {host!r} is not a name this server answers to"
+        given = request.query.get("token") or request.cookies.get(self.cookie)
+        if not given:
+            return "no token (open the URL the server printed)"
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return "wrong token"
+        if request.path == "/ws":
+            origin = request.headers.get("Origin")
+            if origin != f"http://{host}":
+                return f"websocket from origin {origin!r}, not this server's page"
+        return None
+
+    def middleware(self) -> Any:
+        """The aiohttp middleware that refuses what :meth:`refusal` names (403, one line
+        on stderr) and keeps the token in a cookie once the URL brought it."""
+
+        @web.middleware
+        async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+            why = self.refusal(request)
+            if why is not None:
+                peer = request.remote or "?"
+                line = f"coop-tui serve: refused {request.method} {request.path} from {peer}: {why}"
+                # the path and headers are the requester's: shown escaped, and cut
+                print(terminal_text(line, markup=False, limit=500), file=sys.stderr, flush=True)
+                return web.Response(status=403, text="403: forbidden; open the URL coop-tui serve printed\n")
+            response = await handler(request)
+            if "token" in request.query and request.path == "/" and not response.prepared:
+                response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+            return response
+
+        return guard
+
+
+def serve_command(db: Path, *, host: str, port: int, token: str | None = None) -> int:
     if not 0 < port < 65536:
         return fail(f"--port: {port} is not a TCP port; give 1-65535")
+    if token is not None and not TOKEN_FORM.fullmatch(token):
+        return fail("--token: give 16 to 256 characters from letters, digits and . _ ~ - "
+                    "(or leave it out for a random one)")
     try:
         from textual_serve.server import Server
     except ImportError:
         return fail(INSTALL_HINT)
     if host not in LOOPBACK:
         print(
-            f"coop-tui: warning: serving on {host}: anyone who can reach port {port} can use "
-            "the TUI, start runs and spend the API credit of the keys in this environment",
+            f"coop-tui: warning: serving on {host}: anyone who can reach port {port} and "
+            "holds the token can use the TUI, start runs and spend the API credit of the "
+            "keys in this environment",
             file=sys.stderr,
         )
+    gate = Gate(token or secrets.token_urlsafe(32), accepted_hosts(host, port),
+                f"coop_tui_token_{port}")
+    shown_host = "127.0.0.1" if host in WILDCARD else _url_host(host)
+    open_url = f"http://{shown_host}:{port}/?token={gate.token}"
 
     class CoopServer(Server):  # type: ignore[misc]
-        """textual-serve's server, saying when a browser session starts and ends."""
+        """textual-serve's server behind the gate, saying when a session starts and ends."""
+
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            app.middlewares.append(gate.middleware())
+            return app
+
+        def serve(self, debug: bool = False) -> None:
+            """textual-serve's ``serve``, printing the URL to open once the port listens
+            (its own line comes before, while the port is still closed)."""
+            self.debug = debug
+            self.initialize_logging()
+            loop = asyncio.new_event_loop()
+            with contextlib.suppress(NotImplementedError):  # Windows' loops have none
+                loop.add_signal_handler(signal.SIGINT, self.request_exit)
+                loop.add_signal_handler(signal.SIGTERM, self.request_exit)
+            web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False,
+                        loop=loop, print=lambda *_: print(f"open {open_url}", flush=True))
+
+        async def handle_index(self, request: web.Request) -> Any:
+            # the page's websocket and files on the name the browser used (the gate has
+            # checked it): its cookie and origin then belong to the same host
+            page = copy.copy(self)
+            page.public_url = f"http://{request.host}"
+            return await Server.handle_index(page, request)
 
         async def handle_websocket(self, request: Any) -> Any:
             peer = request.remote or "?"

@@ -31,7 +31,14 @@ from textual_plotext import PlotextPlot
 from coop_tui.analysis.sections import build_section, pending, sections
 from coop_tui.export import ExportError, export_run
 from coop_tui.screens.widgets import NavScreen, PayoffTable, plain
-from coop_tui.terminal import terminal_text
+from coop_tui.terminal import (
+    NAME_WIDTH,
+    short_names,
+    shorten,
+    terminal_data,
+    terminal_text,
+    widget_text,
+)
 
 COLOURS = ("cyan", "orange", "green", "magenta", "blue", "yellow", "red", "white")
 """Plot line colours, one per agent / framing series (cycled)."""
@@ -112,6 +119,8 @@ class AnalysisScreen(NavScreen):
         self.run_id = run_id
         self.export_dir = Path(export_dir) if export_dir else Path.cwd() / "exports" / run_id
         self.report: dict[str, Any] | None = None
+        self.names: dict[str, str] = {}
+        """The report's long names and how the tables cut them."""
         self.index = 0
         self.tournament_index = 0
         self.evolution_index = 0
@@ -236,11 +245,12 @@ class AnalysisScreen(NavScreen):
         self.error = message
         self.query_one("#an-title", Static).update(
             Text.assemble((" coop-tui ", "bold reverse"), (" analysis ", "bold"), "  ",
-                          (message, "bold red")))
+                          (terminal_text(message, markup=False), "bold red")))
         self.loaded += 1
 
     def _show_report(self, report: dict[str, Any], waiting: list[str] | None = None) -> None:
         self.report = report
+        self.names = short_names(report)
         self.pending_sections = set(waiting or [])
         self.index = min(self.index, max(len(report["experiments"]) - 1, 0))
         self._show_counts()
@@ -270,9 +280,9 @@ class AnalysisScreen(NavScreen):
 
     def _mount_section(self, panel: Vertical, section: Any, value: Any) -> None:
         if section.widgets is not None:
-            panel.mount(*section.widgets(value))
-        else:
-            panel.mount(Static(Group(*section.render(value))))
+            panel.mount(*section.widgets(terminal_data(value, self.names)))
+        else:  # Rich tables of names from imports and sweeps: shown escaped, long ones cut
+            panel.mount(Static(Group(*section.render(terminal_data(value, self.names)))))
 
     def _fill_section(self, key: str, value: Any) -> None:
         """A slow section's value is ready: its panel shows it, or goes when it is empty."""
@@ -298,7 +308,7 @@ class AnalysisScreen(NavScreen):
         if cells:
             from coop_tui.analysis.coopeval_tables import render_rich
 
-            widget.update(Group(*render_rich(cells)))
+            widget.update(Group(*render_rich(terminal_data(cells, self.names))))
 
     def evolution_series(self, e: dict[str, Any]) -> list[dict[str, Any]]:
         """The trajectories of the shown experiment, one per replicate."""
@@ -316,7 +326,8 @@ class AnalysisScreen(NavScreen):
         plt.clear_data()
         plt.clear_figure()
         for i, (agent, shares) in enumerate(sorted(first["shares"].items())):
-            plt.plot(first["steps"], shares, label=agent, color=COLOURS[i % len(COLOURS)], marker="braille")
+            plt.plot(first["steps"], shares, label=_label(agent), color=COLOURS[i % len(COLOURS)],
+                     marker="braille")
         plt.ylim(0, 1)
         plt.xlabel("step")
         plt.ylabel("share")
@@ -356,7 +367,7 @@ class AnalysisScreen(NavScreen):
         run = self.report["run"]
         e = self.experiment
         title = Text.assemble((" coop-tui ", "bold reverse"), (" analysis ", "bold"),
-                              f" run {terminal_text(run['name'], markup=False)} ",
+                              f" run {terminal_text(run['name'], markup=False, limit=NAME_WIDTH)} ",
                               (f"{run['id']} [{run['status']}]", "dim"))
         if e is None:
             title.append("   no finished matches yet", style="yellow")
@@ -366,7 +377,8 @@ class AnalysisScreen(NavScreen):
         # the experiment's own number, as `coop-tui report` prints it; then where it is in the run
         where = f" ({self.index + 1} of {n})" if n > 1 else ""
         title.append(f"   experiment {e['experiment']}{where}: ", style="bold")
-        title.append(f"{e['game']} / {e['mechanism']} ({e['matches']} matches, {e['matchup']})")
+        title.append(terminal_text(f"{e['game']} / {e['mechanism']} ({e['matches']} matches, "
+                                   f"{e['matchup']})", markup=False, limit=200))
         if e.get("b_star") is not None:
             title.append(f"   b* = {e['b_star']:g}", style="bold yellow")
         self.query_one("#an-title", Static).update(title)
@@ -393,7 +405,7 @@ class AnalysisScreen(NavScreen):
             plt.clear_figure()
             for i, (label, xs, ys, ses) in enumerate(series):
                 colour = COLOURS[i % len(COLOURS)]
-                plt.plot(xs, ys, label=label, color=colour, marker="braille")
+                plt.plot(xs, ys, label=_label(label), color=colour, marker="braille")
                 plt.error(xs, ys, yerr=ses, color=colour)
             if e.get("b_star") is not None:
                 self.b_star_line = 100 * float(e["b_star"])
@@ -410,7 +422,7 @@ class AnalysisScreen(NavScreen):
             plt.clear_figure()
             for i, (agent, xs, ys, ses) in enumerate(per_round):
                 colour = COLOURS[i % len(COLOURS)]
-                plt.plot(xs, ys, label=agent, color=colour, marker="braille")
+                plt.plot(xs, ys, label=_label(agent), color=colour, marker="braille")
                 plt.error(xs, ys, yerr=ses, color=colour)
             last = int(max(max(xs) for _, xs, _, _ in per_round))
             step = max(1, (last + 9) // 10)
@@ -457,7 +469,7 @@ class AnalysisScreen(NavScreen):
         table = self.query_one("#an-matchup", DataTable)
         table.clear(columns=True)
         box.display = True
-        box.border_title = plain("Matchup matrix (row agent's mean payoff)" + suffix)
+        box.border_title = plain("Matchup matrix (row agent's mean payoff)" + shorten(suffix, 100))
         if matrix:
             agents = list(matrix)
             values = [v for row in matrix.values() for v in row.values() if v is not None]
@@ -467,7 +479,7 @@ class AnalysisScreen(NavScreen):
             for i, a in enumerate(agents, start=1):
                 table.add_column(Text(f"{i}", style="bold", justify="center"), key=a)
             for i, a in enumerate(agents, start=1):
-                table.add_row(Text(f"{i} {a}", style="bold"),
+                table.add_row(widget_text(f"{i} {a}", "bold", limit=NAME_WIDTH),
                               *[heat_cell(matrix[a].get(b), lo, hi) for b in agents], key=a)
         else:
             table.add_column("matchup matrix")
@@ -478,15 +490,16 @@ class AnalysisScreen(NavScreen):
                            f" · {t.get('normalised_welfare_final', 0) or 0:.3f} (after dynamics)",
                            style="dim")
         if t.get("note"):
-            welfare.append(f"  {t['note']}", style="yellow")
+            welfare.append(f"  {terminal_text(t['note'], markup=False)}", style="yellow")
         self.query_one("#an-welfare", Static).update(welfare)
         population.clear()
         pop = t.get("population")
         population.display = bool(pop)
-        population.border_title = plain("Population metrics" + suffix)
+        population.border_title = plain("Population metrics" + shorten(suffix, 100))
         for agent, m in (pop or {}).items():
             population.add_row(
-                Text(agent, style="bold"), Text(_num(m.get("mean_payoff"), 4), justify="right"),
+                widget_text(agent, "bold", limit=NAME_WIDTH),
+                Text(_num(m.get("mean_payoff"), 4), justify="right"),
                 Text(_num(m.get("fitness"), 4), justify="right"),
                 Text(_num(m.get("final_share"), 3), justify="right"),
                 Text(_num(m.get("deviation_rating"), 4), justify="right"), key=agent,
@@ -500,7 +513,8 @@ class AnalysisScreen(NavScreen):
             for agent, a in sorted(cond["agents"].items()):
                 w = a.get("coop_wilson")
                 table.add_row(
-                    Text(label), Text(agent), Text(str(a["n"]), justify="right"),
+                    widget_text(label, limit=NAME_WIDTH), widget_text(agent, limit=NAME_WIDTH),
+                    Text(str(a["n"]), justify="right"),
                     Text(_pct(a["coop_rate"]), justify="right"),
                     Text(_pct(a["coop_se"]), justify="right"),
                     Text("-" if not w else f"[{100 * w[0]:.1f}, {100 * w[1]:.1f}]", justify="right"),
@@ -524,7 +538,7 @@ class AnalysisScreen(NavScreen):
         for v in votes:
             last = v.get("sign_rate", v.get("delegate_rate"))
             table.add_row(
-                Text(v["agent"]), Text(str(v["condition"])),
+                widget_text(v["agent"], limit=NAME_WIDTH), widget_text(v["condition"], limit=NAME_WIDTH),
                 *(Text(x, justify="right") for x in (
                     str(v["proposals"]), str(v["adopted"]), _pct(v["approval_share"]),
                     _pct(v["approve_rate"]), _pct(v["own_approved_rate"]),
@@ -576,7 +590,7 @@ class AnalysisScreen(NavScreen):
             else:
                 reason = f"{type(exc).__name__}: {exc}"
             self.from_worker(
-                self._export_status, Text(f"✗ export failed: {reason}", style="bold red"))
+                self._export_status, widget_text(f"✗ export failed: {reason}", "bold red"))
             return
         self.from_worker(self._exported, paths)
 
@@ -588,6 +602,11 @@ class AnalysisScreen(NavScreen):
 
     def _export_status(self, text: Text) -> None:
         self.query_one("#an-export-status", Static).update(text)
+
+
+def _label(name: str) -> str:
+    """A plot legend's name: plotext draws it as given."""
+    return terminal_text(name, markup=False, limit=NAME_WIDTH)
 
 
 def _known(value: Any) -> str:

@@ -37,6 +37,7 @@ from coop_tui.events import (
 )
 from coop_tui.judging.links import judged_by, judged_text, judgements_of
 from coop_tui.screens.widgets import NavScreen, distribution_text
+from coop_tui.terminal import terminal_text, widget_text
 
 FRAME = 1 / 30
 
@@ -60,7 +61,7 @@ def message_texts(messages: list[dict[str, Any]]) -> list[Text]:
         role = m.get("role", "?")
         style = {"system": "bold magenta", "user": "bold green", "assistant": "bold yellow"}.get(role, "bold")
         out.append(Text(f"── {i}. {role} ──", style=style))
-        out.append(Text(str(m.get("content", ""))))
+        out.append(widget_text(m.get("content", ""), lines=True))
     return out
 
 
@@ -86,34 +87,35 @@ def decision_details(decision: Any, game: Any = None) -> Group:
     d = decision
     parts: list[Any] = [_heading("Outcome"), decision_summary(d, game)]
     parts.append(_heading("Raw response"))
-    parts.append(Text(d.response) if d.response else Text("(empty)", style="dim"))
+    parts.append(widget_text(d.response, lines=True) if d.response else Text("(empty)", style="dim"))
     if d.reasoning:
         parts.append(_heading("Provider reasoning"))
-        parts.append(Text(d.reasoning, style="italic dim"))
+        parts.append(widget_text(d.reasoning, "italic dim", lines=True))
     if d.answer is not None:
         parts.append(_heading("Constrained answer" if d.constrained else "Separate answer"))
-        parts.append(Text(d.answer))
+        parts.append(widget_text(d.answer, lines=True))
     parts.append(_heading("Parse"))
     if d.valid:
         parts.append(Text.assemble(("✓ valid ", "bold green"), (d.kind, "dim"), "  ",
                                    json.dumps(d.parsed, default=str)))
     else:
-        parts.append(Text(f"✗ invalid after {d.attempts} attempt(s): {d.error}", style="bold red"))
+        parts.append(widget_text(f"✗ invalid after {d.attempts} attempt(s): {d.error}", "bold red",
+                                 lines=True))
     if d.normalisation:
-        parts.append(Text(f"normalisation: {d.normalisation}", style="yellow"))
+        parts.append(widget_text(f"normalisation: {d.normalisation}", "yellow", lines=True))
     if d.labels:
         mapping = ", ".join(
             f"{lab}→action {a}" for lab, a in zip(d.labels, d.label_to_action, strict=False)
         )
-        parts.append(Text(f"labels: {mapping or ', '.join(d.labels)}", style="dim"))
+        parts.append(widget_text(f"labels: {mapping or ', '.join(d.labels)}", "dim"))
     parts.append(_heading(f"Rejected attempts ({len(d.retries)})"))
     if not d.retries:
         parts.append(Text("none: the first answer was used", style="dim"))
     for n, attempt in enumerate(d.retries, start=1):
-        parts.append(Text(f"attempt {n}: {attempt.error}", style="bold yellow"))
+        parts.append(widget_text(f"attempt {n}: {attempt.error}", "bold yellow", lines=True))
         if attempt.reasoning:
-            parts.append(Text(attempt.reasoning, style="italic dim"))
-        parts.append(Text(attempt.response or "(empty)"))
+            parts.append(widget_text(attempt.reasoning, "italic dim", lines=True))
+        parts.append(widget_text(attempt.response or "(empty)", lines=True))
         parts.append(Text(f"latency {attempt.latency_ms:.0f} ms · tokens in "
                           f"{_tokens(attempt.input_tokens)} out {_tokens(attempt.output_tokens)} · "
                           f"cost {_money(attempt.cost_usd)}", style="dim"))
@@ -140,7 +142,8 @@ def judgement_texts(decision: Any, judgements: list[dict[str, Any]], judged: int
         return parts
     parts.append(_heading(f"Judgements ({len(judgements)})"))
     for j in judgements:
-        head = Text.assemble((f"{j['judge']}", "bold"), f" · {j['rubric']} v{j['version']} · ",
+        head = Text.assemble((terminal_text(str(j["judge"]), markup=False), "bold"),
+                             f" · {terminal_text(str(j['rubric']), markup=False)} v{j['version']} · ",
                              (f"decision #{j['judge_decision']}", "dim"))
         parts.append(head)
         if not j["valid"]:
@@ -149,14 +152,15 @@ def judgement_texts(decision: Any, judgements: list[dict[str, Any]], judged: int
         present = [lab for lab in j["labels"] if lab["present"]]
         line = Text("  ")
         for lab in present:
-            line.append(f"{lab['category']} {lab['confidence']:.2f}", style="bold green")
+            line.append(f"{terminal_text(str(lab['category']), markup=False)} {lab['confidence']:.2f}",
+                        style="bold green")
             line.append("  ")
         if not present:
             line.append("no category present", style="dim")
         parts.append(line)
     parts.append(_heading("Judged text"))
     text = judged_text(decision.response, decision.reasoning)
-    parts.append(Text(text) if text else Text("(empty)", style="dim"))
+    parts.append(widget_text(text, lines=True) if text else Text("(empty)", style="dim"))
     return parts
 
 
@@ -247,7 +251,7 @@ class InspectorScreen(NavScreen):
 
     def _show_error(self, message: str) -> None:
         self.error = message
-        self.query_one("#insp-details", Static).update(Text(message, style="bold red"))
+        self.query_one("#insp-details", Static).update(widget_text(message, "bold red", lines=True))
         self.query_one("#insp-title", Static).update(
             Text.assemble((" coop-tui ", "bold reverse"), (" inspector ", "bold"),
                           f" decision #{self.decision_id}  ", ("not found", "red")))
@@ -263,9 +267,10 @@ class InspectorScreen(NavScreen):
             (" coop-tui ", "bold reverse"), (" inspector ", "bold"),
             f" decision #{self.decision_id} ",
             ("✓ " if d.valid else "✗ ", "bold green" if d.valid else "bold red"),
-            (f"{seat['agent']} (seat {d.seat + 1}, {seat.get('agent_kind') or '?'}) · round "
-             f"{d.round} {d.phase} · {d.kind} · run {run.get('name', target.match['run_id'])} · "
-             f"match {d.match_id[:8]}", "dim"),
+            (terminal_text(f"{seat['agent']} (seat {d.seat + 1}, {seat.get('agent_kind') or '?'}) "
+                           f"· round {d.round} {d.phase} · {d.kind} · run "
+                           f"{run.get('name', target.match['run_id'])} · match {d.match_id[:8]}",
+                           markup=False), "dim"),
         )
         self.query_one("#insp-title", Static).update(title)
         details = decision_details(d, target.game)
@@ -280,7 +285,7 @@ class InspectorScreen(NavScreen):
         self.judgements = judgements or []
         self.query_one("#insp-details", Static).update(details)
         self.original_prompt = editable_prompt(d)
-        self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)
+        self.query_one("#insp-prompt", TextArea).load_text(self._editor_text())
 
     # ------------------------------------------------------------ re-ask
     def action_reask(self) -> None:
@@ -291,11 +296,14 @@ class InspectorScreen(NavScreen):
             self.notify("a re-ask is already running", timeout=2)
             return
         prompt = self.query_one("#insp-prompt", TextArea).text
+        if prompt == self._editor_text():  # unedited: the exact prompt, control characters too
+            prompt = self.original_prompt
         self.reasking = True
         self.result = None
         self.queue.clear()
         self._reset_new_pane()
-        self._reask_status(Text(f"asking {self.target.seat['agent']} again…", style="yellow"))
+        self._reask_status(widget_text(f"asking {self.target.seat['agent']} again…", "yellow",
+                                       limit=200))
         self._run_reask(prompt)
 
     def _reset_new_pane(self) -> None:
@@ -349,6 +357,9 @@ class InspectorScreen(NavScreen):
             self._draining = False
 
     async def _write(self, text: str) -> None:
+        # the answer as Markdown, its control characters shown (escaping is per character,
+        # so escaping each delta is escaping the whole)
+        text = terminal_text(text, markup=False, lines=True)
         self.new_text += text
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one("#insp-new-text", Markdown))
@@ -359,14 +370,14 @@ class InspectorScreen(NavScreen):
             self.new_reasoning += event.text
             widget = self.query_one("#insp-new-reasoning", Static)
             widget.display = True
-            widget.update(Text(self.new_reasoning, style="italic dim"))
+            widget.update(widget_text(self.new_reasoning, "italic dim", lines=True))
         elif isinstance(event, DecisionStarted) and event.attempt > 1:
             await self._write(f"\n\n---\n\n*attempt {event.attempt}*\n\n")
         elif isinstance(event, AnswerRejected):
-            self._reask_status(Text(f"attempt {event.attempt} rejected: {event.reason} — asking "
-                                    "again", style="yellow"))
+            self._reask_status(widget_text(f"attempt {event.attempt} rejected: {event.reason} — "
+                                           "asking again", "yellow"))
         elif isinstance(event, StreamRestarted):
-            self._reask_status(Text(f"stream restarted: {event.reason}", style="yellow"))
+            self._reask_status(widget_text(f"stream restarted: {event.reason}", "yellow"))
         elif isinstance(event, DecisionDone):
             await self._finish_stream()
 
@@ -382,8 +393,8 @@ class InspectorScreen(NavScreen):
         self.result = result
         d = result.decision
         if not self.new_text and d.response:
-            await self.query_one("#insp-new-text", Markdown).update(d.response)
-            self.new_text = d.response
+            self.new_text = terminal_text(d.response, markup=False, lines=True)
+            await self.query_one("#insp-new-text", Markdown).update(self.new_text)
         original = self.target.decision
         outcome = Text()
         outcome.append("re-asked  ", style="bold")
@@ -397,21 +408,27 @@ class InspectorScreen(NavScreen):
         self.query_one("#insp-new-outcome", Static).update(outcome)
         where = f"stored as decision #{result.decision_id} in run {result.run_id}"
         self._reask_status(Text(f"✓ {where} · ctrl+o opens it", style="green") if d.valid
-                           else Text(f"✗ no valid answer ({d.error}); {where}", style="bold red"))
+                           else widget_text(f"✗ no valid answer ({d.error}); {where}", "bold red"))
 
     async def _reask_failed(self, message: str) -> None:
         await self._drain()
         await self._finish_stream()
         self.reasking = False
         self.error = message
-        self._reask_status(Text(f"✗ {message}", style="bold red"))
+        self._reask_status(widget_text(f"✗ {message}", "bold red", lines=True))
 
     def _reask_status(self, text: Text) -> None:
         self.query_one("#insp-reask-status", Static).update(text)
 
     # ------------------------------------------------------------ other actions
     def action_restore(self) -> None:
-        self.query_one("#insp-prompt", TextArea).load_text(self.original_prompt)
+        self.query_one("#insp-prompt", TextArea).load_text(self._editor_text())
+
+    def _editor_text(self) -> str:
+        """The prompt as the editor shows it: a control character in it (a colleague's
+        template, a co-player's message) as an escape, since the editor would send it to
+        the terminal; an edited prompt is sent as shown."""
+        return terminal_text(self.original_prompt, markup=False, lines=True)
 
     def action_focus_editor(self) -> None:
         self.query_one("#insp-prompt", TextArea).focus()

@@ -50,6 +50,7 @@ from coop_tui.screens.widgets import (
     optional_screen,
 )
 from coop_tui.session import HumanTurn, Session, human_answer, prompt_text
+from coop_tui.terminal import terminal_text, widget_text
 
 FRAME = 1 / 30
 HEAL = 0.2
@@ -171,8 +172,8 @@ class LiveScreen(NavScreen):
             error = event.worker.error
             self.session.status = "failed"
             self.session.error = f"{type(error).__name__}: {error}"
-            self.notify(self.session.error, title="the match could not run", severity="error",
-                        markup=False)
+            self.notify(terminal_text(self.session.error, markup=False, limit=500),
+                        title="the match could not run", severity="error", markup=False)
             self._update_status()
 
     def on_unmount(self) -> None:
@@ -186,7 +187,7 @@ class LiveScreen(NavScreen):
         out = Text()
         out.append(" coop-tui ", style="bold reverse")
         out.append(" replay " if s.kind == "replay" else " live ", style="bold")
-        out.append(s.title)
+        out.append(terminal_text(s.title, markup=False, limit=200))
         # the whole condition when it is short and fits in the title's two lines, else what
         # was changed (a team tournament's twenty parameters would fill the lines)
         room = TITLE_CONDITION_WIDTH
@@ -194,7 +195,7 @@ class LiveScreen(NavScreen):
             room = min(room, TITLE_LINES * self.app.size.width - out.cell_len - 3)
         cond = condition_text(condition_shown(getattr(s, "mechanism", ""), s.condition, room))
         if cond:
-            out.append(f"   {cond}", style="dim")
+            out.append(f"   {terminal_text(cond, markup=False)}", style="dim")
         return out
 
     def on_resize(self) -> None:
@@ -223,7 +224,7 @@ class LiveScreen(NavScreen):
         if s.status == "paused":
             out.append("  the next decision waits — p resumes", style="yellow")
         if s.error and s.status in ("failed", "stopped"):
-            out.append(f"  {s.error}", style="red")
+            out.append(f"  {terminal_text(s.error, markup=False, limit=500)}", style="red")
         self.query_one("#live-status", Static).update(out)
 
     # ------------------------------------------------------------ event application
@@ -332,7 +333,8 @@ class LiveScreen(NavScreen):
             if pane.current is not None:
                 await pane.current.finish()
                 pane.current.add_note(
-                    Text(f"✗ attempt {event.attempt} rejected: {event.reason} — asking again", style="bold yellow")
+                    widget_text(f"✗ attempt {event.attempt} rejected: {event.reason} — asking again",
+                                "bold yellow")
                 )
             pane.set_status(Text(f"answer rejected (attempt {event.attempt})", style="yellow"))
         elif isinstance(event, DecisionDone):
@@ -379,9 +381,9 @@ class LiveScreen(NavScreen):
                     pane.total += event.payoffs[pos]
                     if pane.current is not None:
                         pane.current.add_note(
-                            Text(f"round {event.round}: "
-                                 + (f"{moves}; got " if moves else f"played A{event.actions[pos]}, got ")
-                                 + f"{event.payoffs[pos]:g} (total {pane.total:g})", style="cyan")
+                            widget_text(f"round {event.round}: "
+                                        + (f"{moves}; got " if moves else f"played A{event.actions[pos]}, got ")
+                                        + f"{event.payoffs[pos]:g} (total {pane.total:g})", "cyan")
                         )
         elif isinstance(event, PhaseDone):
             self._reveal()
@@ -398,7 +400,7 @@ class LiveScreen(NavScreen):
                 elif event.status != "done":
                     pane.set_status(Text(event.status, style="bold red"))
             if event.error:
-                self.notify(event.error, title=f"match {event.status}",
+                self.notify(terminal_text(event.error, markup=False, limit=500), title=f"match {event.status}",
                             severity="error" if event.status == "failed" else "warning", markup=False)
             self._turn_over()
             if self.session.kind == "replay":
@@ -502,7 +504,7 @@ class LiveScreen(NavScreen):
             answer = human_answer(event.value, turn.request.labels, turn.request.kind,
                                   ask_leave=bool(turn.request.options.get(ASK_LEAVE)))
         except ValueError as exc:
-            self.query_one("#human-prompt", Static).update(Text(f"✗ {exc}", style="bold red"))
+            self.query_one("#human-prompt", Static).update(widget_text(f"✗ {exc}", "bold red"))
             return
         if self.session_waiting(turn.seat):
             self.session.answer(turn.seat, answer)  # type: ignore[attr-defined]

@@ -28,13 +28,13 @@ from coop_tui.errors import database_message
 from coop_tui.screens.inspector import InspectorScreen
 from coop_tui.screens.widgets import NavScreen, plain
 from coop_tui.session import ReplaySession
-from coop_tui.terminal import terminal_text
+from coop_tui.terminal import NAME_WIDTH, terminal_text, widget_text
 
 
-def shown(name: str | None) -> str:
+def shown(name: str | None, limit: int | None = NAME_WIDTH) -> str:
     """A stored name for a table cell: control characters shown as escapes, never sent
-    to the terminal (names come from sweep files and imports)."""
-    return terminal_text(name or "", markup=False)
+    to the terminal (names come from sweep files and imports), cut to a cell's width."""
+    return terminal_text(name or "", markup=False, limit=limit)
 
 STATUS_STYLE = {
     "done": "green",
@@ -267,7 +267,7 @@ class RunsScreen(NavScreen):
         labels, common = condition_labels(rows)
         for i, (m, label) in enumerate(zip(rows, labels, strict=True), start=1):
             table.add_row(
-                Text(str(i), justify="right"), Text(shown(m["agents"]) or "-"), Text(_payoffs(m["payoffs"])),
+                Text(str(i), justify="right"), Text(shown(m["agents"], limit=2 * NAME_WIDTH) or "-"), Text(_payoffs(m["payoffs"])),
                 _status(m["status"]), Text(m["game"] or ""), Text(m["mechanism"] or ""),
                 Text(label), Text(str(m["decisions"]), justify="right"),
                 key=m["id"],
@@ -285,7 +285,7 @@ class RunsScreen(NavScreen):
         out.append(f"run {run.get('id', '?')}", style="bold")
         out.append("  enter or r: replay match · d: decisions · a: analysis · x: delete run", style="dim")
         if run.get("error"):
-            out.append(f"  {run['error']}", style="red")
+            out.append(f"  {shown(run['error'], limit=500)}", style="red")
         self._status(out)
 
     def _status(self, text: Text) -> None:
@@ -378,7 +378,7 @@ class RunsScreen(NavScreen):
             return
         run = self.run_rows.get(run_id, {})
         message = Text.assemble(
-            ("Delete run ", ""), (run_id, "bold"), (f" ({run.get('name', '')})", ""), "?\n",
+            ("Delete run ", ""), (run_id, "bold"), (f" ({shown(run.get('name', ''))})", ""), "?\n",
             (f"{run.get('matches', 0)} matches and {run.get('decisions', 0)} decisions are "
              "removed from the database. This cannot be undone.", "dim"),
         )
@@ -440,8 +440,8 @@ class DecisionsScreen(NavScreen):
         m = self.match
         title = Text.assemble((" coop-tui ", "bold reverse"), (" decisions ", "bold"),
                               f" match {self.match_id}  ",
-                              (f"{m.get('game', '')} · {m.get('mechanism', '')} · "
-                               f"{m.get('agents', '')}", "dim"))
+                              (shown(f"{m.get('game', '')} · {m.get('mechanism', '')} · "
+                                     f"{m.get('agents', '')}", limit=200), "dim"))
         yield Static(title, id="runs-title")
         table = DataTable(id="decisions-table", cursor_type="row", zebra_stripes=True)
         table.border_title = "Decisions"
@@ -505,7 +505,7 @@ class DecisionsScreen(NavScreen):
 
 def _short_answer(row: dict[str, Any], limit: int = 36) -> Text:
     if not row["valid"]:
-        return Text((row["error"] or "invalid")[:limit], style="red")
+        return widget_text(row["error"] or "invalid", "red", limit=limit)
     raw = row["parsed"]
     if row["kind"] == "mixed" and raw:
         try:
@@ -514,4 +514,4 @@ def _short_answer(row: dict[str, Any], limit: int = 36) -> Text:
         except (TypeError, ValueError, AttributeError):
             pass
     text = raw or ""
-    return Text(text if len(text) <= limit else text[: limit - 1] + "…")
+    return widget_text(text, limit=limit)

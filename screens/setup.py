@@ -41,6 +41,7 @@ from coop_tui.session import (
     setup_to_sweep,
     sweep_toml,
 )
+from coop_tui.terminal import NAME_WIDTH, terminal_text, widget_text
 
 PREVIEW_DELAY = 0.25
 
@@ -346,7 +347,7 @@ class SetupScreen(NavScreen):
         try:
             fields = mechanism_class(mechanism).Params.model_fields
         except Exception as exc:  # a broken mechanism module must not break the form
-            await box.mount(Static(Text(str(exc), style="red")))
+            await box.mount(Static(widget_text(str(exc), "red", lines=True)))
             return
         values = values or {}
         rows = []
@@ -435,8 +436,8 @@ class SetupScreen(NavScreen):
 
     def show_message(self, message: str | Text, *, error: bool = False) -> None:
         widget = self.query_one("#setup-message", Static)
-        if isinstance(message, str):
-            message = Text(message, style="bold red" if error else "")
+        if isinstance(message, str):  # may quote a file or a server: shown, not obeyed
+            message = widget_text(message, "bold red" if error else "", lines=True)
         widget.update(message)
         widget.set_class(error, "-error")
 
@@ -503,9 +504,10 @@ class SetupScreen(NavScreen):
             if out:
                 out.append("\n\n")
             agent = setup.seats[seat] if seat < len(setup.seats) else seat_agents.get(seat, "?")
-            out.append(f"── Seat {seat + 1} · {agent} ", style="bold reverse")
+            out.append(f"── Seat {seat + 1} · {terminal_text(str(agent), markup=False, limit=NAME_WIDTH)} ",
+                       style="bold reverse")
             out.append("\n")
-            out.append(prompt_text(messages))
+            out.append(terminal_text(prompt_text(messages), markup=False, lines=True))
         if not prompts:
             out.append("(no prompt: the mechanism asked nothing)", style="dim")
         text = self.query_one("#preview-text", Static)

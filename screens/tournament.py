@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from coop_tui.events import PhaseDone, RoundDone
 from coop_tui.screens.widgets import plain
+from coop_tui.terminal import NAME_WIDTH, widget_text
 
 
 class TournamentView(Static):
@@ -89,7 +90,8 @@ class TournamentView(Static):
             if self.final is not None and seat < len(self.final) and self.final[seat] != self.points[seat]:
                 points += f" → {self.final[seat]:g}"
             style = "bold" if seat in playing else ""
-            table.add_row(str(self.group_of(seat) + 1), f"#{seat + 1}", Text(name), points, budget, now,
+            table.add_row(str(self.group_of(seat) + 1), f"#{seat + 1}", widget_text(name, limit=NAME_WIDTH),
+                          points, budget, now,
                           style=style)
         lines = [table]
         groups: dict[int, float] = {}
@@ -108,7 +110,7 @@ class TournamentView(Static):
         if self.final is not None:
             lines.append(Text("tournament over", style="bold cyan"))
         for line in self.exits[-3:]:
-            lines.append(Text(line, style="yellow"))
+            lines.append(widget_text(line, "yellow"))
         return Group(*lines)
 
     def text(self) -> str:

@@ -25,6 +25,8 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
+from coop_tui.terminal import NAME_WIDTH, shorten, terminal_text, widget_text
+
 MAX_BLOCKS = 40
 """Older decision blocks are dropped from a pane (the store keeps everything)."""
 
@@ -32,7 +34,7 @@ MAX_BLOCKS = 40
 def plain(text: str) -> Content:
     """A title built from stored names or typed text, shown as written: Textual reads a
     plain string as markup, where a name like ``[/]`` is an error and ``[red]`` a style."""
-    return Content(text)
+    return Content(terminal_text(text, markup=False))
 
 
 def _fmt(x: float) -> str:
@@ -58,13 +60,14 @@ def payoff_table(game: Any, *, labels: bool = True) -> Table | Text:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
         table.add_column("P1 \\ P2", style="bold")
         for j, name in enumerate(names[1]):
-            table.add_column(Text(f"A{j} {name}" if labels else name), justify="center")
+            table.add_column(widget_text(f"A{j} {name}" if labels else name, limit=NAME_WIDTH),
+                             justify="center")
         for i, name in enumerate(names[0]):
             cells = [
                 f"{_fmt(game.payoffs[i, j, 0])}, {_fmt(game.payoffs[i, j, 1])}"
                 for j in range(len(names[1]))
             ]
-            table.add_row(Text(f"A{i} {name}" if labels else name), *cells)
+            table.add_row(widget_text(f"A{i} {name}" if labels else name, limit=NAME_WIDTH), *cells)
         return table
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=False)
     for seat in range(game.n_players):
@@ -149,7 +152,8 @@ class PayoffTable(Static):
         if game is None:
             self.update(Text(message or "no game", style="dim"))
             return
-        title = Text.assemble((game.title, "bold"), "  ", (_game_summary(game), "dim"))
+        title = Text.assemble((terminal_text(game.title, markup=False), "bold"), "  ",
+                              (_game_summary(game), "dim"))
         self.update(Group(title, payoff_table(game)))
 
     def show_games(self, games: list[Any], message: str = "") -> None:
@@ -161,7 +165,8 @@ class PayoffTable(Static):
         for i, game in enumerate(games):
             if i:
                 parts.append(Text(""))
-            parts.append(Text.assemble((game.title, "bold"), "  ", (_game_summary(game), "dim")))
+            parts.append(Text.assemble((terminal_text(game.title, markup=False), "bold"), "  ",
+                                       (_game_summary(game), "dim")))
             parts.append(payoff_table(game))
         if message:
             parts.append(Text(message, style="dim yellow"))
@@ -192,17 +197,18 @@ def distribution_text(decision: Any, game: Any | None = None) -> Text:
                     and not getattr(game, "protocol", None)):  # option moves: labels say it
                 names = game.action_names[decision.seat]
                 if decision.action < len(names):
-                    name = f" ({names[decision.action]})"
+                    name = f" ({terminal_text(names[decision.action], markup=False)})"
             style = "bold green" if decision.cooperated else "bold red" if decision.cooperated is False else "bold"
             out.append("→ ", style="dim")
             out.append(f"A{decision.action}{name}", style=style)
     elif decision.valid:
         out.append(f"{decision.kind}: ", style="dim")
-        out.append(_short(decision.parsed))
+        out.append(terminal_text(_short(decision.parsed), markup=False))
     if not decision.valid:
-        out.append(f"✗ no valid answer after {decision.attempts} attempt(s): {decision.error}", style="bold red")
+        out.append(terminal_text(f"✗ no valid answer after {decision.attempts} attempt(s): "
+                                 f"{decision.error}", markup=False), style="bold red")
     elif decision.normalisation:
-        out.append(f"  ({decision.normalisation})", style="dim yellow")
+        out.append(terminal_text(f"  ({decision.normalisation})", markup=False), style="dim yellow")
     if decision.reused:
         out.append("  reused", style="dim cyan")
     return out
@@ -242,16 +248,18 @@ class DecisionBlock(Vertical):
         self._notes.display = False
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(self._header), classes="block-header")
+        yield Static(widget_text(self._header), classes="block-header")
         if self._prompt:
-            yield Static(Text(self._prompt), classes="block-prompt")
+            yield Static(widget_text(self._prompt, lines=True), classes="block-prompt")
         yield self._reasoning
         yield self.markdown
         yield self._notes
 
     async def add_text(self, text: str) -> None:
+        """A model's streamed text, as Markdown with its control characters shown."""
         if not text:
             return
+        text = terminal_text(text, markup=False, lines=True)
         self.text += text
         if self._stream is None:
             self._stream = Markdown.get_stream(self.markdown)
@@ -262,14 +270,14 @@ class DecisionBlock(Vertical):
             return
         self.reasoning_text += text
         self._reasoning.display = True
-        self._reasoning.update(Text(self.reasoning_text))
+        self._reasoning.update(widget_text(self.reasoning_text, lines=True))
 
     async def clear_text(self, note: str) -> None:
         """A broken stream is being retried: its partial text is void."""
         await self.finish()
         self.text = ""
         await self.markdown.update("")
-        self.add_note(Text(f"↻ {note}", style="yellow"))
+        self.add_note(widget_text(f"↻ {note}", "yellow"))
 
     def add_note(self, line: Text) -> None:
         if self.notes.plain:
@@ -309,7 +317,7 @@ class SeatPane(Vertical, can_focus=True):
         yield VerticalScroll()
 
     def on_mount(self) -> None:
-        self.border_title = plain(f"Seat {self.seat + 1} · {self.agent}")
+        self.border_title = plain(f"Seat {self.seat + 1} · {shorten(self.agent, NAME_WIDTH)}")
 
     def follow(self) -> None:
         """Keep the newest text in view once the log overflows.
@@ -331,7 +339,7 @@ class SeatPane(Vertical, can_focus=True):
         return self.blocks[-1] if self.blocks else None
 
     def set_status(self, text: Text | str) -> None:
-        self.status = text if isinstance(text, Text) else Text(text)
+        self.status = text if isinstance(text, Text) else widget_text(text)
         self.query_one(".seat-status", Static).update(self.status)
 
     async def new_block(self, header: str, prompt: str | None = None) -> DecisionBlock:

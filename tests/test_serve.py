@@ -1,8 +1,8 @@
 """`coop-tui serve`: the TUI in a real headless Chromium through textual-serve.
 
 The server is started on a free port of 127.0.0.1; Chromium is driven over its DevTools
-protocol (a websocket on 127.0.0.1). Every wait is on an event: the server's "Serving"
-line, Chromium's "DevTools listening" line, the app's ready marker (a named pipe the
+protocol (a websocket on 127.0.0.1). Every wait is on an event: the URL the server prints
+(with its token), Chromium's "DevTools listening" line, the app's ready marker (a named pipe the
 served app writes its first screen's name into once it has painted, see
 ``COOP_TUI_READY_FILE``) and two animation frames in the page before the screenshot. The
 screenshot is kept in the test's tmp dir.
@@ -74,11 +74,12 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, list[str]]]:
     )
     lines: list[str] = []
     try:
-        _read_until(proc.stdout, "Serving", lines)
+        # the URL to open, with its token, is printed once the port listens
+        url = _read_until(proc.stdout, "open http", lines).split(" ", 1)[1].strip()
         # the rest of the server's output, read as it comes (session start/end lines)
         threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
                          daemon=True).start()
-        yield f"http://127.0.0.1:{port}/", marker, lines
+        yield url, marker, lines
     finally:
         _stop(proc)
 
@@ -176,7 +177,7 @@ def test_binding_beyond_loopback_warns_on_stderr(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
     )
     try:
-        _read_until(proc.stdout, "Serving", [])  # the warning was printed before serving
+        _read_until(proc.stdout, "open http", [])  # the warning was printed before serving
         _stop(proc)
         assert "warning: serving on 0.0.0.0" in proc.stderr.read()
     finally:

@@ -23,6 +23,7 @@ from coop_tui.errors import fail
 from coop_tui.figures.style import RC
 from coop_tui.plugins import import_plugins
 from coop_tui.store import Store
+from coop_tui.terminal import terminal_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -129,10 +130,11 @@ def figures_command(
     if run is None:
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
     written = draw_figures(store, run["id"], out, fmt=fmt, devrank=devrank)
+    run_id = terminal_text(run["id"], markup=False)  # a colleague's database may hold any id
     if not written:
-        print(f"run {run['id']} has no data any paper figure draws (see docs/figures.md)")
+        print(f"run {run_id} has no data any paper figure draws (see docs/figures.md)")
         return 0
     for path in written:
-        print(path)
-    print(f"{len(written)} figure(s) of run {run['id']} in {out}")
+        print(terminal_text(str(path), markup=False))
+    print(f"{len(written)} figure(s) of run {run_id} in {out}")
     return 0

@@ -82,6 +82,7 @@ from coop_tui.store import (
     insert_decisions,
     intern_game_specs,
 )
+from coop_tui.terminal import NAME_WIDTH, terminal_text
 
 
 def _content_hash(directory: Path) -> str:
@@ -575,16 +576,17 @@ def import_command(directory: Path, db_path: Path) -> int:
         store.close()
     s = plan.summary
     verb = "replaced" if replaced else "imported"
+    name = terminal_text(s["name"], markup=False, limit=NAME_WIDTH)  # from the run's config.json
     if "layout" in s:
         print(
-            f"{verb} run {s['run_id']} ({s['name']}): a CoopEval {s['layout']} of {s['runs']} "
+            f"{verb} run {s['run_id']} ({name}): a CoopEval {s['layout']} of {s['runs']} "
             f"run(s), {s['tournaments']} tournaments as {s['experiments']} experiments, "
             f"{s['matches']} matches, {s['decisions']} decisions"
         )
         print(f"database: {db_path}")
         return 0
     print(
-        f"{verb} run {s['run_id']} ({s['name']}): {s['matches']} matches, {s['decisions']} "
+        f"{verb} run {s['run_id']} ({name}): {s['matches']} matches, {s['decisions']} "
         f"decisions ({s['decisions_with_log']} with prompts from the game log, "
         f"{s['failed_attempts']} failed attempts linked), matchup payoffs vs CoopEval: "
         f"{s['matchup_payoffs']}",

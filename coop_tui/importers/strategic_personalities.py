@@ -57,6 +57,7 @@ from coop_tui.inputs import InputTooLarge, open_bounded, open_regular
 # the sp_trials table marks these (a migration backfills them), so the migrations define them
 from coop_tui.migrations import DUPLICATE_KEY, PAPER_MODELS
 from coop_tui.store import Store
+from coop_tui.terminal import NAME_WIDTH, terminal_text
 
 __all__ = ["COLUMNS", "PAPER_MODELS", "SymmetricGame", "TrialTableError", "import_command", "import_file",
            "read_rows"]
@@ -298,11 +299,17 @@ class Summary:
         if self.superseded:
             out.append(f"{len(self.superseded)} re-run duplicates superseded by their last "
                        "copy (kept, left out of the paper's tables): "
-                       + ", ".join(f"{m} {n}" for m, n in sorted(self.superseded_by_model.items())))
+                       + ", ".join(f"{_shown(m)} {n}" for m, n in sorted(self.superseded_by_model.items())))
         if self.outside_paper:
             out.append("models outside the paper's 25 (kept, left out of the paper's tables): "
-                       + ", ".join(f"{m} ({n} rows)" for m, n in sorted(self.outside_paper.items())))
+                       + ", ".join(f"{_shown(m)} ({n} rows)" for m, n in sorted(self.outside_paper.items())))
         return out
+
+
+def _shown(model: str) -> str:
+    """A model name from the table as the summary prints it: escapes shown, cut to a width
+    (the database keeps it whole)."""
+    return terminal_text(model, markup=False, limit=NAME_WIDTH)
 
 
 def _with_own(row: dict[str, Any], games: dict[str, SymmetricGame], summary: Summary) -> None:

@@ -382,6 +382,7 @@ def judge_command(
     from rich.console import Console
 
     from coop_tui.judging.rubric import load_rubric
+    from coop_tui.terminal import NAME_WIDTH, terminal_text  # Rich, like the console
 
     console = console or Console()
     if limit is not None and limit < 1:
@@ -413,9 +414,10 @@ def judge_command(
     est = estimate(spec, rubric, n, chars)
     price = "unknown price" if est["cost_usd"] is None else f"~${est['cost_usd']:.4f}"
     console.print(
-        f"[bold]judge[/] run {judged['id']} ({judged.get('name')}): {counts['eligible']} "
-        f"{phase} decisions {_selected(rubric)}, {counts['judged']} already judged; asking "
-        f"{judge_name} about {n} with rubric {rubric.name} v{rubric.version} "
+        f"[bold]judge[/] run {judged['id']} ({terminal_text(judged.get('name'), limit=NAME_WIDTH)}): "
+        f"{counts['eligible']} {phase} decisions {_selected(rubric)}, {counts['judged']} already "
+        f"judged; asking {terminal_text(judge_name)} about {n} with rubric "
+        f"{terminal_text(rubric.name)} v{rubric.version} "
         f"({len(rubric.ids)} categories, protocol {rubric.protocol}): "
         f"~{est['calls']} model calls, ~{est['input_tokens']:,} input tokens, {price}"
     )
@@ -460,7 +462,7 @@ def judge_command(
         f"invalid {stats.invalid}, failed {stats.failed}, cost ${stats.cost_usd:.4f}"
     )
     for error in stats.errors[:5]:
-        console.print(f"[red]{error}")
+        console.print(f"[red]{terminal_text(error)}")
     console.print(f"analysis: coop-tui report {judged['id']} --db {db_path}")
     store.close()
     return 1 if stats.failed else 0
