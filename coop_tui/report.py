@@ -599,7 +599,12 @@ def report_command(
     sections: str | None = None,
     devrank: str | None = None,
 ) -> int:
-    from coop_tui.terminal import short_names, terminal_data, terminal_text  # loads Rich
+    from coop_tui.terminal import (  # loads Rich
+        FILE_NAME_WIDTH,
+        short_names,
+        terminal_data,
+        terminal_text,
+    )
 
     wanted = parse_sections(sections)
     if wanted is not None:
@@ -637,9 +642,11 @@ def report_command(
     if as_json or fmt == "json":
         print(strict_json(report))
     else:
-        # names and errors come from sweep files, imports and providers: shown, not obeyed,
-        # and a long name is cut (the JSON keeps it whole)
-        print_in_full(render_text(terminal_data(report, short_names(report))))
+        # names and errors come from sweep files, imports and providers: shown, not obeyed;
+        # a long name is cut to fit a terminal, and into a file or a pipe only past
+        # FILE_NAME_WIDTH (the JSON keeps every name whole)
+        limit = None if sys.stdout.isatty() else FILE_NAME_WIDTH
+        print_in_full(render_text(terminal_data(report, short_names(report, limit))))
     return 0
 
 

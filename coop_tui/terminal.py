@@ -34,6 +34,9 @@ _MARKUP_TAG = re.compile(r"(\\*)(\[[a-zA-Z#/@$ ][^[]*?])")
 backslash before it as a literal bracket."""
 NAME_WIDTH = 40
 """Characters of a name shown in a table cell or a one-line summary (then "…")."""
+FILE_NAME_WIDTH = 96
+"""The same for text written to a file or a pipe, where a table is as wide as it needs:
+real names stay whole, a hostile 10,000-character one does not fill a line."""
 
 
 def _visible(m: re.Match[str]) -> str:
@@ -80,10 +83,11 @@ NAME_KEYS = frozenset({
 """Keys under which a report holds names: a name, a list of names, or a dict keyed by them."""
 
 
-def short_names(value: Any) -> dict[str, str]:
+def short_names(value: Any, limit: int | None = None) -> dict[str, str]:
     """Each name in ``value`` (a report: the strings under :data:`NAME_KEYS`, at any depth)
-    longer than :data:`NAME_WIDTH`, mapped to its cut form; names sharing a cut form are
-    cut longer until they differ, so rows keyed by them stay apart."""
+    longer than ``limit`` (default :data:`NAME_WIDTH`), mapped to its cut form; names
+    sharing a cut form are cut longer until they differ, so rows keyed by them stay apart."""
+    limit = limit or NAME_WIDTH
     found: set[str] = set()
 
     def walk(v: Any) -> None:
@@ -91,7 +95,7 @@ def short_names(value: Any) -> dict[str, str]:
             for k, item in v.items():
                 if k in NAME_KEYS:
                     held = item if isinstance(item, list | tuple | dict) else [item]
-                    found.update(x for x in held if isinstance(x, str) and len(x) > NAME_WIDTH)
+                    found.update(x for x in held if isinstance(x, str) and len(x) > limit)
                 walk(item)
         elif isinstance(v, list | tuple):
             for item in v:
@@ -100,7 +104,7 @@ def short_names(value: Any) -> dict[str, str]:
     walk(value)
     out: dict[str, str] = {}
     for name in sorted(found):
-        width = NAME_WIDTH
+        width = limit
         while (cut := shorten(name, width)) in out.values() or any(
                 other != name and shorten(other, width) == cut for other in found):
             width += 8

@@ -349,7 +349,7 @@ def test_coopeval_import_shows_its_run_and_model_names_as_text(tmp_path: Path) -
     import shutil
 
     run = tmp_path / "run"
-    shutil.copytree(DATA / "coopeval_sample_prisoners", run)
+    shutil.copytree(DATA / "coopeval_sample" / "no_mechanism_prisoners_dilemma", run)
     model = "google/gemini-3-flash-preview"
     for f in run.iterdir():
         f.chmod(0o644)
