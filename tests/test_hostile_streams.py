@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 import pytest
 
@@ -317,3 +318,117 @@ async def test_an_https_tunnel_asks_the_proxy_with_its_own_credentials(
     expected = [b"Basic " + base64.b64encode(b"carol:pw-proxy-77")] if credentials else []
     assert header_values(heads[0], b"proxy-authorization") == expected
     assert KEY.encode() not in heads[0]
+
+
+# ------------------------------------------------------------- 6. secrets, encoded and cut
+SECRET = "sk-live-SCRUB-9052+/pad word"
+
+
+def test_url_encoded_secrets_are_scrubbed_in_every_form() -> None:
+    redact.register_secret(SECRET)
+    percent = "".join(f"%{b:02x}" for b in SECRET.encode())  # every byte, lower-case hex
+    forms = [
+        SECRET,
+        percent,
+        percent.upper(),
+        "sk%2Dlive%2DSCRUB-9052%2B%2Fpad%20word",  # what quote() makes of it, partly
+        "sk-live-SCRUB-9052%2B%2Fpad+word",  # quote_plus
+    ]
+    for form in forms:
+        cleaned = redact.scrub(f"error: bad key {form}; retry")
+        assert cleaned == "error: bad key ***; retry", (form, cleaned)
+    assert redact.scrub("100% sure, 2+2 = 4") == "100% sure, 2+2 = 4"
+
+
+def test_the_live_scrubber_never_hands_on_a_secret_cut_in_two() -> None:
+    redact.register_secret(SECRET)
+    text = f"before {SECRET} middle {SECRET.replace(' ', '+')} after"
+    for cut in range(1, len(text)):
+        for step in (1, 3, 7):  # pieces of several sizes, cut everywhere
+            scrubber = redact.LiveScrubber()
+            pieces = [text[:cut]] + [text[i:i + step] for i in range(cut, len(text), step)]
+            shown = [scrubber.feed(p) for p in pieces] + [scrubber.flush()]
+            joined = "".join(shown)
+            assert joined == "before *** middle *** after"
+            assert not any("SCRUB" in s for s in shown)
+
+
+def echo_sweep(server: LoopbackServer) -> Any:
+    return build_sweep({
+        "name": "echo", "seed": 1, "max_attempts": 1,
+        "agents": {"m": {"model": "openai/loopback", "api_base": server.url, "api_key": KEY}},
+        "experiments": [{"game": "prisoners", "agents": ["m"]}],
+    })
+
+
+@pytest.mark.parametrize("encoding", ["plain", "percent", "plus"])
+async def test_a_key_echoed_across_two_deltas_never_reaches_a_listener(
+    tmp_path: Path, encoding: str
+) -> None:
+    """The server repeats the key in its answer, cut between two streamed deltas (and
+    URL-encoded): the live events carry none of it, nor does the stored answer."""
+    answer = 'I cooperate. {"A0": 100, "A1": 0}'
+    seen: list[str] = []
+
+    def listen(event: Any) -> None:
+        if isinstance(event, TextDelta | ReasoningDelta):
+            seen.append(event.text)
+
+    bus = EventBus()
+    bus.subscribe(listen)
+    with LoopbackServer(latency=0.01, chunks=2, answer=answer,
+                        echo_key_in_answer=encoding) as server:
+        store = Store(tmp_path / "a.db")
+        try:
+            summary = await run_sweep(echo_sweep(server), store, bus=bus)
+        finally:
+            store.close()
+    assert summary.matches_done == 1 and seen
+    shown = "".join(seen)
+    assert shown.count("***") == 2  # both seats' answers, the key masked in each
+    fragments = {KEY[i:i + 6] for i in range(len(KEY) - 5)}
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        stored = [r[0] for r in db.execute("select response from decisions")]
+    for piece in [shown, *seen, *stored]:
+        assert not any(f in unquote_plus(piece) for f in fragments), piece
+    assert all(r.count("***") == 1 for r in stored) and len(stored) == 2
+
+
+# ------------------------------------------------------------- 7. redirects, HTML pages
+async def test_a_redirect_is_refused_and_named_never_followed(loopback: LoopbackServer) -> None:
+    """aiohttp follows a 307 with the POST body and the session's key to wherever it
+    points; the agent refuses it, naming the status and the target (without its query,
+    which may carry a token), and asks nobody else."""
+    with LoopbackServer(latency=0.01) as elsewhere:
+        target = f"http://127.0.0.1:{elsewhere.port}/v1/chat/completions"
+        loopback.configure(fault_script=["redirect"], redirect_to=f"{target}?token=sk-redir-31")
+        with pytest.raises(ProviderError) as info:
+            await ask(agent_for(loopback, timeout=5.0, api_key=KEY))
+        assert elsewhere.requests == []
+    message = str(info.value)
+    assert f"the server redirected the request (HTTP 307 to {target})" in message
+    assert "sk-redir-31" not in message and "token" not in message
+    assert info.value.retries == 0 and len(loopback.chat_requests) == 1
+
+
+async def test_an_html_page_is_named_not_taken_for_a_cut_stream(loopback: LoopbackServer) -> None:
+    loopback.configure(fault_script=["html"])
+    with pytest.raises(ProviderError) as info:
+        await ask(agent_for(loopback, timeout=5.0))
+    assert ("the server answered with an HTML page (Content-Type: text/html; charset=utf-8)"
+            in str(info.value))
+    assert "finish reason" not in str(info.value) and info.value.retries == 0
+
+
+async def test_the_litellm_path_never_sends_the_key_to_where_a_redirect_points(
+    loopback: LoopbackServer,
+) -> None:
+    """litellm's httpx client follows redirects (its choice, not configurable per
+    request); httpx drops ``Authorization`` when the origin changes, so the key stays
+    with the server it was meant for. A guard on that, not a new behaviour."""
+    with LoopbackServer(latency=0.01) as elsewhere:
+        target = f"http://127.0.0.1:{elsewhere.port}/v1/chat/completions"
+        loopback.configure(fault_script=["redirect"], redirect_to=target)
+        agent = agent_for(loopback, timeout=5.0, api_key=KEY, transport="litellm")
+        await ask(agent)
+        assert all(KEY not in str(r.headers) for r in elsewhere.requests)
