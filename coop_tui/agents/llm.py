@@ -1120,14 +1120,18 @@ class _AttemptState:
         return self.done or self.finish_reason is not None
 
     def _grow(self, piece: str) -> None:
-        """Count ``piece`` against the limit; past it the attempt is refused (what came
-        is dropped with the attempt, so nothing huge is stored)."""
+        """Count ``piece`` against the limit."""
         self.size += len(piece)
         if self.size > self.limit:
-            raise _Refused(
-                f"the answer passed {self.limit:,} characters (the agent's max_answer_chars); "
-                "refused"
-            )
+            self._refuse()
+
+    def _refuse(self) -> None:
+        """The answer grew past the limit: the attempt is refused (what came is dropped
+        with it, so nothing huge is stored)."""
+        raise _Refused(
+            f"the answer passed {self.limit:,} characters (the agent's max_answer_chars); "
+            "refused"
+        )
 
     def consume(self, chunk: Any, sink: Any) -> None:
         if type(chunk) is dict:
@@ -1183,13 +1187,17 @@ class _AttemptState:
             if delta and isinstance(delta, dict):
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                 if reasoning and isinstance(reasoning, str):
-                    self._grow(reasoning)
+                    self.size += len(reasoning)
+                    if self.size > self.limit:
+                        self._refuse()
                     self.reasoning.append(reasoning)
                     self.emitted = True
                     sink.reasoning(reasoning)
                 content = delta.get("content")
                 if content and isinstance(content, str):
-                    self._grow(content)
+                    self.size += len(content)  # counted here: a call per chunk costs
+                    if self.size > self.limit:
+                        self._refuse()
                     self.text.append(content)
                     self.emitted = True
                     sink.text(content)

@@ -72,21 +72,35 @@ class SSEDecoder:
                 piece, self._cr = piece[:-1], True
             piece = piece.replace(b"\r\n", b"\n")  # CRLF lines: the same events
         buffer = self._buffer
-        start = max(0, len(buffer) - 1)  # a blank line may straddle the old end
-        buffer += piece
-        end = buffer.rfind(b"\n\n", start)
-        if end < 0:
+        if not buffer:  # the piece starts an event: split it as it is (the usual case)
+            blocks = piece.split(b"\n\n")
+            rest = blocks.pop()  # no blank line after it yet
+            if rest:
+                if self.limit is not None and len(rest) > self.limit:
+                    self._refuse()
+                buffer += rest
+        elif buffer[-1] == 10 and piece[:1] == b"\n":  # a blank line across the cut (rare)
+            buffer += piece
+            end = buffer.rfind(b"\n\n", len(buffer) - len(piece) - 1)
+            blocks = bytes(buffer[:end]).split(b"\n\n")
+            del buffer[: end + 2]
             if self.limit is not None and len(buffer) > self.limit:
-                self._buffer = bytearray()
-                raise EventTooLong(self.limit)
+                self._refuse()
+        elif b"\n\n" not in piece:  # the event goes on: the piece joins it, in place
+            buffer += piece
+            if self.limit is not None and len(buffer) > self.limit:
+                self._refuse()
             return []
-        complete = bytes(buffer[:end])
-        del buffer[: end + 2]  # keeps only the unfinished event
-        if self.limit is not None and len(buffer) > self.limit:
-            self._buffer = bytearray()
-            raise EventTooLong(self.limit)
+        else:  # the event ends here; each byte is copied in once and out once: linear
+            blocks = (bytes(buffer) + piece).split(b"\n\n")
+            rest = blocks.pop()
+            buffer.clear()
+            if rest:
+                buffer += rest
+                if self.limit is not None and len(rest) > self.limit:
+                    self._refuse()
         events: list[bytes] = []
-        for block in complete.split(b"\n\n"):
+        for block in blocks:
             if block.startswith(b"data:") and b"\n" not in block:
                 events.append(block[5:].strip())
             elif block:
@@ -94,6 +108,11 @@ class SSEDecoder:
                 if data is not None:
                     events.append(data)
         return events
+
+    def _refuse(self) -> None:
+        """The unfinished event passed the limit: forget it and say so."""
+        self._buffer = bytearray()
+        raise EventTooLong(self.limit or 0)
 
     def close(self) -> list[bytes]:
         """At the end of the body: the event that no blank line ended, if any."""
