@@ -21,10 +21,11 @@ from urllib.parse import unquote_plus
 import pytest
 
 from coop_tui import redact
+from coop_tui.agents.factory import build_agent
 from coop_tui.agents.llm import LLMAgent, ProviderError
 from coop_tui.agents.sse import EventTooLong, SSEDecoder
 from coop_tui.events import EventBus, ReasoningDelta, TextDelta
-from coop_tui.spec import build_sweep
+from coop_tui.spec import SpecError, build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
 from coop_tui.testing.server import LoopbackServer
@@ -103,10 +104,20 @@ def test_the_deadline_defaults_to_ten_silence_limits() -> None:
                                       "deadline": 90, "max_answer_chars": 5000}},
         "experiments": [{"game": "prisoners", "agents": ["m"]}],
     })
-    from coop_tui.agents.factory import build_agent
-
     agent = build_agent("m", sweep.spec.agents["m"])
     assert (agent.deadline, agent.max_answer_chars) == (90, 5000)
+
+
+@pytest.mark.parametrize(("field", "value"), [("deadline", 0), ("max_answer_chars", -5),
+                                            ("max_answer_chars", "lots")])
+def test_bad_limits_are_refused_naming_the_field(field: str, value: Any) -> None:
+    with pytest.raises(SpecError) as info:
+        build_sweep({
+            "name": "s", "agents": {"m": {"model": "openai/x", field: value,
+                                          "api_base": "http://127.0.0.1:1/v1"}},
+            "experiments": [{"game": "prisoners", "agents": ["m"]}],
+        })
+    assert str(info.value).startswith(f"agents.m.{field}: ")
 
 
 # ------------------------------------------------------------- 2. a complete answer is kept
