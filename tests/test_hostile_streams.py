@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from coop_tui import redact
 from coop_tui.agents.factory import build_agent
 from coop_tui.agents.llm import LLMAgent, ProviderError
 from coop_tui.agents.sse import EventTooLong, SSEDecoder
+from coop_tui.errors import failure_reason
 from coop_tui.events import EventBus, ReasoningDelta, TextDelta
 from coop_tui.spec import SpecError, build_sweep
 from coop_tui.store import Store
@@ -95,6 +97,7 @@ async def test_a_steady_stream_that_never_ends_meets_the_deadline(loopback: Loop
     with pytest.raises(ProviderError) as info:
         await ask(agent_for(loopback, timeout=5.0, deadline=0.5, max_retries=0))
     assert "no complete answer within 0.5 s (the agent's deadline)" in str(info.value)
+    assert failure_reason(f"ProviderError: {info.value}") == "timeout after retries"
 
 
 def test_the_deadline_defaults_to_ten_silence_limits() -> None:
@@ -181,8 +184,36 @@ async def test_an_answer_past_max_answer_chars_is_refused(loopback: LoopbackServ
         await ask(agent_for(loopback, timeout=5.0, max_answer_chars=1000))
     assert "the answer passed 1,000 characters (the agent's max_answer_chars)" in str(info.value)
     assert len(str(info.value)) < 300  # nothing of the answer rides along
+    assert failure_reason(f"ProviderError: {info.value}") == "answer too large"
     loopback.configure(answer="x" * 1000, chunks=50)  # exactly the limit is fine
     assert (await ask(agent_for(loopback, timeout=5.0, max_answer_chars=1000))).text == "x" * 1000
+
+
+async def test_a_huge_json_answer_is_refused_while_it_is_read() -> None:
+    """A server that ignores ``stream`` and sends one JSON body: the same bound applies
+    to the body, which is not read past it."""
+    content = b"x" * 300_000
+    body = b'{"choices": [{"message": {"content": "' + content + b'"}, "finish_reason": "stop"}]}'
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    try:
+        with pytest.raises(ProviderError) as info:
+            await ask(LLMAgent("a", "openai/x", api_base=url, timeout=5.0, max_answer_chars=1000))
+    finally:
+        server.close()
+    assert "the answer's body passed 71,536 bytes" in str(info.value)
+    assert info.value.retries == 0
 
 
 # ------------------------------------------------------------- 4. usage numbers
@@ -420,6 +451,7 @@ async def test_a_redirect_is_refused_and_named_never_followed(loopback: Loopback
     assert f"the server redirected the request (HTTP 307 to {target})" in message
     assert "sk-redir-31" not in message and "token" not in message
     assert info.value.retries == 0 and len(loopback.chat_requests) == 1
+    assert failure_reason(f"ProviderError: {message}") == "redirect refused"
 
 
 async def test_an_html_page_is_named_not_taken_for_a_cut_stream(loopback: LoopbackServer) -> None:
@@ -429,6 +461,7 @@ async def test_an_html_page_is_named_not_taken_for_a_cut_stream(loopback: Loopba
     assert ("the server answered with an HTML page (Content-Type: text/html; charset=utf-8)"
             in str(info.value))
     assert "finish reason" not in str(info.value) and info.value.retries == 0
+    assert failure_reason(f"ProviderError: {info.value}") == "HTML page"
 
 
 async def test_the_litellm_path_never_sends_the_key_to_where_a_redirect_points(
