@@ -328,9 +328,10 @@ async def test_a_proxy_gets_its_own_credentials_never_the_api_key(
         assert header_values(head, b"authorization") == [f"Bearer {KEY}".encode()]
 
 
+@pytest.mark.parametrize("transport", ["openai", "litellm"])
 @pytest.mark.parametrize("credentials", ["", "carol:pw-proxy-77@"])
 async def test_an_https_tunnel_asks_the_proxy_with_its_own_credentials(
-    monkeypatch: pytest.MonkeyPatch, credentials: str
+    monkeypatch: pytest.MonkeyPatch, credentials: str, transport: str
 ) -> None:
     """For an https server the proxy sees only the ``CONNECT``: it must carry the proxy's
     credentials, not the key (aiohttp put the session's ``Authorization: Bearer`` there).
@@ -350,7 +351,7 @@ async def test_an_https_tunnel_asks_the_proxy_with_its_own_credentials(
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     agent = LLMAgent("a", "openai/x", api_base="https://api.example.invalid/v1", api_key=KEY,
-                     timeout=10.0, max_retries=0)
+                     timeout=10.0, max_retries=0, transport=transport)
     try:
         with pytest.raises(ProviderError):
             await ask(agent)
