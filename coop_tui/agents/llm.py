@@ -23,7 +23,10 @@ support (``response_format``).
 Both client libraries are imported lazily (litellm costs seconds to import, and must not
 slow ``--help``). Retries cover rate limits, 5xx, timeouts, connection errors, streams
 that end without a finish reason, and malformed chunks; each HTTP attempt holds the
-sweep's limiter, the backoff sleep does not. Failures are named by their cause
+sweep's limiter, the backoff sleep does not. What a server cannot fix by being asked again
+is refused at once: an answer past the agent's ``max_answer_chars``, a redirect (never
+followed: the body and key would go wherever it points), an HTML page. Every request has
+a silence limit (``timeout``, data only) and an overall ``deadline``. Failures are named by their cause
 (connection refused, DNS, TLS, timeout, HTTP status ...). The API key lives in a wrapper
 whose ``repr`` hides it, and every error message is scrubbed of it before it leaves this
 module.
@@ -997,8 +1000,8 @@ def _sse_event(payload: bytes, sink: Any, state: _AttemptState) -> bool:
 
 def _check_head(response: Any) -> None:
     """Refuse a 2xx or 3xx answer that is no chat answer, before reading its body: a
-    redirect, or an HTML page (a login portal, a web server's start page: a wrong ``api_base``, not a cut
-    stream)."""
+    redirect, or an HTML page (a sign-in portal, a web server's start page: a wrong
+    ``api_base``, not a cut stream)."""
     status = response.status
     if 300 <= status < 400:
         where = _without_query(response.headers.get("Location", ""))
