@@ -26,10 +26,10 @@ that end without a finish reason, and malformed chunks; each HTTP attempt holds 
 sweep's limiter, the backoff sleep does not. What a server cannot fix by being asked again
 is refused at once: an answer past the agent's ``max_answer_chars``, a redirect (never
 followed: the body and key would go wherever it points), an HTML page. Every request has
-a silence limit (``timeout``, data only) and an overall ``deadline``. Failures are named by their cause
-(connection refused, DNS, TLS, timeout, HTTP status ...). The API key lives in a wrapper
-whose ``repr`` hides it, and every error message is scrubbed of it before it leaves this
-module.
+a silence limit (``timeout``, data only) and an overall ``deadline``. Failures are named
+by their cause (connection refused, DNS, TLS, timeout, HTTP status ...). The API key lives
+in a wrapper whose ``repr`` hides it, and every error message is scrubbed of it before it
+leaves this module.
 """
 
 from __future__ import annotations
