@@ -124,14 +124,15 @@ def test_bad_limits_are_refused_naming_the_field(field: str, value: Any) -> None
 
 
 # ------------------------------------------------------------- 2. a complete answer is kept
+@pytest.mark.parametrize("transport", ["openai", "litellm"])
 async def test_a_stream_that_stalls_after_its_finish_reason_keeps_its_answer(
-    loopback: LoopbackServer,
+    loopback: LoopbackServer, transport: str
 ) -> None:
     """The answer and its ``finish_reason`` came, then neither usage nor ``[DONE]``: the
     answer is taken after a short grace (its token counts unknown), not thrown away and
     asked again."""
     loopback.configure(answer=ANSWER, fault_script=["stall"], hang=5.0)
-    reply = await ask(agent_for(loopback, timeout=0.8))
+    reply = await ask(agent_for(loopback, timeout=0.8, transport=transport))
     assert reply.text == ANSWER
     assert reply.transport_retries == 0 and len(loopback.chat_requests) == 1
     assert reply.input_tokens is None and reply.output_tokens is None
