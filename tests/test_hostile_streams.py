@@ -111,6 +111,20 @@ def test_the_deadline_defaults_to_ten_silence_limits() -> None:
     assert (agent.deadline, agent.max_answer_chars) == (90, 5000)
 
 
+def test_the_limits_change_no_content_key() -> None:
+    """Raising a limit must not ask anything again: like ``timeout``, the limits are not
+    part of the sweep's hash (nor of a decision's content key)."""
+
+    def sweep(**limits: Any) -> Any:
+        return build_sweep({
+            "name": "s", "agents": {"m": {"model": "openai/x", **limits,
+                                          "api_base": "http://127.0.0.1:1/v1"}},
+            "experiments": [{"game": "prisoners", "agents": ["m"]}],
+        })
+
+    assert sweep().hash == sweep(deadline=30, max_answer_chars=10, timeout=3).hash
+
+
 @pytest.mark.parametrize(("field", "value"), [("deadline", 0), ("max_answer_chars", -5),
                                             ("max_answer_chars", "lots")])
 def test_bad_limits_are_refused_naming_the_field(field: str, value: Any) -> None:
