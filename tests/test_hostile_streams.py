@@ -72,21 +72,21 @@ async def test_keepalive_comments_are_not_data_the_silence_timeout_ends_them(
     """A server that sends ``: keepalive`` and never an answer times out on the agent's
     silence limit, and the attempt is retried (recorded); before, every comment pushed the
     limit back and the agent waited as long as the server kept talking."""
-    loopback.configure(answer=ANSWER, fault_script=["keepalive"], hang=3.0,
+    loopback.configure(answer=ANSWER, fault_script=["keepalive"], hang=8.0,
                        keepalive_every=0.02)
     sink = Recorder()
-    reply = await ask(agent_for(loopback, timeout=0.4), sink)
+    reply = await ask(agent_for(loopback, timeout=1.0), sink)
     assert reply.text == ANSWER and reply.transport_retries == 1
     assert len(sink.restarts) == 0  # nothing was shown, so nothing to take back
     assert loopback.chat_requests[0].fault == "keepalive"
 
 
 async def test_keepalive_forever_fails_naming_the_silence_limit(loopback: LoopbackServer) -> None:
-    loopback.configure(answer=ANSWER, fault_script=["keepalive"] * 2, hang=3.0,
+    loopback.configure(answer=ANSWER, fault_script=["keepalive"] * 2, hang=8.0,
                        keepalive_every=0.02)
     with pytest.raises(ProviderError) as info:
-        await ask(agent_for(loopback, timeout=0.4, max_retries=1))
-    assert "the server sent no data for 0.4 s (the agent's timeout)" in str(info.value)
+        await ask(agent_for(loopback, timeout=1.0, max_retries=1))
+    assert "the server sent no data for 1 s (the agent's timeout)" in str(info.value)
     assert info.value.retries == 1 and info.value.retryable
 
 
@@ -153,8 +153,8 @@ async def test_a_stream_that_stalls_after_its_finish_reason_keeps_its_answer(
 
 
 async def test_a_stall_before_the_finish_reason_is_still_a_retry(loopback: LoopbackServer) -> None:
-    loopback.configure(answer=ANSWER, fault_script=["timeout"], hang=3.0)
-    reply = await ask(agent_for(loopback, timeout=0.3))
+    loopback.configure(answer=ANSWER, fault_script=["timeout"], hang=5.0)
+    reply = await ask(agent_for(loopback, timeout=0.5))
     assert reply.text == ANSWER and reply.transport_retries == 1
 
 
