@@ -99,6 +99,12 @@ class DecisionRequest:
     the same sweep file and seed give the same answers and another seed asks anew."""
 
 
+DEFAULT_MAX_ANSWER_CHARS = 1_000_000
+"""Characters of one answer (text and reasoning) an LLM agent accepts unless its
+``max_answer_chars`` says otherwise: a server that streams without end is cut off before
+the answer fills memory or the database."""
+
+
 @dataclass
 class AgentReply:
     """One raw answer from an agent, before parsing."""

@@ -56,7 +56,7 @@ from coop_tui.prompts import (
     trial_labelling,
     trial_letters,
 )
-from coop_tui.redact import scrub
+from coop_tui.redact import LiveScrubber, scrub
 from coop_tui.schemas import answer_schema, example_answer, example_for
 
 RECENT_DECISIONS = 1000
@@ -70,7 +70,8 @@ PLAY_KINDS = ("mixed", "choice")
 (a choice is a one-hot distribution)."""
 
 
-NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "api_key_env", "threads"})
+NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "deadline", "max_answer_chars",
+                                "api_key_env", "threads"})
 """Agent settings that cannot change an answer: changing them must not re-ask anything."""
 
 
@@ -165,20 +166,31 @@ async def let_loop_run() -> None:
 
 
 class _Sink:
-    """Turns an agent's stream into events tagged with match and seat."""
+    """Turns an agent's stream into events tagged with match and seat, scrubbed of
+    secrets: each stream holds back a secret's length of text until it knows the text
+    does not start one cut across pieces (:class:`~coop_tui.redact.LiveScrubber`)."""
 
     def __init__(self, bus: EventBus, match_id: str, seat: int) -> None:
         self.bus, self.match_id, self.seat = bus, match_id, seat
+        self._text, self._reasoning = LiveScrubber(), LiveScrubber()
 
     def text(self, delta: str) -> None:
-        if delta:
-            self.bus.emit(TextDelta(self.match_id, self.seat, scrub(delta)))
+        if delta and (shown := self._text.feed(delta)):
+            self.bus.emit(TextDelta(self.match_id, self.seat, shown))
 
     def reasoning(self, delta: str) -> None:
-        if delta:
-            self.bus.emit(ReasoningDelta(self.match_id, self.seat, scrub(delta)))
+        if delta and (shown := self._reasoning.feed(delta)):
+            self.bus.emit(ReasoningDelta(self.match_id, self.seat, shown))
+
+    def flush(self) -> None:
+        """Hand on what was held back: the reply (or the attempt) has ended."""
+        if reasoning := self._reasoning.flush():
+            self.bus.emit(ReasoningDelta(self.match_id, self.seat, reasoning))
+        if text := self._text.flush():
+            self.bus.emit(TextDelta(self.match_id, self.seat, text))
 
     def restart(self, reason: str) -> None:
+        self.flush()
         self.bus.emit(StreamRestarted(self.match_id, self.seat, reason))
 
 
@@ -824,6 +836,8 @@ class MatchContext:
                 if isinstance(getattr(exc, "retries", None), int):
                     exc.retries += totals["retries"]  # type: ignore[attr-defined]
                 raise
+            finally:
+                sink.flush()
             last_reply = reply
             provider_ms += reply.latency_ms
             if reply.queue_ms is not None:

@@ -50,6 +50,12 @@ _CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("host unreachable", ("host unreachable:", "network is unreachable", "no route to host")),
 )
 """Causes and the phrases that show them (ours, or the OS's words inside a library's)."""
+_REFUSALS: tuple[tuple[str, str], ...] = (
+    ("answer too large", "max_answer_chars"),
+    ("redirect refused", "the server redirected the request"),
+    ("HTML page", "answered with an html page"),
+)
+"""Answers the LLM agent refuses (coop_tui.agents.llm), by the words it names them with."""
 
 
 def _connection_cause(text: str, lowered: str, status: re.Match[str] | None) -> str | None:
@@ -71,8 +77,9 @@ def failure_reason(error: str | None) -> str:
     """A short, stable label for a failed match's error, for grouping and counting.
 
     ``connection refused`` / ``DNS lookup failed`` / ``TLS error`` / ``connect timeout`` /
-    ``host unreachable`` when no connection came about; ``HTTP 401`` / ``HTTP 500 after
-    retries`` for provider statuses, ``invalid answers`` for matches stopped by unusable
+    ``host unreachable`` when no connection came about; ``answer too large`` /
+    ``redirect refused`` / ``HTML page`` for answers the agent refuses; ``HTTP 401`` /
+    ``HTTP 500 after retries`` for provider statuses, ``invalid answers`` for matches stopped by unusable
     answers, ``timeout``, ``connection dropped``, ``connection error``, otherwise the
     exception type (or the first words of the message).
     """
@@ -81,6 +88,9 @@ def failure_reason(error: str | None) -> str:
         return "unknown error"
     lowered = text.lower()
     gave_up = "gave up after" in lowered
+    for reason, phrase in _REFUSALS:
+        if phrase in lowered:
+            return reason
     status = _HTTP.search(text)
     cause = _connection_cause(text, lowered, status)
     if cause:

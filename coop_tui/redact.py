@@ -6,7 +6,8 @@ an ``api_base`` URL. The agent needs them to connect; nothing else does. Two too
 
 - :func:`strip_userinfo` turns ``http://user:pass@host/v1?key=sk-1`` into
   ``http://host/v1?key=***``, for the public agent spec (stored, hashed, shown);
-- :func:`scrub` removes every registered secret (and its Basic-auth encoding), any
+- :func:`scrub` removes every registered secret (and its Basic-auth encoding, each also
+  URL-encoded: ``sk%2D…``, ``+`` or ``%20`` for a blank), any
   ``user:pass@`` in a URL or host, credentials in a URL's query (``?key=…``: HTTP
   libraries such as aiohttp quote the request URL in their errors), and ``Authorization``
   / ``Basic`` / ``Bearer`` echoes from free text such as provider error bodies, before it
@@ -14,6 +15,8 @@ an ``api_base`` URL. The agent needs them to connect; nothing else does. Two too
 
 Secrets are registered when a sweep's keys are resolved (:func:`register_secret`), so a
 provider that quotes the key back in an error cannot get it into the database.
+:class:`LiveScrubber` does the same for text shown while it streams, where a secret may
+arrive cut across two pieces.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from __future__ import annotations
 import base64
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 _MIN_SECRET = 4  # shorter values would mask ordinary words
 _SECRETS: set[str] = set()
+_ENCODED: list[re.Pattern[str] | None] = [None]
+"""Every secret's URL-encoded forms as one pattern, built when first needed after a
+registration (a one-element list: rebuilt without a ``global`` statement)."""
 
 # "scheme://user:pass@" or a bare "user:pass@host" (as in "model at user:pass@host:8000")
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)?[^\s/@:'\"<>()\[\]{},]+:[^\s/@'\"<>]*@")
@@ -73,6 +79,57 @@ def register_secret(value: str | None) -> None:
         return
     encoded = base64.b64encode(value.encode()).decode()
     _SECRETS.update({value, encoded, encoded.rstrip("=")})
+    _ENCODED[0] = None
+
+
+def _percent(byte: int) -> str:
+    """A pattern for ``%XX`` of ``byte``, hex digits in either case."""
+    return "%" + "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in f"{byte:02X}")
+
+
+def _encoded_form(secret: str) -> str:
+    """A pattern matching ``secret`` with any of its characters percent-encoded (and a
+    blank as ``+``): what a URL or a form body makes of it."""
+    parts = []
+    for ch in secret:
+        forms = [re.escape(ch), "".join(_percent(b) for b in ch.encode())]
+        if ch == " ":
+            forms.append(r"\+")
+        parts.append(f"(?:{'|'.join(forms)})")
+    return "".join(parts)
+
+
+def _encoded_secrets() -> re.Pattern[str] | None:
+    """One pattern for the URL-encoded forms of every registered secret, longest first."""
+    if _ENCODED[0] is None and _SECRETS:
+        ordered = sorted(_SECRETS, key=len, reverse=True)
+        _ENCODED[0] = re.compile("|".join(_encoded_form(s) for s in ordered))
+    return _ENCODED[0]
+
+
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+"""A URL escape: text without one (and without ``+``) holds no URL-encoded secret, and
+skips the slower search below ("60%" in an answer is no escape)."""
+_ENCODED_TOKEN = re.compile(r"(?<!\S)\S*?[%+]\S*")
+"""A run of non-blank characters holding a ``%`` or ``+``: where a URL-encoded secret can
+be. Anchored at the run's start, so the search stays linear in the text."""
+
+
+def _mask_encoded(m: re.Match[str]) -> str:
+    """The run with every URL-encoded secret in it masked. The secrets' pattern (slow:
+    an alternative per character) runs only on a run that decodes to a secret."""
+    run = m.group(0)
+    decoded = unquote(run).replace(" ", "+")  # a blank may be written either way
+    if not any(secret.replace(" ", "+") in decoded for secret in _SECRETS):
+        return run
+    pattern = _encoded_secrets()
+    return pattern.sub(MASK, run) if pattern is not None else run
+
+
+def longest_secret_form() -> int:
+    """Characters of the longest form a registered secret can take in text (every byte
+    percent-encoded: three characters each); 0 when none is registered."""
+    return max((3 * len(s.encode()) for s in _SECRETS), default=0)
 
 
 def register_url(url: str | None) -> None:
@@ -137,6 +194,10 @@ def scrub(text: Any) -> Any:
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
+    if _SECRETS and (_PERCENT_ESCAPE.search(text) or (
+        "+" in text and any(" " in secret for secret in _SECRETS)
+    )):
+        text = _ENCODED_TOKEN.sub(_mask_encoded, text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered:
         text = _AUTH_SCHEME.sub(_mask_scheme, text)
@@ -154,3 +215,34 @@ def scrub_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(scrub_data(v) for v in value)
     return value
+
+
+class LiveScrubber:
+    """Scrubs a text that arrives in pieces (a streamed answer shown live).
+
+    A secret may arrive cut across two pieces, where scrubbing each piece finds neither
+    half. So the last :func:`longest_secret_form` characters are held back until the next
+    piece (or :meth:`flush`) shows whether they start a secret: whatever is handed on has
+    been scrubbed together with everything that could complete it. With no secret
+    registered nothing is held back.
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """What of the text so far can be shown now, scrubbed."""
+        text = scrub(self._held + piece)
+        hold = longest_secret_form()
+        if len(text) <= hold:
+            self._held = text
+            return ""
+        self._held = text[len(text) - hold:] if hold else ""
+        return text[: len(text) - hold]
+
+    def flush(self) -> str:
+        """The rest, at the end of the text (scrubbed like the rest)."""
+        held, self._held = self._held, ""
+        return held

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from coop_tui import redact
 from coop_tui.conditions import get_condition
+from coop_tui.decisions import DEFAULT_MAX_ANSWER_CHARS
 from coop_tui.engine import NOT_IN_CONTENT_KEY
 from coop_tui.hashing import stable_hash
 from coop_tui.terminal import name_problem
@@ -74,7 +75,17 @@ class AgentSpec(BaseModel):
     constrained: Literal["grammar", "json_schema"] | None = Field(
         default=None, description="constrain answers with the server's grammar or JSON schema"
     )
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(
+        default=120.0, gt=0, description="seconds without data before a request is retried"
+    )
+    deadline: float | None = Field(
+        default=None, gt=0,
+        description="seconds one request may take in all (default: 10 x timeout)",
+    )
+    max_answer_chars: int = Field(
+        default=DEFAULT_MAX_ANSWER_CHARS, gt=0,
+        description="characters of one answer (text and reasoning) before it is refused",
+    )
     threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
     seed: int | None = None
 

@@ -61,6 +61,8 @@ def build_agent(
         api_base=spec.api_base,
         api_key=spec.resolve_key(),
         timeout=spec.timeout,
+        deadline=spec.deadline,
+        max_answer_chars=spec.max_answer_chars,
         limiter=limiter,
         max_concurrency=spec.max_concurrency,
         max_connections=concurrency,

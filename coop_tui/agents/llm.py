@@ -23,10 +23,13 @@ support (``response_format``).
 Both client libraries are imported lazily (litellm costs seconds to import, and must not
 slow ``--help``). Retries cover rate limits, 5xx, timeouts, connection errors, streams
 that end without a finish reason, and malformed chunks; each HTTP attempt holds the
-sweep's limiter, the backoff sleep does not. Failures are named by their cause
-(connection refused, DNS, TLS, timeout, HTTP status ...). The API key lives in a wrapper
-whose ``repr`` hides it, and every error message is scrubbed of it before it leaves this
-module.
+sweep's limiter, the backoff sleep does not. What a server cannot fix by being asked again
+is refused at once: an answer past the agent's ``max_answer_chars``, a redirect (never
+followed: the body and key would go wherever it points), an HTML page. Every request has
+a silence limit (``timeout``, data only) and an overall ``deadline``. Failures are named
+by their cause (connection refused, DNS, TLS, timeout, HTTP status ...). The API key lives
+in a wrapper whose ``repr`` hides it, and every error message is scrubbed of it before it
+leaves this module.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, public_url
-from coop_tui.agents.sse import DONE, SSEDecoder
+from coop_tui.agents.sse import DONE, EventTooLong, SSEDecoder
 from coop_tui.agents.sse import loads as sse_loads
 from coop_tui.agents.transport import (
     connect_failed,
@@ -60,7 +64,7 @@ from coop_tui.agents.transport import (
     implicit_base,
     proxy_headers_for,
 )
-from coop_tui.decisions import AgentReply, DecisionRequest
+from coop_tui.decisions import DEFAULT_MAX_ANSWER_CHARS, AgentReply, DecisionRequest
 from coop_tui.redact import has_userinfo, scrub
 from coop_tui.schemas import (
     FINAL_ANSWER_PROMPT,
@@ -92,6 +96,20 @@ MAX_RETRY_AFTER = 300.0
 """Seconds: the longest ``Retry-After`` wait we accept before trying again anyway."""
 MAX_ERROR_BODY = 1024 * 1024
 """Bytes of an error answer's body kept for the message."""
+DEADLINE_FACTOR = 10
+"""An agent without its own ``deadline`` gives one request this many times its ``timeout``."""
+FINISH_GRACE = 2.0
+"""Seconds (at most; a quarter of the timeout when that is shorter) a stream may take after
+its ``finish_reason`` to send usage and ``[DONE]`` before the answer is taken without them."""
+MAX_USAGE_TOKENS = 10**9
+"""The largest token count a server may report for one request; more is nonsense (None)."""
+
+
+def event_limit(max_answer_chars: int) -> int:
+    """Bytes one server-sent event (or a whole JSON answer) may have: room for an answer of
+    ``max_answer_chars`` characters escaped as JSON (``\\uXXXX``: six bytes a character), and
+    64 KiB for the rest of the chunk."""
+    return 6 * max_answer_chars + 65536
 
 
 class HTTPStatusError(Exception):
@@ -148,6 +166,11 @@ class _Secret:
         return "***" if self._value else "None"
 
     __str__ = __repr__
+
+
+class _Refused(Exception):
+    """The server's answer is refused for good (too large, a redirect, an HTML page): asking
+    the same server again would meet the same, so it is not retried."""
 
 
 class _StreamBroken(Exception):
@@ -366,6 +389,8 @@ def classify(exc: BaseException) -> _Failure:
     name = type(exc).__name__
     if isinstance(exc, _StreamBroken):
         return _Failure(True, str(exc))
+    if isinstance(exc, _Refused):
+        return _Failure(False, str(exc))
     if isinstance(exc, json.JSONDecodeError):
         return _Failure(True, f"malformed stream chunk ({exc.msg})")
     if isinstance(exc, UnicodeDecodeError):
@@ -424,6 +449,8 @@ class LLMAgent:
         max_connections: int | None = None,
         max_concurrency: int | None = None,
         constrained: Constrained | None = None,
+        deadline: float | None = None,
+        max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
     ) -> None:
         if not model:
             raise ValueError(
@@ -445,6 +472,9 @@ class LLMAgent:
         self.api_bases = urls
         self._key = _Secret(api_key)
         self.timeout = timeout
+        self.deadline = deadline or DEADLINE_FACTOR * timeout
+        """Seconds one request may take in all, however steadily the server talks."""
+        self.max_answer_chars = max_answer_chars
         self.limiter = limiter
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
@@ -472,7 +502,8 @@ class LLMAgent:
         self._chat_urls: dict[str, Any] = {}
         # The key goes on the HTTP session's headers, unless a server of the list is
         # reached with user:password@ (Basic auth from the URL, which must not meet a
-        # bearer header): then it is added per request to the other servers.
+        # bearer header): then it is added per request to the other servers. A proxy
+        # from the environment sends it per request too (see _session_headers).
         self._key_per_request = bool(self._key.get()) and any(has_userinfo(u) for u in urls)
         self._rng = random.Random()
 
@@ -574,7 +605,7 @@ class LLMAgent:
         busy = queued = 0.0
         body = self._body(messages, extra) if self.transport == "openai" else b""
         while True:
-            attempt = _AttemptState()
+            attempt = _AttemptState(self.max_answer_chars)
             asked = time.perf_counter()
             try:
                 pool = self.endpoints
@@ -742,8 +773,17 @@ class LLMAgent:
         return known
 
     def _session_headers(self) -> dict[str, str]:
-        """Headers of every request, set once when the endpoint pool's session is made."""
+        """Headers of every request, set once when the endpoint pool's session is made.
+
+        The key is among them only when no server of the agent is reached through a
+        proxy: aiohttp copies a session's headers into the proxy's own, and moves an
+        ``Authorization`` there to ``Proxy-Authorization`` (on the ``CONNECT`` of an https
+        tunnel too): the proxy would get ``Bearer <API key>`` in place of its own
+        credentials. Through a proxy the key goes with each request, to the server.
+        """
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self._key.get() and any(self._chat_url(u)[1] is not None for u in self.api_bases):
+            self._key_per_request = True
         if self._key.get() and not self._key_per_request:
             headers["Authorization"] = f"Bearer {self._key.get()}"
         return headers
@@ -751,10 +791,17 @@ class LLMAgent:
     async def _stream_http(self, url: str, body: bytes, sink: Any, state: _AttemptState) -> None:
         """POST on the endpoint pool's aiohttp session and decode the SSE stream.
 
-        The timeout bounds silence, not the whole answer: it is pushed back whenever bytes
-        arrive (a long generation is fine, a server that stops talking is not). A URL with
+        Two clocks bound an attempt. ``timeout`` bounds silence: it is pushed back whenever
+        a data event arrives (a long generation is fine, a server that stops talking is
+        not; SSE comments and keep-alive bytes are not data, so a server that only says
+        ``: keepalive`` times out). ``deadline`` bounds the whole request, however steadily
+        the server talks. Once the ``finish_reason`` has come the answer is complete: the
+        usage chunk and ``[DONE]`` get a short grace (:data:`FINISH_GRACE`), and a server
+        that stalls or hangs up after it still gives its answer. A URL with
         ``user:password@`` is sent with HTTP Basic auth (aiohttp reads it from the URL) and
-        then carries no bearer key.
+        then carries no bearer key. Redirects are not followed (a POST body and the key
+        must not go to wherever a server points), and the size of what is read is bounded
+        by ``max_answer_chars``.
         """
         import aiohttp
 
@@ -766,61 +813,89 @@ class LLMAgent:
             headers = {"Authorization": f"Bearer {self._key.get()}"}
         if proxy_headers is not None:
             headers, proxy_headers = proxy_headers_for(target, proxy_headers, headers)
+        loop = asyncio.get_running_loop()
+        limit = self.timeout
+        end = loop.time() + self.deadline
         try:
-            async with asyncio.timeout(self.timeout) as deadline:
+            async with asyncio.timeout_at(min(loop.time() + limit, end)) as deadline:
                 async with session.post(target, data=body, headers=headers, proxy=proxy,
-                                        proxy_headers=proxy_headers) as response:
-                    if response.status >= 300:
+                                        proxy_headers=proxy_headers,
+                                        allow_redirects=False) as response:
+                    if response.status >= 400:
                         raise HTTPStatusError(
                             response.status, response.headers, await _read_capped(response)
                         )
+                    _check_head(response)
                     kind = response.headers.get("Content-Type", "")
                     if "json" in kind and "event-stream" not in kind:
-                        _whole_answer(await _read_capped(response, None), sink, state)
+                        text = await _read_whole(response, event_limit(self.max_answer_chars))
+                        _whole_answer(text, sink, state)
                         return
                     # Server-sent events, read here rather than in a method of their own
                     # (one coroutine level less to resume per chunk). After [DONE] the
                     # body is read on only to reuse the connection (a server that then
                     # drops it, as llama.cpp's does when it interrupts a stream, has still
                     # ended the stream).
-                    loop = asyncio.get_running_loop()
-                    limit = self.timeout
                     push_after = limit / 4  # push the silence deadline back at most this often
                     pushed = loop.time()
-                    decoder = SSEDecoder()
+                    graced = False
+                    decoder = SSEDecoder(event_limit(self.max_answer_chars))
                     content = response.content
                     try:
                         while piece := await content.readany():  # b"" at the end of the body
                             if state.done:
                                 continue  # read to the end so the connection can be reused
-                            now = loop.time()
-                            if now - pushed > push_after:
-                                deadline.reschedule(now + limit)
-                                pushed = now
-                            for payload in decoder.feed(piece):
+                            payloads = decoder.feed(piece)
+                            if not payloads:
+                                continue  # comments, keep-alive bytes, part of an event
+                            for payload in payloads:
                                 if _sse_event(payload, sink, state):
-                                    if not content.at_eof():
-                                        # a server that keeps the body open after [DONE]
-                                        # gets one more second
-                                        deadline.reschedule(loop.time() + 1.0)
                                     break
+                            now = loop.time()
+                            if state.done:
+                                if not content.at_eof():
+                                    # a server that keeps the body open after [DONE]
+                                    # gets one more second
+                                    deadline.reschedule(now + 1.0)
+                            elif state.finish_reason is not None:
+                                if not graced:  # usage and [DONE] get a short wait
+                                    graced = True
+                                    grace = min(FINISH_GRACE, limit / 4)
+                                    deadline.reschedule(min(deadline.when() or end, now + grace))
+                            elif now - pushed > push_after:
+                                deadline.reschedule(min(now + limit, end))
+                                pushed = now
                     except (aiohttp.ClientError, ConnectionError):
-                        if not state.done:
+                        if not state.complete:
                             raise
                         return
+                    except EventTooLong as exc:
+                        raise _Refused(
+                            f"one server-sent event passed {exc.limit:,} bytes (6 bytes per "
+                            f"character of the agent's max_answer_chars = "
+                            f"{self.max_answer_chars:,}, and 64 KiB); refused without "
+                            "reading the rest"
+                        ) from None
                     if not state.done:
                         for payload in decoder.close():
                             _sse_event(payload, sink, state)
         except TimeoutError:
-            if not state.done:
+            if state.complete:
+                return  # the answer is whole; its usage or [DONE] did not come in time
+            if (deadline.when() or 0.0) >= end:
                 raise TimeoutError(
-                    f"the server sent nothing for {self.timeout:g} s (the agent's timeout)"
+                    f"no complete answer within {self.deadline:g} s (the agent's deadline)"
                 ) from None
+            raise TimeoutError(
+                f"the server sent no data for {self.timeout:g} s (the agent's timeout)"
+            ) from None
 
     async def _stream_litellm(
         self, url: str | None, messages: list[dict], extra: dict[str, Any], sink: Any,
         state: _AttemptState,
     ) -> None:
+        """The same request through litellm, within the agent's ``deadline``; as on the
+        aiohttp path, a stream that stalls after its ``finish_reason`` keeps its answer."""
         litellm = await _litellm_async()
         kwargs: dict[str, Any] = dict(self._params())
         params = dict(extra)
@@ -835,25 +910,41 @@ class LLMAgent:
             # a keyless local server: litellm's OpenAI provider refuses to send without a
             # key, and must not fall back to OPENAI_API_KEY for a server that is not OpenAI
             kwargs["api_key"] = "no-key"
-        stream = await litellm.acompletion(
-            model=self.model,
-            messages=messages,
-            stream=True,
-            stream_options={"include_usage": True},
-            timeout=self.timeout,
-            num_retries=0,
-            max_retries=0,
-            **kwargs,
-        )
+        loop = asyncio.get_running_loop()
         try:
-            async for chunk in stream:
-                state.consume(chunk, sink)
-        finally:
-            close = getattr(stream, "aclose", None)
-            if callable(close):
-                with contextlib.suppress(Exception):  # closing a broken stream may fail too
-                    await close()
-        _check_litellm_stream(stream, state)
+            async with asyncio.timeout(self.deadline) as deadline:
+                stream = await litellm.acompletion(
+                    model=self.model,
+                    messages=messages,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    timeout=self.timeout,
+                    num_retries=0,
+                    max_retries=0,
+                    **kwargs,
+                )
+                graced = False
+                try:
+                    async for chunk in stream:
+                        state.consume(chunk, sink)
+                        if state.finish_reason is not None and not graced:
+                            graced = True
+                            grace = min(FINISH_GRACE, self.timeout / 4)
+                            deadline.reschedule(
+                                min(deadline.when() or loop.time(), loop.time() + grace)
+                            )
+                finally:
+                    close = getattr(stream, "aclose", None)
+                    if callable(close):
+                        with contextlib.suppress(Exception):  # closing a broken stream may fail
+                            await close()
+                _check_litellm_stream(stream, state)
+        except TimeoutError:
+            if state.finish_reason is not None:
+                return  # the answer is whole; its usage did not come in time
+            raise TimeoutError(
+                f"no complete answer within {self.deadline:g} s (the agent's deadline)"
+            ) from None
 
 
 def _final_answer_prompt() -> str:
@@ -907,12 +998,58 @@ def _sse_event(payload: bytes, sink: Any, state: _AttemptState) -> bool:
     return False
 
 
-async def _read_capped(response: Any, limit: int | None = MAX_ERROR_BODY) -> str:
-    """The body as text, at most ``limit`` bytes of it (an error page can be huge)."""
+def _check_head(response: Any) -> None:
+    """Refuse a 2xx or 3xx answer that is no chat answer, before reading its body: a
+    redirect, or an HTML page (a sign-in portal, a web server's start page: a wrong
+    ``api_base``, not a cut stream)."""
+    status = response.status
+    if 300 <= status < 400:
+        where = _without_query(response.headers.get("Location", ""))
+        raise _Refused(
+            f"the server redirected the request (HTTP {status} to {where or 'nowhere'}); "
+            "a request with its body and key is not sent on to another address: set "
+            "api_base to the address the server points to"
+        )
+    kind = response.headers.get("Content-Type", "")
+    if "html" in kind.lower():
+        raise _Refused(
+            f"the server answered with an HTML page (Content-Type: {kind[:80]}), not a chat "
+            "answer: check that api_base is the API's address (it often ends in /v1)"
+        )
+
+
+def _without_query(url: str) -> str:
+    """``url`` without its query, fragment and ``user:password@`` (a redirect's target is
+    named in errors; its query may carry a token)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return url.split("?", 1)[0].split("#", 1)[0]
+
+
+async def _read_capped(response: Any, limit: int = MAX_ERROR_BODY) -> str:
+    """The body as text, at most ``limit`` bytes of it (an error page can be huge: the
+    rest is not read)."""
     out = bytearray()
     async for piece in response.content.iter_any():
-        if limit is None or len(out) < limit:
-            out += piece if limit is None else piece[: limit - len(out)]
+        out += piece[: limit - len(out)]
+        if len(out) >= limit:
+            break
+    return out.decode("utf-8", "replace")
+
+
+async def _read_whole(response: Any, limit: int) -> str:
+    """A whole (non-streamed) JSON answer as text; refused past ``limit`` bytes."""
+    out = bytearray()
+    async for piece in response.content.iter_any():
+        out += piece
+        if len(out) > limit:
+            raise _Refused(
+                f"the answer's body passed {limit:,} bytes (6 bytes per character of the "
+                "agent's max_answer_chars, and 64 KiB); refused without reading the rest"
+            )
     return out.decode("utf-8", "replace")
 
 
@@ -948,13 +1085,24 @@ def _check_litellm_stream(stream: Any, state: _AttemptState) -> None:
         state.output_tokens = None
 
 
+def _token_count(value: Any) -> int | None:
+    """A reported token count as a sane integer, else None (unknown): servers have sent
+    negative counts, fractions and 10^30, which would corrupt totals and costs and cannot
+    be stored in an SQLite integer. Whole floats (``12.0``) count."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is int and 0 <= value <= MAX_USAGE_TOKENS:
+        return value
+    return None
+
+
 class _AttemptState:
     """What one attempt has streamed so far (discarded when the attempt fails)."""
 
     __slots__ = ("text", "reasoning", "input_tokens", "output_tokens", "finish_reason", "model",
-                 "emitted", "done")
+                 "emitted", "done", "size", "limit")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.input_tokens: int | None = None
@@ -963,6 +1111,30 @@ class _AttemptState:
         self.model: str | None = None
         self.emitted = False
         self.done = False  # [DONE] arrived: the answer is complete whatever the connection does
+        self.size = 0
+        """Characters of text and reasoning so far."""
+        self.limit = limit
+        """The agent's ``max_answer_chars``: an answer growing past it is refused."""
+
+    @property
+    def complete(self) -> bool:
+        """The answer is whole: ``[DONE]`` or a ``finish_reason`` arrived (a stream that
+        then stalls or drops has lost at most its usage numbers)."""
+        return self.done or self.finish_reason is not None
+
+    def _grow(self, piece: str) -> None:
+        """Count ``piece`` against the limit."""
+        self.size += len(piece)
+        if self.size > self.limit:
+            self._refuse()
+
+    def _refuse(self) -> None:
+        """The answer grew past the limit: the attempt is refused (what came is dropped
+        with it, so nothing huge is stored)."""
+        raise _Refused(
+            f"the answer passed {self.limit:,} characters (the agent's max_answer_chars); "
+            "refused"
+        )
 
     def consume(self, chunk: Any, sink: Any) -> None:
         if type(chunk) is dict:
@@ -972,10 +1144,10 @@ class _AttemptState:
         if usage is not None:
             prompt = _field(usage, "prompt_tokens")
             completion = _field(usage, "completion_tokens")
-            if isinstance(prompt, int):
-                self.input_tokens = prompt
-            if isinstance(completion, int):
-                self.output_tokens = completion
+            if prompt is not None:
+                self.input_tokens = _token_count(prompt)
+            if completion is not None:
+                self.output_tokens = _token_count(completion)
         model = _field(chunk, "model")
         if isinstance(model, str) and model:
             self.model = model
@@ -983,11 +1155,13 @@ class _AttemptState:
             delta = _field(choice, "delta")
             reasoning = _field(delta, "reasoning_content") or _field(delta, "reasoning")
             if isinstance(reasoning, str) and reasoning:
+                self._grow(reasoning)
                 self.reasoning.append(reasoning)
                 self.emitted = True
                 sink.reasoning(reasoning)
             content = _field(delta, "content")
             if isinstance(content, str) and content:
+                self._grow(content)
                 self.text.append(content)
                 self.emitted = True
                 sink.text(content)
@@ -1002,10 +1176,10 @@ class _AttemptState:
         if isinstance(usage, dict):
             prompt = usage.get("prompt_tokens")
             completion = usage.get("completion_tokens")
-            if isinstance(prompt, int):
-                self.input_tokens = prompt
-            if isinstance(completion, int):
-                self.output_tokens = completion
+            if prompt is not None:
+                self.input_tokens = _token_count(prompt)
+            if completion is not None:
+                self.output_tokens = _token_count(completion)
         model = chunk.get("model")
         if model and isinstance(model, str):
             self.model = model
@@ -1016,11 +1190,17 @@ class _AttemptState:
             if delta and isinstance(delta, dict):
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                 if reasoning and isinstance(reasoning, str):
+                    self.size += len(reasoning)
+                    if self.size > self.limit:
+                        self._refuse()
                     self.reasoning.append(reasoning)
                     self.emitted = True
                     sink.reasoning(reasoning)
                 content = delta.get("content")
                 if content and isinstance(content, str):
+                    self.size += len(content)  # counted here: a call per chunk costs
+                    if self.size > self.limit:
+                        self._refuse()
                     self.text.append(content)
                     self.emitted = True
                     sink.text(content)

@@ -30,30 +30,75 @@ DONE = b"[DONE]"
 """The payload that ends an OpenAI-compatible stream."""
 
 
+class EventTooLong(ValueError):
+    """One event (its lines before the blank line that ends it) passed the decoder's limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"one server-sent event passed {limit:,} bytes without ending")
+        self.limit = limit
+
+
 class SSEDecoder:
-    """Feed the body's pieces in order; get back the ``data`` payloads they complete."""
+    """Feed the body's pieces in order; get back the ``data`` payloads they complete.
 
-    __slots__ = ("_buffer",)
+    Linear in the bytes fed: an event that arrives in many pieces is appended in place to
+    one buffer and searched for its end only where new bytes landed (re-joining the buffer
+    per piece made a 20 MB line cost a minute). ``limit`` bounds the bytes of one
+    unfinished event: past it :class:`EventTooLong` is raised, before any more is kept.
+    """
 
-    def __init__(self) -> None:
-        self._buffer = b""
+    __slots__ = ("_buffer", "_cr", "limit")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self._buffer = bytearray()
         """What was fed after the last blank line: the event being read."""
+        self._cr = False
+        """The last piece ended in ``\\r``, maybe the first half of a CRLF."""
+        self.limit = limit
 
     def feed(self, piece: bytes) -> list[bytes]:
         """The payloads of the events this piece completes (often none or one)."""
-        if self._buffer:
-            piece = self._buffer + piece
-        elif piece.endswith(b"}\n\n") and piece.startswith(b"data: {") and piece.count(b"\n") == 2:
-            return [piece[6:-2]]  # one whole one-line JSON event: the usual piece
-        elif piece.startswith(b"data:") and piece.endswith(b"\n\n") and piece.count(b"\n") == 2:
-            return [piece[5:-2].strip()]  # another one-line event ([DONE], CRLF, ...)
-        cut_crlf = b""
+        if not self._buffer and not self._cr:
+            if piece.endswith(b"}\n\n") and piece.startswith(b"data: {") and (
+                piece.count(b"\n") == 2
+            ):
+                return [piece[6:-2]]  # one whole one-line JSON event: the usual piece
+            if piece.startswith(b"data:") and piece.endswith(b"\n\n") and piece.count(b"\n") == 2:
+                return [piece[5:-2].strip()]  # another one-line event ([DONE], CRLF, ...)
+        if self._cr:
+            piece, self._cr = b"\r" + piece, False
         if b"\r" in piece:
             if piece.endswith(b"\r"):  # maybe the first half of a CRLF: keep it for later
-                piece, cut_crlf = piece[:-1], b"\r"
+                piece, self._cr = piece[:-1], True
             piece = piece.replace(b"\r\n", b"\n")  # CRLF lines: the same events
-        blocks = piece.split(b"\n\n")
-        self._buffer = blocks.pop() + cut_crlf  # no blank line after it yet
+        buffer = self._buffer
+        if not buffer:  # the piece starts an event: split it as it is (the usual case)
+            blocks = piece.split(b"\n\n")
+            rest = blocks.pop()  # no blank line after it yet
+            if rest:
+                if self.limit is not None and len(rest) > self.limit:
+                    self._refuse()
+                buffer += rest
+        elif buffer[-1] == 10 and piece[:1] == b"\n":  # a blank line across the cut (rare)
+            buffer += piece
+            end = buffer.rfind(b"\n\n", len(buffer) - len(piece) - 1)
+            blocks = bytes(buffer[:end]).split(b"\n\n")
+            del buffer[: end + 2]
+            if self.limit is not None and len(buffer) > self.limit:
+                self._refuse()
+        elif b"\n\n" not in piece:  # the event goes on: the piece joins it, in place
+            buffer += piece
+            if self.limit is not None and len(buffer) > self.limit:
+                self._refuse()
+            return []
+        else:  # the event ends here; each byte is copied in once and out once: linear
+            blocks = (bytes(buffer) + piece).split(b"\n\n")
+            rest = blocks.pop()
+            buffer.clear()
+            if rest:
+                buffer += rest
+                if self.limit is not None and len(rest) > self.limit:
+                    self._refuse()
         events: list[bytes] = []
         for block in blocks:
             if block.startswith(b"data:") and b"\n" not in block:
@@ -64,12 +109,18 @@ class SSEDecoder:
                     events.append(data)
         return events
 
+    def _refuse(self) -> None:
+        """The unfinished event passed the limit: forget it and say so."""
+        self._buffer = bytearray()
+        raise EventTooLong(self.limit or 0)
+
     def close(self) -> list[bytes]:
         """At the end of the body: the event that no blank line ended, if any."""
+        self._cr = False  # a lone \r at the very end ends nothing
         if not self._buffer:
             return []
         events = self.feed(b"\n\n")  # the end of the body ends the last event
-        self._buffer = b""
+        self._buffer = bytearray()
         return events
 
 

@@ -26,15 +26,22 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+from urllib.parse import quote_plus
 
 TextSource = str | Callable[[dict[str, Any]], str] | None
 
-FAULT_KINDS = ("429", "500", "timeout", "drop", "truncate", "malformed")
+FAULT_KINDS = ("429", "500", "timeout", "drop", "truncate", "malformed", "keepalive",
+               "stall", "huge_line", "redirect", "html")
 """Known fault kinds. Any other three-digit string is answered with that HTTP status.
 
 429: rate limit with ``Retry-After``; 500: server error; timeout: no byte for ``hang``
 seconds; drop: some chunks then the socket is closed mid-body; truncate: some chunks then
 a clean end of body without ``finish_reason`` or ``[DONE]``; malformed: a non-JSON data line.
+Hostile servers: keepalive: an SSE ``: keepalive`` comment every ``keepalive_every`` seconds
+and no data, for ``hang`` seconds; stall: the whole answer and its ``finish_reason``, then
+silence for ``hang`` seconds (no usage, no ``[DONE]``); huge_line: one ``data:`` line of
+``huge_size`` bytes, written in 64 KiB pieces; redirect: ``307`` to ``redirect_to``; html:
+a ``200`` with an HTML page.
 """
 
 _REASONS = {
@@ -85,6 +92,17 @@ class ServerConfig:
     models: Sequence[str] = ("loopback",)
     send_usage: bool = True
     """False: ignore ``stream_options.include_usage``, like servers that never report usage."""
+    keepalive_every: float = 0.05
+    """Seconds between the comments of a ``keepalive`` fault."""
+    huge_size: int = 20 * 1024 * 1024
+    """Bytes of the one line a ``huge_line`` fault sends."""
+    redirect_to: str = "http://127.0.0.1:9/elsewhere/v1/chat/completions?token=sk-redirect-secret"
+    """Where a ``redirect`` fault sends the client."""
+    usage_override: dict[str, Any] | None = None
+    """Values that replace the counted usage numbers (huge, negative, fractional ...)."""
+    echo_key_in_answer: str | None = None
+    """Put the offered key in the middle of the answer, like a model that repeats its
+    context: "plain", "percent" (every byte as ``%XX``) or "plus" (form encoding)."""
     interrupt: bool = False
     """Like llama-cpp-python's server by default (``interrupt_requests``): a new chat request
     ends every stream still running with ``[DONE]`` (no finish reason), then drops its
@@ -455,8 +473,24 @@ class LoopbackServer:
         if fault == "timeout":
             await asyncio.sleep(cfg.hang)
             raise _Closed()
+        if fault == "redirect":
+            await self._send_error(writer, 307, "moved", "redirect", keep,
+                                   {"Location": cfg.redirect_to})
+            return keep
+        if fault == "html":
+            page = b"<!doctype html><html><body><h1>Please sign in</h1></body></html>"
+            writer.write(self._head(200, {
+                "Content-Type": "text/html; charset=utf-8", "Content-Length": str(len(page)),
+                "Connection": "keep-alive" if keep else "close",
+            }) + page)
+            await writer.drain()
+            return keep
 
         answer = self._text(cfg.answer, body)
+        if cfg.echo_key_in_answer:
+            offered = record.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            echoed = _encoded(offered, cfg.echo_key_in_answer)
+            answer = f"{answer} {echoed} {answer}"  # the key straddles the middle
         reasoning = self._text(cfg.reasoning, body)
         prompt_tokens = sum(
             _count_tokens(m.get("content") if isinstance(m.get("content"), str) else "") + 3
@@ -470,6 +504,7 @@ class LoopbackServer:
             "total_tokens": 0,
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage.update(cfg.usage_override or {})
         record.usage = usage
         model = str(body.get("model") or cfg.models[0])
         ident = f"chatcmpl-loop{record.index}"
@@ -536,6 +571,20 @@ class LoopbackServer:
             writer.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
             await writer.drain()
 
+        async def send_raw(raw: bytes) -> None:
+            writer.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+            await writer.drain()
+
+        if fault == "keepalive":
+            until = time.monotonic() + cfg.hang
+            while time.monotonic() < until:
+                await send_raw(b": keepalive\n\n")
+                await asyncio.sleep(cfg.keepalive_every)
+            raise _Closed()
+        if fault == "huge_line":
+            await self._send_huge_line(record, send_raw, ident, cfg.huge_size)
+            return keep
+
         start = time.monotonic()
         self._streaming.add(record)
         try:
@@ -578,6 +627,9 @@ class LoopbackServer:
             await writer.drain()
             return keep
         await send(json.dumps(chunk({}, "stop")))
+        if fault == "stall":  # a complete answer, then neither usage nor [DONE]
+            await asyncio.sleep(cfg.hang)
+            raise _Closed()
         options = body.get("stream_options") or {}
         if cfg.send_usage and isinstance(options, dict) and options.get("include_usage"):
             final = chunk({})
@@ -594,12 +646,43 @@ class LoopbackServer:
         return keep
 
     @staticmethod
+    async def _send_huge_line(
+        record: RecordedRequest, send_raw: Callable[[bytes], Any], ident: str, size: int
+    ) -> None:
+        """One ``data:`` line of about ``size`` bytes (a chunk whose content is ``x`` ...),
+        in 64 KiB pieces; ``record.extra["sent"]`` counts what the client took."""
+        head = b'data: {"id": "%s", "choices": [{"index": 0, "delta": {"content": "' % (
+            ident.encode())
+        tail = b'"}, "finish_reason": "stop"}]}\n\n'
+        record.extra["sent"] = 0
+        await send_raw(head)
+        left = max(0, size - len(head) - len(tail))
+        piece = b"x" * 65536
+        while left > 0:
+            part = piece[:left]
+            await send_raw(part)
+            record.extra["sent"] += len(part)
+            left -= len(part)
+        await send_raw(tail + b"data: [DONE]\n\n")
+        await send_raw(b"")  # the chunked body's end
+
+    @staticmethod
     def _text(source: TextSource, body: dict[str, Any]) -> str:
         if source is None:
             return ""
         if callable(source):
             return str(source(body))
         return source
+
+
+def _encoded(text: str, how: str) -> str:
+    """``text`` as a careless server might echo it: "plain", "percent" (every byte as
+    ``%XX``, the way some clients quote a query) or "plus" (``quote_plus``)."""
+    if how == "percent":
+        return "".join(f"%{b:02X}" for b in text.encode())
+    if how == "plus":
+        return quote_plus(text, safe="")
+    return text
 
 
 def last_user_message(body: dict[str, Any]) -> str:
