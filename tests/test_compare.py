@@ -152,6 +152,30 @@ def test_bad_input(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureF
     assert code == 2 and "--json" in err
 
 
+@pytest.mark.parametrize("source, data", [
+    ("strategic-personalities", "strategic_personalities.sample.csv.gz"),
+    ("coopeval", "coopeval_sample/no_mechanism_prisoners_dilemma"),
+])
+def test_imports_in_two_databases(source: str, data: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The same published data imported into two databases: every condition shared (the
+    strategic personalities paper's trials as matches, CoopEval's games named though its
+    condition keys do not name them), nothing different."""
+    path = Path(__file__).parent / "data" / data
+    dbs = [tmp_path / "one.db", tmp_path / "two.db"]
+    for db in dbs:
+        assert main(["import", source, str(path), "--db", str(db)]) == 0
+    capsys.readouterr()
+    ref = "sp-" if source == "strategic-personalities" else "coopeval-"
+    result = _json(capsys, ref, ref, "--db", str(dbs[0]), "--db-b", str(dbs[1]))
+    assert result["shared"] and result["tests"] > 0
+    assert not result["only_a"] and not result["only_b"]
+    assert not any(r["different"] for r in result["shared"])
+    assert all(r["game"] for r in result["shared"])
+    code, out, _ = cli(capsys, "compare", ref, ref, "--db", str(dbs[0]), "--db-b", str(dbs[1]))
+    assert code == 0 and "game=" in out
+
+
 # ---------------------------------------------------------------- the statistics alone
 def test_holm_steps_down() -> None:
     # m = 3 (None not counted): 0.01·3, max(0.03, 0.02·2), max(0.04, 0.04·1)

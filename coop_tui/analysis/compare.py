@@ -38,10 +38,11 @@ from rich.table import Table
 from rich.text import Text
 from scipy import stats as sps
 
+from coop_tui.analysis.paper_tables import has_trials
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.errors import fail
 from coop_tui.store import Store
-from coop_tui.terminal import terminal_data
+from coop_tui.terminal import terminal_data, terminal_text
 
 __all__ = ["ALPHA", "compare_command", "compare_runs", "holm", "render_latex", "render_text",
            "welch", "fisher_counts"]
@@ -50,7 +51,7 @@ ALPHA = 0.05
 """The family-wise error rate Holm's correction holds the pair's tests to."""
 
 _COOP_SQL = """
-    select m.mechanism, m.matchup, m.condition_key, d.agent, m.id,
+    select m.mechanism, m.matchup, m.game, m.condition_key, d.agent, m.id,
            count(*), sum(d.coop_prob), coalesce(sum(d.cooperated), 0), count(d.cooperated),
            max(d.round)
     from matches m join decisions d on d.match_id = m.id
@@ -60,19 +61,20 @@ _COOP_SQL = """
 sampled cooperative actions and how many were sampled, and the last round."""
 
 _PAY_SQL = """
-    select m.mechanism, m.matchup, m.condition_key, s.agent, m.id, count(*), sum(s.payoff)
+    select m.mechanism, m.matchup, m.game, m.condition_key, s.agent, m.id, count(*), sum(s.payoff)
     from matches m join seats s indexed by idx_seats_payoff on s.match_id = m.id
     where m.run_id = ? and m.status = 'done' and s.payoff is not null
     group by m.id, s.agent"""
 """Per match and agent: its seats with a payoff and their sum."""
 
 _COND_SQL = """
-    select mechanism, matchup, condition_key, min(game), min(condition), count(*)
+    select mechanism, matchup, game, condition_key, min(condition), count(*)
     from matches where run_id = ? and status = 'done'
-    group by mechanism, matchup, condition_key"""
+    group by mechanism, matchup, game, condition_key"""
 
-Key = tuple[str | None, str | None, str, str]
-"""(mechanism, matchup, condition key, agent): what makes two rows the same condition."""
+Key = tuple[str | None, str | None, str | None, str, str]
+"""(mechanism, matchup, game, condition key, agent): what makes two rows the same
+condition. The game is there for imports, whose condition key may not name it."""
 
 
 @dataclass
@@ -89,22 +91,62 @@ class _Cell:
     """Per match: the agent's mean payoff over its seats."""
 
 
-def _cells(store: Store, run_id: str) -> tuple[dict[Key, _Cell], dict[tuple[Any, ...], tuple[Any, ...]]]:
+def _cells(store: Store, run_id: str) -> tuple[dict[Key, _Cell], dict[tuple[Any, ...], str | None]]:
     """The run's per-match values by condition and agent, and each condition's game and
     condition fields."""
     db = store.db
     cells: dict[Key, _Cell] = {}
-    for mech, matchup, ckey, agent, _mid, n, total, coop, sampled, last in db.execute(_COOP_SQL, [run_id]):
-        cell = cells.setdefault((mech, matchup, ckey, agent), _Cell())
+    for mech, matchup, game, ckey, agent, _mid, n, total, coop, sampled, last in db.execute(
+            _COOP_SQL, [run_id]):
+        cell = cells.setdefault((mech, matchup, game, ckey, agent), _Cell())
         cell.coop.append(total / n)
         cell.decisions += n
         cell.cooperated += coop
         cell.sampled += sampled
         cell.last_round = max(cell.last_round, last or 0)
-    for mech, matchup, ckey, agent, _mid, n, total in db.execute(_PAY_SQL, [run_id]):
-        cells.setdefault((mech, matchup, ckey, agent), _Cell()).payoff.append(total / n)
-    conds = {(m, mu, c): (g, cond, n) for m, mu, c, g, cond, n in db.execute(_COND_SQL, [run_id])}
+    for mech, matchup, game, ckey, agent, _mid, n, total in db.execute(_PAY_SQL, [run_id]):
+        cells.setdefault((mech, matchup, game, ckey, agent), _Cell()).payoff.append(total / n)
+    conds = {(m, mu, g, c): cond for m, mu, g, c, cond, _n in db.execute(_COND_SQL, [run_id])}
+    if has_trials(store, run_id):
+        _trial_cells(store, run_id, cells, conds)
     return cells, conds
+
+
+_TRIALS_SQL = """
+    select game, condition, matchup, rounds, seat, agent, own_coop, payoff from (
+        select line, game, condition, matchup, rounds, 0 as seat, seat0 as agent,
+               own_coop0 as own_coop, payoff0 as payoff
+        from sp_trials where run_id = ? and superseded_by is null
+        union all
+        select line, game, condition, matchup, rounds, 1, seat1, own_coop1, payoff1
+        from sp_trials where run_id = ? and superseded_by is null)
+    where agent is not null and rounds > 0
+    order by line, seat"""
+"""Both seats of every kept trial of an imported strategic personalities trial table."""
+
+
+def _trial_cells(store: Store, run_id: str, cells: dict[Key, _Cell],
+                 conds: dict[tuple[Any, ...], str | None]) -> None:
+    """The strategic personalities paper's imported trials as per-match values: a trial is a
+    match, a seat's own cooperation (derived for the two-player games, see the importer)
+    its cooperation rate, its total over the rounds its payoff per round. The condition is
+    the trial's game and prompt condition; repeated trials count as Repetition, one-round
+    trials as one-shot (the own cooperation of one round is then a count)."""
+    for game, condition, matchup, rounds, _seat, agent, coop, payoff in store.db.execute(
+            _TRIALS_SQL, [run_id, run_id]):
+        mech = "repetition" if rounds > 1 else "none"
+        ckey = f"condition={condition} game={game}"
+        cell = cells.setdefault((mech, matchup, game, ckey, agent), _Cell())
+        conds.setdefault((mech, matchup, game, ckey), json.dumps({"condition": condition, "game": game}))
+        if coop is not None:
+            cell.coop.append(coop)
+            cell.decisions += rounds
+            cell.last_round = max(cell.last_round, rounds)
+            if rounds == 1 and coop in (0, 1):
+                cell.sampled += 1
+                cell.cooperated += int(coop)
+        if payoff is not None:
+            cell.payoff.append(payoff / rounds)
 
 
 # ------------------------------------------------------------------ statistics
@@ -201,9 +243,9 @@ def _payoff(a: _Cell, b: _Cell) -> dict[str, Any] | None:
             "b": {"mean": float(np.mean(b.payoff)), "n": len(b.payoff)}, **result}
 
 
-def _describe(key: Key, conds: dict[tuple[Any, ...], tuple[Any, ...]]) -> dict[str, Any]:
-    mech, matchup, ckey, agent = key
-    game, cjson, _n = conds.get((mech, matchup, ckey), (None, None, 0))
+def _describe(key: Key, conds: dict[tuple[Any, ...], str | None]) -> dict[str, Any]:
+    mech, matchup, game, ckey, agent = key
+    cjson = conds.get((mech, matchup, game, ckey))
     try:
         condition = json.loads(cjson) if cjson else {}
     except ValueError:
@@ -255,7 +297,13 @@ def _run_info(store: Store, run_id: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ output
 def _label(row: dict[str, Any]) -> str:
-    parts = [row["mechanism"] or "-", row["condition_key"]]
+    """Mechanism, condition key (with the game in front where the key does not name it)
+    and matchup."""
+    parts = [row["mechanism"] or "-"]
+    if row.get("game") and f"game={row['game']}" not in row["condition_key"]:
+        parts.append(f"game={row['game']}")
+    if row["condition_key"] != "-":
+        parts.append(row["condition_key"])
     if row.get("matchup"):
         parts.append(f"matchup={row['matchup']}")
     return " ".join(parts)
@@ -335,8 +383,9 @@ def render_text(result: dict[str, Any]) -> Any:
 
 
 def _tex(text: Any) -> str:
-    """Text escaped for LaTeX (names come from files anyone can write)."""
-    out = str(text)
+    """Text escaped for LaTeX, control characters shown as escapes (names come from
+    files anyone can write, and the output may go to a terminal)."""
+    out = terminal_text(str(text), markup=False)
     for ch, rep in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
                     ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}"),
                     ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
