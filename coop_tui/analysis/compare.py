@@ -51,21 +51,24 @@ ALPHA = 0.05
 """The family-wise error rate Holm's correction holds the pair's tests to."""
 
 _COOP_SQL = """
-    select m.mechanism, m.matchup, m.game, m.condition_key, d.agent, m.id,
+    select m.mechanism, m.matchup, m.game, m.condition_key, d.agent, d.match_id,
            count(*), sum(d.coop_prob), coalesce(sum(d.cooperated), 0), count(d.cooperated),
            max(d.round)
-    from matches m join decisions d on d.match_id = m.id
+    from matches m indexed by idx_matches_run_id_status join decisions d on d.match_id = m.id
     where m.run_id = ? and m.status = 'done' and d.phase = 'play' and d.coop_prob is not null
-    group by m.id, d.agent"""
+    group by d.match_id, d.agent"""
 """Per match and agent: play decisions with a cooperation probability, their sum, the
 sampled cooperative actions and how many were sampled, and the last round."""
 
 _PAY_SQL = """
-    select m.mechanism, m.matchup, m.game, m.condition_key, s.agent, m.id, count(*), sum(s.payoff)
-    from matches m join seats s indexed by idx_seats_payoff on s.match_id = m.id
+    select m.mechanism, m.matchup, m.game, m.condition_key, s.agent, s.match_id, count(*), sum(s.payoff)
+    from matches m indexed by idx_matches_run_id_status
+    join seats s indexed by idx_seats_payoff on s.match_id = m.id
     where m.run_id = ? and m.status = 'done' and s.payoff is not null
-    group by m.id, s.agent"""
-"""Per match and agent: its seats with a payoff and their sum."""
+    group by s.match_id, s.agent"""
+"""Per match and agent: its seats with a payoff and their sum. Both queries name the
+(run, status) index: left to itself, SQLite may walk every match of the database in id
+order to spare the GROUP BY a sort."""
 
 _COND_SQL = """
     select mechanism, matchup, game, condition_key, min(condition), count(*)
