@@ -6,6 +6,7 @@ The runs are real strategy sweeps in real SQLite files, compared through the CLI
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ def test_latex(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None
     x_rows = [line for line in out.splitlines() if "& x &" in line]
     assert len(x_rows) == 4 and all("$^{*}$" in line for line in x_rows)
     assert not [line for line in out.splitlines() if "$^{*}$" in line and "& x &" not in line]
+    assert r"history\_payoffs" in out and r"\%" in out  # LaTeX's special characters escaped
 
 
 def test_json_is_deterministic(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,6 +176,25 @@ def test_imports_in_two_databases(source: str, data: str, tmp_path: Path,
     assert all(r["game"] for r in result["shared"])
     code, out, _ = cli(capsys, "compare", ref, ref, "--db", str(dbs[0]), "--db-b", str(dbs[1]))
     assert code == 0 and "game=" in out
+
+
+def test_names_cannot_drive_the_terminal(runs: dict[str, Any], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent name with an escape sequence and Rich markup (a database from someone
+    else) is printed as visible text in the text and LaTeX outputs."""
+    db = tmp_path / "hostile.db"
+    db.write_bytes(runs["db"].read_bytes())
+    conn = sqlite3.connect(db)
+    with conn:
+        for table in ("decisions", "seats"):
+            conn.execute(f"update {table} set agent = ? where agent = 'x'", ["x\x1b[2J[red]"])
+    conn.close()
+    for fmt in ("text", "latex"):
+        code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(db), "--format", fmt)
+        assert code == 0, err
+        assert "\x1b" not in out
+        shown = r"x\textbackslash{}x1b" if fmt == "latex" else r"x\x1b[2J[red]"
+        assert shown in out
 
 
 # ---------------------------------------------------------------- the statistics alone

@@ -176,7 +176,7 @@ def welch(a: list[float], b: list[float]) -> dict[str, Any]:
         out["p"] = 1.0 if abs(diff) <= 1e-12 else 0.0
         out["note"] = "no variation within either run"
         return out
-    df = (va + vb) ** 2 / ((va * va / (len(xa) - 1) if va else 0.0) + (vb * vb / (len(xb) - 1) if vb else 0.0))
+    df = (va + vb) ** 2 / (va * va / (len(xa) - 1) + vb * vb / (len(xb) - 1))  # Welch-Satterthwaite
     half = float(sps.t.ppf(0.975, df)) * se
     out["ci"] = [diff - half, diff + half]
     out["p"] = float(2 * sps.t.sf(abs(diff) / se, df))
@@ -388,11 +388,11 @@ def render_text(result: dict[str, Any]) -> Any:
 def _tex(text: Any) -> str:
     """Text escaped for LaTeX, control characters shown as escapes (names come from
     files anyone can write, and the output may go to a terminal)."""
-    out = terminal_text(str(text), markup=False)
-    for ch, rep in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
-                    ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}"),
-                    ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
-        out = out.replace(ch, rep) if ch != "\\" else out.replace(ch, "\x00")
+    out = terminal_text(str(text), markup=False).replace("\\", "\x00")  # restored last
+    for ch, rep in (("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"), ("_", r"\_"),
+                    ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
+                    ("^", r"\textasciicircum{}")):
+        out = out.replace(ch, rep)
     return out.replace("\x00", r"\textbackslash{}")
 
 
