@@ -88,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="file format (default: png)")
     fig.add_argument("--devrank", choices=["every_optimum", "vertex", "coopeval", "published"],
                      default=None, help="how the report's DevRank ratings are obtained, as for report")
+    fig.add_argument("--compare", metavar="RUN_B", default=None,
+                     help="instead of the papers' figures: RUN (A) against RUN_B as forest plots "
+                     "of B − A with 95%% intervals, as `coop-tui compare` computes them")
+    fig.add_argument("--db-b", metavar="PATH", default=None,
+                     help="with --compare: the database RUN_B is in (default: --db)")
     _db_arg(fig)
 
     imp = sub.add_parser("import", help="import results from another tool")
@@ -259,6 +264,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         return compare_command(_db_path(args), args.run_a, args.run_b, db_b=db_b, fmt=fmt,
                                print_text=print_in_full)
     if args.command == "figures":
+        if args.compare is not None:
+            from coop_tui.figures.comparison import comparison_command
+
+            if args.devrank is not None:
+                return fail("--devrank: --compare draws no DevRank; drop one of them")
+            db_b = Path(args.db_b).expanduser() if args.db_b else None
+            return comparison_command(_db_path(args), args.run, args.compare, db_b=db_b,
+                                      out=Path(args.out), fmt=args.figure_format)
+        if args.db_b is not None:
+            return fail("--db-b: only with --compare RUN_B; add --compare or drop --db-b")
         from coop_tui.figures import figures_command
 
         return figures_command(_db_path(args), args.run, out=Path(args.out),

@@ -197,6 +197,40 @@ def test_names_cannot_drive_the_terminal(runs: dict[str, Any], tmp_path: Path,
         assert shown in out
 
 
+def test_figures_compare(runs: dict[str, Any], tmp_path: Path,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``figures --compare``: a forest plot per measure whose filled points are exactly
+    the rows different after Holm (x's), at the differences the JSON gives."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_rgba
+
+    from coop_tui.analysis.compare import compare_runs
+    from coop_tui.figures.comparison import comparison_figures
+    from coop_tui.store import Store
+
+    out = tmp_path / "figs"
+    code, printed, err = cli(capsys, "figures", runs["a"], "--compare", runs["b"],
+                             "--db", str(runs["db"]), "--out", str(out), "--format", "svg")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["compare_cooperation.svg", "compare_payoff.svg"]
+    store = Store(runs["db"])
+    result = compare_runs(store, runs["a"], store, runs["b"])
+    drawn = {d.name: d.figure for d in comparison_figures(result)}
+    ax = drawn["compare_cooperation"].axes[0]
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    rows = list(reversed(result["shared"]))  # drawn bottom-up
+    assert len(points) == len(rows)
+    for line, row in zip(points, rows, strict=True):
+        assert line.get_xdata()[0] == pytest.approx(row["cooperation"]["difference"])
+        filled = to_rgba(line.get_markerfacecolor()) != (1.0, 1.0, 1.0, 1.0)
+        assert filled == (row["agent"] == "x")
+    code, printed, _ = cli(capsys, "figures", runs["a"], "--compare", runs["stag"], "--db",
+                           str(runs["db"]), "--db-b", str(runs["db2"]), "--out", str(tmp_path / "none"))
+    assert code == 0 and "share no condition" in printed and not (tmp_path / "none").exists()
+    code, _, err = cli(capsys, "figures", runs["a"], "--db-b", str(runs["db2"]), "--db", str(runs["db"]))
+    assert code == 2 and "--db-b" in err
+
+
 # ---------------------------------------------------------------- the statistics alone
 def test_holm_steps_down() -> None:
     # m = 3 (None not counted): 0.01·3, max(0.03, 0.02·2), max(0.04, 0.04·1)

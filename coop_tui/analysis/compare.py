@@ -44,7 +44,7 @@ from coop_tui.errors import fail
 from coop_tui.store import Store
 from coop_tui.terminal import terminal_data, terminal_text
 
-__all__ = ["ALPHA", "compare_command", "compare_runs", "holm", "render_latex", "render_text",
+__all__ = ["ALPHA", "compare_command", "compare_runs", "holm", "open_run", "render_latex", "render_text",
            "welch", "fisher_counts"]
 
 ALPHA = 0.05
@@ -289,7 +289,7 @@ def compare_runs(store_a: Store, run_a: str, store_b: Store, run_b: str) -> dict
         "only_b": [_describe(k, conds_b) for k in sorted(set(cells_b) - set(cells_a), key=_order)],
     }
     if not rows:
-        out["note"] = "the runs share no condition (mechanism, matchup, condition and agent)"
+        out["note"] = "the runs share no condition (mechanism, matchup, game, condition and agent)"
     return out
 
 
@@ -441,14 +441,15 @@ def strict_json(result: dict[str, Any]) -> str:
     return json.dumps(clean(result), indent=2, sort_keys=True, allow_nan=False)
 
 
-def _open(path: Path, ref: str, flag: str) -> tuple[Store, str] | int:
+def open_run(path: Path, ref: str | None, flag: str) -> tuple[Store, str] | int:
     """The store and the resolved run id, or the exit code of a message naming the fix."""
     if not path.exists():
         return fail(f"{flag}: no database at {path}; run a sweep first or pass {flag} PATH")
     store = Store(path)
     run = store.resolve_run(ref)
     if run is None:
-        return fail(f"no run {ref!r} in {path}; `coop-tui list runs --db {path}` lists them")
+        which = f"no run {ref!r}" if ref else "no runs"
+        return fail(f"{which} in {path}; `coop-tui list runs --db {path}` lists them")
     return store, run["id"]
 
 
@@ -458,10 +459,10 @@ def compare_command(db_a: Path, ref_a: str, ref_b: str, *, db_b: Path | None = N
     output says so), 2 for a missing database or run. ``print_text`` prints a Rich
     renderable whole (the report's printer; the CLI passes it, the report being a layer
     above this one)."""
-    opened_a = _open(db_a, ref_a, "--db")
+    opened_a = open_run(db_a, ref_a, "--db")
     if isinstance(opened_a, int):
         return opened_a
-    opened_b = _open(db_b or db_a, ref_b, "--db-b" if db_b else "--db")
+    opened_b = open_run(db_b or db_a, ref_b, "--db-b" if db_b else "--db")
     if isinstance(opened_b, int):
         return opened_b
     result = compare_runs(*opened_a, *opened_b)
