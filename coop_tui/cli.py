@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(rep)
 
+    cmp = sub.add_parser("compare", help="are two runs different? cooperation and payoffs per "
+                         "shared condition, with intervals and Holm-corrected p-values")
+    cmp.add_argument("run_a", metavar="RUN_A", help="run id, id prefix or name (the baseline)")
+    cmp.add_argument("run_b", metavar="RUN_B", help="run id, id prefix or name (compared with A)")
+    cmp.add_argument("--db-b", metavar="PATH", default=None,
+                     help="the database RUN_B is in (default: the same as RUN_A's, --db)")
+    cmp.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
+    cmp.add_argument("--format", dest="compare_format", choices=["text", "json", "latex"],
+                     default=None, help="text (default), json, or latex (booktabs tables)")
+    _db_arg(cmp)
+
     fig = sub.add_parser("figures", help="draw the papers' figures from a run's report (needs matplotlib)")
     fig.add_argument("run", nargs="?", help="run id, id prefix or name (default: the latest)")
     fig.add_argument("--out", default="figures", metavar="DIR",
@@ -77,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="file format (default: png)")
     fig.add_argument("--devrank", choices=["every_optimum", "vertex", "coopeval", "published"],
                      default=None, help="how the report's DevRank ratings are obtained, as for report")
+    fig.add_argument("--compare", metavar="RUN_B", default=None,
+                     help="instead of the papers' figures: RUN (A) against RUN_B as forest plots "
+                     "of B − A with 95%% intervals, as `coop-tui compare` computes them")
+    fig.add_argument("--db-b", metavar="PATH", default=None,
+                     help="with --compare: the database RUN_B is in (default: --db)")
     _db_arg(fig)
 
     imp = sub.add_parser("import", help="import results from another tool")
@@ -240,7 +256,27 @@ def _dispatch(args: argparse.Namespace) -> int:
             sections=args.sections,
             devrank=args.devrank,
         )
+    if args.command == "compare":
+        from coop_tui.analysis.compare import compare_command
+        from coop_tui.report import print_in_full
+
+        if args.json and args.compare_format not in (None, "json"):
+            return fail(f"--json asks for JSON and --format for {args.compare_format}; give one of them")
+        fmt = "json" if args.json else (args.compare_format or "text")
+        db_b = Path(args.db_b).expanduser() if args.db_b else None
+        return compare_command(_db_path(args), args.run_a, args.run_b, db_b=db_b, fmt=fmt,
+                               print_text=print_in_full)
     if args.command == "figures":
+        if args.compare is not None:
+            from coop_tui.figures.comparison import comparison_command
+
+            if args.devrank is not None:
+                return fail("--devrank: --compare draws no DevRank; drop one of them")
+            db_b = Path(args.db_b).expanduser() if args.db_b else None
+            return comparison_command(_db_path(args), args.run, args.compare, db_b=db_b,
+                                      out=Path(args.out), fmt=args.figure_format)
+        if args.db_b is not None:
+            return fail("--db-b: only with --compare RUN_B; add --compare or drop --db-b")
         from coop_tui.figures import figures_command
 
         return figures_command(_db_path(args), args.run, out=Path(args.out),

@@ -88,16 +88,20 @@ def draw_figures(
     devrank: str | None = None,
 ) -> list[Path]:
     """Build the run's report, draw its figures into ``out`` and return the files."""
-    import matplotlib.pyplot as plt
-
     from coop_tui.report import build_report, strict_json
 
     report = json.loads(strict_json(build_report(store, run_id, devrank=devrank)))
+    return save(figures_for(report), out, fmt)
+
+
+def save(figures: list[Drawn], out: str | Path, fmt: str) -> list[Path]:
+    """Write each figure to ``out/<name>.<fmt>`` (no dates inside) and close it."""
+    import matplotlib.pyplot as plt
+
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-
     written = []
-    for drawn in figures_for(report):
+    for drawn in figures:
         path = folder / f"{drawn.name}.{fmt}"
         with plt.rc_context(RC):  # svg.hashsalt: the same ids in every file written
             drawn.figure.savefig(path, format=fmt, dpi=200, bbox_inches="tight",

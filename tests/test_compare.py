@@ -1,0 +1,260 @@
+"""``coop-tui compare``: two runs side by side per shared condition, tested with the match
+as the unit and Holm's correction over every test of the pair.
+
+The runs are real strategy sweeps in real SQLite files, compared through the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coop_tui.analysis.compare import fisher_counts, holm, welch
+from coop_tui.api import run_sweep
+from coop_tui.cli import main
+
+ROSTER = ("x", "tft", "coin", "alld")
+
+
+def _sweep(name: str, x_strategy: str, *, game: str = "prisoners") -> dict[str, Any]:
+    """Four agents playing themselves, once repeated and once one-shot; only ``x``'s
+    strategy changes between the runs compared, and the seed is the same."""
+    return {
+        "name": name,
+        "seed": 11,
+        "samples": 8,
+        "agents": {
+            "x": {"strategy": x_strategy},
+            "tft": {"strategy": "tit_for_tat"},
+            "coin": {"strategy": "random", "params": {"p": 0.5}},
+            "alld": {"strategy": "always_defect"},
+        },
+        "experiments": [
+            {"game": game, "mechanism": "repetition", "rounds": 6, "matchup": "self",
+             "agents": list(ROSTER)},
+            {"game": game, "mechanism": "none", "matchup": "self", "agents": list(ROSTER)},
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run A (x cooperates), run B (x defects) in one database; run C (x cooperates, a
+    different game) in a second database."""
+    folder = tmp_path_factory.mktemp("compare")
+    db, db2 = folder / "a.db", folder / "b.db"
+    a = run_sweep(_sweep("x-cooperates", "always_cooperate"), db)
+    b = run_sweep(_sweep("x-defects", "always_defect"), db)
+    c = run_sweep(_sweep("x-cooperates-again", "always_cooperate"), db2)
+    stag = run_sweep(_sweep("stag", "always_cooperate", game="stag_hunt"), db2)
+    return {"db": db, "db2": db2, "a": a, "b": b, "c": c, "stag": stag}
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = cli(capsys, "compare", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_only_the_changed_agent_is_different(runs: dict[str, Any],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    result = _json(capsys, runs["a"], runs["b"], "--db", str(runs["db"]))
+    rows = result["shared"]
+    # four agents in two conditions (repeated, one-shot), each with cooperation and payoff
+    assert len(rows) == 8 and result["tests"] == 16
+    assert not result["only_a"] and not result["only_b"]
+    flagged = {(r["mechanism"], r["agent"]) for r in rows if r["different"]}
+    assert flagged == {("repetition", "x"), ("none", "x")}
+    for r in rows:
+        if r["agent"] != "x":
+            assert r["cooperation"]["difference"] == 0 and r["cooperation"]["p_holm"] == 1
+            assert not r["cooperation"]["different"] and not r["payoff"]["different"]
+    by = {r["mechanism"]: r for r in rows if r["agent"] == "x"}
+    repeated, one_shot = by["repetition"]["cooperation"], by["none"]["cooperation"]
+    # repeated play: one value per match (8 matches), Welch; one-shot: counts, Fisher
+    assert (repeated["test"], repeated["unit"], repeated["a"]["n"]) == ("welch", "match", 8)
+    assert (one_shot["test"], one_shot["unit"], one_shot["a"]["n"]) == ("fisher", "decision", 16)
+    assert repeated["difference"] == pytest.approx(-1.0)
+    assert one_shot["a"]["rate"] == 1.0 and one_shot["b"]["rate"] == 0.0
+    lo, hi = one_shot["ci"]
+    assert lo < -0.5 and hi < 0  # Newcombe's interval excludes no difference
+    assert by["repetition"]["payoff"]["different"] and by["none"]["payoff"]["different"]
+
+
+def test_text_marks_the_different_rows(runs: dict[str, Any],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(runs["db"]))
+    assert code == 0, err
+    assert "cooperation rate: B − A per shared condition" in out
+    marked = [line for line in out.splitlines() if "│ * │" in line]
+    # x's two conditions, in the cooperation table and in the payoff table
+    assert len(marked) == 4 and all("│ x " in line for line in marked)
+    assert "Holm's correction over 16 tests" in out
+
+
+def test_latex(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(runs["db"]),
+                         "--format", "latex")
+    assert code == 0, err
+    assert out.count(r"\begin{tabular}") == 2 and r"\toprule" in out
+    x_rows = [line for line in out.splitlines() if "& x &" in line]
+    assert len(x_rows) == 4 and all("$^{*}$" in line for line in x_rows)
+    assert not [line for line in out.splitlines() if "$^{*}$" in line and "& x &" not in line]
+    assert r"history\_payoffs" in out and r"\%" in out  # LaTeX's special characters escaped
+
+
+def test_json_is_deterministic(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("compare", runs["a"], runs["b"], "--db", str(runs["db"]), "--format", "json")
+    first, second = cli(capsys, *args), cli(capsys, *args)
+    assert first == second and first[0] == 0
+
+
+def test_runs_from_two_databases(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Replicates of the same sweep in two files: everything shared, nothing different;
+    the other run of the second file shares nothing with A (another game)."""
+    result = _json(capsys, runs["a"], runs["c"], "--db", str(runs["db"]), "--db-b", str(runs["db2"]))
+    assert len(result["shared"]) == 8 and not any(r["different"] for r in result["shared"])
+    assert result["runs"]["b"]["name"] == "x-cooperates-again"
+    # run ids resolve like report's: a prefix is enough
+    prefix = _json(capsys, runs["a"][:-2], runs["c"], "--db", str(runs["db"]), "--db-b", str(runs["db2"]))
+    assert prefix == result
+
+
+def test_no_shared_condition(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "compare", runs["a"], runs["stag"], "--db", str(runs["db"]),
+                         "--db-b", str(runs["db2"]), "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["shared"] == [] and result["tests"] == 0
+    assert len(result["only_a"]) == 8 and len(result["only_b"]) == 8
+    assert "share no condition" in result["note"] and "share no condition" in err
+    code, out, _ = cli(capsys, "compare", runs["a"], runs["stag"], "--db", str(runs["db"]),
+                       "--db-b", str(runs["db2"]))
+    assert code == 0 and "share no condition" in out and "only in run B (8)" in out
+
+
+def test_bad_input(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "compare", runs["a"], "nope", "--db", str(runs["db"]))
+    assert code == 2 and out == "" and "no run 'nope'" in err
+    missing = tmp_path / "missing.db"
+    code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(runs["db"]),
+                         "--db-b", str(missing))
+    assert code == 2 and "--db-b: no database" in err and not missing.exists()
+    code, _, err = cli(capsys, "compare", runs["a"], runs["b"], "--json", "--format", "latex",
+                       "--db", str(runs["db"]))
+    assert code == 2 and "--json" in err
+
+
+@pytest.mark.parametrize("source, data", [
+    ("strategic-personalities", "strategic_personalities.sample.csv.gz"),
+    ("coopeval", "coopeval_sample/no_mechanism_prisoners_dilemma"),
+])
+def test_imports_in_two_databases(source: str, data: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The same published data imported into two databases: every condition shared (the
+    strategic personalities paper's trials as matches, CoopEval's games named though its
+    condition keys do not name them), nothing different."""
+    path = Path(__file__).parent / "data" / data
+    dbs = [tmp_path / "one.db", tmp_path / "two.db"]
+    for db in dbs:
+        assert main(["import", source, str(path), "--db", str(db)]) == 0
+    capsys.readouterr()
+    ref = "sp-" if source == "strategic-personalities" else "coopeval-"
+    result = _json(capsys, ref, ref, "--db", str(dbs[0]), "--db-b", str(dbs[1]))
+    assert result["shared"] and result["tests"] > 0
+    assert not result["only_a"] and not result["only_b"]
+    assert not any(r["different"] for r in result["shared"])
+    assert all(r["game"] for r in result["shared"])
+    code, out, _ = cli(capsys, "compare", ref, ref, "--db", str(dbs[0]), "--db-b", str(dbs[1]))
+    assert code == 0 and "game=" in out
+
+
+def test_names_cannot_drive_the_terminal(runs: dict[str, Any], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent name with an escape sequence and Rich markup (a database from someone
+    else) is printed as visible text in the text and LaTeX outputs."""
+    db = tmp_path / "hostile.db"
+    db.write_bytes(runs["db"].read_bytes())
+    conn = sqlite3.connect(db)
+    with conn:
+        for table in ("decisions", "seats"):
+            conn.execute(f"update {table} set agent = ? where agent = 'x'", ["x\x1b[2J[red]"])
+    conn.close()
+    for fmt in ("text", "latex"):
+        code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(db), "--format", fmt)
+        assert code == 0, err
+        assert "\x1b" not in out
+        shown = r"x\textbackslash{}x1b" if fmt == "latex" else r"x\x1b[2J[red]"
+        assert shown in out
+
+
+def test_figures_compare(runs: dict[str, Any], tmp_path: Path,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``figures --compare``: a forest plot per measure whose filled points are exactly
+    the rows different after Holm (x's), at the differences the JSON gives."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_rgba
+
+    from coop_tui.analysis.compare import compare_runs
+    from coop_tui.figures.comparison import comparison_figures
+    from coop_tui.store import Store
+
+    out = tmp_path / "figs"
+    code, printed, err = cli(capsys, "figures", runs["a"], "--compare", runs["b"],
+                             "--db", str(runs["db"]), "--out", str(out), "--format", "svg")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["compare_cooperation.svg", "compare_payoff.svg"]
+    store = Store(runs["db"])
+    result = compare_runs(store, runs["a"], store, runs["b"])
+    drawn = {d.name: d.figure for d in comparison_figures(result)}
+    ax = drawn["compare_cooperation"].axes[0]
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    rows = list(reversed(result["shared"]))  # drawn bottom-up
+    assert len(points) == len(rows)
+    for line, row in zip(points, rows, strict=True):
+        assert line.get_xdata()[0] == pytest.approx(row["cooperation"]["difference"])
+        filled = to_rgba(line.get_markerfacecolor()) != (1.0, 1.0, 1.0, 1.0)
+        assert filled == (row["agent"] == "x")
+    code, printed, _ = cli(capsys, "figures", runs["a"], "--compare", runs["stag"], "--db",
+                           str(runs["db"]), "--db-b", str(runs["db2"]), "--out", str(tmp_path / "none"))
+    assert code == 0 and "share no condition" in printed and not (tmp_path / "none").exists()
+    code, _, err = cli(capsys, "figures", runs["a"], "--db-b", str(runs["db2"]), "--db", str(runs["db"]))
+    assert code == 2 and "--db-b" in err
+
+
+# ---------------------------------------------------------------- the statistics alone
+def test_holm_steps_down() -> None:
+    # m = 3 (None not counted): 0.01·3, max(0.03, 0.02·2), max(0.04, 0.04·1)
+    assert holm([0.04, None, 0.01, 0.02]) == [pytest.approx(0.04), None, pytest.approx(0.03),
+                                              pytest.approx(0.04)]
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+
+
+def test_welch_matches_scipy() -> None:
+    from scipy import stats
+
+    a, b = [0.1, 0.4, 0.35, 0.8, 0.5], [0.6, 0.9, 0.7, 0.95]
+    got = welch(a, b)
+    want = stats.ttest_ind(b, a, equal_var=False)
+    assert got["p"] == pytest.approx(want.pvalue)
+    ci = want.confidence_interval(0.95)
+    assert got["ci"] == [pytest.approx(ci.low), pytest.approx(ci.high)]
+    assert welch([1.0], [0.0, 1.0])["p"] is None  # one match: no variance
+    assert welch([1.0, 1.0], [1.0, 1.0])["p"] == 1.0
+
+
+def test_fisher_counts() -> None:
+    got = fisher_counts(3, 10, 9, 10)
+    assert got["difference"] == pytest.approx(0.6)
+    assert got["p"] == pytest.approx(0.0198, abs=1e-4)
+    lo, hi = got["ci"]
+    assert 0 < lo < 0.6 < hi <= 1
