@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from coop_tui.cli import main
-from tests.coopeval_paper_tables import PAPER_TABLES, TABLE_NAMES
+from tests.coopeval_paper_tables import PAPER_TABLES, RUN_1_DEVIATION_RATINGS, TABLE_NAMES
 
 STUDY = Path(__file__).parent / "data" / "coopeval_main_study"
 
@@ -35,8 +35,6 @@ PUBLISHED_RUN_AVERAGES = {
     "openai/gpt-5.2(CoT)": (1.4303, 1.5019, 1.2919),
     "qwen/qwen3-30b-a3b-instruct-2507(CoT)": (1.5946, 1.5279, 1.3200),
 }
-
-
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()
@@ -171,11 +169,7 @@ def test_coopeval_lp_emulation_gives_run_1_stag_hunts_published_ratings(study_re
     from coop_tui.analysis.population import deviation_ratings
     from coop_tui.store import Store
 
-    published = {
-        "anthropic/claude-sonnet-4.5(CoT)": -2.2, "google/gemini-3-flash-preview(CoT)": -1.0,
-        "google/gemini-3-flash-preview(IO)": -1.0, "openai/gpt-5.2(CoT)": -1.5,
-        "openai/gpt-4o-2024-05-13(CoT)": -1.6, "qwen/qwen3-30b-a3b-instruct-2507(CoT)": -1.6,
-    }
+    published = RUN_1_DEVIATION_RATINGS["stag_hunt"]
     store = Store(Path(study_report["_db"]))
     try:
         run_id = store.db.execute("select id from runs").fetchone()[0]
