@@ -22,7 +22,9 @@ below goes to Gurobi built in CoopEval's order: variables, then the sum, the sea
 equalities (agent by agent) and one row per (seat, agent) constraint. Without it, or
 when Gurobi refuses a model (a size-limited licence on a large roster), HiGHS's
 interior point method with crossover (``highs-ipm``, the nearest HiGHS has) stands in:
-an emulation that picks another vertex on some degenerate tournaments. The counts of
+an emulation that picks another vertex on some degenerate tournaments. Gurobi's optimum
+can also depend on the order of the agents in the LP: they come in the tensor's order
+(by name, as CoopEval's re-evaluation reads a saved matchup_payoffs.json). The counts of
 each on CoopEval's published data are in docs/reproducing-coopeval.md, "DevRank".
 """
 
