@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--devrank", choices=["every_optimum", "vertex", "coopeval", "published"], default=None,
         help="how DevRank's deviation ratings are obtained: every_optimum (ours, the same for "
         "every solver; default), vertex (CoopEval's freezing rule on our LP), coopeval "
-        "(CoopEval's LP), published (an import's own deviation_ratings.json, else coopeval); "
+        "(CoopEval's LP, with Gurobi when gurobipy is installed, else HiGHS), published (an import's own deviation_ratings.json, else coopeval); "
         "default: the study file's devrank",
     )
     _db_arg(rep)

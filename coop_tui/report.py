@@ -237,8 +237,13 @@ def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict
     result = paper_tables(store, run_id, freeze=mode)
     if not result["tables"]:
         return {}
-    return {"tables": result["tables"], "evolution": result["evolution"],
-            "per_replicate": result["per_replicate"], "devrank": mode}
+    out = {"tables": result["tables"], "evolution": result["evolution"],
+           "per_replicate": result["per_replicate"], "devrank": mode}
+    for key in ("devrank_solver", "devrank_solver_note"):  # CoopEval's LP: which solver ran
+        found = sorted({r[key] for r in result["per_replicate"] if r.get(key)})
+        if found:
+            out[key] = "; ".join(found)
+    return out
 
 
 def _experiment_rows(db: Any, run_id: str) -> list[tuple[Any, ...]]:

@@ -796,3 +796,20 @@ PAPER_TABLES: dict[str, dict[tuple[str, str | None, str], dict[str, tuple[str, s
         },
     },
 }
+
+
+RUN_1_DEVIATION_RATINGS: dict[str, dict[str, float]] = {
+    # deviation_ratings.json of run1_20260319_153052 for the two NoMechanism tournaments of
+    # tests/data/coopeval_main_study (the only rating files of its tournaments in the index;
+    # not copied there, since the tests compute every rating), in the files' key order
+    "stag_hunt": {
+        "anthropic/claude-sonnet-4.5(CoT)": -2.2, "google/gemini-3-flash-preview(CoT)": -1.0,
+        "google/gemini-3-flash-preview(IO)": -1.0, "openai/gpt-5.2(CoT)": -1.5,
+        "openai/gpt-4o-2024-05-13(CoT)": -1.6, "qwen/qwen3-30b-a3b-instruct-2507(CoT)": -1.6,
+    },
+    "trust": {
+        "anthropic/claude-sonnet-4.5(CoT)": 0.0, "google/gemini-3-flash-preview(CoT)": 0.0,
+        "google/gemini-3-flash-preview(IO)": 0.0, "openai/gpt-5.2(CoT)": 0.0,
+        "openai/gpt-4o-2024-05-13(CoT)": -1.0, "qwen/qwen3-30b-a3b-instruct-2507(CoT)": -1.0,
+    },
+}

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from coop_tui.cli import main
@@ -122,3 +124,170 @@ def test_every_mode_is_accepted_by_the_command_line(tmp_path: Path, capsys, mode
     assert main(["import", "coopeval", str(study), "--db", str(db)]) == 0
     capsys.readouterr()
     assert _report(db, capsys, "--devrank", mode)["devrank"] == mode
+
+
+# ----------------------------------------------------------------------------- CoopEval's solver
+
+DATA = Path(__file__).parent / "data"
+BUNDLED = ("coopeval_main_study", "coopeval_contracting_travellers",
+           "coopeval_contracting_public_goods")
+SAMPLES = DATA / "coopeval_sample"
+
+
+@pytest.fixture(scope="module")
+def bundled_dbs(tmp_path_factory) -> dict[str, Path]:
+    """Each bundled CoopEval study imported into a database of its own."""
+    root = tmp_path_factory.mktemp("bundled")
+    dbs = {}
+    for name in BUNDLED:
+        dbs[name] = root / f"{name}.db"
+        assert main(["import", "coopeval", str(DATA / name), "--db", str(dbs[name])]) == 0
+    return dbs
+
+
+def _printed_devrank_agreement(db: Path) -> tuple[int, int, set[str]]:
+    """(cells equal to the printed DevRank cells, cells compared, solvers named) under
+    ``--devrank coopeval``, as the report prints them (1 decimal, the average 3)."""
+    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.store import Store
+    from tests.coopeval_paper_tables import PAPER_TABLES
+
+    store = Store(db)
+    try:
+        run_id = store.db.execute("select id from runs").fetchone()[0]
+        cells = paper_tables(store, run_id, freeze="coopeval")["tables"]
+    finally:
+        store.close()
+    agree = compared = 0
+    solvers = set()
+    for c in cells:
+        if c["table"] == "all" or c["metric"] != "deviation_rank":
+            continue
+        digits = 1 if c["agent"] != "average" else 3
+        printed = PAPER_TABLES[c["table"]][(c["mechanism"], c["order"], c["metric"])][c["agent"]]
+        agree += (f"{c['value']:.{digits}f}", f"{c['se']:.{digits}f}") == printed
+        compared += 1
+        solvers.add(c["devrank_solver"])
+    return agree, compared, solvers
+
+
+def test_gurobi_reproduces_more_printed_devrank_cells_than_the_highs_emulation(
+        bundled_dbs, monkeypatch, capsys):
+    """Every DevRank cell the bundled CoopEval data reaches (Table 6 and 7 NoMechanism,
+    Table 5 and Table 4 Contracting: 28 cells): CoopEval's LP on Gurobi, its own solver,
+    prints 25 of them as the paper does; the same LP on HiGHS 12. The three it misses are
+    the Stag Hunt's GPT-4o, GPT-5.2 and Qwen, from run 1, where Gurobi's optimum depends
+    on the agents' order (see test_coopeval_tables.py, run 1's Stag Hunt)."""
+    per_study = {}
+    for name, db in bundled_dbs.items():
+        gurobi = _printed_devrank_agreement(db)
+        with monkeypatch.context() as m:
+            m.setitem(sys.modules, "gurobipy", None)  # the extra not installed
+            highs = _printed_devrank_agreement(db)
+        per_study[name] = (gurobi, highs)
+    with capsys.disabled():
+        print("\nprinted DevRank cells reproduced (Gurobi / HiGHS emulation): " + ", ".join(
+            f"{name} {g[0]}/{g[1]} / {h[0]}/{h[1]}" for name, (g, h) in per_study.items()))
+    assert {k: (g[0], h[0], g[1]) for k, (g, h) in per_study.items()} == {
+        "coopeval_main_study": (11, 9, 14),
+        "coopeval_contracting_travellers": (7, 2, 7),
+        "coopeval_contracting_public_goods": (7, 1, 7),
+    }
+    assert {s for g, h in per_study.values() for s in g[2]} == {"gurobi"}
+    assert {s for g, h in per_study.values() for s in h[2]} == {"highs-ipm"}
+    gurobi_total = sum(g[0] for g, _ in per_study.values())
+    highs_total = sum(h[0] for _, h in per_study.values())
+    assert (gurobi_total, highs_total) == (25, 12)
+
+
+def test_gurobi_reproduces_more_published_ratings_than_the_highs_emulation(bundled_dbs) -> None:
+    """Agent by agent, against every deviation_ratings.json of a bundled tournament
+    (CoopEval's Prisoner's Dilemma and Mediation x Trust samples, run 1's Trust and Stag
+    Hunt of the main study): Gurobi gives 21 of the 24 published ratings, HiGHS's interior
+    point 17 (its dual simplex gets the Trust sample but not run 1's Trust)."""
+    from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
+    from coop_tui.analysis.coopeval_tables import _groups, _tensor
+    from coop_tui.store import Store
+    from tests.coopeval_paper_tables import RUN_1_DEVIATION_RATINGS
+    from tests.test_population import _sample_tensor
+
+    cases = []
+    for name in ("no_mechanism_prisoners_dilemma", "mediation_trust_game"):
+        tensor = _sample_tensor(name)
+        cases.append((tensor.payoffs, tensor.agents,
+                      json.loads((SAMPLES / name / "deviation_ratings.json").read_text())))
+    store = Store(bundled_dbs["coopeval_main_study"])
+    try:
+        run_id = store.db.execute("select id from runs").fetchone()[0]
+        for game in ("trust", "stag_hunt"):
+            published = RUN_1_DEVIATION_RATINGS[game]
+            group = next(g for g in _groups(store.db, run_id) if (g["game"], g["mechanism"]) == (game, "none"))
+            tensor = _tensor(store.db, run_id, group, 0)
+            cases.append((tensor.payoffs, tensor.agents, published))
+    finally:
+        store.close()
+    counts = {}
+    for method in ("gurobi", "highs-ipm"):
+        counts[method] = [
+            sum(abs(r - published[a]) < 1e-9
+                for a, r in zip(agents, coopeval_deviation_ratings(payoffs, method=method), strict=True))
+            for payoffs, agents, published in cases]
+    assert counts == {"gurobi": [6, 6, 6, 3], "highs-ipm": [6, 2, 3, 6]}
+
+
+def _synthetic_db(tmp_path: Path, capsys) -> Path:
+    study = _study(tmp_path / "study", published={})
+    db = tmp_path / "c.db"
+    assert main(["import", "coopeval", str(study), "--db", str(db)]) == 0
+    capsys.readouterr()
+    return db
+
+
+def test_the_report_names_gurobi_when_it_rated(tmp_path: Path, capsys) -> None:
+    db = _synthetic_db(tmp_path, capsys)
+    report = _report(db, capsys, "--devrank", "coopeval")
+    assert (report["devrank"], report["devrank_solver"]) == ("coopeval", "gurobi")
+    assert "devrank_solver_note" not in report
+    assert {c["devrank_solver"] for c in _ranks(report).values()} == {"gurobi"}
+    assert {r["devrank_solver"] for r in report["per_replicate"]} == {"gurobi"}
+    assert main(["report", "--db", str(db), "--devrank", "coopeval"]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # the caption may wrap
+    assert "DevRank ratings: CoopEval's LP; solver: Gurobi barrier + crossover, CoopEval's solver" in text
+    assert main(["report", "--db", str(db), "--devrank", "coopeval", "--format", "latex"]) == 0
+    assert "% DevRank ratings: CoopEval's LP; solver: Gurobi" in capsys.readouterr().out
+    # our own ratings need no solver of CoopEval's, and say nothing about one
+    ours = _report(db, capsys)
+    assert "devrank_solver" not in ours and all("devrank_solver" not in c for c in ours["tables"])
+
+
+def test_without_gurobipy_the_highs_emulation_rates_and_the_report_says_so(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    db = _synthetic_db(tmp_path, capsys)
+    with_gurobi = _report(db, capsys, "--devrank", "coopeval")
+    monkeypatch.setitem(sys.modules, "gurobipy", None)  # `import gurobipy` fails, as uninstalled
+    report = _report(db, capsys, "--devrank", "coopeval")
+    assert (report["devrank"], report["devrank_solver"]) == ("coopeval", "highs-ipm")
+    assert report["devrank_solver_note"] == "gurobipy is not installed (pip install 'coop-tui[gurobi]')"
+    ranks = _ranks(report)
+    assert {c["devrank_solver"] for c in ranks.values()} == {"highs-ipm"}
+    assert {c["devrank_solver_note"] for c in ranks.values()} == {report["devrank_solver_note"]}
+    # this small study has one optimum: both solvers rank alike
+    assert {a: c["value"] for a, c in ranks.items()} == {
+        a: c["value"] for a, c in _ranks(with_gurobi).items()}
+    assert main(["report", "--db", str(db), "--devrank", "coopeval"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("solver: HiGHS interior point + crossover, an emulation of CoopEval's Gurobi "
+            "(gurobipy is not installed (pip install 'coop-tui[gurobi]'))") in text
+    assert main(["report", "--db", str(db), "--devrank", "coopeval", "--format", "latex"]) == 0
+    assert "HiGHS interior point + crossover" in capsys.readouterr().out
+
+
+def test_a_model_too_large_for_gurobis_free_licence_falls_back_to_highs() -> None:
+    """The pip wheel's licence stops at 2,000 variables: thirteen agents in a three-player
+    game make 13**3 = 2,197 seatings. HiGHS rates them and the result says why."""
+    from coop_tui.analysis.coopeval_devrating import coopeval_ratings
+
+    solved = coopeval_ratings(np.ones((13, 13, 13)))  # clones: every rating is 0
+    assert solved.solver == "highs-ipm"
+    assert solved.note is not None and solved.note.startswith("Gurobi refused the LP")
+    assert solved.ratings.tolist() == [0.0] * 13

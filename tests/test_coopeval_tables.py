@@ -13,12 +13,14 @@ import csv
 import io
 import json
 import shutil
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from coop_tui.cli import main
-from tests.coopeval_paper_tables import PAPER_TABLES, TABLE_NAMES
+from tests.coopeval_paper_tables import PAPER_TABLES, RUN_1_DEVIATION_RATINGS, TABLE_NAMES
 
 STUDY = Path(__file__).parent / "data" / "coopeval_main_study"
 
@@ -33,8 +35,6 @@ PUBLISHED_RUN_AVERAGES = {
     "openai/gpt-5.2(CoT)": (1.4303, 1.5019, 1.2919),
     "qwen/qwen3-30b-a3b-instruct-2507(CoT)": (1.5946, 1.5279, 1.3200),
 }
-
-
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()
@@ -95,7 +95,7 @@ def test_the_study_imports_as_one_run_with_three_replicates(study_report):
     assert {c["n"] for c in study_report["tables"] if c["table"] != "all"} == {3}
 
 
-def test_every_reachable_mean_and_fitness_cell_matches_the_paper(study_report, capsys):
+def test_every_reachable_mean_and_fitness_cell_matches_the_paper(study_report, capsys, monkeypatch):
     compared, agree, differ, tables = 0, 0, set(), set()
     dr_compared, dr_agree = 0, 0
     for c in study_report["tables"]:
@@ -117,15 +117,18 @@ def test_every_reachable_mean_and_fitness_cell_matches_the_paper(study_report, c
         else:
             differ.add((c["table"], c["mechanism"], c["order"], c["metric"], c["agent"]))
     vertex_agree = _devrank_agreement(study_report["_db"], freeze="vertex")
-    emulated_agree = _devrank_agreement(study_report["_db"], freeze="coopeval")
+    gurobi_agree = _devrank_agreement(study_report["_db"], freeze="coopeval")
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "gurobipy", None)  # as if the gurobi extra were not installed
+        emulated_agree = _devrank_agreement(study_report["_db"], freeze="coopeval")
     with capsys.disabled():
         print(f"\nCoopEval tables: {agree}/{compared} Mean/Fitness cells reproduced exactly "
               f"({', '.join(sorted(tables))}); DevRank agreement {dr_agree}/{dr_compared} cells "
               f"(our solver-independent ratings), {vertex_agree}/{dr_compared} with "
-              f"freeze='vertex' (HiGHS's vertex of our LP), {emulated_agree}/{dr_compared} with "
-              f"freeze='coopeval' (CoopEval's LP, HiGHS interior point + crossover; the paper "
-              f"used Gurobi's barrier + crossover)")
-    assert (dr_agree, vertex_agree, emulated_agree, dr_compared) == (3, 7, 9, 14)
+              f"freeze='vertex' (HiGHS's vertex of our LP), {gurobi_agree}/{dr_compared} with "
+              f"freeze='coopeval' (CoopEval's LP with Gurobi, its solver), {emulated_agree}/"
+              f"{dr_compared} with the same LP on HiGHS interior point + crossover")
+    assert (dr_agree, vertex_agree, gurobi_agree, emulated_agree, dr_compared) == (3, 7, 11, 9, 14)
     assert compared == 56
     assert differ == set()
     assert agree == compared
@@ -155,19 +158,18 @@ def test_reputation_first_order_pd_matches_each_runs_printed_averages(study_repo
 
 
 def test_coopeval_lp_emulation_gives_run_1_stag_hunts_published_ratings(study_report):
-    """run1_20260319_153052/no_mechanism_stag_hunt/deviation_ratings.json (the one rating
-    file of the fixture's tournaments in the index): CoopEval's LP as emulated gives it
-    exactly; on this replicate our solver-independent ratings happen to agree as well."""
+    """run1_20260319_153052/no_mechanism_stag_hunt/deviation_ratings.json (a rating file of
+    the fixture's tournaments in the index): CoopEval's LP as emulated on HiGHS gives it
+    exactly; on this replicate our solver-independent ratings happen to agree as well.
+    Gurobi, CoopEval's solver, gives it too when the LP lists the agents in the order of
+    that file's keys (GPT-5.2 before GPT-4o, the order CoopEval's LP had when it wrote the
+    file); in our order (the agents' names sorted) it lands on another optimum."""
     from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
     from coop_tui.analysis.coopeval_tables import _groups, _tensor
     from coop_tui.analysis.population import deviation_ratings
     from coop_tui.store import Store
 
-    published = {
-        "anthropic/claude-sonnet-4.5(CoT)": -2.2, "google/gemini-3-flash-preview(CoT)": -1.0,
-        "google/gemini-3-flash-preview(IO)": -1.0, "openai/gpt-5.2(CoT)": -1.5,
-        "openai/gpt-4o-2024-05-13(CoT)": -1.6, "qwen/qwen3-30b-a3b-instruct-2507(CoT)": -1.6,
-    }
+    published = RUN_1_DEVIATION_RATINGS["stag_hunt"]
     store = Store(Path(study_report["_db"]))
     try:
         run_id = store.db.execute("select id from runs").fetchone()[0]
@@ -176,8 +178,15 @@ def test_coopeval_lp_emulation_gives_run_1_stag_hunts_published_ratings(study_re
         tensor = _tensor(store.db, run_id, group, 0)
     finally:
         store.close()
-    for ratings in (coopeval_deviation_ratings(tensor.payoffs), deviation_ratings(tensor.payoffs)):
+    for ratings in (coopeval_deviation_ratings(tensor.payoffs, method="highs-ipm"),
+                    deviation_ratings(tensor.payoffs)):
         assert dict(zip(tensor.agents, ratings.tolist(), strict=True)) == pytest.approx(published, abs=1e-9)
+    theirs = [tensor.agents.index(a) for a in published]  # the file's key order
+    gurobi = coopeval_deviation_ratings(tensor.payoffs[np.ix_(theirs, theirs)], method="gurobi")
+    assert dict(zip(published, gurobi.tolist(), strict=True)) == pytest.approx(published, abs=1e-9)
+    ours = coopeval_deviation_ratings(tensor.payoffs, method="gurobi")
+    agree = {a for a, r in zip(tensor.agents, ours.tolist(), strict=True) if abs(r - published[a]) < 1e-9}
+    assert len(agree) == 3  # Claude -2.13, GPT-4o -1.5 and Qwen -1.53 in our order
 
 
 def test_fitness_average_is_weighted_by_the_final_population(study_report):

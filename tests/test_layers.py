@@ -88,6 +88,8 @@ HEAVY_LIBRARIES = frozenset({
     # (PyYAML for YAML sweep files, python-dotenv for `.env`), scikit-learn's thread control,
     # aiohttp's URL type (needed only where aiohttp is)
     "textual_serve", "threadpoolctl", "yaml", "dotenv", "yarl",
+    # the gurobi extra: CoopEval's own LP solver, needed only by `report --devrank coopeval`
+    "gurobipy",
 })
 
 #: What must start fast: the module that starts it, and every module of ours it may load.

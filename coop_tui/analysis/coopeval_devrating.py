@@ -1,4 +1,4 @@
-"""Deviation ratings built the way CoopEval's code builds its LP (an emulation).
+"""Deviation ratings by CoopEval's own procedure, with its solver when it is installed.
 
 Our own ratings (:func:`coop_tui.analysis.population.deviation_ratings`) freeze a
 constraint only when it is tight in every optimum, so they do not depend on the solver.
@@ -14,17 +14,24 @@ needs its LP as written, not merely "the vertex rule":
   ``1e-14`` times the payoff range of ``eps`` at the returned solution;
 * ratings are seat 0's, rounded to 10 decimals (so ranks tie on exact equality).
 
-CoopEval asks Gurobi for its barrier method (``Method=2``), whose crossover returns a
-vertex; the nearest solver here is HiGHS's interior point method with its crossover
-(``highs-ipm``), the default below. Which vertex comes back still depends on the
-solver, so this is an emulation, measured on every published rating we can read: it
-gives the published ratings of CoopEval's Prisoner's Dilemma sample and of the main
-study's run-1 Stag Hunt but not of its Trust sample (HiGHS's dual simplex gives that
-one and misses the Stag Hunt), and 9 of the 14 reachable DevRank cells of Tables 6-7
-(see docs/reproducing-coopeval.md, "DevRank").
+Which vertex comes back is the solver's choice, so the solver matters. CoopEval asked
+Gurobi for its barrier method (``Method=2``, with Gurobi's default crossover). With
+``gurobipy`` installed (the ``gurobi`` extra; its pip wheel carries a free licence for
+models of up to 2,000 variables and constraints, far more than these LPs need) the LP
+below goes to Gurobi built in CoopEval's order: variables, then the sum, the seat
+equalities (agent by agent) and one row per (seat, agent) constraint. Without it, or
+when Gurobi refuses a model (a size-limited licence on a large roster), HiGHS's
+interior point method with crossover (``highs-ipm``, the nearest HiGHS has) stands in:
+an emulation that picks another vertex on some degenerate tournaments. Gurobi's optimum
+can also depend on the order of the agents in the LP: they come in the tensor's order
+(by name, as CoopEval's re-evaluation reads a saved matchup_payoffs.json). The counts of
+each on CoopEval's published data are in docs/reproducing-coopeval.md, "DevRank".
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -34,31 +41,150 @@ FREEZE_TOLERANCE = 1e-14
 """Relative to the payoff range, as in CoopEval."""
 DECIMALS = 10
 """CoopEval rounds ratings to this many decimals before ranking them."""
+GUROBI = "gurobi"
+"""The solver name of CoopEval's own solver (``method`` below)."""
+FALLBACK_METHOD = "highs-ipm"
+"""The HiGHS method that stands in for Gurobi's barrier when Gurobi cannot run."""
+NOT_INSTALLED = "gurobipy is not installed (pip install 'coop-tui[gurobi]')"
 
 
-def coopeval_deviation_ratings(payoffs: np.ndarray, *, method: str = "highs-ipm") -> np.ndarray:
+@dataclass(frozen=True)
+class CoopEvalRatings:
+    """Seat 0's ratings and the solver that produced them.
+
+    ``note`` says why HiGHS stood in for Gurobi (None when Gurobi ran)."""
+
+    ratings: np.ndarray
+    solver: str
+    note: str | None = None
+
+
+class SolverUnavailable(RuntimeError):
+    """Gurobi cannot solve this LP here (not installed, or its licence refused the model)."""
+
+
+def _gurobipy() -> ModuleType:
+    """gurobipy, imported when first needed: it is a heavy optional library (the extra)."""
+    try:
+        import gurobipy
+    except ImportError as exc:
+        raise SolverUnavailable(NOT_INSTALLED) from exc
+    return gurobipy
+
+
+def gurobi_available() -> bool:
+    """Whether ``gurobipy`` can be imported, so ``coopeval`` ratings would use Gurobi."""
+    try:
+        _gurobipy()
+    except SolverUnavailable:
+        return False
+    return True
+
+
+def coopeval_ratings(payoffs: np.ndarray) -> CoopEvalRatings:
+    """CoopEval's ratings with Gurobi, or with HiGHS (and the reason) when Gurobi cannot run."""
+    try:
+        return CoopEvalRatings(coopeval_deviation_ratings(payoffs, method=GUROBI), GUROBI)
+    except SolverUnavailable as exc:
+        ratings = coopeval_deviation_ratings(payoffs, method=FALLBACK_METHOD)
+        return CoopEvalRatings(ratings, FALLBACK_METHOD, str(exc))
+
+
+def coopeval_deviation_ratings(payoffs: np.ndarray, *, method: str = GUROBI) -> np.ndarray:
     """Seat 0's deviation rating of every agent, from CoopEval's iterated LP.
 
-    Raises ``RuntimeError`` when an LP fails or when no constraint is tight within a
-    looser ``1e-9`` of the payoff range (CoopEval stops there too).
+    ``method`` is ``"gurobi"`` (CoopEval's solver; :class:`SolverUnavailable` when it
+    cannot run) or a HiGHS method of :func:`scipy.optimize.linprog`. Raises
+    ``RuntimeError`` when an LP fails or when no constraint is tight (CoopEval stops there
+    too; HiGHS gets a looser ``1e-9`` of the payoff range, see :func:`_freeze`).
     """
-    from scipy.optimize import linprog
-
     tensor = np.asarray(payoffs, dtype=float)
     if np.isnan(tensor).any():
         raise ValueError("the matchup tensor has unobserved cells; ratings need every matchup")
     n, seats = tensor.shape[0], tensor.ndim
     gains = _deviation_matrix_full(tensor)  # row p * n + j: seat p switching to agent j
-    rows, cols = gains.shape
     spread = float(tensor.max() - tensor.min())
-    tol = FREEZE_TOLERANCE * spread
+    solve = _gurobi_solver(gains, n, seats) if method == GUROBI else _highs_solver(gains, n, seats, method)
+    ratings = np.zeros(gains.shape[0])
+    rated = np.zeros(gains.shape[0], dtype=bool)
+    while not rated.all():
+        dist, eps = solve(rated, ratings)
+        new = _freeze(gains @ dist - eps, rated, spread, loose=method != GUROBI)
+        ratings[new] = eps
+        rated |= new
+    return np.round(ratings[:n], DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _freeze(slack: np.ndarray, rated: np.ndarray, spread: float, *, loose: bool) -> np.ndarray:
+    """The unrated constraints tight at this solution, by CoopEval's tolerance.
+
+    HiGHS's solution can miss CoopEval's 1e-14 by rounding where Gurobi's did not, so with
+    ``loose`` the tightest one is taken if it is tight to 1e-9 of the payoff range."""
+    slack = np.abs(slack)
+    new = ~rated & (slack <= FREEZE_TOLERANCE * spread)
+    if new.any():
+        return new
+    j = np.flatnonzero(~rated)[np.argmin(slack[~rated])]
+    if not loose or slack[j] > 1e-9 * max(spread, 1.0):
+        raise RuntimeError("no deviation constraint is tight: the LP answer is unusable")
+    new[j] = True
+    return new
+
+
+def _gurobi_solver(gains: np.ndarray, n: int, seats: int):
+    """One LP of the iteration per call, solved by Gurobi's barrier as CoopEval asks it.
+
+    The model is built in CoopEval's order (a vertex can depend on it): the distribution's
+    variables, ``eps``, the sum, the seat equalities agent by agent, then one row per
+    (seat, agent) in row order, each a row of ``gains @ x``."""
+    gp = _gurobipy()
+    try:
+        env = gp.Env(empty=True)
+        env.setParam("OutputFlag", 0)
+        env.start()
+    except gp.GurobiError as exc:
+        raise SolverUnavailable(f"Gurobi did not start: {exc}") from exc
+
+    def solve(rated: np.ndarray, ratings: np.ndarray) -> tuple[np.ndarray, float]:
+        model = gp.Model(env=env)
+        try:
+            model.setParam("Method", 2)  # barrier (then crossover, Gurobi's default)
+            dist = model.addMVar(gains.shape[1], lb=0.0)
+            eps = model.addVar(lb=-gp.GRB.INFINITY)
+            model.addConstr(dist.sum() == 1.0)
+            gain = gains @ dist
+            for j in range(n):
+                for p in range(1, seats):
+                    model.addConstr(gain[p * n + j] == gain[j])
+            for i in range(gains.shape[0]):
+                model.addConstr(gain[i] == ratings[i] if rated[i] else gain[i] <= eps)
+            model.setObjective(eps, gp.GRB.MINIMIZE)
+            model.optimize()
+        except gp.GurobiError as exc:  # e.g. the size-limited licence on a large roster
+            model.dispose()
+            raise SolverUnavailable(f"Gurobi refused the LP: {exc}") from exc
+        if model.Status != gp.GRB.OPTIMAL:
+            status = model.Status
+            model.dispose()
+            raise RuntimeError(f"CoopEval's deviation-rating LP failed (gurobi status {status})")
+        answer = (np.asarray(dist.X, dtype=float), float(eps.X))
+        model.dispose()
+        return answer
+
+    return solve
+
+
+def _highs_solver(gains: np.ndarray, n: int, seats: int, method: str):
+    """One LP of the iteration per call, solved by SciPy's HiGHS ``method``."""
+    from scipy.optimize import linprog
+
+    rows, cols = gains.shape
     seat_rows = [np.append(gains[p * n + j] - gains[j], 0.0) for j in range(n) for p in range(1, seats)]
-    ratings = np.zeros(rows)
-    rated = np.zeros(rows, dtype=bool)
     cost = np.zeros(cols + 1)
     cost[-1] = 1.0
     bounds = [(0.0, None)] * cols + [(None, None)]
-    while not rated.all():
+
+    def solve(rated: np.ndarray, ratings: np.ndarray) -> tuple[np.ndarray, float]:
         a_eq = [np.append(np.ones(cols), 0.0), *seat_rows]
         b_eq = [1.0] + [0.0] * len(seat_rows)
         a_ub, b_ub = [], []
@@ -73,16 +199,6 @@ def coopeval_deviation_ratings(payoffs: np.ndarray, *, method: str = "highs-ipm"
                       bounds=bounds, method=method)
         if res.status != 0:
             raise RuntimeError(f"CoopEval's deviation-rating LP failed ({method}): {res.message}")
-        eps = float(res.x[-1])
-        slack = np.abs(gains @ res.x[:cols] - eps)
-        new = ~rated & (slack <= tol)
-        if not new.any():
-            # HiGHS's solution can miss CoopEval's 1e-14 by rounding where Gurobi's did not:
-            # take the tightest constraint if it is tight to the solver's own precision
-            j = np.flatnonzero(~rated)[np.argmin(slack[~rated])]
-            if slack[j] > 1e-9 * max(spread, 1.0):
-                raise RuntimeError("no deviation constraint is tight: the LP answer is unusable")
-            new[j] = True
-        ratings[new] = eps
-        rated |= new
-    return np.round(ratings[:n], DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
+        return res.x[:cols], float(res.x[-1])
+
+    return solve

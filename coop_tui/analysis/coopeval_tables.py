@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
+from coop_tui.analysis.coopeval_devrating import coopeval_ratings
 from coop_tui.analysis.population import (
     deviation_ranks,
     deviation_ratings,
@@ -168,17 +168,23 @@ def replicate_metrics(
     ``freeze="vertex"`` rates agents by CoopEval's rule (whatever is tight at the LP vertex
     the solver returns) on our LP; ``freeze="coopeval"`` builds CoopEval's own LP (ordered
     seatings, seat and rated equalities, its tolerance: see
-    :mod:`coop_tui.analysis.coopeval_devrating`); the default is our solver-independent
-    rating. With ``db`` the other rules' ratings are read from, or stored in, its rating
+    :mod:`coop_tui.analysis.coopeval_devrating`) and solves it with Gurobi, CoopEval's
+    solver, when gurobipy is installed, else with HiGHS (``devrank_solver`` in the result
+    says which ran, ``devrank_solver_note`` why HiGHS stood in); the default is our
+    solver-independent rating. With ``db`` the other rules' ratings are read from, or stored in, its rating
     results (no LP when solved before). ``ratings`` given (a source's published ones, in
     ``tensor.agents`` order) are ranked as they are, with no LP.
     """
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
+    solver: dict[str, str] = {}
     if ratings is not None:
         ratings = list(ratings)
     elif freeze == "coopeval":
-        ratings = coopeval_deviation_ratings(tensor.payoffs)
+        solved = coopeval_ratings(tensor.payoffs)
+        ratings, solver = list(solved.ratings), {"devrank_solver": solved.solver}
+        if solved.note:
+            solver["devrank_solver_note"] = solved.note
     elif db is not None:
         ratings = stored_ratings(db, tensor.payoffs, method="highs-ds", freeze=freeze)
     else:
@@ -193,6 +199,7 @@ def replicate_metrics(
         "deviation_rating": dict(zip(agents, map(float, ratings), strict=True)),
         "deviation_rank": dict(zip(agents, ranks, strict=True)),
         "trajectory": dyn.trajectory,
+        **solver,
     }
 
 
@@ -222,7 +229,9 @@ DEVRANK_MODES = ("every_optimum", "vertex", "coopeval", "published")
   it is tight in every optimum); the default;
 * ``vertex`` — CoopEval's freezing rule on our LP (whatever is tight at the vertex
   HiGHS's dual simplex returns);
-* ``coopeval`` — CoopEval's own LP, solved by HiGHS's interior point + crossover;
+* ``coopeval`` — CoopEval's own LP, solved by Gurobi (CoopEval's solver) when gurobipy
+  is installed, else by HiGHS's interior point + crossover (an emulation); each row and
+  cell names the solver (``devrank_solver``);
 * ``published`` — an imported replicate's own ``deviation_ratings.json`` (the ratings
   of the optimum Gurobi returned to CoopEval), ranked as ours are; a replicate without
   that file falls back to ``coopeval``, and each cell says which source it used.
@@ -328,6 +337,12 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
                         "n": len(values)}
                 if metric == "deviation_rank":
                     cell["devrank_source"] = _sources(reps)
+                    if any("devrank_solver" in rep for rep in reps):
+                        cell["devrank_solver"] = _solvers(reps)
+                    notes = sorted({rep["devrank_solver_note"] for rep in reps
+                                    if rep.get("devrank_solver_note")})
+                    if notes:
+                        cell["devrank_solver_note"] = "; ".join(notes)
                 cells.append(cell)
     cells.extend(aggregate_cells(cells, game_specs))
     return {"tables": cells, "evolution": evolution, "per_replicate": per_replicate}
@@ -341,6 +356,18 @@ def _sources(reps: list[dict[str, Any]]) -> str:
     if len(counts) == 1:
         return next(iter(counts))
     return ", ".join(f"{k} ({v} of {len(reps)})" for k, v in sorted(counts.items()))
+
+
+def _solvers(reps: list[dict[str, Any]]) -> str:
+    """Which solver rated a DevRank cell's replicates (those CoopEval's LP rated), as
+    :func:`_sources` counts sources."""
+    counts: dict[str, int] = defaultdict(int)
+    solved = [rep for rep in reps if "devrank_solver" in rep]
+    for rep in solved:
+        counts[rep["devrank_solver"]] += 1
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{k} ({v} of {len(solved)})" for k, v in sorted(counts.items()))
 
 
 def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
@@ -418,6 +445,10 @@ def aggregate_cells(cells: list[dict[str, Any]], game_specs: dict[str, Any]) -> 
         if metric == "deviation_rank":
             extra = {"devrank_source": "; ".join(sorted({str(c.get("devrank_source"))
                                                          for c in group}))}
+            for key in ("devrank_solver", "devrank_solver_note"):
+                found = sorted({c[key] for c in group if c.get(key)})
+                if found:
+                    extra[key] = "; ".join(found)
         else:
             extra = {}
         experiments = {c.get("experiment") for c in group}
@@ -520,6 +551,9 @@ def render_latex(cells: list[dict[str, Any]]) -> str:
         parts.append(f"% table: {t['table']}" + (
             f" ({aggregate_title(pooled_games(cells))}; {aggregate_footnote(cells)})"
             if t["table"] == "all" else ""))
+        note = devrank_note([c for r in t["rows"] for c in r["cells"].values()])
+        if note:
+            parts.append(f"% {note}")
         parts.append("\\begin{tabular}{ll" + "r" * len(cols) + "}")
         head = ["Mechanism", "Metric", *(column_name(c) for c in cols)]
         parts.append(" & ".join(_tex(h) for h in head) + " \\\\ \\hline")
@@ -549,9 +583,29 @@ def render_csv(cells: list[dict[str, Any]]) -> str:
 DEVRANK_SOURCE_TEXT = {
     "every_optimum": "ours (solver-independent)",
     "vertex": "CoopEval's freezing rule on our LP (HiGHS dual simplex vertex)",
-    "coopeval": "CoopEval's LP (HiGHS interior point + crossover)",
+    "coopeval": "CoopEval's LP",
     "published": "CoopEval's own deviation_ratings.json",
 }
+DEVRANK_SOLVER_TEXT = {
+    "gurobi": "Gurobi barrier + crossover, CoopEval's solver",
+    "highs-ipm": "HiGHS interior point + crossover, an emulation of CoopEval's Gurobi",
+}
+
+
+def devrank_note(cells: Sequence[dict[str, Any]]) -> str | None:
+    """One line saying where the DevRank cells among ``cells`` got their ratings: the
+    source, and for CoopEval's LP the solver that ran (and why HiGHS stood in, if it did)."""
+    sources = sorted({c["devrank_source"] for c in cells if c.get("devrank_source")})
+    if not sources:
+        return None
+    text = "DevRank ratings: " + "; ".join(DEVRANK_SOURCE_TEXT.get(x, x) for x in sources)
+    solvers = sorted({c["devrank_solver"] for c in cells if c.get("devrank_solver")})
+    if solvers:
+        text += "; solver: " + "; ".join(DEVRANK_SOLVER_TEXT.get(x, x) for x in solvers)
+    notes = sorted({c["devrank_solver_note"] for c in cells if c.get("devrank_solver_note")})
+    if notes:
+        text += " (" + "; ".join(notes) + ")"
+    return text
 
 
 def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
@@ -571,11 +625,9 @@ def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
                           *(cell_text(row["cells"].get(c)) for c in t["columns"]))
         table.caption = (aggregate_footnote(cells) if t["table"] == "all"
                          else "value ± SE over replicates")
-        sources = sorted({c["devrank_source"] for r in t["rows"] for c in r["cells"].values()
-                          if c.get("devrank_source")})
-        if sources:
-            table.caption += "\nDevRank ratings: " + "; ".join(
-                DEVRANK_SOURCE_TEXT.get(x, x) for x in sources)
+        note = devrank_note([c for r in t["rows"] for c in r["cells"].values()])
+        if note:
+            table.caption += "\n" + note
         out.append(table)
     return out
 
