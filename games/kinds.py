@@ -32,7 +32,6 @@ import numpy as np
 from coop_tui.decisions import DecisionRequest, MatchOutcome, SeatView
 from coop_tui.games.base import Game, points
 from coop_tui.hashing import derived_seed
-from coop_tui.prompts import Labelling
 from coop_tui.schemas import answer_schema, example_for
 
 if TYPE_CHECKING:
@@ -235,13 +234,14 @@ class Turn:
         as_words = bool(words) and self.ctx.seed003_prompts
         if as_words:
             assert words is not None and len(words) == len(opts), "one answer word per option"
-            own = Labelling(tuple(words), tuple(range(len(opts))))
+            labels, to_action = tuple(words), tuple(range(len(opts)))
             shown = list(range(len(opts)))
         else:
             own = self.ctx.labelling(seat, self.round, phase, n_actions=len(opts))
-            shown = sorted(range(len(opts)), key=lambda i: own.labels[i])
-        meaning = "\n".join(f"- {own.labels[i]}: {opts[own.label_to_action[i]]}" for i in shown)
-        form = {"labels": own.labels, "words": True} if as_words else {"labels": own.labels}
+            labels, to_action = own.labels, own.label_to_action
+            shown = sorted(range(len(opts)), key=lambda i: labels[i])
+        meaning = "\n".join(f"- {labels[i]}: {opts[to_action[i]]}" for i in shown)
+        form = {"labels": labels, "words": True} if as_words else {"labels": labels}
         text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "choice", form)
 
         request = DecisionRequest(
@@ -250,9 +250,9 @@ class Turn:
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
-            labels=own.labels, label_to_action=own.label_to_action,
-            schema=answer_schema("choice", own.labels, {}),
-            options={"meanings": [opts[a] for a in own.label_to_action],
+            labels=labels, label_to_action=to_action,
+            schema=answer_schema("choice", labels, {}),
+            options={"meanings": [opts[a] for a in to_action],
                      "draw": float(self.rng("draw", seat, phase).random()),
                      **({"words": True} if as_words else {}),
                      **self.ctx.answer_form("choice")},
