@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from coop_tui.decisions import Decision
+from coop_tui.parsing import ParseError, parse_answer
+from coop_tui.schemas import tag_gbnf
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -172,3 +174,15 @@ async def test_the_other_protocol_keeps_its_goal_and_letters(
     first = d.prompt[0]  # one user message (a re-ask adds the reply and the reason after it)
     assert first["role"] == "user" and "Your goal is to collect as many points" in first["content"]
     assert "the Ultimatum Game" in first["content"] and "accept" not in d.labels
+
+
+def test_word_answers_have_a_word_grammar_and_a_word_reason() -> None:
+    """The embedded model's grammar writes the word the prompt asks for, and a tag naming
+    neither word is re-asked naming the words (not "Option accept")."""
+    grammar = tag_gbnf("choice", ("accept", "reject"), {"words": True, "form": "tag"})
+    assert grammar is not None and '"<answer>" ( "accept" | "reject" )' in grammar
+    assert "Option" in (tag_gbnf("choice", ("J", "F"), {"form": "tag"}) or "")
+    words = ("accept", "reject")
+    assert parse_answer("choice", "<answer>Reject</answer>", labels=words)[0] == "reject"
+    with pytest.raises(ParseError, match=r"exactly one option \(accept or reject\)"):
+        parse_answer("choice", "<answer>maybe</answer>", labels=words)
