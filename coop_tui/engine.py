@@ -300,6 +300,8 @@ class MatchContext:
         ``goal`` replaces the wrapper's personal goal ("collect as many points as you
         can"); an empty string states none, for a mechanism whose twist gives the goal
         (the super-additive cooperation paper's group competition, whose players pursue only the group's score).
+        Under prompt_protocol "seed003" the default is none: the strategic personalities paper's
+        code states a goal only in its goal_* conditions (their sentence comes with the condition).
 
         ``describe`` is the game whose actions and payoffs the prompt spells out when it
         is not the game played: Mediation plays the game with "delegate" added but, as
@@ -501,6 +503,8 @@ class MatchContext:
         ]
         if callable(twist):
             twist = twist(own)
+        if goal is None and self.seed003_prompts:
+            goal = ""  # the code's baseline states no goal; goal_* conditions bring theirs
         return self.renderer.render(
             "game.j2",
             n_players=game.n_players,

@@ -699,7 +699,9 @@ def _parse_choice(
         try:
             return _parse_choice_object(text, labels, by_norm, with_leave)
         except ParseError:
-            options = " or ".join(f"Option {label}" for label in labels)
+            # letters are named "Option J"; answer words ("accept") stand alone
+            options = " or ".join(label if label.islower() else f"Option {label}"
+                                  for label in labels)
             raise ParseError(
                 f"the <answer> tag must hold exactly one option ({options}), "
                 f"not {json.dumps(tag[:80])}"

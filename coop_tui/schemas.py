@@ -229,12 +229,13 @@ def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
 
 def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str | None:
     """Grammar of an answer in ``<answer>`` tags (prompt_protocol "seed003"): a choice as
-    ``<answer>Option J</answer>``, a whole-number move as ``<answer>40</answer>`` within its
+    ``<answer>Option J</answer>`` (``<answer>accept</answer>`` when ``options["words"]``), a whole-number move as ``<answer>40</answer>`` within its
     range; None for the other kinds and grids (they keep the JSON grammar, which the
     parser reads as well)."""
     if kind == "choice" and labels:
         alternatives = " | ".join(_gbnf_literal(label) for label in labels)
-        return f'root ::= "<answer>Option " ( {alternatives} ) "</answer>"\n'
+        lead = "" if options.get("words") else "Option "  # a word answer: <answer>accept</answer>
+        return f'root ::= "<answer>{lead}" ( {alternatives} ) "</answer>"\n'
     if kind != "number":
         return None
     lo, hi, step = options.get("min"), options.get("max"), float(options.get("step", 1) or 1)

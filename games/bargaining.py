@@ -104,7 +104,8 @@ def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -
             1, "respond", f"You are the Responder. The Proposer demands {demand:g} and leaves "
             f"you {p - demand:g} (the pie is worth {worth:.1f} this round). If you reject, "
             "both get 0 this round and the pie shrinks. Do you accept?",
-            ("accept", "reject"), facts={"demand": demand, "round": turn.round})
+            ("accept", "reject"), facts={"demand": demand, "round": turn.round},
+            words=("accept", "reject"))
         pay = alternating_payoffs(demand, choice == 0, turn.round, p, delta)
         return RoundResult(pay, {"demand": demand, "accepted": choice == 0}, points_summaries(pay))
 
@@ -151,7 +152,8 @@ def alternating_offers_deadline(pie: int = 100, discount: float = 0.9,
                 f"demands {share:g}% of the pie worth {worth:g}, i.e. {demand:g}, and leaves you "
                 f"{worth - demand:g}. Do you accept? If you reject, "
                 + ("you propose next on a smaller pie." if k < last else "both get 0."),
-                ("accept", "reject"), facts={"proposal": k, "demand": demand, "worth": worth})
+                ("accept", "reject"), facts={"proposal": k, "demand": demand, "worth": worth},
+                words=("accept", "reject"))
             offers.append({"proposer": proposer + 1, "share": share, "accepted": choice == 0})
             if choice == 0:
                 pay = [0.0, 0.0]

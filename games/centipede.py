@@ -6,6 +6,9 @@ odd nodes, Player 2 at even ones; the game ends at the first node whose mover pl
 take there or earlier, and pays that node's entry of the schedule; if nobody takes, it pays
 the last entry (which is also what Player 2 taking at node N pays). Schedules: node k pays
 (taker, other) = (4, 1), (8, 2), (16, 4), ... doubling, i.e. 4 * 2^(k-1) to the taker.
+The players are told what the code tells them (``described = "as_run"``, the default: a pot
+of 2 that "roughly doubles", the taker's share about 2/3, an equal split at the end, none
+of which the schedule pays); ``described = "exact"`` lists the schedule node by node.
 
 As the paper's text describes it (``centipede_6_turns`` / ``centipede_10_turns``): the
 players really move in turn, take or pass at each node, seeing that every earlier node was
@@ -61,22 +64,48 @@ def _rules(nodes: int, schedule: list[tuple[float, float]]) -> str:
     return "\n".join(lines)
 
 
+DESCRIPTIONS = ("as_run", "exact")
+"""How a stated-plans centipede describes its payoffs: ``as_run`` with the information the
+public code gives (a pot of 2 that roughly doubles, the taker's share about 2/3, an equal
+split if nobody takes; inaccurate against its own schedule, as run), ``exact`` with the
+schedule node by node (who moves where, what each node pays)."""
+
+
+def _rules_as_run(nodes: int) -> str:
+    """The public code's description of the centipede, in our words: approximate, and
+    silent on which player moves at which node."""
+    return (
+        f"The game has {nodes} decision nodes, and the players take turns. At each node the "
+        "player whose turn it is either takes the pot or passes. The pot starts at 2 points "
+        "and roughly doubles every time someone passes. Whoever takes gets the larger share "
+        "(about 2/3) and the other player the smaller share (about 1/3). If both players pass "
+        f"at all {nodes} nodes, the pot is split equally."
+    )
+
+
 def _summaries(pay: tuple[float, ...], end: int) -> tuple[str, ...]:
     return tuple(f"the game ended at node {end}; you received {points(p)}." for p in pay)
 
 
-def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True) -> ProtocolGame:
+def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True,
+               described: str = "as_run") -> ProtocolGame:
     if not isinstance(hint, bool):
         raise ValueError(f"hint must be true or false, got {hint!r}")
+    if described not in DESCRIPTIONS:
+        raise ValueError(f"described must be one of {', '.join(DESCRIPTIONS)}, not "
+                         f"{described!r}: as_run gives the public code's (approximate) payoff "
+                         "description, exact the schedule node by node")
+    exact = described == "exact"
     n_nodes = as_int("nodes", nodes, minimum=2, maximum=20)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     schedule = centipede_schedule(n_nodes)
-    space = NumberSpace("take_node", 1, n_nodes + 1, decimals_allowed=False)
+    space = NumberSpace("take_node", 1, n_nodes + 1, decimals_allowed=False,
+                        example=4)
 
     async def play(turn: Turn) -> RoundResult:
         query = (f"Both players state their plan at the same time. At which node would you "
-                 f"take (1 to {n_nodes}; {n_nodes + 1} means you always pass)? Only the nodes "
-                 "where you move matter."
+                 f"take (1 to {n_nodes}; {n_nodes + 1} means you always pass)?"
+                 + (" Only the nodes where you move matter." if exact else "")
                  + (" In game theory's equilibrium of this game (backward induction) the "
                     "first mover takes at node 1." if hint else ""))
         plans = await turn.numbers([(s, "plan", query, space, None) for s in range(2)])
@@ -89,8 +118,9 @@ def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True) -> Protocol
         "Both players state the node where they would take; the earliest planned take ends "
         "the game. Backward induction: take at node 1.",
         moves=(f"take node 1-{n_nodes + 1}",) * 2, roles=("Player 1", "Player 2"),
-        rules=_rules(n_nodes, schedule), protocol=play, rounds=r,
-        params={"nodes": n_nodes, "hint": hint},
+        called="the Centipede Game",
+        rules=_rules(n_nodes, schedule) if exact else _rules_as_run(n_nodes), protocol=play,
+        rounds=r, params={"nodes": n_nodes, "hint": hint, "described": described},
     )
 
 
@@ -119,23 +149,27 @@ def _turns_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
         "Players alternately take (ending the game) or pass (growing the pot); the paper's "
         "text version, played node by node.",
         moves=("take/pass at odd nodes", "take/pass at even nodes"),
-        roles=("Player 1", "Player 2"), rules=_rules(n_nodes, schedule), protocol=play,
+        roles=("Player 1", "Player 2"), called="the Centipede Game", rules=_rules(n_nodes, schedule), protocol=play,
         rounds=r, params={"nodes": n_nodes},
     )
 
 
 @register_game("centipede_6")
-def centipede_6(nodes: int = 6, rounds: int = 5, hint: bool = True) -> ProtocolGame:
+def centipede_6(nodes: int = 6, rounds: int = 5, hint: bool = True,
+                described: str = "as_run") -> ProtocolGame:
     """Centipede, 6 nodes, as run: both state a take node at once (strategic personalities); ``hint`` (as
-    run) tells the players that the equilibrium is to take at node 1."""
-    return _plan_game("centipede_6", nodes, rounds, hint)
+    run) tells the players that the equilibrium is to take at node 1; ``described``
+    (:data:`DESCRIPTIONS`) picks the code's payoff description or the exact schedule."""
+    return _plan_game("centipede_6", nodes, rounds, hint, described)
 
 
 @register_game("centipede_10")
-def centipede_10(nodes: int = 10, rounds: int = 5, hint: bool = True) -> ProtocolGame:
+def centipede_10(nodes: int = 10, rounds: int = 5, hint: bool = True,
+                described: str = "as_run") -> ProtocolGame:
     """Centipede, 10 nodes, as run: both state a take node at once (strategic personalities); ``hint`` (as
-    run) tells the players that the equilibrium is to take at node 1."""
-    return _plan_game("centipede_10", nodes, rounds, hint)
+    run) tells the players that the equilibrium is to take at node 1; ``described``
+    (:data:`DESCRIPTIONS`) picks the code's payoff description or the exact schedule."""
+    return _plan_game("centipede_10", nodes, rounds, hint, described)
 
 
 @register_game("centipede_6_turns")

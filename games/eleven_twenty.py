@@ -22,7 +22,7 @@ def eleven_twenty(request_bonus: int = 20, rounds: int = 10) -> ProtocolGame:
     """11-20 money request: ask for 11-20, +20 if exactly one below the other (strategic personalities)."""
     bz = as_int("request_bonus", request_bonus, minimum=0)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("request", 11, 20, decimals_allowed=False)
+    space = NumberSpace("request", 11, 20, decimals_allowed=False, example=15)
     rules = (
         "You and the other player each ask for a whole number of points from 11 to 20, at the "
         f"same time. Each of you receives what it asked for. Whoever asked for exactly one "
@@ -39,6 +39,6 @@ def eleven_twenty(request_bonus: int = 20, rounds: int = 10) -> ProtocolGame:
     return protocol_game(
         "eleven_twenty", "11-20 money request game",
         "Request 11-20; one below the other's request earns a bonus. Level-k: 20, 19, 18 ...",
-        moves=("request 11-20",) * 2, roles=("Player 1", "Player 2"), rules=rules,
+        moves=("request 11-20",) * 2, roles=("Player 1", "Player 2"), called="the 11-20 Money Request Game", rules=rules,
         protocol=play, rounds=r, params={"request_bonus": bz},
     )

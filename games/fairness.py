@@ -48,7 +48,7 @@ def ultimatum(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
     """Ultimatum: the proposer offers 0-100, the responder accepts or rejects (strategic personalities)."""
     e = as_int("endowment", endowment, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    offer_space = NumberSpace("offer", 0, e)
+    offer_space = NumberSpace("offer", 0, e, example=40)
     rules = (
         f"Player 1 (the Proposer) has {e} points and offers some of them to Player 2 (the "
         f"Responder). The Responder sees the offer and accepts or rejects it. If accepted, "
@@ -64,7 +64,8 @@ def ultimatum(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
             f"You are the Responder. The Proposer offers you {offer:g} of {e} points. If you "
             f"accept you get {offer:g} and the Proposer keeps {e - offer:g}; if you reject, "
             "both of you get 0. Do you accept or reject?",
-            ("accept the offer", "reject the offer"), facts={"offer": offer, "endowment": e})
+            ("accept the offer", "reject the offer"), facts={"offer": offer, "endowment": e},
+            words=("accept", "reject"))
         pay = ultimatum_payoffs(offer, choice == ACCEPT, e)
         return RoundResult(pay, {"offer": offer, "accepted": choice == ACCEPT}, points_summaries(pay))
 
@@ -74,7 +75,7 @@ def ultimatum(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
         "rejects (both get nothing). Subgame-perfect: offer the minimum, accept.",
         moves=(f"offer 0-{e}", "accept/reject"), roles=("Player 1, the Proposer",
                                                         "Player 2, the Responder"),
-        rules=rules, protocol=play, rounds=r, params={"endowment": e},
+        called="the Ultimatum Game", rules=rules, protocol=play, rounds=r, params={"endowment": e},
     )
 
 
@@ -83,7 +84,7 @@ def dictator(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
     """Dictator: one player gives 0-100 to a recipient who cannot refuse (strategic personalities)."""
     e = as_int("endowment", endowment, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("gift", 0, e)
+    space = NumberSpace("gift", 0, e, example=30)
     rules = (
         f"Player 1 (the Dictator) has {e} points and decides how many to give to Player 2 "
         "(the Recipient). The Recipient keeps what is given and cannot refuse; the Dictator "
@@ -102,7 +103,7 @@ def dictator(endowment: int = 100, rounds: int = 10) -> ProtocolGame:
         "The dictator splits an endowment with a passive recipient. Self-interest: give 0.",
         moves=(f"give 0-{e}", "(no move)"), roles=("Player 1, the Dictator",
                                                   "Player 2, the Recipient"),
-        rules=rules, protocol=play, rounds=r, params={"endowment": e},
+        called="the Dictator Game", rules=rules, protocol=play, rounds=r, params={"endowment": e},
     )
 
 
@@ -140,6 +141,6 @@ def third_party_punishment(endowment: int = 100, observer_endowment: int = 50,
         "punish the allocator. Self-interest: never punish.",
         moves=(f"give 0-{e}", "(no move)", f"punish 0-{oe}"),
         roles=("Player 1, the Allocator", "Player 2, the Recipient", "Player 3, the Observer"),
-        rules=rules, protocol=play, rounds=r,
+        called="the Third-Party Punishment Game", rules=rules, protocol=play, rounds=r,
         params={"endowment": e, "observer_endowment": oe, "multiplier": k},
     )

@@ -30,7 +30,7 @@ def _game(key: str, p: float, players: int, prize: float, rounds: int) -> Protoc
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     frac = Fraction(pv).limit_denominator(12)
     p_text = f"{frac.numerator}/{frac.denominator}" if abs(float(frac) - pv) < 1e-9 else f"{pv:g}"
-    space = NumberSpace("guess", 0, 100)
+    space = NumberSpace("guess", 0, 100, example=33)
     rules = (
         f"Each of the {n} players picks a number from 0 to 100, all at the same time. The "
         f"target is {p_text} of the average of all picked numbers. Whoever is closest to the "
@@ -47,7 +47,7 @@ def _game(key: str, p: float, players: int, prize: float, rounds: int) -> Protoc
     return protocol_game(
         key, f"Beauty contest (p = {p_text}, {n} players)",
         f"Guess 0-100; closest to {p_text} x the mean wins {pz:g}. Equilibrium: 0.",
-        moves=("guess 0-100",) * n, roles=(f"one of the {n} players",) * n, rules=rules,
+        moves=("guess 0-100",) * n, roles=(f"one of the {n} players",) * n, called="a number guessing game", rules=rules,
         protocol=play, rounds=r, params={"p": clean(pv), "players": n, "prize": clean(pz)},
     )
 

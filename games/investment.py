@@ -47,7 +47,7 @@ def trust_berg(endowment: int = 10, multiplier: int = 3, rounds: int = 10) -> Pr
     async def play(turn: Turn) -> RoundResult:
         sent = await turn.number(
             0, "send", f"You are the Investor. How many of your {e} points do you send to the "
-            f"Trustee (they arrive multiplied by {m})?", NumberSpace("send", 0, e))
+            f"Trustee (they arrive multiplied by {m})?", NumberSpace("send", 0, e, example=5))
         received = m * sent
         returned = await turn.number(
             1, "return", f"You are the Trustee. The Investor sent {sent:g} points, which "
@@ -62,7 +62,7 @@ def trust_berg(endowment: int = 10, multiplier: int = 3, rounds: int = 10) -> Pr
         "returns any part. Subgame-perfect: send nothing, return nothing.",
         moves=(f"send 0-{e}", f"return 0-{m}x sent"), roles=("Player 1, the Investor",
                                                             "Player 2, the Trustee"),
-        rules=rules, protocol=play, rounds=r, params={"endowment": e, "multiplier": m},
+        called="the Trust Game", rules=rules, protocol=play, rounds=r, params={"endowment": e, "multiplier": m},
     )
 
 
@@ -94,5 +94,5 @@ def gift_exchange(rounds: int = 10) -> ProtocolGame:
         "Self-interest: wage 0, effort 0; reciprocity: higher wages, more effort.",
         moves=("wage 0-100", "effort 0-10"), roles=("Player 1, the Employer",
                                                     "Player 2, the Worker"),
-        rules=rules, protocol=play, rounds=r, params={},
+        called="the Gift Exchange Game", rules=rules, protocol=play, rounds=r, params={},
     )

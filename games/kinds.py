@@ -54,6 +54,10 @@ class NumberSpace:
     decimals_allowed: bool = True
     """False where the number names a thing (a node, a message, a state): prompt_protocol
     "seed003" then keeps whole numbers."""
+    example: float | None = None
+    """The example answer the strategic personalities paper's code shows for this move
+    (``<answer>40</answer>`` for an ultimatum offer); the ``<answer>`` tag instructions
+    (prompt_protocol "seed003") repeat it. None: the code gives none."""
 
     def options(self) -> dict[str, Any]:
         return {"name": self.name, "min": self.low, "max": self.high, "step": self.step}
@@ -108,6 +112,9 @@ class ProtocolGame(Game):
     """Per seat, the role name shown to its player ("the Proposer")."""
     rules: str = ""
     """The rules every player reads, in the game's own words."""
+    called: str = ""
+    """The game's name as the prompt says it ("the Ultimatum Game"), as the strategic
+    personalities paper's code names it; empty: "a game"."""
     protocol: RoundProtocol | None = None
 
     @property
@@ -130,8 +137,10 @@ def protocol_game(
     protocol: RoundProtocol,
     rounds: int,
     params: dict[str, Any],
+    called: str = "",
 ) -> ProtocolGame:
-    """Build a protocol game; ``moves[i]`` names seat i's moves for listings."""
+    """Build a protocol game; ``moves[i]`` names seat i's moves for listings; ``called``
+    is the name the prompt gives the game ("the Trust Game")."""
     n = len(moves)
     return ProtocolGame(
         key=key,
@@ -145,6 +154,7 @@ def protocol_game(
         rounds=rounds,
         roles=tuple(roles),
         rules=rules,
+        called=called,
         protocol=protocol,
     )
 
@@ -209,20 +219,30 @@ class Turn:
         return out
 
     async def choose(self, seat: int, phase: str, query: str, options: Sequence[str],
-                     facts: dict[str, Any] | None = None) -> int:
+                     facts: dict[str, Any] | None = None,
+                     words: Sequence[str] | None = None) -> int:
         """Ask for exactly one of ``options`` (its index is returned).
 
         Answered as a ``choice`` (``{"choice": "<label>"}``), as the strategic personalities paper asks every
         discrete move; the labels follow the run's labelling policy and the prompt lists
-        what each label means.
+        what each label means. ``words`` (one per option, "accept" / "reject") are the
+        answers the strategic personalities paper's code asks for in place of letters: under
+        prompt_protocol "seed003" they are the labels, in option order.
         """
         opts = tuple(options)
         view_game = options_game(self.ctx.n_seats, seat, opts)
-        own = self.ctx.labelling(seat, self.round, phase, n_actions=len(opts))
-        shown = sorted(range(len(opts)), key=lambda i: own.labels[i])
-        meaning = "\n".join(f"- {own.labels[i]}: {opts[own.label_to_action[i]]}" for i in shown)
-        text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "choice",
-                          {"labels": own.labels})
+        as_words = bool(words) and self.ctx.seed003_prompts
+        if as_words:
+            assert words is not None and len(words) == len(opts), "one answer word per option"
+            labels, to_action = tuple(words), tuple(range(len(opts)))
+            shown = list(range(len(opts)))
+        else:
+            own = self.ctx.labelling(seat, self.round, phase, n_actions=len(opts))
+            labels, to_action = own.labels, own.label_to_action
+            shown = sorted(range(len(opts)), key=lambda i: labels[i])
+        meaning = "\n".join(f"- {labels[i]}: {opts[to_action[i]]}" for i in shown)
+        form = {"labels": labels, "words": True} if as_words else {"labels": labels}
+        text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "choice", form)
 
         request = DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind="choice",
@@ -230,10 +250,11 @@ class Turn:
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
-            labels=own.labels, label_to_action=own.label_to_action,
-            schema=answer_schema("choice", own.labels, {}),
-            options={"meanings": [opts[a] for a in own.label_to_action],
+            labels=labels, label_to_action=to_action,
+            schema=answer_schema("choice", labels, {}),
+            options={"meanings": [opts[a] for a in to_action],
                      "draw": float(self.rng("draw", seat, phase).random()),
+                     **({"words": True} if as_words else {}),
                      **self.ctx.answer_form("choice")},
         )
         decision = self.ctx.require(await self.ctx.ask(request))
@@ -248,6 +269,8 @@ class Turn:
         options = {**space.options(), **self.ctx.answer_form("number")}
         if self.ctx.seed003_prompts and space.step == 1 and space.decimals_allowed:
             options["decimals"] = True
+        if self.ctx.seed003_prompts and space.example is not None:
+            options["example"] = space.example  # the code's example answer, shown in the tag form
         return options
 
     def _extra(self, seat: int, phase: str, facts: dict[str, Any] | None) -> dict[str, Any]:
@@ -280,6 +303,7 @@ class Turn:
         history = [r.summaries[seat] for r in self.past]
         return self.ctx.renderer.render(
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
+            called=self.game.called, goal="" if self.ctx.seed003_prompts else None,
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
             tell_total=self.tell_total,
             rules_end=self.ctx.rules_end,

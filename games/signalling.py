@@ -73,13 +73,15 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
         signal = await turn.choose(
             0, "signal", f"You are the Sender. This round you are of {kind} quality, so a "
             f"signal costs you {cost} points. Do you send the signal?",
-            ("send the signal", "send no signal"), facts={"type": kind})
+            ("send the signal", "send no signal"), facts={"type": kind},
+            words=("signal", "no_signal"))
         signalled = signal == 0
         shown = signalled or rule == "as_run"  # as run, the receiver always hears of a signal
         seen = "sent the signal" if shown else "did not send the signal"
         answer = await turn.choose(
             1, "respond", f"You are the Receiver. The Sender {seen}. Do you accept or reject "
-            "the Sender?", ("accept", "reject"), facts={"signalled": shown})
+            "the Sender?", ("accept", "reject"), facts={"signalled": shown},
+            words=("accept", "reject"))
         pay = signaling_payoffs(high, signalled, answer == 0, ch, cl, rule)
         return RoundResult(pay, {"type": kind, "signalled": signalled, "shown_signal": shown,
                                  "accepted": answer == 0, "rule": rule},
@@ -91,7 +93,7 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
         "rejects. Separating equilibrium: only high types signal.",
         moves=("signal/no signal", "accept/reject"), roles=("Player 1, the Sender",
                                                            "Player 2, the Receiver"),
-        rules=rules, protocol=play, rounds=r,
+        called="a Signaling Game", rules=rules, protocol=play, rounds=r,
         params={"cost_high": ch, "cost_low": cl, "rule": rule},
     )
 
@@ -131,5 +133,5 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
         "both; with a bias, full truth-telling is not an equilibrium.",
         moves=("message 1-5", "action 1-5"), roles=("Player 1, the Sender",
                                                    "Player 2, the Receiver"),
-        rules=rules, protocol=play, rounds=r, params={"bias": b},
+        called="a Cheap Talk Game", rules=rules, protocol=play, rounds=r, params={"bias": b},
     )

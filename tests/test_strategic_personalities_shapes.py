@@ -255,3 +255,26 @@ async def test_our_own_runs_score_coordination_in_every_coordination_game(tmp_pa
     openai = report["provider_summary"]["providers"]["openai"]
     assert openai["coordination_cv"] == pytest.approx(
         statistics.stdev([1.0, 0.5]) / 0.75, abs=1e-4)
+
+
+def test_table2_counts_every_trial_number_and_the_last_copy_of_a_rerun(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The public code's analysis reads every trial file: trials 6 and 9 count (they were
+    cut by a ``trial <= 5`` filter before); a cell run two or three times is one trial
+    file, the last copy written."""
+    rows = [pd_row("claude-opus-4.5", t, c, c, c)
+            for t, c in [(1, 0.8), (2, 0.6), (3, 0.7), (6, 0.9), (9, 0.2)]]
+    rows += [pd_row("ministral-14b", 1, c, c, c, timestamp=f"2026-03-0{i} 10:00:00")
+             for i, c in enumerate((0.1, 0.3, 0.5), start=1)]           # three copies
+    rows += [pd_row("gemini-2.5-flash", 4, 0.2, 0.2, 0.2),
+             pd_row("gemini-2.5-flash", 4, 0.4, 0.4, 0.4, timestamp="2026-03-09 10:00:00")]
+    db = tmp_path / "coop.db"
+    src = write(tmp_path / "t.csv.gz", rows, gz=True)
+    assert main(["import", "strategic-personalities", str(src), "--db", str(db)]) == 0
+    table = report(db, capsys)["cooperation_by_model"]
+    assert table["claude-opus-4.5"]["n"] == 5
+    assert table["claude-opus-4.5"]["mean"] == pytest.approx(100 * statistics.fmean(
+        [0.8, 0.6, 0.7, 0.9, 0.2]))
+    assert (table["ministral-14b"]["n"], table["ministral-14b"]["mean"]) == (1, pytest.approx(50))
+    assert (table["gemini-2.5-flash"]["n"], table["gemini-2.5-flash"]["mean"]) == (
+        1, pytest.approx(40))

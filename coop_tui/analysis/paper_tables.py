@@ -10,8 +10,9 @@ generational drift inside two provider families (OpenAI 50.3 → 1.5, Google 8.3
 Every one of them starts from two per-model inputs, read here once per report:
 
 * :func:`table2_trials`: each model's own cooperation per trial in the Table 2 sample —
-  the four prisoner's dilemmas, baseline condition, 10 rounds, trials 1-5, the model in
-  seat 0, superseded re-run copies and models outside the paper left out. On our own runs
+  the four prisoner's dilemmas, baseline condition, 10 rounds, every trial number (the
+  public code's analysis reads every trial file it finds; trials 6 and 9 count), the model
+  in seat 0, superseded re-run copies and models outside the paper left out. On our own runs
   the same games and seat, no condition or ``baseline``, any horizon.
 * :func:`coordination_trials`: each model's coordination rate per trial in the six
   coordination games, as the public code scores them (``_coordination_metrics``: the share
@@ -96,7 +97,7 @@ def table2_trials(store: Store, run_id: str) -> dict[str, list[float]]:
         rows = store.db.execute(
             f"""select model, own_coop0 from sp_trials
                 where run_id = ? and game in ({marks}) and condition = 'baseline'
-                  and rounds = 10 and trial <= 5 and seat0 = model and own_coop0 is not null
+                  and rounds = 10 and seat0 = model and own_coop0 is not null
                   and {_PAPER_ROWS}
                 order by model, line""", [run_id, *TABLE2_GAMES]).fetchall()
         for model, value in rows:

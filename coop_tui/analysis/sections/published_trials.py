@@ -3,8 +3,8 @@
 
 ``cooperation_by_model``: ``{model: {"mean": %, "sd": %, "n": trials, "ci": [lo, hi],
 "ci_method": "normal-1.96", "ci_t": [lo, hi]}}``: each trial's cooperation of the model
-itself over the four prisoner's dilemma variants, baseline condition, 10 rounds, trials
-1-5, the model in seat 0 (:func:`coop_tui.analysis.paper_tables.table2_trials`); mean and
+itself over the four prisoner's dilemma variants, baseline condition, 10 rounds, every
+trial number, the model in seat 0 (:func:`coop_tui.analysis.paper_tables.table2_trials`); mean and
 sample sd over trials; ``ci`` is the normal interval the paper's bounds are (mean ± 1.96
 sd/√n), ``ci_t`` the public code's t-interval. Both clipped to 0..100.
 
