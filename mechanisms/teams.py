@@ -13,8 +13,9 @@ is the public code's fixed order):
 - ``SA`` super-additive: every pair meets; goal: both; group standings shown.
 
 Each match is an iterated game (the super-additive cooperation paper's IPD by default) of at most ``rounds`` (n)
-rounds. In the first round of every match the co-player is shown as "unknown" (name and
-group), which is what one-shot cooperation measures. Each player's move carries the
+rounds. In the first round of every match the move's prompt shows the co-player as
+"unknown" (name and group), which is what one-shot cooperation measures; the planner and
+critic always see who it is (as the public code). Each player's move carries the
 paper's keep-playing choice in the same answer (``exit_timing = "with_move"``: the play
 answer is the move plus ``"leave": true|false``, decided before the round's outcome is
 known, one request per player and round); if either leaves, the match ends after that
