@@ -290,8 +290,14 @@ class MatchContext:
         describe: Game | None = None,
         goal: str | None = None,
         ask_leave: bool = False,
+        numbered: bool = True,
     ) -> DecisionRequest:
         """The standard game prompt for one seat, with a mechanism's twist inserted.
+
+        ``numbered = False`` leaves out the wrapper's "you are Player k" line, for a
+        mechanism whose twist names the seat in its own numbering (the super-additive
+        cooperation paper's tournament: "Agent #4 in Group 2"), so a prompt never gives
+        the reader two different numbers.
 
         ``ask_leave``: the answer also carries ``"leave": true|false`` (the super-additive cooperation paper's move
         and keep-playing choice in one answer; option ``ask_leave``, result
@@ -355,9 +361,9 @@ class MatchContext:
             if callable(twist):  # the twist names the actions the description leaves out
                 twist = twist(own)
             base = own.restricted(describe.action_counts[pos])
-            text = self._game_text(describe, pos, base, twist, instructions, goal)
+            text = self._game_text(describe, pos, base, twist, instructions, goal, numbered)
         else:
-            text = self._game_text(game, pos, own, twist, instructions, goal)
+            text = self._game_text(game, pos, own, twist, instructions, goal, numbered)
 
         options: dict[str, Any] = {}
         if kind == "choice":
@@ -491,6 +497,7 @@ class MatchContext:
         twist: str | Callable[[Labelling], str],
         instructions: str,
         goal: str | None = None,
+        numbered: bool = True,
     ) -> str:
         rules = own
         if self.policy.randomize_labels == "trial":
@@ -511,7 +518,7 @@ class MatchContext:
             labels=own.labels,
             actions=action_lines(game, pos, own),
             payoff_description=_payoffs_text(game, pos, tuple(labellings)),
-            seat_number=pos + 1,
+            seat_number=pos + 1 if numbered else None,
             twist=twist,
             instructions=instructions,
             answer_kind=self.policy.answer,

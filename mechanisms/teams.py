@@ -13,8 +13,9 @@ is the public code's fixed order):
 - ``SA`` super-additive: every pair meets; goal: both; group standings shown.
 
 Each match is an iterated game (the super-additive cooperation paper's IPD by default) of at most ``rounds`` (n)
-rounds. In the first round of every match the co-player is shown as "unknown" (name and
-group), which is what one-shot cooperation measures. Each player's move carries the
+rounds. In the first round of every match the move's prompt shows the co-player as
+"unknown" (name and group), which is what one-shot cooperation measures; the planner and
+critic always see who it is (as the public code). Each player's move carries the
 paper's keep-playing choice in the same answer (``exit_timing = "with_move"``: the play
 answer is the move plus ``"leave": true|false``, decided before the round's outcome is
 known, one request per player and round); if either leaves, the match ends after that
@@ -335,11 +336,15 @@ class Teams(Mechanism):
     # ------------------------------------------------------------------ what players see
     def _situation(
         self, ctx: MatchContext, state: _State, log: MatchLog, seat: int, r: int,
-        label: Callable[[int], str],
+        label: Callable[[int], str], hide_opponent: bool | None = None,
     ) -> dict[str, Any]:
+        """What a player reads about the tournament. The co-player is "unknown" in a
+        match's first round (``hide_opponent``, default: r == 1), for the moves that
+        measure one-shot cooperation; the planner and critic always see it, as in the
+        public code."""
         p = self.p
         other = log.other(seat)
-        unknown = r == 1
+        unknown = r == 1 if hide_opponent is None else hide_opponent
         team_scores = [0.0] * p.teams
         for s, x in enumerate(state.points):
             team_scores[team_of(s, p.team_size)] += x
@@ -370,11 +375,12 @@ class Teams(Mechanism):
         }
 
     def _rules_context(
-        self, ctx: MatchContext, state: _State, log: MatchLog, seat: int, r: int
+        self, ctx: MatchContext, state: _State, log: MatchLog, seat: int, r: int,
+        hide_opponent: bool | None = None,
     ) -> dict[str, Any]:
         """The situation plus the game itself, for prompts that are not play decisions."""
         own = _neutral(ctx.game.action_counts[0])
-        s = self._situation(ctx, state, log, seat, r, own.label_of)
+        s = self._situation(ctx, state, log, seat, r, own.label_of, hide_opponent)
         s["labels"] = list(own.labels)
         s["payoff_description"] = payoff_description(ctx.game, log.players.index(seat), [own, own])
         return s
@@ -395,6 +401,7 @@ class Teams(Mechanism):
             twist=twist, extra={"pairing": log.index, "co_player": log.other(seat)},
             goal="" if self.p.structure == "GC" else None,
             ask_leave=self.p.exit_timing == "with_move",
+            numbered=False,  # the twist names the player: "Agent #k", never "Player 2"
         )
         return replace(request, view=replace(request.view, round=r))
 
@@ -433,8 +440,9 @@ class Teams(Mechanism):
         def text(template: str, **extra: Any) -> str | None:
             if not ctx.reads_prompt(seat):
                 return None
-            s = self._rules_context(ctx, state, log, seat, r)
-            s["history"] = _history(state, seat)
+            s = self._rules_context(ctx, state, log, seat, r, hide_opponent=False)
+            s["history"] = _history(state, seat, self.p.team_size, s["show_groups"])
+            s["stats"] = _match_stats(log, seat, min(ctx.game.cooperative[0]), s["labels"])
             s.update(extra)
             return ctx.renderer.render(template, s=s)
 
@@ -559,13 +567,38 @@ def _match_block(
     }
 
 
-def _history(state: _State, seat: int) -> list[dict[str, Any]]:
-    """Every match the player has played rounds in, for the planner and the critic."""
+def _history(state: _State, seat: int, team_size: int, groups: bool) -> list[dict[str, Any]]:
+    """Every match the player has played rounds in, for the planner and the critic,
+    each headed by its two players in the match's order and (GC, SA) their groups, as
+    the public code heads them."""
     labels = _neutral(2).labels
+
+    def name(s: int) -> str:
+        return f"Agent #{s + 1} from Group {team_of(s, team_size) + 1}" if groups else f"Agent #{s + 1}"
+
     return [
-        _match_block(log, seat, f"Match against Agent #{log.other(seat) + 1}", lambda a: labels[a])
+        _match_block(log, seat, f"Match between {name(log.players[0])} and {name(log.players[1])}",
+                     lambda a: labels[a])
         for log in state.logs if seat in log.players and log.rounds
     ]
+
+
+def _match_stats(log: MatchLog, seat: int, cooperate: int, labels: list[str]) -> dict[str, str]:
+    """The players' stats block of the planner and critic, as the public code gives it:
+    both players' share of the cooperative action and their points, in the current
+    match only ("unknown" share before its first round)."""
+    rows = log.view_of(seat)
+
+    def share(moves: list[int]) -> str:
+        return f"{100 * moves.count(cooperate) / len(moves):.0f}%" if moves else "unknown"
+
+    return {
+        "action": labels[cooperate],
+        "own_rate": share([own for own, _o, _p, _q in rows]),
+        "other_rate": share([other for _m, other, _p, _q in rows]),
+        "own_score": _pts(sum(p for _m, _o, p, _q in rows)),
+        "other_score": _pts(sum(q for _m, _o, _p, q in rows)),
+    }
 
 
 __all__ = ["Teams", "TeamsParams"]

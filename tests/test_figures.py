@@ -297,7 +297,7 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
         for i, c in enumerate(conds):
             assert list(lines[str(i)].get_xdata()) == [p["x"] for p in c[key]]
             assert list(lines[str(i)].get_ydata()) == [p["mean"] for p in c[key]]
-    bars = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes[0].patches
+    bars = [p for ax in drawn["superadditive_fig3_one_shot_by_structure"].figure.axes for p in ax.patches]
     plotted = sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars)
     expected = sorted((k, round(c["one_shot"][k]["mean"], 12)) for c in conds
                       for k in ("all", "intra", "inter")
@@ -306,7 +306,60 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
     bars = drawn["superadditive_fig4_intra_inter_cooperation"].figure.axes[0].patches
     assert sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars) == sorted(
         (k, round(c[k]["mean"], 12)) for c in conds for k in ("intra", "inter")
-        if (c.get(k) or {}).get("mean") is not None)
+        if c["structure"] == "SA" and (c.get(k) or {}).get("mean") is not None)
+
+
+@pytest.fixture(scope="module")
+def teams_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The full study's shape (self-play of three models x RI, GC, SA), each model a
+    random player of its own cooperation rate, in small 2 x 2 tournaments."""
+    source = STUDIES / "superadditive.toml"
+    data = read_sweep_file(source)
+    for name, p in (("qwen3", 0.5), ("phi4", 0.9), ("cogito", 0.2)):
+        data["agents"][name] = {"strategy": "random", "params": {"p": p}}
+    data["replicates"] = 2
+    (exp,) = data["experiments"]
+    exp.update(team_size=2, rounds=3, budget=5, check_budget=True, planning=False, meta="off")
+    store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("sam") / "c.db", source)
+    return _report(store, run_id)
+
+
+def test_team_figures_have_a_panel_per_model_a_half_line_and_figure_4_for_sa_only(
+    teams_models: dict[str, Any]
+) -> None:
+    conds = teams_models["teams"]["conditions"]
+    models = ["cogito", "phi4", "qwen3"]  # panels by name
+    assert sorted((c["agents"][0], c["structure"]) for c in conds) == sorted(
+        (m, s) for m in models for s in ("RI", "GC", "SA"))
+    drawn = _by_name(figures_for(teams_models))
+    for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches",
+                 "superadditive_fig3_one_shot_by_structure"):
+        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == models, name  # one panel per model
+        for ax in axes:
+            (half,) = [line for line in ax.get_lines() if line.get_gid() == "half"]
+            assert list(half.get_ydata()) == [0.5, 0.5]  # the paper's 50% line
+            shown = {conds[int(line.get_gid())]["agents"][0] for line in ax.get_lines()
+                     if (line.get_gid() or "").isdigit()}
+            assert shown <= {ax.get_title()}  # a panel draws its own model's conditions only
+    for name, key in (("superadditive_fig2_cooperation_per_round", "per_round"),
+                      ("superadditive_fig3_one_shot_over_matches", "osc_curve")):
+        for ax in drawn[name].figure.axes:
+            curves = [line for line in ax.get_lines() if line.get_gid() != "half"]
+            assert [line.get_label() for line in curves] == ["SA", "RI", "GC"]
+            for line in curves:
+                c = conds[int(line.get_gid())]
+                assert c["agents"] == [ax.get_title()]
+                assert list(line.get_ydata()) == [p["mean"] for p in c[key]]
+    fig4 = drawn["superadditive_fig4_intra_inter_cooperation"].figure
+    (ax,) = fig4.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == models
+    assert not [line for line in ax.get_lines() if line.get_gid() == "half"]  # none in the paper's
+    sa = {c["agents"][0]: c for c in conds if c["structure"] == "SA"}
+    bars = sorted((p.get_gid(), round(p.get_x() + p.get_width() / 2), round(p.get_height(), 12))
+                  for p in ax.patches)
+    assert bars == sorted((k, round(i - 0.4 + 0.4 * (j + 0.5)), round(sa[m][k]["mean"], 12))
+                          for i, m in enumerate(models) for j, k in enumerate(("intra", "inter")))
 
 
 # ------------------------------------------------------------------ the command
@@ -413,27 +466,31 @@ def test_a_zero_bar_is_marked_on_the_axis(similarity_abstract: dict[str, Any]) -
 def test_structures_are_told_apart_and_gc_says_it_has_no_intra_group_matches(
     teams: dict[str, Any]
 ) -> None:
+    """The offline study mixes agents: SA's roster is one panel, RI and GC (the same
+    four strategies) share the other, panels by name."""
     conds = teams["teams"]["conditions"]
     drawn = _by_name(figures_for(teams))
     for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches"):
-        lines = list(_lines(drawn[name]).values())
+        lines = [line for line in _lines(drawn[name]).values() if line.get_gid() != "half"]
         looks = {(line.get_linestyle(), line.get_marker()) for line in lines}
         assert len(looks) == len(lines) == 3  # RI and GC no longer one line drawn over the other
-        assert [t.get_text() for t in drawn[name].figure.axes[0].get_legend().get_texts()] == [
-            "SA", "RI", "GC"]
+        axes = drawn[name].figure.axes
+        assert [ax.get_title() for ax in axes] == ["allc, alld, grim, tft", "alld, grim, smollm2, tft"]
+        assert [[t.get_text() for t in ax.get_legend().get_texts()] for ax in axes] == [
+            ["RI", "GC"], ["SA"]]
     gc = next(c for c in conds if c["structure"] == "GC")
     assert (gc.get("intra") or {}).get("mean") is None  # GC pairs players of different groups
-    for name in ("superadditive_fig4_intra_inter_cooperation", "superadditive_fig3_one_shot_by_structure"):
-        ax = drawn[name].figure.axes[0]
-        ticks = [t.get_text() for t in ax.get_xticklabels()]
-        assert ticks == ["SA", "RI", "GC"]
-        sa_intra = next(p for p in ax.patches if p.get_gid() == "intra"
-                        and abs(p.get_x() + p.get_width() / 2 - ax.get_xticks()[0]) < 0.5)
-        notes = [t for t in ax.texts if t.get_gid() == "intra|none"]
-        assert [t.get_text() for t in notes] == ["no intra-group"]
-        # in GC's intra slot, where SA's intra bar is: the label stays centred on its group
-        offset = sa_intra.get_x() + sa_intra.get_width() / 2 - ax.get_xticks()[0]
-        assert notes[0].get_position()[0] - ax.get_xticks()[2] == pytest.approx(offset)
+    ax, sa_ax = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["RI", "GC"]
+    assert [t.get_text() for t in sa_ax.get_xticklabels()] == ["SA"]
+    sa_intra = next(p for p in sa_ax.patches if p.get_gid() == "intra")
+    notes = [t for t in ax.texts if t.get_gid() == "intra|none"]
+    assert [t.get_text() for t in notes] == ["no intra-group"]
+    # in GC's intra slot, where SA's intra bar is: the label stays centred on its group
+    offset = sa_intra.get_x() + sa_intra.get_width() / 2 - sa_ax.get_xticks()[0]
+    assert notes[0].get_position()[0] - ax.get_xticks()[1] == pytest.approx(offset)
+    (fig4,) = drawn["superadditive_fig4_intra_inter_cooperation"].figure.axes
+    assert [t.get_text() for t in fig4.get_xticklabels()] == ["alld, grim, smollm2, tft"]  # SA only
 
 
 def test_columns_told_apart_only_by_long_values_are_numbered(similarity_grounded: dict[str, Any]) -> None:

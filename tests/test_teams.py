@@ -441,6 +441,69 @@ async def test_exit_comes_with_the_move_by_default(tmp_path: Any) -> None:
         (2, 1, "C", "C"), (2, 2, "C", "C"), (2, 3, "C", "C")]
 
 
+def prompt_of(store: Store, match_id: str, phase: str, seat: int, t: int) -> str:
+    """The first prompt of that phase, seat and tournament round (the draft, for plans)."""
+    return next(d.prompt[-1]["content"] for d in store.decisions(match_id)
+                if d.phase == phase and d.seat == seat and d.round == t)
+
+
+@pytest.mark.parametrize("structure", ["SA", "RI"])
+async def test_planner_sees_the_co_player_and_the_match_stats_as_the_code_does(
+    tmp_path: Any, model: LoopbackServer, structure: str
+) -> None:
+    """The public code's planner and critic are told the real co-player (only the move
+    of a match's first round hides it), the current match's stats of both players, and
+    every past match headed by its two players and (not in RI) their groups.
+    2 x 2, n = 3, N = 8, K = 2, ordered, everyone cooperates: Agent #1 plays t 1-3 against
+    #2, t 4-6 against #3 and plans before t 3, 5 and 7 (used 2, 4, 6)."""
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m"] * 4, structure=structure, teams=2, team_size=2, rounds=3, budget=8, plan_every=2,
+        meta="off"), agents={**STRATEGIES, "m": llm(model)}))
+    grouped = structure != "RI"
+
+    def who(seat: int) -> str:
+        return f"Agent #{seat + 1}" + (f" from Group {seat // 2 + 1}" if grouped else "")
+
+    first = prompt_of(store, m["id"], "plan", 0, 7)  # the first round of the match with #4
+    assert f"Your co-player in this match is {who(3)}." in first and "unknown" not in first.split(
+        "Players' stats")[0]
+    assert ("Players' stats in the current match:\n"
+            "- Agent #1: share of A0 unknown, points 0\n"
+            "- Agent #4: share of A0 unknown, points 0\n"
+            "Everything Agent #1 has played so far:\n"
+            f"Match between {who(0)} and {who(1)}:\n") in first
+    assert f"Match between {who(0)} and {who(2)}:\n- Round 1: you chose A0" in first
+    assert "Match against" not in first
+    if grouped:
+        assert "Group standings so far (points): Group 1 27, Group 2 9." in first
+    middle = prompt_of(store, m["id"], "plan", 0, 5)  # round 2 against #3: one round played
+    assert ("- Agent #1: share of A0 100%, points 3\n"
+            "- Agent #3: share of A0 100%, points 3\n") in middle
+    critique = prompt_of(store, m["id"], "critique", 0, 7)
+    assert f"Your co-player in this match is {who(3)}." in critique
+    assert "- Agent #4: share of A0 unknown, points 0" in critique
+    # the move of that round still meets an unknown co-player (one-shot cooperation)
+    play = prompt_of(store, m["id"], "play", 0, 7)
+    assert "Your co-player in this match is Agent unknown" in play and "Players' stats" not in play
+    assert ("from Group unknown" in play) is grouped
+
+
+async def test_one_numbering_in_every_prompt(tmp_path: Any, model: LoopbackServer) -> None:
+    """A player is "Agent #k" everywhere: the game wrapper's "you are Player 2" (its
+    seat in the two-player game) is left out of the move's prompt."""
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m"] * 4, structure="SA", teams=2, team_size=2, rounds=2, budget=5, plan_every=2,
+        meta="first_player", exit_timing="separate"), agents={**STRATEGIES, "m": llm(model)}))
+    decisions = store.decisions(m["id"])
+    assert {d.phase for d in decisions} == {"play", "exit", "plan", "critique", "meta"}
+    for d in decisions:
+        text = d.prompt[-1]["content"]
+        assert re.search(r"\bPlayer \d", text) is None, (d.phase, d.seat, text)
+        assert text.count(f"You are Agent #{d.seat + 1} in Group {d.seat // 2 + 1}.") == 1
+    second = prompt_of(store, m["id"], "play", 1, 1)  # Agent #2 sits second in its first match
+    assert "Players are numbered" not in second and "If it matters" not in second
+
+
 async def test_report_curves_follow_the_papers_figures(tmp_path: Any) -> None:
     """Figure 2's curve is the running share within the current match at a player's r-th
     round; the paper's mu_c pools those running shares (the run above, by hand)."""
