@@ -22,6 +22,7 @@ from urllib.parse import unquote_plus
 import pytest
 
 from coop_tui import redact
+from coop_tui.agents import llm
 from coop_tui.agents.factory import build_agent
 from coop_tui.agents.llm import LLMAgent, ProviderError
 from coop_tui.agents.sse import EventTooLong, SSEDecoder
@@ -480,15 +481,73 @@ async def test_an_html_page_is_named_not_taken_for_a_cut_stream(loopback: Loopba
     assert failure_reason(f"ProviderError: {info.value}") == "HTML page"
 
 
-async def test_the_litellm_path_never_sends_the_key_to_where_a_redirect_points(
-    loopback: LoopbackServer,
+@pytest.mark.parametrize("model", ["openai/loopback", "groq/loopback"])
+async def test_the_litellm_path_still_answers_without_a_redirect(
+    loopback: LoopbackServer, model: str
 ) -> None:
-    """litellm's httpx client follows redirects (its choice, not configurable per
-    request); httpx drops ``Authorization`` when the origin changes, so the key stays
-    with the server it was meant for. A guard on that, not a new behaviour."""
+    """The redirect-free clients change nothing else: an ordinary answer streams."""
+    agent = LLMAgent("a", model, api_base=loopback.url, timeout=5.0, api_key=KEY,
+                     transport="litellm")
+    reply = await ask(agent)
+    assert reply.text == "Hello from the loopback server." and reply.transport_retries == 0
+
+
+@pytest.mark.parametrize("model", ["openai/loopback", "groq/loopback"])
+async def test_the_litellm_path_refuses_a_redirect_and_sends_nothing_on(
+    loopback: LoopbackServer, model: str
+) -> None:
+    """litellm's own httpx clients follow a 307 with the prompt in the POST body. The
+    agent makes them refuse it: through ``litellm.aclient_session`` for the providers
+    litellm sends through the OpenAI SDK (``openai/``), through litellm's cached HTTP
+    handler for the others (``groq/``). Should a litellm release change either, the
+    second server gets the request and this test fails."""
     with LoopbackServer(latency=0.01) as elsewhere:
         target = f"http://127.0.0.1:{elsewhere.port}/v1/chat/completions"
-        loopback.configure(fault_script=["redirect"], redirect_to=target)
-        agent = agent_for(loopback, timeout=5.0, api_key=KEY, transport="litellm")
-        await ask(agent)
-        assert all(KEY not in str(r.headers) for r in elsewhere.requests)
+        loopback.configure(fault_script=["redirect"], redirect_to=f"{target}?token=sk-redir-31")
+        agent = LLMAgent("a", model, api_base=loopback.url, backoff_base=0.001, timeout=5.0,
+                         api_key=KEY, transport="litellm")
+        with pytest.raises(ProviderError) as info:
+            await ask(agent)
+        assert elsewhere.requests == [], f"litellm followed the redirect for {model}: see llm._refuse_*"
+    message = str(info.value)
+    assert f"the server redirected the request (HTTP 307 to {target})" in message
+    assert "sk-redir-31" not in message and "token" not in message
+    assert info.value.retries == 0 and len(loopback.chat_requests) == 1
+    assert failure_reason(f"ProviderError: {message}") == "redirect refused"
+
+
+def test_a_litellm_redirect_is_recorded_in_the_decision(tmp_path: Path) -> None:
+    """Through a sweep (a ``groq/`` agent with an ``api_base`` goes through litellm): the
+    failed match records the named refusal, and the server the redirect points to is
+    never asked."""
+    with LoopbackServer(latency=0.01) as server, LoopbackServer(latency=0.01) as elsewhere:
+        target = f"http://127.0.0.1:{elsewhere.port}/v1/chat/completions"
+        server.configure(fault_script=["redirect"] * 4, redirect_to=target)
+        sweep = build_sweep({
+            "name": "moved", "seed": 1, "max_attempts": 1,
+            "agents": {"m": {"model": "groq/loopback", "api_base": server.url, "api_key": KEY}},
+            "experiments": [{"game": "prisoners", "agents": ["m"]}],
+        })
+        store = Store(tmp_path / "a.db")
+        try:
+            summary = asyncio.run(run_sweep(sweep, store))
+            groups = store.failure_groups(summary.run_id)
+        finally:
+            store.close()
+        assert elsewhere.requests == []
+    assert [g["reason"] for g in groups] == ["redirect refused"]
+    assert f"the server redirected the request (HTTP 307 to {target})" in groups[0]["example"]
+
+
+def test_each_event_loop_gets_its_own_redirect_free_litellm_client() -> None:
+    """httpx connections belong to the loop that opened them: a second ``asyncio.run``
+    (a second sweep in one process) must not reuse the first loop's client."""
+    litellm = llm._import_litellm()
+
+    async def client_twice() -> tuple[Any, Any]:
+        return llm._refuse_litellm_redirects(litellm), llm._refuse_litellm_redirects(litellm)
+
+    first, again = asyncio.run(client_twice())
+    second, _ = asyncio.run(client_twice())
+    assert first is again and second is not first
+    assert litellm.aclient_session is second and second.follow_redirects is False

@@ -47,6 +47,7 @@ import random
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,6 +236,64 @@ def _import_litellm() -> Any:
         logging.getLogger(name).setLevel(logging.ERROR)
     _litellm = litellm
     return litellm
+
+
+_redirect_free: tuple[weakref.ref[asyncio.AbstractEventLoop], Any] | None = None
+"""The event loop litellm's redirect-free httpx client was made on, and the client."""
+
+
+def _refuse_litellm_redirects(litellm: Any) -> Any:
+    """Give litellm an httpx client that does not follow redirects; return the client.
+
+    litellm's own clients follow a ``307`` with the POST body (the prompt) to wherever it
+    points. ``litellm.aclient_session`` is litellm's documented setting for the httpx
+    client under its OpenAI-SDK providers (``openai/``, ``azure/`` and the OpenAI-compatible
+    ones); checked on litellm 1.110.2, and guarded by a test in test_hostile_streams.py
+    that fails when litellm stops using it. Its connections belong to one event loop, so
+    each loop gets its own client (litellm caches its SDK clients per loop too).
+    """
+    global _redirect_free
+    loop = asyncio.get_running_loop()
+    if _redirect_free is None or _redirect_free[0]() is not loop:
+        import httpx  # litellm's own dependency, imported with it
+
+        client = httpx.AsyncClient(
+            follow_redirects=False,
+            event_hooks={"response": [_refuse_httpx_redirect]},
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+        )
+        _redirect_free = (weakref.ref(loop), client)
+    litellm.aclient_session = _redirect_free[1]
+    return _redirect_free[1]
+
+
+def _refuse_provider_redirects(litellm: Any, model: str, api_base: str | None) -> None:
+    """Make litellm's own HTTP client for ``model``'s provider refuse redirects.
+
+    Providers that litellm does not send through the OpenAI SDK (``groq/``,
+    ``deepseek/``, ``mistral/``, ``together_ai/``, ``openrouter/``, ``anthropic/``, ...)
+    post with a cached ``AsyncHTTPHandler`` that follows redirects, and a ``client``
+    argument of the wrong kind would break the providers that do use the SDK. litellm
+    has no setting for it, so this reaches into its internals: the cache of
+    ``get_async_httpx_client`` (per provider and event loop, keyed by ``ssl_verify``).
+    Checked on litellm 1.110.2; a test in test_hostile_streams.py fails when a redirect
+    is followed again.
+    """
+    from litellm.llms.custom_httpx.http_handler import get_async_httpx_client
+
+    try:
+        provider = litellm.get_llm_provider(model=model, api_base=api_base)[1]
+        handler = get_async_httpx_client(llm_provider=provider, params={"ssl_verify": None})
+    except Exception:  # an unknown provider: litellm itself will name it
+        return
+    hooks = dict(handler.event_hooks or {})
+    if _refuse_httpx_redirect not in hooks.get("response", []):
+        hooks["response"] = [*hooks.get("response", []), _refuse_httpx_redirect]
+    handler.event_hooks = hooks  # used when litellm remakes a closed client
+    handler.follow_redirects = False
+    client = handler.client
+    client.follow_redirects = False
+    client.event_hooks = hooks
 
 
 PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
@@ -897,6 +956,8 @@ class LLMAgent:
         """The same request through litellm, within the agent's ``deadline``; as on the
         aiohttp path, a stream that stalls after its ``finish_reason`` keeps its answer."""
         litellm = await _litellm_async()
+        _refuse_litellm_redirects(litellm)
+        _refuse_provider_redirects(litellm, self.model, url)
         kwargs: dict[str, Any] = dict(self._params())
         params = dict(extra)
         if "grammar" in params:
@@ -913,16 +974,22 @@ class LLMAgent:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.deadline) as deadline:
-                stream = await litellm.acompletion(
-                    model=self.model,
-                    messages=messages,
-                    stream=True,
-                    stream_options={"include_usage": True},
-                    timeout=self.timeout,
-                    num_retries=0,
-                    max_retries=0,
-                    **kwargs,
-                )
+                try:
+                    stream = await litellm.acompletion(
+                        model=self.model,
+                        messages=messages,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                        timeout=self.timeout,
+                        num_retries=0,
+                        max_retries=0,
+                        **kwargs,
+                    )
+                except Exception as exc:
+                    refused = _wrapped_refusal(exc)
+                    if refused is None:
+                        raise
+                    raise refused from None
                 graced = False
                 try:
                     async for chunk in stream:
@@ -1004,18 +1071,46 @@ def _check_head(response: Any) -> None:
     ``api_base``, not a cut stream)."""
     status = response.status
     if 300 <= status < 400:
-        where = _without_query(response.headers.get("Location", ""))
-        raise _Refused(
-            f"the server redirected the request (HTTP {status} to {where or 'nowhere'}); "
-            "a request with its body and key is not sent on to another address: set "
-            "api_base to the address the server points to"
-        )
+        raise _redirect_refused(status, response.headers.get("Location", ""))
     kind = response.headers.get("Content-Type", "")
     if "html" in kind.lower():
         raise _Refused(
             f"the server answered with an HTML page (Content-Type: {kind[:80]}), not a chat "
             "answer: check that api_base is the API's address (it often ends in /v1)"
         )
+
+
+def _redirect_refused(status: int, location: str) -> _Refused:
+    """The error for a ``3xx`` answer, naming its status and target (without the query,
+    which may carry a token); the same words on the aiohttp and litellm paths, so both
+    are counted as ``redirect refused``."""
+    where = _without_query(location)
+    return _Refused(
+        f"the server redirected the request (HTTP {status} to {where or 'nowhere'}); "
+        "a request with its body and key is not sent on to another address: set "
+        "api_base to the address the server points to"
+    )
+
+
+async def _refuse_httpx_redirect(response: Any) -> None:
+    """httpx response hook of litellm's client: a ``3xx`` answer ends the attempt here,
+    before anything could be sent on (the client does not follow redirects either)."""
+    if 300 <= response.status_code < 400:
+        raise _redirect_refused(response.status_code, response.headers.get("Location", ""))
+
+
+def _wrapped_refusal(exc: BaseException) -> _Refused | None:
+    """Our refusal inside an exception litellm raised: the openai SDK wraps what an httpx
+    hook raises in its ``APIConnectionError``, and litellm wraps that again (keeping the
+    chain); unwrapped, it is recorded as on the aiohttp path and not retried."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _Refused):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _without_query(url: str) -> str:
