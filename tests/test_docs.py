@@ -195,6 +195,9 @@ NOT_RUN = {
     "coop-tui --batch data/studies/coopeval-offline.toml":
         "the embedded model: minutes of llama.cpp on two cores; tests/test_coopeval_study.py "
         "runs a cut-down copy of this study",
+    "coop-tui compare RUN_A RUN_B":
+        "RUN_A and RUN_B are placeholders for run ids (`coop-tui list runs`); "
+        "tests/test_compare.py compares real runs",
     "coop-tui serve":
         "serves until stopped; tests/test_serve.py starts it on a free port and opens it "
         "in headless Chromium",
