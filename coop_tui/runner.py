@@ -49,7 +49,7 @@ from coop_tui.events import (
     MatchStarted,
     RunStarted,
 )
-from coop_tui.mechanisms._designs import shared_design_count
+from coop_tui.mechanisms._designs import shared_design_count, shared_designs_by_agent
 from coop_tui.prompt_size import check_prompt_sizes, measure_sync
 from coop_tui.redact import scrub
 from coop_tui.spec import SpecError, Sweep, decisions_per_match, load_sweep
@@ -87,6 +87,10 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
                 tokens_in[name] = tokens_in.get(name, 0.0) + per_seat * seen[seat]
             else:
                 unmeasured[name] = unmeasured.get(name, 0.0) + per_seat
+    for name, n in shared_designs_by_agent(sweep.cells).items():  # asked once per tournament
+        if agents[name].kind in ("llm", "local"):
+            calls[name] = calls.get(name, 0.0) + n
+            unmeasured[name] = unmeasured.get(name, 0.0) + n
     for name, n in unmeasured.items():  # seats no probe reached: the agent's mean prompt
         measured = calls[name] - n
         mean = tokens_in.get(name, 0.0) / measured if measured else 700.0

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -80,6 +81,12 @@ def per_match_designs(params: Any, n_seats: int) -> int:
 def shared_design_count(cells: Iterable[Any]) -> int:
     """How many tournament-wide designs a sweep asks for: one per agent x seat x
     tournament x replicate, for the cells whose mechanism shares its designs."""
+    return sum(shared_designs_by_agent(cells).values())
+
+
+def shared_designs_by_agent(cells: Iterable[Any]) -> Counter[str]:
+    """:func:`shared_design_count` per agent: who is asked those designs (a model agent's
+    share is model calls the estimate counts)."""
     keys: set[tuple[str, str, int]] = set()
     for cell in cells:
         if cell.mechanism_params.get("design_scope") != "tournament":
@@ -87,4 +94,4 @@ def shared_design_count(cells: Iterable[Any]) -> int:
         for replicate in range(cell.replicates):
             tkey = cell.tournament_key(replicate * cell.samples)
             keys.update((tkey, name, seat) for seat, name in enumerate(cell.seats))
-    return len(keys)
+    return Counter(name for _tkey, name, _seat in keys)
