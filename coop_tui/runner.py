@@ -30,7 +30,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from coop_tui import preflight
@@ -127,14 +127,14 @@ class EtaColumn(ProgressColumn):
     each refresh so the countdown moves between events."""
 
     def __init__(self, clock: CallClock) -> None:
-        super().__init__()
+        super().__init__(table_column=Column(no_wrap=True))  # one line, at any width
         self.clock = clock
         self.row: TaskID | None = None
 
     def render(self, task: Task) -> Text:
         if task.id != self.row:
             return Text("")
-        return Text(self.clock.describe(time.monotonic()) + "  ")
+        return Text(self.clock.describe(time.monotonic()) + "  ", no_wrap=True, overflow="ellipsis")
 
 
 class ProgressView:
