@@ -58,18 +58,22 @@ class _Rate:
 class CallClock:
     """Model calls answered, in flight and left, and the time left at the measured rate."""
 
-    def __init__(self, calls_total: int, matches_total: int, models: Iterable[str],
+    def __init__(self, calls_total: int, matches_total: int, models: Iterable[str] | None,
                  *, window: int = WINDOW) -> None:
         self.calls_total = calls_total
         self.matches_total = matches_total
-        self.models = frozenset(models)
-        """Agents whose decisions are model calls (what the estimate counts)."""
+        self.models = None if models is None else frozenset(models)
+        """Agents whose decisions are model calls (what the estimate counts); None: every
+        decision is one (a judge pass)."""
         self.calls_done = 0
         """Model decisions answered, reused ones included (the estimate counts them)."""
         self.matches_done = 0
         self.in_flight: set[tuple[Any, ...]] = set()
         self.calls = _Rate(window)
         self.matches = _Rate(window)
+
+    def is_model(self, agent: str) -> bool:
+        return self.models is None or agent in self.models
 
     @property
     def by_calls(self) -> bool:
@@ -104,11 +108,11 @@ class CallClock:
     def observe(self, event: Event, now: float) -> None:
         """Feed one engine event (the ones that are not about calls or matches pass by)."""
         if isinstance(event, DecisionStarted):
-            if event.agent in self.models:
+            if self.is_model(event.agent):
                 self.call_started((event.match_id, event.seat, event.round, event.phase), now)
         elif isinstance(event, DecisionDone):
             d = event.decision
-            if d.agent in self.models:
+            if self.is_model(d.agent):
                 self.call_done((d.match_id, d.seat, d.round, d.phase), now, reused=bool(d.reused))
         elif isinstance(event, MatchDone):
             self.match_done(event.match_id, now, counted=event.status != "stopped")

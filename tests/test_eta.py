@@ -140,6 +140,19 @@ def test_a_long_match_shows_its_model_calls_as_they_are_answered() -> None:
     assert view.clock.describe(0.0).endswith("model calls 1/8, 0 in flight")
 
 
+def test_a_judge_pass_counts_every_judgement_as_a_call_and_reused_ones_as_instant() -> None:
+    from rich.console import Console
+
+    from coop_tui.judging.run import _Progress
+
+    view = _Progress(Console(file=open(os.devnull, "w")), 4)  # noqa: SIM115
+    view(DecisionStarted("m", 0, 1, "play", 1, (), "judge-model"))
+    view(DecisionDone(decision("judge-model", 0)))
+    view(DecisionDone(decision("judge-model", 1, reused=True)))
+    assert view.clock.calls_done == 2 and len(view.clock.calls.times) == 1
+    assert "model calls 2/4, 0 in flight" in view.clock.describe(0.0)
+
+
 def test_clock_text() -> None:
     assert clock_text(0) == "0:00:00" and clock_text(3725.4) == "1:02:05"
 
