@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui.agents.factory import build_agent
-from coop_tui.agents.local import LocalAgent, get_model
+from coop_tui.agents.local import LocalAgent, LocalModelError, get_model
 from coop_tui.decisions import DecisionRequest, NullSink
 from coop_tui.prompts import CHARS_PER_TOKEN
 from coop_tui.schemas import answer_schema
@@ -47,7 +47,8 @@ class CallSpeed:
 
     seconds: float
     source: str
-    """``stored`` (the last run in the database) or ``measured`` (a calibration now)."""
+    """``stored`` (the last run in the database), ``measured`` (a calibration now) or
+    ``unknown`` (the model could not run: ``detail`` says why)."""
     detail: str
     """How it was obtained, for the line the dry run prints."""
 
@@ -154,7 +155,13 @@ def call_speed(sweep: Sweep, db_path: Path, calls: dict[str, float],
     the sweep makes no embedded-model call."""
     if not any(calls.get(n) for n in embedded_agents(sweep)):
         return None
-    return stored_speed(db_path, sweep) or measure_speed(sweep, calls, tokens_in)
+    stored = stored_speed(db_path, sweep)
+    if stored is not None:
+        return stored
+    try:
+        return measure_speed(sweep, calls, tokens_in)
+    except LocalModelError as exc:  # a dry run reports what it can: the time is a bonus
+        return CallSpeed(0.0, "unknown", f"the embedded model could not be timed: {exc}")
 
 
 def wall_time_text(seconds: float) -> str:

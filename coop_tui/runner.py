@@ -242,6 +242,10 @@ def print_wall_time(sweep: Sweep, db_path: Path, est: dict[str, Any], console: C
     speed = call_speed(sweep, db_path, calls, est["input_tokens_by_agent"])
     if speed is None:
         return
+    if speed.source == "unknown":
+        console.print(f"no wall time estimate: {speed.detail}", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
+        return
     n = int(round(sum(calls.get(name, 0.0) for name in embedded_agents(sweep))))
     console.print(
         f"estimated wall time ~{wall_time_text(n * speed.seconds)}: {n} embedded-model calls x "

@@ -131,3 +131,27 @@ async def test_a_reply_that_waited_for_the_model_reports_the_wait_apart() -> Non
     assert second.queue_ms is not None and first.queue_ms is not None
     assert second.queue_ms > 0.5 * first.latency_ms  # it waited about one whole reply
     assert first.queue_ms < first.latency_ms  # the first had the model to itself
+
+
+def test_a_model_that_cannot_run_leaves_the_dry_run_without_a_wall_time(tmp_path: Path) -> None:
+    (tmp_path / "bad.gguf").write_text("not a model")
+    path = tmp_path / "s.toml"
+    path.write_text("""
+name = "bad"
+[agents.m]
+model = "local:bad.gguf"
+style = "direct"
+[agents.tft]
+strategy = "tit_for_tat"
+[[experiments]]
+game = "prisoners"
+agents = ["m"]
+opponents = ["tft"]
+matchup = "versus"
+""")
+    done = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(path), "--db",
+                           str(tmp_path / "none.db"), "--dry-run"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "300"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no wall time estimate: the embedded model could not be timed: llama.cpp could not load" in done.stdout
+    assert not (tmp_path / "none.db").exists()
