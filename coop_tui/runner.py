@@ -14,6 +14,7 @@ import shlex
 import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +23,24 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from coop_tui import preflight
 from coop_tui.agents.llm import cost_for
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
+from coop_tui.calibration import call_speed, embedded_agents, wall_time_text
 from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.errors import database_message
+from coop_tui.eta import CallClock
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
@@ -112,27 +117,54 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
         "input_tokens": int(round(sum(tokens_in.values()))),
         "prompt_tokens_mean": (sum(tokens_in.values()) / n_calls) if n_calls else None,
         "prompts_measured": bool(sizes is not None and sizes.probed),
+        "calls_by_agent": calls,
+        "input_tokens_by_agent": tokens_in,
     }
 
 
-class ProgressView:
-    """Overall and per-experiment bars with ETA, failures, retries and cost."""
+class EtaColumn(ProgressColumn):
+    """The time left and the model calls answered / estimated / in flight, on the overall
+    row only (one :class:`~coop_tui.eta.CallClock` for the whole sweep), worked out at
+    each refresh so the countdown moves between events."""
 
-    def __init__(self, sweep: Sweep, console: Console) -> None:
+    def __init__(self, clock: CallClock) -> None:
+        super().__init__(table_column=Column(no_wrap=True))  # one line, at any width
+        self.clock = clock
+        self.row: TaskID | None = None
+
+    def render(self, task: Task) -> Text:
+        if task.id != self.row:
+            return Text("")
+        return Text(self.clock.describe(time.monotonic()) + "  ", no_wrap=True, overflow="ellipsis")
+
+
+class ProgressView:
+    """Overall and per-experiment bars with ETA, failures, retries and cost.
+
+    The ETA comes from model calls (:mod:`coop_tui.eta`), not from matches: ``calls`` is
+    the estimate's ``model_calls`` (worked out from the sweep when not given)."""
+
+    def __init__(self, sweep: Sweep, console: Console, calls: int | None = None) -> None:
         self.console = console
+        self.models = {name for name, a in sweep.spec.agents.items() if a.kind in ("llm", "local")}
+        """Agents whose decisions are model calls (what the estimate counts); strategies'
+        and people's decisions are counted as moves."""
+        total_calls = estimate(sweep)["model_calls"] if calls is None else calls
+        self.clock = CallClock(total_calls, sweep.total_matches, self.models)
+        self.eta = EtaColumn(self.clock)
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
+            self.eta,
             TextColumn("{task.fields[stats]}"),
             console=console,
             transient=False,
         )
         self.overall = self.progress.add_task("all", total=sweep.total_matches, stats="")
+        self.eta.row = self.overall
         self.tasks: dict[int, TaskID] = {}
         self.stats: dict[Any, dict[str, float]] = {}
         for cell in sweep.cells:
@@ -142,9 +174,6 @@ class ProgressView:
                 total = sum(c.slots for c in sweep.cells if c.experiment == cell.experiment)
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
-        self.models = {name for name, a in sweep.spec.agents.items() if a.kind in ("llm", "local")}
-        """Agents whose decisions are model calls (what the estimate counts); strategies'
-        and people's decisions are counted as moves."""
 
     def _bump(self, key: Any, field: str, amount: float = 1) -> None:
         st = self.stats.setdefault(
@@ -153,19 +182,28 @@ class ProgressView:
 
     def _fmt(self, key: Any) -> str:
         st = self.stats.get(key, {})
+        # the overall row's model calls are in its ETA column (answered / estimated)
+        calls = "" if key == "all" else f"model calls {int(st.get('calls', 0))}  "
         return (
-            f"model calls {int(st.get('calls', 0))}  other moves {int(st.get('moves', 0))}  "
+            f"{calls}other moves {int(st.get('moves', 0))}  "
             f"failed {int(st.get('failed', 0))}  retries {int(st.get('retries', 0))}  "
             f"${st.get('cost', 0.0):.4f}"
         )
 
+    def _show(self, exp: Any) -> None:
+        self.progress.update(self.overall, stats=self._fmt("all"))
+        if exp in self.tasks:
+            self.progress.update(self.tasks[exp], stats=self._fmt(exp))
+
     def skip(self, n: int) -> None:
         self.progress.advance(self.overall, n)
+        self.clock.skip(n)
 
     accepts_direct_decisions = True
     """Strategy rounds arrive as one DirectDecisions event: moves only (no retries, no cost)."""
 
     def __call__(self, event: Event) -> None:
+        self.clock.observe(event, time.monotonic())
         if isinstance(event, MatchStarted):
             self.match_exp[event.match_id] = event.experiment
         elif type(event) is DirectDecisions:  # strategies' moves, never a model call
@@ -176,11 +214,13 @@ class ProgressView:
             exp = self.match_exp.get(d.match_id)
             if d.reused:
                 return
-            field = "calls" if d.agent in self.models else "moves"
+            model = d.agent in self.models
             for key in ("all", exp):
-                self._bump(key, field)
+                self._bump(key, "calls" if model else "moves")
                 self._bump(key, "retries", reasks(d.attempts) + d.transport_retries)
                 self._bump(key, "cost", d.cost_usd or 0.0)
+            if model:  # shown as it happens: one match may be a long tournament of calls
+                self._show(exp)
         elif type(event).__name__ == "EndpointNotice":
             # a server's words may be in it: shown, not obeyed
             self.console.print(f"[yellow]{terminal_text(event.message)}")  # type: ignore[attr-defined]
@@ -192,10 +232,28 @@ class ProgressView:
                 self._bump("all", "failed")
                 self._bump(exp, "failed")
             self.progress.advance(self.overall)
-            self.progress.update(self.overall, stats=self._fmt("all"))
             if exp in self.tasks:
                 self.progress.advance(self.tasks[exp])
-                self.progress.update(self.tasks[exp], stats=self._fmt(exp))
+            self._show(exp)
+
+
+def print_wall_time(sweep: Sweep, db_path: Path, est: dict[str, Any], console: Console) -> None:
+    """The estimated wall time of the sweep's embedded-model calls (they take turns on one
+    model in this process, so calls x seconds per call), and where that speed comes from."""
+    calls = est["calls_by_agent"]
+    speed = call_speed(sweep, db_path, calls, est["input_tokens_by_agent"])
+    if speed is None:
+        return
+    if speed.source == "unknown":
+        console.print(f"no wall time estimate: {speed.detail}", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
+        return
+    n = int(round(sum(calls.get(name, 0.0) for name in embedded_agents(sweep))))
+    console.print(
+        f"estimated wall time ~{wall_time_text(n * speed.seconds)}: {n} embedded-model calls x "
+        f"{speed.seconds:.1f} s per call ({speed.detail})",
+        markup=False, highlight=False, soft_wrap=True,
+    )
 
 
 def print_api_keys(sweep: Sweep, console: Console) -> None:
@@ -260,6 +318,7 @@ def run_batch(
                       markup=False, soft_wrap=True)
     if dry_run:
         print_api_keys(sweep, console)
+        print_wall_time(sweep, db_path, est, console)
         return 0
     if est["cost_usd"] > 1.0 and not assume_yes and sys.stdin.isatty():
         answer = console.input("Start? [y/N] ")
@@ -268,7 +327,7 @@ def run_batch(
     store = open_store(db_path)
     console.print(f"database: {db_path}")
     bus = EventBus()
-    view = ProgressView(sweep, console)
+    view = ProgressView(sweep, console, est["model_calls"])
     bus.subscribe(view)
     seen_run: list[str] = []
 

@@ -64,3 +64,21 @@ async def test_the_estimate_counts_the_model_decisions_made(
         assert predicted["model_calls"] == made, (predicted["model_calls"], made)
     else:  # within 10 %
         assert abs(predicted["model_calls"] - made) <= 0.1 * made, (predicted["model_calls"], made)
+
+
+async def test_a_tournaments_shared_designs_are_counted_as_the_models_calls(tmp_path: Path) -> None:
+    """Mediation and Contracting ask each agent's design once per seat and tournament; the
+    estimate counted them as decisions but not as model calls (60 made against 56)."""
+    data: dict[str, Any] = {
+        "name": "designs", "agents": {"m": {"model": "local/smollm2"}, "tft": {"strategy": "tit_for_tat"}},
+        "experiments": [{"game": "prisoners", "mechanism": ["mediation", "contracting"],
+                         "matchup": "cross", "agents": ["m", "tft"]}]}
+    predicted = estimate(build_sweep(copy.deepcopy(data)))["model_calls"]
+    data["agents"]["m"] = {"strategy": "random"}
+    store = Store(tmp_path / "d.db")
+    summary = await run_sweep(build_sweep(data), store)
+    made = sum(1 for m in store.matches(summary.run_id) for d in store.decisions(m["id"]) if d.agent == "m")
+    store.close()
+    # per mechanism: 2 designs (one per seat), then the model's 4 seats of the cross-play
+    # vote and move (mediation) or vote, sign and move (contracting)
+    assert predicted == made == (2 + 4 * 2) + (2 + 4 * 3)

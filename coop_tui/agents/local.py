@@ -465,6 +465,8 @@ class _Outcome:
     answer: str | None
     input_tokens: int | None
     output_tokens: int
+    waited_s: float = 0.0
+    """Time spent waiting for the model (another reply held it): queueing, not generation."""
 
 
 class LocalAgent:
@@ -533,6 +535,7 @@ class LocalAgent:
         started = time.perf_counter()
         plan = self.plan(request, messages)
         outcome = await _run_in_worker(self.path, plan, sink)
+        total_ms = (time.perf_counter() - started) * 1000.0
         return AgentReply(
             text=outcome.text,
             answer=outcome.answer,
@@ -540,7 +543,10 @@ class LocalAgent:
             input_tokens=outcome.input_tokens,
             output_tokens=outcome.output_tokens,
             cost_usd=0.0,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            # the time this reply held the model; the wait for it is queueing (a sweep's
+            # seats take turns on one model), kept apart as a provider's slot wait is
+            latency_ms=max(total_ms - outcome.waited_s * 1000.0, 0.0),
+            queue_ms=outcome.waited_s * 1000.0,
             model=self.model,
         )
 
@@ -551,9 +557,11 @@ def _generate(
     """Both steps of one reply, in a worker thread, holding the model for the whole reply
     so the answer step continues from the reasoning step's context."""
     model = get_model(path, plan.threads)
+    queued = time.perf_counter()
     with model.lock:
+        waited = time.perf_counter() - queued
         if cancel.is_set():  # cancelled while queued behind another reply
-            return _Outcome(text="", answer=None, input_tokens=0, output_tokens=0)
+            return _Outcome(text="", answer=None, input_tokens=0, output_tokens=0, waited_s=waited)
         model.use_threads(plan.threads)
         if plan.reproducible:
             # A fixed seed must give the same text whatever ran before: evaluate the
@@ -601,7 +609,8 @@ def _generate(
             answer = step.text.strip()
             tokens_in = _add(tokens_in, step.input_tokens)
             tokens_out += step.output_tokens
-    return _Outcome(text=text, answer=answer, input_tokens=tokens_in, output_tokens=tokens_out)
+    return _Outcome(text=text, answer=answer, input_tokens=tokens_in, output_tokens=tokens_out,
+                    waited_s=waited)
 
 
 def _add(total: int | None, more: int | None) -> int | None:

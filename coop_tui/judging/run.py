@@ -29,6 +29,7 @@ from coop_tui.agents.factory import build_agent
 from coop_tui.agents.llm import cost_for
 from coop_tui.decisions import DecisionRequest, SeatView
 from coop_tui.errors import SpecError, fail
+from coop_tui.eta import CallClock
 from coop_tui.events import DecisionDone, EventBus, MatchDone, MatchStarted
 from coop_tui.judging.links import JUDGE_KIND, context_line, judged_text, link
 from coop_tui.store import game_spec_sql
@@ -497,7 +498,10 @@ def _judged_run(store: Store, ref: str | None) -> dict[str, Any] | None:
 
 
 class _Progress:
-    """One bar over the judgements: done / total, ETA, asked, reused, invalid, cost."""
+    """One bar over the judgements: done / total, ETA, asked, reused, invalid, cost.
+
+    Every judgement is a model call, timed by the sweeps' estimator (:mod:`coop_tui.eta`):
+    reused judgements count as done but not towards the speed, which they would fake."""
 
     def __init__(self, console: Console, total: int) -> None:
         from rich.progress import (
@@ -507,19 +511,24 @@ class _Progress:
             SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
 
+        from coop_tui.runner import EtaColumn
+
+        self.clock = CallClock(total, total, None)
+        eta = EtaColumn(self.clock)
         self.progress = Progress(
             SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-            MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+            MofNCompleteColumn(), TimeElapsedColumn(), eta,
             TextColumn("{task.fields[stats]}"), console=console,
         )
         self.task = self.progress.add_task("judge", total=total, stats="")
+        eta.row = self.task
         self.counts = {"asked": 0, "reused": 0, "invalid": 0, "re-asks": 0}
         self.cost = 0.0
 
     def __call__(self, event: Any) -> None:
+        self.clock.observe(event, time.monotonic())
         if not isinstance(event, DecisionDone):
             return
         d = event.decision
