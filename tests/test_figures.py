@@ -178,6 +178,9 @@ def similarity_grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
     for i, (name, agent) in enumerate(list(data["agents"].items())):
         if "model" in agent:
             data["agents"][name] = {"strategy": "random", "params": {"p": 0.3 + 0.2 * (i % 3)}}
+    for exp in data["experiments"]:  # cross-play, as the full study (the offline file plays
+        if exp.get("name") == "play":  # one seat order to stay small): CoopEval's tables
+            exp["matchup"] = "cross"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(StrategyAgent, "reads_prompt", True)
         store, run_id = _strategy_run(source, data, tmp_path_factory.mktemp("grounded") / "c.db", source)

@@ -453,19 +453,28 @@ def open_run(path: Path, ref: str | None, flag: str) -> tuple[Store, str] | int:
     return store, run["id"]
 
 
-def compare_command(db_a: Path, ref_a: str, ref_b: str, *, db_b: Path | None = None,
-                    fmt: str = "text", print_text: Callable[[Any], None]) -> int:
-    """``coop-tui compare``: exit 0 with the comparison (also when nothing is shared: the
-    output says so), 2 for a missing database or run. ``print_text`` prints a Rich
-    renderable whole (the report's printer; the CLI passes it, the report being a layer
-    above this one)."""
+def compare_databases(db_a: Path, ref_a: str | None, ref_b: str, *,
+                      db_b: Path | None = None) -> dict[str, Any] | int:
+    """The comparison of run ``ref_a`` of ``db_a`` with run ``ref_b`` of ``db_b`` (else
+    of ``db_a``), or the exit code (2) after the message naming what is missing."""
     opened_a = open_run(db_a, ref_a, "--db")
     if isinstance(opened_a, int):
         return opened_a
     opened_b = open_run(db_b or db_a, ref_b, "--db-b" if db_b else "--db")
     if isinstance(opened_b, int):
         return opened_b
-    result = compare_runs(*opened_a, *opened_b)
+    return compare_runs(*opened_a, *opened_b)
+
+
+def compare_command(db_a: Path, ref_a: str, ref_b: str, *, db_b: Path | None = None,
+                    fmt: str = "text", print_text: Callable[[Any], None]) -> int:
+    """``coop-tui compare``: exit 0 with the comparison (also when nothing is shared: the
+    output says so), 2 for a missing database or run. ``print_text`` prints a Rich
+    renderable whole (the report's printer; the CLI passes it, the report being a layer
+    above this one)."""
+    result = compare_databases(db_a, ref_a, ref_b, db_b=db_b)
+    if isinstance(result, int):
+        return result
     if fmt == "json":
         print(strict_json(result))
     elif fmt == "latex":

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coop_tui.analysis.compare import compare_runs, open_run
+from coop_tui.analysis.compare import compare_databases
 from coop_tui.errors import fail
 from coop_tui.figures import INSTALL_HINT, Drawn, save
 from coop_tui.figures.style import DOUBLE, colour, figure, short
@@ -75,16 +75,13 @@ def comparison_command(db_a: Path, ref_a: str | None, ref_b: str, *, db_b: Path 
         import matplotlib  # noqa: F401
     except ImportError:
         return fail(INSTALL_HINT)
-    opened_a = open_run(db_a, ref_a, "--db")
-    if isinstance(opened_a, int):
-        return opened_a
-    opened_b = open_run(db_b or db_a, ref_b, "--db-b" if db_b else "--db")
-    if isinstance(opened_b, int):
-        return opened_b
-    result = compare_runs(*opened_a, *opened_b)
+    result = compare_databases(db_a, ref_a, ref_b, db_b=db_b)
+    if isinstance(result, int):
+        return result
     drawn = comparison_figures(result)
     if not drawn:
-        print(f"runs {opened_a[1]} and {opened_b[1]}: {result['note']}; nothing to draw")
+        runs = result["runs"]
+        print(f"runs {runs['a']['id']} and {runs['b']['id']}: {result['note']}; nothing to draw")
         return 0
     written = save(drawn, out, fmt)
     for path in written:
