@@ -226,7 +226,7 @@ class Turn:
 
         request = DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind="choice",
-            messages=self.ctx.prompt_messages(text),
+            messages=self.ctx.prompt_messages(text, seat),
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
@@ -263,7 +263,7 @@ class Turn:
         text = self._text(seat, query, kind, options)
         return DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind=kind,  # type: ignore[arg-type]
-            messages=self.ctx.prompt_messages(text),
+            messages=self.ctx.prompt_messages(text, seat),
             view=SeatView(game=self.game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
