@@ -336,11 +336,12 @@ class MatchContext:
                 messages=(), view=view, labels=labels, label_to_action=own.label_to_action,
                 options=options,
             )
-        key = (kind, self._style(seat), labels, ask_leave)
+        style = self._style(seat)
+        key = (kind, style, labels, ask_leave, self._system_style(style, seat))
         instructions = self._instructions.get(key)
         if instructions is None:
             instructions = self.answer_instructions(
-                kind, self._style(seat), labels=labels,
+                kind, self._style(seat), seat, labels=labels,
                 example=example_for(kind, labels, leave_option), leave=ask_leave,
             )
             self._instructions[key] = instructions
@@ -408,7 +409,7 @@ class MatchContext:
         messages: tuple[Message, ...] = ()
         if self.reads_prompt(seat):
             instructions = self.answer_instructions(
-                kind, self._style(seat),
+                kind, self._style(seat), seat,
                 labels=answer_labels,
                 action_labels=own.labels,
                 options=opts,
@@ -450,7 +451,8 @@ class MatchContext:
         message ends under prompt_protocol "seed003", else nothing."""
         return RULES_END if self.seed003_prompts else ""
 
-    def answer_instructions(self, kind: str, style: str, **values: Any) -> str:
+    def answer_instructions(self, kind: str, style: str, seat: int | None = None,
+                            **values: Any) -> str:
         """The answer instructions of ``kind`` for an agent of ``style``: under
         prompt_protocol "seed003" the ``<answer>`` tag form (``answer/<kind>_tag.j2``,
         which words each style itself) where the kind has one; when the style's
@@ -458,14 +460,17 @@ class MatchContext:
         else ``answer/<kind>_<style>.j2`` (a JSON object)."""
         if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
             return self.renderer.render(f"answer/{kind}_tag.j2", style=style, **values)
-        if self._system_style(style) and self.renderer.has(f"answer/{kind}_plain.j2"):
+        if self._system_style(style, seat) and self.renderer.has(f"answer/{kind}_plain.j2"):
             return self.renderer.render(f"answer/{kind}_plain.j2", **values)
         return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
 
-    def _system_style(self, style: str) -> bool:
-        """Whether an agent of ``style`` gets its reasoning instruction as a system
-        message (CoopEval's layout): style_message "system", a style with a
-        ``system/<style>.j2`` template, and not the "seed003" protocol."""
+    def _system_style(self, style: str, seat: int | None) -> bool:
+        """Whether an agent of ``style`` in ``seat`` gets its reasoning instruction as a
+        system message (CoopEval's layout): style_message "system", a style with a
+        ``system/<style>.j2`` template, not the "seed003" protocol, and a model in the
+        seat (a person reads one prompt, as before)."""
+        if seat is not None and getattr(self.agents[seat], "kind", "") == "human":
+            return False
         return (self.policy.style_message == "system" and not self.seed003_prompts
                 and self.renderer.has(f"system/{style}.j2"))
 
@@ -486,7 +491,7 @@ class MatchContext:
         if not mark:
             user: Message = {"role": "user", "content": text}
             style = self._style(seat) if seat is not None else ""
-            if style and self._system_style(style):
+            if style and self._system_style(style, seat):
                 system = self.renderer.render(f"system/{style}.j2")
                 return ({"role": "system", "content": system}, user)
             return (user,)

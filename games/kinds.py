@@ -274,7 +274,7 @@ class Turn:
         style = getattr(self.ctx.agents[seat], "style", "cot") or "cot"
         labels = tuple(options.get("labels", ()))
         instructions = self.ctx.answer_instructions(
-            kind, style, labels=labels, options=options,
+            kind, style, seat, labels=labels, options=options,
             example=example_for(kind, labels, options),
         )
         history = [r.summaries[seat] for r in self.past]

@@ -22,6 +22,9 @@ from typing import Any
 
 import pytest
 
+from coop_tui.importers.coopeval_records import GAMES
+from coop_tui.judging.rubric import COOPEVAL_GAME_NAMES
+from coop_tui.judging.run import game_name
 from coop_tui.parsing import parse_answer
 from coop_tui.schemas import judgement_types_gbnf
 from coop_tui.spec import build_sweep
@@ -29,7 +32,7 @@ from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
 from coop_tui.testing.server import LoopbackServer, last_user_message
 
-REASON = "one small step at a time"
+REASON = "step by step, in small steps"
 ONLY_OUTPUT = "Reply with only the output"
 
 
@@ -195,3 +198,11 @@ def test_the_embedded_judges_grammar_writes_coopevals_keys() -> None:
     for key in ("Reasoning_behind_classification", "Confidence", "justification_type"):
         assert f'\\"{key}\\"' in grammar
     assert '", "' in grammar  # names joined by commas inside one string
+
+
+def test_the_judge_names_games_as_coopeval_does() -> None:
+    assert {key: name for name, (key, _title) in GAMES.items()} == COOPEVAL_GAME_NAMES
+    assert game_name({"game": "travelers", "game_spec": '{"title": "Traveler\'s Dilemma (4 claims)"}'}) \
+        == "TravellersDilemma"
+    # a game CoopEval does not have keeps its title
+    assert game_name({"game": "chicken", "game_spec": '{"title": "Chicken"}'}) == "Chicken"

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui.errors import SpecError
-from coop_tui.importers.coopeval_records import GAMES as COOPEVAL_GAMES
 from coop_tui.schemas import judgement_gbnf, judgement_types_gbnf  # kept importable from here
 from coop_tui.spec import read_sweep_file
 
@@ -50,8 +49,13 @@ COOPEVAL_TEMPERATURE = 0.0
 COOPEVAL_MAX_TOKENS = 500
 """CoopEval's judge call: temperature 0 and at most 500 answer tokens."""
 
-COOPEVAL_GAME_NAMES = {key: name for name, (key, _title) in COOPEVAL_GAMES.items()}
-"""Our game key -> the name CoopEval's judge is told (its game class, "PrisonersDilemma")."""
+COOPEVAL_GAME_NAMES = {
+    "prisoners": "PrisonersDilemma", "trust": "TrustGame", "stag_hunt": "StagHunt",
+    "matching_pennies": "MatchingPennies", "public_good": "PublicGoods",
+    "travelers": "TravellersDilemma",
+}
+"""Our game key -> the name CoopEval's judge is told (its game's type in its configs, the
+reverse of ``coop_tui.importers.coopeval_records.GAMES``, which a test holds it to)."""
 
 
 def coopeval_game_name(key: str, title: str) -> str:
