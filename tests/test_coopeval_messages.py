@@ -22,6 +22,10 @@ from typing import Any
 
 import pytest
 
+from coop_tui.agents.human import HumanAgent
+from coop_tui.engine import MatchContext
+from coop_tui.events import EventBus
+from coop_tui.games import get_game
 from coop_tui.importers.coopeval_records import GAMES
 from coop_tui.judging.rubric import COOPEVAL_GAME_NAMES
 from coop_tui.judging.run import game_name
@@ -206,3 +210,23 @@ def test_the_judge_names_games_as_coopeval_does() -> None:
         == "TravellersDilemma"
     # a game CoopEval does not have keeps its title
     assert game_name({"game": "chicken", "game_spec": '{"title": "Chicken"}'}) == "Chicken"
+
+
+class _Model:
+    """A seat that reads prompts, as a model does (no call is made here)."""
+
+    kind = "llm"
+    style = "direct"
+    name = "m"
+    spec: dict[str, Any] = {}
+
+
+def test_a_person_at_a_seat_reads_one_message_beside_a_model() -> None:
+    ctx = MatchContext(run_id="r", match_id="m", game=get_game("prisoners"),
+                       agents=[HumanAgent(), _Model()], bus=EventBus(), seed=1)
+    human, model = ctx.play_request(0, 1), ctx.play_request(1, 1)
+    assert roles({"messages": human.messages}) == ["user"]
+    assert "and nothing else" in human.messages[0]["content"]  # the answer-only wording
+    assert roles({"messages": model.messages}) == ["system", "user"]
+    assert ONLY_OUTPUT in model.messages[0]["content"]
+    assert "nothing else" not in model.messages[1]["content"]
