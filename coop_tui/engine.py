@@ -133,6 +133,13 @@ class DecisionPolicy:
     code): the rules as a system message and the round as a user message, the answer in
     ``<answer>`` tags (the kinds with an ``answer/<kind>_tag.j2`` template), decimals
     accepted in numeric moves."""
+    style_message: str = "system"
+    """Where the reasoning instruction of a ``cot`` or ``direct`` agent goes. "system"
+    (CoopEval's code): a system message of its own (``system/<style>.j2``) and the user
+    message asks for the answer as ``answer/<kind>_plain.j2`` does, the same for both
+    styles. "user": one user message whose answer instructions carry the reasoning
+    instruction (``answer/<kind>_<style>.j2``). The "seed003" protocol words each style in
+    its own tag templates and keeps its messages."""
     max_prompt_tokens: int | None = None
     """Every prompt (first attempt and re-asks) is measured before it is sent (characters
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
@@ -349,11 +356,12 @@ class MatchContext:
                 messages=(), view=view, labels=labels, label_to_action=own.label_to_action,
                 options=options,
             )
-        key = (kind, self._style(seat), labels, ask_leave)
+        style = self._style(seat)
+        key = (kind, style, labels, ask_leave, self._system_style(style, seat))
         instructions = self._instructions.get(key)
         if instructions is None:
             instructions = self.answer_instructions(
-                kind, self._style(seat), labels=labels,
+                kind, self._style(seat), seat, labels=labels,
                 example=example_for(kind, labels, leave_option), leave=ask_leave,
             )
             self._instructions[key] = instructions
@@ -377,7 +385,7 @@ class MatchContext:
             round=round_,
             phase=phase,
             kind=kind,  # type: ignore[arg-type]
-            messages=self.prompt_messages(text),
+            messages=self.prompt_messages(text, seat),
             view=view,
             labels=labels,
             label_to_action=own.label_to_action,
@@ -421,14 +429,14 @@ class MatchContext:
         messages: tuple[Message, ...] = ()
         if self.reads_prompt(seat):
             instructions = self.answer_instructions(
-                kind, self._style(seat),
+                kind, self._style(seat), seat,
                 labels=answer_labels,
                 action_labels=own.labels,
                 options=opts,
                 example=example_for(kind, answer_labels, opts),
             )
             text = self._game_text(game, pos, own, twist, instructions)
-            messages = self.prompt_messages(text)
+            messages = self.prompt_messages(text, seat)
 
         return DecisionRequest(
             seat=seat,
@@ -463,14 +471,28 @@ class MatchContext:
         message ends under prompt_protocol "seed003", else nothing."""
         return RULES_END if self.seed003_prompts else ""
 
-    def answer_instructions(self, kind: str, style: str, **values: Any) -> str:
+    def answer_instructions(self, kind: str, style: str, seat: int | None = None,
+                            **values: Any) -> str:
         """The answer instructions of ``kind`` for an agent of ``style``: under
         prompt_protocol "seed003" the ``<answer>`` tag form (``answer/<kind>_tag.j2``,
-        which words each style itself) where the kind has one, else
-        ``answer/<kind>_<style>.j2`` (a JSON object)."""
+        which words each style itself) where the kind has one; when the style's
+        instruction is a system message, ``answer/<kind>_plain.j2`` (the format alone);
+        else ``answer/<kind>_<style>.j2`` (a JSON object)."""
         if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
             return self.renderer.render(f"answer/{kind}_tag.j2", style=style, **values)
+        if self._system_style(style, seat) and self.renderer.has(f"answer/{kind}_plain.j2"):
+            return self.renderer.render(f"answer/{kind}_plain.j2", **values)
         return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
+
+    def _system_style(self, style: str, seat: int | None) -> bool:
+        """Whether an agent of ``style`` in ``seat`` gets its reasoning instruction as a
+        system message (CoopEval's layout): style_message "system", a style with a
+        ``system/<style>.j2`` template, not the "seed003" protocol, and a model in the
+        seat (a person reads one prompt, as before)."""
+        if seat is not None and getattr(self.agents[seat], "kind", "") == "human":
+            return False
+        return (self.policy.style_message == "system" and not self.seed003_prompts
+                and self.renderer.has(f"system/{style}.j2"))
 
     def answer_form(self, kind: str) -> dict[str, str]:
         """``{"form": "tag"}`` when the answer is asked for in ``<answer>`` tags (so a
@@ -479,13 +501,20 @@ class MatchContext:
             return {"form": "tag"}
         return {}
 
-    def prompt_messages(self, text: str) -> tuple[Message, ...]:
-        """The messages a prompt is sent as: one user message, or (prompt_protocol
-        "seed003", where the template marks the end of the rules) the rules as a system
-        message and the rest as a user message, as the strategic personalities paper's code sends them."""
+    def prompt_messages(self, text: str, seat: int | None = None) -> tuple[Message, ...]:
+        """The messages a prompt is sent as: one user message, preceded (CoopEval's
+        layout, style_message "system") by the system message of ``seat``'s style; or
+        (prompt_protocol "seed003", where the template marks the end of the rules) the
+        rules as a system message and the rest as a user message, as the strategic
+        personalities paper's code sends them."""
         rules, mark, rest = text.partition(RULES_END)
         if not mark:
-            return ({"role": "user", "content": text},)
+            user: Message = {"role": "user", "content": text}
+            style = self._style(seat) if seat is not None else ""
+            if style and self._system_style(style, seat):
+                system = self.renderer.render(f"system/{style}.j2")
+                return ({"role": "system", "content": system}, user)
+            return (user,)
         return ({"role": "system", "content": rules.strip()},
                 {"role": "user", "content": rest.strip()})
 

@@ -835,38 +835,53 @@ def _parse_judgement(text: str, labels: Sequence[str]) -> tuple[dict[str, float]
 
 JUDGEMENT_TYPES_KEYS = ("reasoning", "confidence", "types")
 """A CoopEval-protocol judgement: why, one overall confidence, the justification types."""
+COOPEVAL_JUDGEMENT_KEYS = {
+    "reasoning_behind_classification": "reasoning",
+    "confidence": "confidence",
+    "justification_type": "types",
+}
+"""The keys CoopEval's judge answers with (the ``coopeval`` judge asks for them), read as
+ours whatever their case: they are the form asked for, not a repair to note."""
+
+
+def _coopeval_keys(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with CoopEval's judgement keys renamed to ours (other keys as given)."""
+    return {COOPEVAL_JUDGEMENT_KEYS.get(_norm(k), k): v for k, v in obj.items()}
 
 
 def _parse_judgement_types(
     text: str, labels: Sequence[str], opts: Mapping[str, Any]
 ) -> tuple[dict[str, Any], str | None]:
-    """A judge's answer under CoopEval's protocol: ``{"reasoning": ..., "confidence": 0.8,
-    "types": ["Reciprocity", ...]}``. Types are matched to the rubric's categories by name
-    or id, ignoring case (``opts["names"]``: id -> name); a comma-separated string is
-    read as CoopEval reads it; an empty list means none applies. Returns the category
-    ids in rubric order."""
+    """A judge's answer under CoopEval's protocol, in its keys: ``{"Reasoning_behind_
+    classification": ..., "Confidence": 0.8, "justification_type": "Reciprocity, ..."}``
+    (our earlier ``reasoning`` / ``confidence`` / ``types`` are read too). Types are
+    matched to the rubric's categories by name or id, ignoring case (``opts["names"]``:
+    id -> name); the string is split at commas as CoopEval splits it, a list is read as
+    given; nothing listed means none applies. Returns the category ids in rubric order."""
     if not labels:
         raise ValueError("a judgement needs the rubric's category ids as labels")
     names: Mapping[str, str] = opts.get("names") or {}
-    found, notes = _pick(text, lambda obj: any(_norm(k) in ("types", "confidence") for k in obj),
-                         'the keys "confidence" and "types"')
-    given = _match_keys(found.obj, JUDGEMENT_TYPES_KEYS, notes)
+    wanted = ("types", "confidence", *COOPEVAL_JUDGEMENT_KEYS)
+    found, notes = _pick(text, lambda obj: any(_norm(k) in wanted for k in obj),
+                         'the keys "Confidence" and "justification_type"')
+    given = _match_keys(_coopeval_keys(found.obj), JUDGEMENT_TYPES_KEYS, notes)
     for key in ("confidence", "types"):
         if key not in given:
-            raise ParseError(f'the answer needs "{key}"; give "confidence" (0 to 1) and "types" '
-                             "(a list of category names)")
+            shown = "justification_type" if key == "types" else "Confidence"
+            raise ParseError(f'the answer needs "{shown}"; give "Confidence" (0 to 1) and '
+                             '"justification_type" (category names separated by commas)')
     confidence = _number("confidence", given["confidence"], notes)
     if not 0.0 <= confidence <= 1.0:
         raise ParseError(f"the confidence is {_fmt(confidence)}; write a number from 0 to 1 "
                          "(for example 0.8, not 80)")
     raw = given["types"]
-    if isinstance(raw, str):
+    if isinstance(raw, str):  # the form asked for: names separated by commas
         items = [part for part in raw.split(",") if part.strip()]
-        notes.append("types given as one comma-separated string")
     elif isinstance(raw, list) and all(isinstance(x, str) for x in raw):
         items = list(raw)
     else:
-        raise ParseError('"types" must be a list of category names, e.g. ["Reciprocity"]')
+        raise ParseError('"justification_type" must be category names separated by commas, '
+                         'e.g. "Reciprocity, Fairness"')
     by_norm = {_norm(label): label for label in labels}
     by_norm.update({_norm(name): label for label, name in names.items()})
     chosen: set[str] = set()

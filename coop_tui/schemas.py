@@ -13,6 +13,7 @@ remote constrained answers and the judge all use them).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -97,11 +98,12 @@ def answer_schema(
         return _object({str(key): _grid(opts) for key in opts.get("keys") or ()})
     if kind == "judgement" and opts.get("shape") == "types":  # CoopEval's judge protocol
         names = opts.get("names") or {}
-        return _object({
-            "reasoning": {"type": "string"},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "types": {"type": "array", "items": {"type": "string", "enum": [
-                names.get(label, label) for label in labels]}},
+        one = "|".join(re.escape(names.get(label, label)) for label in labels)
+        return _object({  # CoopEval's keys; the types as one string, names and commas
+            "Reasoning_behind_classification": {"type": "string"},
+            "Confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "justification_type": {"type": "string",
+                                   "pattern": f"^(?:(?:{one})(?:, (?:{one}))*)?$"},
         })
     if kind == "judgement":  # a reasoning judge: a confidence per rubric category
         return _object({label: {"type": "number", "minimum": 0, "maximum": 1} for label in labels})
@@ -364,20 +366,21 @@ def judgement_gbnf(ids: tuple[str, ...]) -> str:
 
 
 def judgement_types_gbnf(names: tuple[str, ...]) -> str:
-    """Grammar of a ``coopeval`` judgement for the embedded model: a short reasoning, one
-    confidence (0, 1, 0.x or 0.xx) and a list of at most as many type names as there are
-    categories (a small model would otherwise repeat names until it runs out of tokens)."""
+    """Grammar of a ``coopeval`` judgement for the embedded model, in CoopEval's keys: a
+    short reasoning, one confidence (0, 1, 0.x or 0.xx) and the type names as one string
+    separated by commas, at most as many as there are categories (a small model would
+    otherwise repeat names until it runs out of tokens)."""
     if not names:
         raise ValueError("a judgement needs at least one category")
-    alts = " | ".join(json.dumps(json.dumps(n)) for n in names)
+    alts = " | ".join(json.dumps(json.dumps(n)[1:-1]) for n in names)
     more = len(names) - 1
     return (
-        'root ::= "{" space "\\"reasoning\\"" space ":" space text "," space '
-        '"\\"confidence\\"" space ":" space conf "," space '
-        '"\\"types\\"" space ":" space "[" space (type ("," space type){0,' + str(more) + '})? '
-        '"]" space "}" space\n'
+        'root ::= "{" space "\\"Reasoning_behind_classification\\"" space ":" space text "," space '
+        '"\\"Confidence\\"" space ":" space conf "," space '
+        '"\\"justification_type\\"" space ":" space "\\"" (type (", " type){0,' + str(more) + '})? '
+        '"\\"" space "}" space\n'
         'text ::= "\\"" [^"\\\\\\n]{0,160} "\\"" space\n'
-        f"type ::= ({alts}) space\n"
+        f"type ::= ({alts})\n"
         'conf ::= ("0" ("." [0-9] [0-9]?)? | "1" (".0")?) space\n'
         'space ::= " "?\n'
     )

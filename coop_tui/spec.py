@@ -516,6 +516,7 @@ def _expand(
                         answer=answer,
                         condition=condition,
                         prompt_protocol=exp.prompt_protocol,
+                        style_message=exp.style_message,
                         source=source,
                         source_run=exp.source_run,
                     )

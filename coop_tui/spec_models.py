@@ -214,6 +214,12 @@ class ExperimentSpec(BaseModel):
         'the move\'s grid; "seed003" (the strategic personalities paper\'s code): the rules as a system message, the '
         "round as a user message, the answer in <answer> tags, decimals in numeric moves",
     )
+    style_message: Literal["system", "user"] = Field(
+        default="system",
+        description='"system" (CoopEval): the reasoning instruction of cot / direct agents '
+        'is sent as a system message and the user message is the same for both; "user": '
+        "everything in one user message, the reasoning instruction among the answer's",
+    )
     opponents: list[str] = Field(
         default_factory=list,
         description='matchup "versus": every agent plays each of these in the other seats',
@@ -334,6 +340,8 @@ class Cell:
     condition: str = "baseline"
     prompt_protocol: str = "coop_tui"
     """How prompts are sent and answers asked for (engine.DecisionPolicy.prompt_protocol)."""
+    style_message: str = "system"
+    """Where a cot / direct agent's reasoning instruction goes (engine.DecisionPolicy.style_message)."""
 
     replicates: int = 1
     """Independent copies of the tournament this cell belongs to."""
@@ -392,6 +400,8 @@ class Cell:
             data["c"] = self.condition
         if self.prompt_protocol != "coop_tui":
             data["pp"] = self.prompt_protocol
+        if self.style_message != "system":
+            data["sm"] = self.style_message
         if self.source is not None:
             data["src"] = self.source
         if self.source_run is not None:

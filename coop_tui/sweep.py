@@ -496,6 +496,7 @@ async def play_cell(
             answer=cell.answer,
             condition_text=_condition_text(cell.condition),
             prompt_protocol=cell.prompt_protocol,
+            style_message=cell.style_message,
             max_prompt_tokens=sweep.spec.max_prompt_tokens if limit_prompts else None,
         ),
         lookup=store,
@@ -551,6 +552,8 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["condition"] = cell.condition
     if cell.prompt_protocol != "coop_tui":  # other messages and answer form: never pooled
         condition["prompt_protocol"] = cell.prompt_protocol
+    if cell.style_message != "system":  # the reasoning instruction in the user message
+        condition["style_message"] = cell.style_message
     if cell.source is not None:  # the similarity signals paper: scores computed from this source
         condition["similarity_source"] = cell.source
     return condition

@@ -246,7 +246,7 @@ class Turn:
 
         request = DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind="choice",
-            messages=self.ctx.prompt_messages(text),
+            messages=self.ctx.prompt_messages(text, seat),
             view=SeatView(game=view_game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
@@ -286,7 +286,7 @@ class Turn:
         text = self._text(seat, query, kind, options)
         return DecisionRequest(
             seat=seat, round=self.round, phase=phase, kind=kind,  # type: ignore[arg-type]
-            messages=self.ctx.prompt_messages(text),
+            messages=self.ctx.prompt_messages(text, seat),
             view=SeatView(game=self.game, seat=seat, round=self.round,
                           history=tuple(self.ctx.histories[seat]),
                           total_rounds=self.game.rounds, extra=self._extra(seat, phase, facts)),
@@ -297,7 +297,7 @@ class Turn:
         style = getattr(self.ctx.agents[seat], "style", "cot") or "cot"
         labels = tuple(options.get("labels", ()))
         instructions = self.ctx.answer_instructions(
-            kind, style, labels=labels, options=options,
+            kind, style, seat, labels=labels, options=options,
             example=example_for(kind, labels, options),
         )
         history = [r.summaries[seat] for r in self.past]

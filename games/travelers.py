@@ -4,7 +4,9 @@ iterated weak dominance unravels from the highest claim down to the lowest.
 As in CoopEval, action 0 (A0) is the lowest claim and the prompt shows each label's
 claim value and states the payoff rule (``order = "descending"`` puts the highest
 claim first, ``payoff_text = "table"`` lists every outcome instead: our earlier
-framing).
+framing). Each label is said to correspond to a number, as CoopEval's actions and payoff
+rule say it; ``wording = "claim"`` (our earlier framing) says "claim" instead, a cue
+CoopEval's prompt avoids.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def travelers(
     reward: float = 2,
     order: str = "ascending",
     payoff_text: str = "rule",
+    wording: str = "number",
 ) -> Game:
     """Traveler's Dilemma: claims low..high (default 2..5); equal claims pay the claim, else
     the lower claimant gets low+reward and the higher low-reward.
@@ -64,11 +67,15 @@ def travelers(
     list of claims; ``high`` is the top claim when ``levels`` is not given.
     ``order``: ``ascending`` (CoopEval: A0 is the lowest claim) or ``descending``;
     ``payoff_text``: ``rule`` (the rule in words, CoopEval) or ``table`` (every outcome).
+    ``wording``: ``number`` (CoopEval: "A0: correspond to the number 2", "Suppose you
+    choose number X") or ``claim`` ("A0: claim 2", "Suppose you claim X").
     """
     if order not in ("ascending", "descending"):
         raise ValueError(f"order must be 'ascending' or 'descending', got {order!r}")
     if payoff_text not in ("rule", "table"):
         raise ValueError(f"payoff_text must be 'rule' or 'table', got {payoff_text!r}")
+    if wording not in ("number", "claim"):
+        raise ValueError(f"wording must be 'number' or 'claim', got {wording!r}")
     claims = _claims(levels, low, high)
     if order == "ascending":
         claims = claims[::-1]
@@ -106,9 +113,13 @@ def travelers(
         params["order"] = order
     if payoff_text != "rule":
         params["payoff_text"] = payoff_text
-    notes = tuple(f"claim {clean(c)}" for c in claims)
-    rule = (
-        "Suppose you claim X and the other player claims Y.\n"
+    if wording != "number":
+        params["wording"] = wording
+    note = "claim {}" if wording == "claim" else "correspond to the number {}"
+    notes = tuple(note.format(clean(c)) for c in claims)
+    opening = ("Suppose you claim X and the other player claims Y.\n" if wording == "claim"
+               else "Suppose you choose number X and the other player chooses number Y.\n")
+    rule = opening + (
         "- If X = Y: you get X points, and so does the other player.\n"
         f"- If X < Y: you get X + {r:g} points, the other player gets X - {r:g}.\n"
         f"- If X > Y: you get Y - {r:g} points, the other player gets Y + {r:g}."

@@ -50,6 +50,12 @@ class ContractingParams(DesignParams):
         default=None, ge=1,
         description="largest payment (absolute value) a contract may name; none: no limit",
     )
+    explain_steps: bool = Field(
+        default=False,
+        description="add our sentences CoopEval's prompts leave out: the design prompt says "
+        "payments only move points between players, the vote prompt that every player "
+        "decides afterwards whether to sign",
+    )
 
 
 def transfers(terms: Mapping[int, int], profile: Sequence[int]) -> tuple[float, ...]:
@@ -130,7 +136,8 @@ class Contracting(Mechanism):
         proposals, refs = await ask_designs(ctx, [
             ctx.phase_request(
                 seat, 1, "propose", "contract",
-                twist=r.render("twist/contracting_propose.j2", n_players=n),
+                twist=r.render("twist/contracting_propose.j2", n_players=n,
+                               explain_steps=p.explain_steps),
                 options=options, shared=p.design_scope == "tournament",
             )
             for seat in range(n)
@@ -164,7 +171,7 @@ class Contracting(Mechanism):
             votes = await ctx.ask_all([
                 ctx.phase_request(
                     seat, 1, "vote", "approvals",
-                    twist=_vote_twist(r, designs, proposers, n), labels=ids,
+                    twist=_vote_twist(r, designs, proposers, n, p.explain_steps), labels=ids,
                 )
                 for seat in range(n)
             ])
@@ -237,14 +244,16 @@ def _json_terms(terms: Mapping[int, int]) -> dict[str, int]:
 
 
 def _vote_twist(
-    r: PromptRenderer, designs: Mapping[str, Terms], proposers: Mapping[str, int], n: int
+    r: PromptRenderer, designs: Mapping[str, Terms], proposers: Mapping[str, int], n: int,
+    explain_steps: bool = False,
 ) -> Callable[[Labelling], str]:
     def render(own: Labelling) -> str:
         shown = [
             {"id": cid, "proposer": proposers[cid] + 1, "terms": terms_lines(terms, own)}
             for cid, terms in designs.items()
         ]
-        return r.render("twist/contracting_vote.j2", proposals=shown, n_players=n)
+        return r.render("twist/contracting_vote.j2", proposals=shown, n_players=n,
+                        explain_steps=explain_steps)
 
     return render
 

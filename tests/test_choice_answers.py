@@ -20,7 +20,7 @@ from coop_tui.decisions import DecisionRequest, SeatView
 from coop_tui.games import get_game
 from coop_tui.parsing import ParseError, parse_answer
 from coop_tui.schemas import answer_schema
-from coop_tui.session import human_answer
+from coop_tui.session import human_answer, prompt_text
 from coop_tui.spec import SpecError, build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -178,7 +178,7 @@ async def test_a_repeated_match_with_choice_answers_stores_one_action_per_decisi
         assert d.distribution is not None and d.distribution[played] == 1.0
         assert sum(d.distribution) == 1.0
         assert d.coop_prob == (1.0 if played == 0 else 0.0)
-        content = d.prompt[0]["content"]
+        content = prompt_text(d.prompt)
         assert '"choice"' in content and "probability for each" not in content
         assert "picks one of their actions" in content
     rnd = [d.action for d in decisions if d.seat == 0]
@@ -197,7 +197,8 @@ async def test_a_malformed_model_choice_is_re_asked_with_the_reason(tmp_path: An
     def answer(body: dict[str, Any]) -> str:
         prompt = last_user_message(body)
         if "could not be used" in prompt:
-            labels = re.findall(r"^- (A\d)$", body["messages"][0]["content"], re.M)
+            first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+            labels = re.findall(r"^- (A\d)$", first, re.M)
             return f'Fine. {{"choice": "{labels[0]}"}}'
         replies["first"] = replies.get("first", 0) + 1
         return "I would go with both, 50/50."

@@ -310,8 +310,10 @@ async def test_travelers_a0_is_the_lowest_claim_and_values_are_shown(tmp_path: P
         agents=agents))
     by_seats = {seats_of(store, m["id"]): m for m in matches}
     text = play_prompt(store, by_seats[("m", "alld")]["id"], 0)
-    assert "- A0: claim 2\n- A1: claim 3\n- A2: claim 4\n- A3: claim 5\n" in text
-    assert "Suppose you claim X and the other player claims Y." in text
+    assert ("- A0: correspond to the number 2\n- A1: correspond to the number 3\n"
+            "- A2: correspond to the number 4\n- A3: correspond to the number 5\n") in text
+    assert "Suppose you choose number X and the other player chooses number Y." in text
+    assert "claim" not in text.lower()  # CoopEval's prompt never says "claim"
     assert "- If X < Y: you get X + 2 points, the other player gets X - 2." in text
     assert "- If you choose" not in text
     # m claims 3 (A1) against alld's 2 (A0): the lower claimant gets 2 + 2

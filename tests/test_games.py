@@ -186,7 +186,14 @@ def test_travelers_levels_low_high_and_reward() -> None:
     game = load_game("travelers", levels=6)
     assert game.action_names[0] == tuple(f"Claim {c}" for c in range(2, 8))
     assert game.defect == (0, 0) and game.cooperative[0] == frozenset({5})
-    assert game.action_notes is not None and game.action_notes[0][0] == "claim 2"
+    assert game.action_notes is not None and game.action_notes[0][0] == "correspond to the number 2"
+    # our earlier wording, as an option (a parameter only when not CoopEval's)
+    claim = load_game("travelers", levels=6, wording="claim")
+    assert claim.action_notes is not None and claim.action_notes[0][0] == "claim 2"
+    assert claim.payoff_rule is not None and claim.payoff_rule.startswith("Suppose you claim X")
+    assert claim.params["wording"] == "claim" and "wording" not in game.params
+    with pytest.raises(ValueError, match="wording must be 'number' or 'claim'"):
+        load_game("travelers", wording="price")
     assert load_game("travelers", low=10, high=12).action_names[0] == (
         "Claim 10",
         "Claim 11",

@@ -29,7 +29,7 @@ _lock = threading.Lock()
 def scripted(body: dict[str, Any]) -> str:
     """A 'model' per name: loopback picks the first option, loopback2 the last; every
     reply carries a unique marker so a test can tell whose answer a judge was shown."""
-    prompt = body["messages"][0]["content"]
+    prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
     second = body.get("model", "").endswith("2")
     with _lock:
         marker = f"marker-{body.get('model')}-{next(_counter)}"
@@ -378,7 +378,7 @@ samples = 3
 def by_content_or_position(body: dict[str, Any]) -> str:
     """'longest' picks the option with the longest text wherever it is shown; the other
     model always picks the first option shown."""
-    prompt = body["messages"][0]["content"]
+    prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
     shown = re.findall(r"^([A-Z])\) (.*)$", prompt, re.M)
     if body.get("model", "").endswith("longest"):
         pick = max(shown, key=lambda lt: len(lt[1]))[0]

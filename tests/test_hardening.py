@@ -564,7 +564,8 @@ def reask_answer(body: dict[str, Any]) -> str:
     text = json.dumps(body["messages"])
     if "0%" in text and "100%" not in text:
         return "I refuse to give numbers."
-    return "thinking" if len(body["messages"]) == 1 else '{"A0": 70, "A1": 30}'
+    first = not any(m.get("role") == "assistant" for m in body["messages"])
+    return "thinking" if first else '{"A0": 70, "A1": 30}'
 
 
 def summary_reasks(stdout: str) -> int:

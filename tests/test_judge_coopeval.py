@@ -42,9 +42,9 @@ class Script:
             return f'{text}\n{{"A0": 100, "A1": 0}}'
         self.judge_bodies.append(body)
         prompt = body["messages"][0]["content"]
-        if '"types"' in prompt:
-            return ('{"reasoning": "returns cooperation", "confidence": 0.7, '
-                    '"types": ["Reciprocity", "Trust evaluation"]}')
+        if '"justification_type"' in prompt:  # CoopEval's keys, its types in one string
+            return ('{"Reasoning_behind_classification": "returns cooperation", "Confidence": 0.7, '
+                    '"justification_type": "Reciprocity, Trust evaluation"}')
         ids = re.findall(r"^- ([a-z_]+): ", prompt, re.M)
         return json.dumps({cid: 0.9 if cid == "reciprocity" else 0.0 for cid in ids})
 
@@ -91,14 +91,15 @@ agents = ["alpha", "beta"]
         per = cli("judge", "--judge", "judge", "--agents", str(sweep), "--rubric",
                   "justifications", "--db", str(db), "--protocol", "per-category")
         assert per.returncode == 0, per.stdout + per.stderr
-    coopeval_bodies = [b for b in script.judge_bodies if '"types"' in b["messages"][0]["content"]]
+    coopeval_bodies = [b for b in script.judge_bodies
+                       if '"justification_type"' in b["messages"][0]["content"]]
     # alpha's one long answer only: not its short one, not beta's (answer-only) ones
     assert len(coopeval_bodies) == 1
     body = coopeval_bodies[0]
-    assert body["temperature"] == 0
+    assert body["temperature"] == 0 and body["max_tokens"] == 500  # CoopEval's judge call
     prompt = body["messages"][0]["content"]
     assert "TEXT-alpha0: The other player cooperated before" in prompt
-    assert "Game: Prisoner's Dilemma" in prompt and "- Others: " in prompt
+    assert "Game: PrisonersDilemma" in prompt and "- Others: " in prompt  # CoopEval's name
     assert len(script.judge_bodies) == 1 + 4  # the per-category pass judged all four
     assert all(b.get("temperature") == 0.7 for b in script.judge_bodies if b is not body)
 

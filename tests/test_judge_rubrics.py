@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -39,7 +40,9 @@ def test_builtin_rubrics_carry_coopevals_categories_and_seed_000s_reasoning_type
     prompt = just.prompt("I defect because it dominates.", "Prisoner's Dilemma")
     assert "I defect because it dominates." in prompt and "Game: Prisoner's Dilemma" in prompt
     assert all(f"- {name}:" in prompt for name in COOPEVAL_TYPES)
-    assert '"confidence": 0.85, "types": [' in prompt and 'give ["Others"]' in prompt
+    # CoopEval's answer keys, its types as one string separated by commas
+    assert ('"Reasoning_behind_classification": "why these types apply", "Confidence": 0.85, '
+            '"justification_type": "<name>, <name>"}') in prompt and 'give "Others"' in prompt
     # the per-category protocol, as an option: one confidence per category id
     per = just.with_protocol("per-category")
     prompt = per.prompt("I defect because it dominates.", "game prisoners")
@@ -54,19 +57,24 @@ def test_coopeval_answers_give_one_confidence_and_a_list_of_types() -> None:
                                 labels=just.ids, options=opts)
     assert parsed == {"reasoning": "tit for tat", "confidence": 0.9,
                       "types": ["reciprocity", "trust_evaluation"]} and note is None
-    # CoopEval's own shape: the types as one comma-separated string
-    parsed, note = parse_answer("judgement", '{"reasoning": "", "confidence": 0.5, '
-                                '"types": "Reciprocity, Others"}', labels=just.ids, options=opts)
-    assert parsed["types"] == ["reciprocity", "others"] and "comma-separated" in (note or "")
+    # CoopEval's own shape, the one asked for: its keys, the types as one string
+    parsed, note = parse_answer("judgement", '{"Reasoning_behind_classification": "", '
+                                '"Confidence": 0.5, "justification_type": "Reciprocity, Others"}',
+                                labels=just.ids, options=opts)
+    assert parsed["types"] == ["reciprocity", "others"] and note is None
     present = just.present(parsed)
     assert present["reciprocity"] == (0.5, True) and present["risk_aversion"] == (0.0, False)
     for bad, reason in (('{"confidence": 80, "types": []}', "from 0 to 1"),
                         ('{"confidence": 0.5, "types": ["Kindness"]}', "not one of the categories"),
-                        ('{"confidence": 0.5}', '"types"')):
+                        ('{"Confidence": 0.5}', '"justification_type"')):
         with pytest.raises(ParseError, match=reason):
             parse_answer("judgement", bad, labels=just.ids, options=opts)
     schema = answer_schema("judgement", just.ids, opts)
-    assert schema["properties"]["types"]["items"]["enum"] == COOPEVAL_TYPES
+    pattern = re.compile(schema["properties"]["justification_type"]["pattern"])
+    assert set(schema["properties"]) == {"Reasoning_behind_classification", "Confidence",
+                                         "justification_type"}
+    assert all(pattern.match(name) for name in COOPEVAL_TYPES)
+    assert pattern.match("Reciprocity, Trust evaluation") and not pattern.match("Kindness")
 
 
 def test_a_user_rubric_file_is_loaded_and_its_digest_follows_its_content(tmp_path: Path) -> None:

@@ -380,6 +380,33 @@ def test_models_without_a_chat_template_use_llama_cpps_chat_formatting(model_pat
     assert main.output_tokens == 12 and abs(fallback.output_tokens - 12) <= 1
 
 
+def test_a_system_message_reaches_the_model_on_both_paths(
+    model_path: Path, play_request: DecisionRequest
+) -> None:
+    """CoopEval's layout sends the reasoning instruction as a system message: the model's
+    chat template puts it before the game, and llama.cpp's own chat formatting (models
+    without a template) writes the same reply."""
+    from coop_tui.agents.local import LocalModel
+
+    system, user = play_request.messages
+    assert (system["role"], user["role"]) == ("system", "user")
+    shared = get_model(model_path)
+    assert shared.formatter is not None
+    formatted = shared.formatter(messages=list(play_request.messages)).prompt
+    assert system["content"] in formatted and "Payoff description" in formatted
+    assert formatted.index(system["content"]) < formatted.index("Payoff description")
+    untemplated = LocalModel(shared.path, shared.llama, shared.threads)
+    untemplated.formatter = None
+    texts = []
+    with shared.lock:
+        for model in (shared, untemplated):
+            shared.llama.reset()
+            texts.append(model.stream(list(play_request.messages), max_tokens=8, temperature=0.8,
+                                      seed=3, grammar=None, on_text=lambda _: None,
+                                      cancel=threading.Event()).text)
+    assert texts[0] and texts[0] == texts[1]
+
+
 # ----------------------------------------------------------------- bad models
 def test_a_missing_gguf_path_is_a_clear_error(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "model.gguf"

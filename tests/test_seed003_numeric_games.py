@@ -29,6 +29,7 @@ from coop_tui.games.guessing import beauty_contest_payoffs
 from coop_tui.games.investment import gift_exchange_payoffs, trust_payoffs
 from coop_tui.games.kinds import ProtocolGame
 from coop_tui.games.signalling import cheap_talk_payoffs, signaling_payoffs
+from coop_tui.session import prompt_text
 from coop_tui.spec import SpecError, build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -255,7 +256,7 @@ async def test_auctions_draw_private_values_and_pay_by_the_rule(tmp_path: Any) -
             assert payoffs == pytest.approx(total)
         prompts = [d for d in store.decisions(match["id"]) if d.seat == 0]
         assert f"value for the item this round is {rounds[1]['moves']['values'][0]:g}" in \
-            prompts[0].prompt[0]["content"]
+            prompt_text(prompts[0].prompt)
     # the same seed draws the same values again
     _, _, again, _ = await play(tmp_path / "again", "auction_vickrey", ["a", "b"], agents,
                                 {"rounds": 3})
@@ -348,13 +349,13 @@ async def test_a_model_plays_ultimatum_trust_and_blotto_from_prose_tags_and_json
     assert respond.kind == "choice" and respond.parsed in respond.labels
     assert respond.distribution is not None and sorted(respond.distribution) == [0.0, 1.0]
     assert offer.normalisation == "read from the last sentence"
-    assert respond.phase == "respond" and "offers you 45 of 100 points" in respond.prompt[0]["content"]
-    assert "This is round 1 of 1" in offer.prompt[0]["content"]
+    assert respond.phase == "respond" and "offers you 45 of 100 points" in prompt_text(respond.prompt)
+    assert "This is round 1 of 1" in prompt_text(offer.prompt)
 
     store, match, rounds, payoffs = await play(tmp_path / "t", "trust_berg", ["m", "m"], agents)
     assert rounds[1]["moves"] == {"sent": 6, "returned": 9} and payoffs == [13, 9]
     _, ret = store.decisions(match["id"])
-    assert "arrived as 18" in ret.prompt[0]["content"] and ret.parsed == 9
+    assert "arrived as 18" in prompt_text(ret.prompt) and ret.parsed == 9
 
     store, match, rounds, payoffs = await play(tmp_path / "b", "colonel_blotto", ["m", "m"], agents)
     assert rounds[1]["moves"]["allocations"] == [[40, 35, 25]] * 2 and payoffs == [5, 5]
@@ -419,8 +420,8 @@ async def test_history_shows_earlier_rounds_and_bad_numbers_are_asked_again(
     first, *_ = [d for d in store.decisions(match["id"]) if d.seat == 0]
     assert first.attempts == 2 and first.retries and "above the maximum 100" in first.retries[0].error
     second = [d for d in store.decisions(match["id"]) if d.seat == 0][1]
-    assert "Round 1: you received 50 points." in second.prompt[0]["content"]
-    assert "This is round 2 of 2" in second.prompt[0]["content"]
+    assert "Round 1: you received 50 points." in prompt_text(second.prompt)
+    assert "This is round 2 of 2" in prompt_text(second.prompt)
 
 
 # ----------------------------------------------------------------- sweep errors

@@ -27,6 +27,7 @@ from coop_tui.mechanisms._teams import (
     score_answer,
     tft_share,
 )
+from coop_tui.session import prompt_text
 from coop_tui.spec import SpecError, build_sweep
 from coop_tui.store import Store
 from coop_tui.testing.server import LoopbackServer, last_user_message
@@ -330,7 +331,7 @@ def llm(server: LoopbackServer) -> dict[str, Any]:
 
 
 def play_prompts(store: Store, match_id: str, seat: int) -> list[str]:
-    return [d.prompt[0]["content"] for d in store.decisions(match_id) if d.phase == "play" and d.seat == seat]
+    return [prompt_text(d.prompt) for d in store.decisions(match_id) if d.phase == "play" and d.seat == seat]
 
 
 @pytest.mark.parametrize(("structure", "revised", "timing"), [
@@ -360,7 +361,7 @@ async def test_prompts_unknown_opponent_plans_and_exit_timing(
     else:
         assert "Group" not in prompts[0] and "highest personal score" in prompts[0]
         assert personal in prompts[0]
-    exit_prompt = next((d.prompt[0]["content"] for d in store.decisions(m["id"])
+    exit_prompt = next((prompt_text(d.prompt) for d in store.decisions(m["id"])
                         if d.phase == "exit" and d.seat == 0), None)
     if timing == "with_move":  # in the move's own prompt and answer: no exit request
         assert exit_prompt is None

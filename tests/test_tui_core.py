@@ -27,6 +27,7 @@ from coop_tui.session import (
     build_setup_sweep,
     human_answer,
     play_setup,
+    prompt_text,
     setup_to_sweep,
     sweep_toml,
 )
@@ -96,7 +97,7 @@ async def test_launch_shows_preset_with_start_focused(tmp_path: Path) -> None:
         assert isinstance(focused, Button) and focused.id == "start"
         # the preview is the exact prompt of each seat, twist included
         assert set(screen.preview) == {0, 1}
-        seat2 = screen.preview[1][0]["content"]
+        seat2 = prompt_text(screen.preview[1])
         assert "80% similar to how you reach yours" in seat2
         assert "you are Player 2" in seat2
         assert "you get 3 points, the other player gets 0 points" in seat2
@@ -146,7 +147,7 @@ async def test_framing_change_updates_preview(tmp_path: Path) -> None:
         await screen.wait_ready()
         await pilot.pause()
         await screen.wait_ready()
-        text = screen.preview[0][0]["content"]
+        text = prompt_text(screen.preview[0])
         assert "20% different from how you reach yours" in text
 
 
@@ -365,7 +366,7 @@ async def test_play_mode_three_rounds_against_tit_for_tat(tmp_path: Path) -> Non
         assert d.parsed == {"A0": 1.0, "A1": 0.0} and d.action == 0
         assert json.loads(d.response) == {"A0": 100, "A1": 0}
         assert d.latency_ms > 0
-        assert "Use exactly these keys" in d.prompt[0]["content"]
+        assert "Use exactly these keys" in prompt_text(d.prompt)
     assert [d.action for d in tft] == [0, 0, 0]
     assert [(r["round"], r["seat"], r["payoff"]) for r in store.rounds(match_id)] == [
         (1, 0, 2.0), (1, 1, 2.0), (2, 0, 2.0), (2, 1, 2.0), (3, 0, 2.0), (3, 1, 2.0)]

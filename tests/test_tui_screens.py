@@ -74,7 +74,7 @@ def scripted_answer(body: dict[str, Any]) -> str:
     messages = body.get("messages", [])
     if any("ALWAYS DEFECT" in str(m.get("content", "")) for m in messages):
         return 'Fine, I defect. {"A0": 0, "A1": 100}'
-    if len(messages) == 1:
+    if not any(m.get("role") == "assistant" for m in messages):  # the first attempt
         return "I would rather not commit to numbers."
     return 'Alright: {"A0": 70, "A1": 30}'
 
@@ -359,8 +359,10 @@ async def test_inspector_shows_messages_response_parse_and_rejected_attempts(db:
         screen = app.screen
         await until(pilot, lambda: screen.target is not None)
         text = static_text(screen.query_one("#insp-details"))
-        request = stored.retries[0].messages[0]["content"]
-        assert request.splitlines()[0] in text and "── 1. user ──" in text
+        system, user = (m["content"] for m in stored.retries[0].messages)
+        # CoopEval's layout: the reasoning instruction as a system message, then the game
+        assert system in text and "── 1. system ──" in text
+        assert user.splitlines()[0] in text and "── 2. user ──" in text
         assert 'Alright: {"A0": 70, "A1": 30}' in text  # the raw response
         assert "✓ valid mixed" in text and '"A0": 0.7' in text  # the parse result
         assert "Rejected attempts (1)" in text
@@ -369,7 +371,7 @@ async def test_inspector_shows_messages_response_parse_and_rejected_attempts(db:
         assert "Final conversation" in text  # the retry instruction that followed
         assert "latency 1 ms" in text and "attempts 2" in text
         # the editor holds the request's user message, not the retry conversation
-        assert screen.query_one("#insp-prompt", TextArea).text == request
+        assert screen.query_one("#insp-prompt", TextArea).text == user
 
 
 async def test_the_inspector_opens_with_the_prompt_editor_focused(db: Path) -> None:
@@ -587,7 +589,9 @@ async def test_inspector_reask_with_the_embedded_model(tmp_path: Path) -> None:
     store = Store(path)
     stored = store.get_decision(screen.result.decision_id)
     assert stored is not None and stored.agent == "small"
-    assert stored.prompt[0]["content"].startswith("Setup (edited):")
+    # the edit replaces the user message; the system message is kept
+    assert [m["role"] for m in stored.prompt] == ["system", "user"]
+    assert stored.prompt[-1]["content"].startswith("Setup (edited):")
     spec = json.loads(store.seats(stored.match_id)[0]["agent_spec"])
     assert spec["model"] == "local/smollm2" and spec["max_tokens"] == 8
     store.close()

@@ -49,6 +49,20 @@ COOPEVAL_TEMPERATURE = 0.0
 COOPEVAL_MAX_TOKENS = 500
 """CoopEval's judge call: temperature 0 and at most 500 answer tokens."""
 
+COOPEVAL_GAME_NAMES = {
+    "prisoners": "PrisonersDilemma", "trust": "TrustGame", "stag_hunt": "StagHunt",
+    "matching_pennies": "MatchingPennies", "public_good": "PublicGoods",
+    "travelers": "TravellersDilemma",
+}
+"""Our game key -> the name CoopEval's judge is told (its game's type in its configs, the
+reverse of ``coop_tui.importers.coopeval_records.GAMES``, which a test holds it to)."""
+
+
+def coopeval_game_name(key: str, title: str) -> str:
+    """The game as CoopEval's judge names it; a game CoopEval does not have keeps ``title``."""
+    return COOPEVAL_GAME_NAMES.get(key, title)
+
+
 COOPEVAL_TEMPLATE = """{instructions}
 
 Justification types (name: meaning):
@@ -61,11 +75,14 @@ The response to classify, between the BEGIN and END lines:
 === END TEXT ===
 
 Answer with one JSON object and nothing outside it, shaped like this:
-{{"reasoning": "why these types apply", "confidence": 0.85, "types": ["<name>", "<name>"]}}
-- "reasoning": a short explanation of your classification.
-- "confidence": your confidence in the classification as a whole, a number from 0 to 1.
-- "types": the names of all the justification types the response shows, written exactly as \
-listed above: one, several or none.{none}
+{{"Reasoning_behind_classification": "why these types apply", "Confidence": 0.85, \
+"justification_type": "<name>, <name>"}}
+- "Reasoning_behind_classification": a short explanation of your classification.
+- "Confidence": your confidence in the classification as a whole, a number from 0 to 1 \
+(not a string).
+- "justification_type": the names of all the justification types the response shows, \
+written exactly as listed above and separated by commas in one string: one, several or \
+none.{none}
 """
 """The judge's request under the ``coopeval`` protocol (our words, CoopEval's content)."""
 
@@ -171,7 +188,7 @@ class Rubric:
         if self.coopeval:
             categories = "\n".join(f"- {c.name}: {c.definition}" for c in self.categories)
             others = next((c.name for c in self.categories if c.id == "others"), None)
-            none = (f" When none of the other types applies, give [\"{others}\"]."
+            none = (f" When none of the other types applies, give \"{others}\"."
                     if others else "")
             return COOPEVAL_TEMPLATE.format(
                 instructions=self.instructions.strip(), categories=categories, game=context,

@@ -75,11 +75,13 @@ def selection_sql(rubric: Rubric) -> str:
 
 
 def protocol_spec(spec: AgentSpec, rubric: Rubric) -> AgentSpec:
-    """The judge agent as the protocol runs it: CoopEval's judge answers at temperature 0."""
-    from coop_tui.judging.rubric import COOPEVAL_TEMPERATURE
+    """The judge agent as the protocol runs it: CoopEval's judge answers at temperature 0
+    with at most 500 tokens."""
+    from coop_tui.judging.rubric import COOPEVAL_MAX_TOKENS, COOPEVAL_TEMPERATURE
 
-    if rubric.coopeval and spec.temperature != COOPEVAL_TEMPERATURE:
-        return spec.model_copy(update={"temperature": COOPEVAL_TEMPERATURE})
+    wanted = {"temperature": COOPEVAL_TEMPERATURE, "max_tokens": COOPEVAL_MAX_TOKENS}
+    if rubric.coopeval and any(getattr(spec, k) != v for k, v in wanted.items()):
+        return spec.model_copy(update=wanted)
     return spec
 
 
@@ -479,12 +481,16 @@ def _selected(rubric: Rubric) -> str:
 
 
 def game_name(match: dict[str, Any]) -> str:
-    """The game as the judge is told it: its title from the match's game spec, else its key."""
+    """The game as CoopEval's judge is told it: CoopEval's name for its six games
+    ("PrisonersDilemma"), else the title from the match's game spec, else the key."""
+    from coop_tui.judging.rubric import coopeval_game_name
+
     try:
         title = json.loads(match.get("game_spec") or "{}").get("title")
     except (TypeError, ValueError, AttributeError):
         title = None
-    return str(title or match.get("game") or "unknown game")
+    key = str(match.get("game") or "")
+    return coopeval_game_name(key, str(title or key or "unknown game"))
 
 
 def _judged_run(store: Store, ref: str | None) -> dict[str, Any] | None:
