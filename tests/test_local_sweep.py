@@ -55,5 +55,7 @@ def test_similarity_sweep_on_the_embedded_model_stores_text_and_valid_answers(tm
         assert set(json.loads(answer)) == {"A0", "A1"}
         assert abs(sum(json.loads(parsed).values()) - 1.0) < 1e-9
         assert out_tokens > 0 and cost == 0.0
-        assert "similar" in json.loads(prompt)[0]["content"]
+        messages = json.loads(prompt)  # the reasoning instruction, then the game (CoopEval's layout)
+        assert [m["role"] for m in messages] == ["system", "user"]
+        assert "similar" in messages[-1]["content"]
 

@@ -108,7 +108,8 @@ async def test_a_person_and_the_embedded_model_play_ultimatum_and_beauty_contest
     offer, respond = store.decisions(match_id)
     assert (offer.agent, offer.parsed) == ("human", 50)
     assert respond.seat == 1 and respond.valid and respond.constrained
-    assert "The Proposer offers you 50 of 100 points" in respond.prompt[0]["content"]
+    game = next(m for m in respond.prompt if m["role"] == "user")  # after the style's system message
+    assert "The Proposer offers you 50 of 100 points" in game["content"]
     accepted = rows(store, match_id)[1]["moves"]["accepted"]
     assert accepted == (respond.action == 0)
     assert [s["payoff"] for s in store.seats(match_id)] == ([50, 50] if accepted else [0, 0])
