@@ -55,7 +55,7 @@ def _prefix(path: str | Path) -> str:
 
 class OutsideReads:
     """Paths under the repository's parent folder but outside the repository that this
-    process opened, listed or handed to a subprocess: a sibling such as ``../shared`` that
+    process opened, listed or handed to a subprocess: a sibling folder of the checkout, which
     a user's fresh clone does not have. Fed by an audit hook, so it costs two string
     prefix checks per opened file."""
 

@@ -1,7 +1,7 @@
 """The guard in conftest.py: a test that reads beside the repository fails.
 
-A user's clone has nothing next to it, so a test that reads ``../shared`` (a folder beside
-the project's own checkout) passes here and fails there. The guard records every path
+A user's clone has nothing next to it, so a test that reads a folder beside the project's
+own checkout passes here and fails there. The guard records every path
 under the repository's parent folder but outside the repository that a test opens, lists,
 connects to or hands to a subprocess, and fails that test.
 """
@@ -50,7 +50,7 @@ def test_the_repository_tmp_and_the_interpreter_are_not_recorded(outside_reads, 
 PLANTED = '''
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[2] / "beside"
 
 
 def test_reads_a_sibling():
@@ -69,7 +69,7 @@ def test_stays_inside(tmp_path):
 
 @pytest.mark.slow  # a pytest run in a subprocess: about 2.5 s
 def test_a_planted_read_of_a_sibling_fails_its_test(tmp_path: Path) -> None:
-    """A copy of the real conftest.py in a checkout with a ``shared`` folder beside it:
+    """A copy of the real conftest.py in a checkout with a ``beside`` folder next to it:
     the two tests that read that folder fail (and so would a module reading it on import),
     the one that stays inside passes."""
     repo = tmp_path / "checkout"
@@ -78,10 +78,10 @@ def test_a_planted_read_of_a_sibling_fails_its_test(tmp_path: Path) -> None:
     (repo / "tests" / "test_planted.py").write_text(PLANTED)
     (repo / "tests" / "test_planted_on_import.py").write_text(
         "from pathlib import Path\n\n"
-        "TEXT = (Path(__file__).resolve().parents[2] / 'shared' / 'sample.txt').read_text()\n\n\n"
+        "TEXT = (Path(__file__).resolve().parents[2] / 'beside' / 'sample.txt').read_text()\n\n\n"
         "def test_nothing():\n    pass\n")
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "sample.txt").write_text("published")
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "sample.txt").write_text("published")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
          "--continue-on-collection-errors", "-q", "tests"],
@@ -93,4 +93,4 @@ def test_a_planted_read_of_a_sibling_fails_its_test(tmp_path: Path) -> None:
     assert "FAILED tests/test_planted.py::test_lists_a_sibling" in out
     assert "ERROR tests/test_planted_on_import.py" in out
     assert f"read outside the repository {repo}" in out
-    assert str(tmp_path / "shared" / "sample.txt") in out
+    assert str(tmp_path / "beside" / "sample.txt") in out
