@@ -95,13 +95,14 @@ def test_wall_time_text() -> None:
     assert [wall_time_text(s) for s in (12.4, 75, 3 * 3600 + 5 * 60)] == ["12 s", "1 min 15 s", "3 h 05 min"]
 
 
-@pytest.mark.slow
-def test_dry_run_measures_the_speed_when_nothing_is_stored(tmp_path: Path) -> None:
+def _dry_run_against_tft(tmp_path: Path, model: str) -> subprocess.CompletedProcess[str]:
+    """``--dry-run`` of a sweep where ``model`` (direct style) plays tit-for-tat, into a
+    database path that must stay unwritten."""
     path = tmp_path / "s.toml"
-    path.write_text("""
-name = "fresh"
+    path.write_text(f"""
+name = "dry"
 [agents.m]
-model = "local/smollm2"
+model = "{model}"
 style = "direct"
 [agents.tft]
 strategy = "tit_for_tat"
@@ -111,9 +112,14 @@ agents = ["m"]
 opponents = ["tft"]
 matchup = "versus"
 """)
-    done = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(path), "--db",
+    return subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(path), "--db",
                            str(tmp_path / "none.db"), "--dry-run"], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "COLUMNS": "300"})
+
+
+@pytest.mark.slow
+def test_dry_run_measures_the_speed_when_nothing_is_stored(tmp_path: Path) -> None:
+    done = _dry_run_against_tft(tmp_path, "local/smollm2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "embedded-model calls x" in done.stdout and "measured now, one call per agent setting (1)" in done.stdout
     assert not (tmp_path / "none.db").exists()
@@ -135,23 +141,7 @@ async def test_a_reply_that_waited_for_the_model_reports_the_wait_apart() -> Non
 
 def test_a_model_that_cannot_run_leaves_the_dry_run_without_a_wall_time(tmp_path: Path) -> None:
     (tmp_path / "bad.gguf").write_text("not a model")
-    path = tmp_path / "s.toml"
-    path.write_text("""
-name = "bad"
-[agents.m]
-model = "local:bad.gguf"
-style = "direct"
-[agents.tft]
-strategy = "tit_for_tat"
-[[experiments]]
-game = "prisoners"
-agents = ["m"]
-opponents = ["tft"]
-matchup = "versus"
-""")
-    done = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(path), "--db",
-                           str(tmp_path / "none.db"), "--dry-run"], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "COLUMNS": "300"})
+    done = _dry_run_against_tft(tmp_path, "local:bad.gguf")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no wall time estimate: the embedded model could not be timed: llama.cpp could not load" in done.stdout
     assert not (tmp_path / "none.db").exists()
