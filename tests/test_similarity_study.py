@@ -45,6 +45,13 @@ def test_paper_study_validates_with_user_supplied_benchmarks(tmp_path: Path) -> 
     reasoning = {c.seats[0] for c in sweep.cells if sweep.spec.experiments[c.experiment].name == "rq2_reasoning"}
     efforts = {sweep.spec.agents[a].reasoning_effort: sweep.spec.agents[a].style for a in reasoning}
     assert efforts == {"none": "direct", "low": "cot", "medium": "cot", "high": "cot"}
+    # Figure 9: the four other games in Base (no similarity signal) as well as under X
+    base = [c for c in sweep.cells if sweep.spec.experiments[c.experiment].name == "rq3_base"]
+    swept = [c for c in sweep.cells if sweep.spec.experiments[c.experiment].name == "rq3_games"]
+    assert {c.game for c in base} == {c.game for c in swept} == {
+        "stag_hunt", "chicken", "public_good", "travelers"}
+    assert {c.seats[0] for c in base} == {c.seats[0] for c in swept}
+    assert {c.mechanism_params["prompt"] for c in base} == {"base"}
     # --dry-run sizes a judge's prompt by the record it will read: the 150 items asked
     from coop_tui.grounded.stages import resolve_params
 
@@ -60,6 +67,12 @@ def test_offline_study_is_valid_as_shipped() -> None:
     assert {a.model for a in sweep.spec.agents.values()} == {"local/smollm2"}
     names = {sweep.spec.experiments[c.experiment].name for c in sweep.cells}
     assert {"bonus", "reasoning"} <= names
+    # Figure 7's axis is the reasoning setting alone: the two agents compared differ in
+    # their prompt style and nothing else (not temperature, not max tokens)
+    exp = next(e for e in sweep.spec.experiments if e.name == "reasoning")
+    direct, cot = (sweep.spec.agents[a] for a in exp.agents)
+    assert (direct.style, cot.style) == ("direct", "cot")
+    assert direct.model_copy(update={"style": "cot"}) == cot
 
 
 def cut_down() -> dict[str, Any]:
