@@ -7,13 +7,15 @@ shrunk first (one trial, the first game, opponent and two agents per experiment)
 estimate is per grid point, so a smaller grid checks the same arithmetic. The super-additive cooperation paper's
 estimate (``superadditive*``) is an upper bound by design (a player who leaves, or whose
 partners leave, plays fewer rounds than its budget allows; docs/reproducing-superadditive.md),
-so its studies are held to that; ``similarity.toml`` needs its benchmark file from outside
-the repository.
+so its studies are held to that; ``similarity.toml`` reads benchmark files from outside
+the repository, so it is checked beside stand-in files of the size it asks.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +41,24 @@ def shrink(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def with_stand_in_benchmarks(folder: Path) -> Path:
+    """``similarity.toml`` copied beside stand-in item files for the four published
+    benchmarks it reads (not shipped): 150 two-option items each, as many as it asks."""
+    (folder / "benchmarks").mkdir()
+    for name in ("trait", "hle", "moral_choice", "newcomb"):
+        rows = [json.dumps({"id": f"{name}-{i}", "kind": "options", "prompt": f"Question {i}?",
+                            "options": ["Yes", "No"]}) for i in range(150)]
+        (folder / "benchmarks" / f"{name}.jsonl").write_text("\n".join(rows))
+    return Path(shutil.copy(STUDIES / "similarity.toml", folder / "similarity.toml"))
+
+
 @pytest.mark.parametrize("name", ["strategic-personalities-offline", "strategic-personalities",
                                   "coopeval-offline", "coopeval", "similarity-offline",
-                                  "superadditive-offline", "superadditive"])
+                                  "similarity", "superadditive-offline", "superadditive"])
 async def test_the_estimate_counts_the_model_decisions_made(
         tmp_path: Path, name: str) -> None:
-    path = STUDIES / f"{name}.toml"
+    path = (with_stand_in_benchmarks(tmp_path) if name == "similarity"
+            else STUDIES / f"{name}.toml")
     data = read_sweep_file(path)
     if "offline" not in name:
         data = shrink(data)
