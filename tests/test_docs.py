@@ -297,21 +297,37 @@ def test_servers_page_prints_the_embedded_models_gguf() -> None:
 STUDY_PAGES = {
     "coopeval": "reproducing-coopeval.md",
     "strategic-personalities": "reproducing-strategic-personalities.md",
+    "similarity": "reproducing-similarity.md",
     "superadditive": "reproducing-superadditive.md",
 }
-"""The study files whose --dry-run works as shipped (the similarity study needs the
-published benchmark files, which are not shipped)."""
+"""Each shipped study and its page (the similarity study is measured, as its page says,
+beside stand-in files for the published benchmarks it reads, which are not shipped)."""
+
+
+def study_to_measure(study: str, folder: Path) -> Path:
+    """The study file a page's figure was measured on: shipped as is, or for the similarity
+    study a copy beside 150 two-option stand-in items per benchmark (it asks 150 of each)."""
+    if study != "similarity":
+        return ROOT / "data" / "studies" / f"{study}.toml"
+    (folder / "benchmarks").mkdir()
+    for name in ("trait", "hle", "moral_choice", "newcomb"):
+        items = [json.dumps({"id": f"q{i}", "kind": "options", "prompt": f"Question {i}?",
+                             "options": ["Yes", "No"]}) for i in range(150)]
+        (folder / "benchmarks" / f"{name}.jsonl").write_text("\n".join(items))
+    copy = folder / "similarity.toml"
+    copy.write_text((ROOT / "data" / "studies" / "similarity.toml").read_text())
+    return copy
 
 
 @pytest.mark.parametrize("study", sorted(STUDY_PAGES))
 def test_reproduction_page_states_the_dry_run_size(study: str, tmp_path: Path) -> None:
     page = (ROOT / "docs" / STUDY_PAGES[study]).read_text()
-    stated = re.search(r"\*\*([\d,]+) model calls\*\*", page)
+    stated = re.search(r"\*\*(?:about )?([\d,]+) model calls\*\*", page)
     assert stated, f"{STUDY_PAGES[study]} states no '**N model calls**'"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # needs none
     done = subprocess.run(
         [sys.executable, "-m", "coop_tui.cli", "--db", str(tmp_path / "dry.db"), "--batch",
-         f"data/studies/{study}.toml", "--dry-run"],
+         str(study_to_measure(study, tmp_path)), "--dry-run"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr
@@ -321,6 +337,16 @@ def test_reproduction_page_states_the_dry_run_size(study: str, tmp_path: Path) -
     # what a real run would need (the super-additive study's local servers need no key)
     assert re.search(r"^API keys(: none needed$| a real run needs \(\d+ missing\):)", done.stdout, re.M)
     assert not (tmp_path / "dry.db").exists()  # a dry run writes nothing
+
+
+@pytest.mark.parametrize("page", sorted(STUDY_PAGES.values()))
+def test_reproduction_page_ends_with_its_remaining_differences(page: str) -> None:
+    """Each reproduction page's last section lists what still differs from the paper."""
+    text = (ROOT / "docs" / page).read_text()
+    sections = re.split(r"^## ", text, flags=re.M)
+    last = sections[-1]
+    assert last.startswith("Remaining differences\n"), f"{page} ends with '## {last.splitlines()[0]}'"
+    assert len(re.findall(r"^- \*\*|^- ", last, flags=re.M)) >= 5
 
 
 # --- docs/storage.md: its SQL and pandas examples run against a real database ---
