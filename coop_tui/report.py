@@ -340,11 +340,13 @@ def _series(agent: str, label: str) -> str:
 
 
 def _curve(conditions: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
-    """Cooperation over similarity, one series per agent and per other varying condition."""
+    """Cooperation over similarity, one series per agent and per other varying condition.
+    The ``base`` control (no similarity sentence; the papers' "Base" row) is told no
+    figure, so it is no point of the curve: its nominal ``similarity`` would put it at X."""
     curve: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in conditions:
         sim = c["condition"].get("similarity")
-        if sim is None:
+        if sim is None or c["condition"].get("prompt") == "base":
             continue
         for agent, a in c["agents"].items():
             if a["coop_rate"] is None:

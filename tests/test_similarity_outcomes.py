@@ -217,3 +217,23 @@ def test_seatings_given_their_own_slice_of_one_source_are_one_condition() -> Non
     assert one.expected_all.mean() == pytest.approx((1.0 * 6 + 1.5 * 2) / 8)
     (row,) = welfare_section(pooled)["conditions"]
     assert row["label"] == "hle · exogenous" and row["recovered_expected"] == pytest.approx(0.125)
+
+
+async def test_the_base_control_is_no_point_of_the_similarity_curve(tmp_path: Path) -> None:
+    """Figures 2 and 9 show "Base" (no similarity sentence) as its own row; the base prompt's
+    nominal ``similarity = 0`` once put it on the curve as if X = 0 had been told."""
+    data = {"name": "base", "seed": 2, "samples": 2, "agents": {"r": {"strategy": "random"}},
+            "experiments": [
+                {"game": "stag_hunt", "mechanism": "similarity", "matchup": "self",
+                 "agents": ["r"], "similarity": [0, 100]},
+                {"game": "stag_hunt", "mechanism": "similarity", "matchup": "self",
+                 "agents": ["r"], "prompt": "base", "similarity": 0}]}
+    store = Store(tmp_path / "b.db")
+    summary = await run_sweep(build_sweep(data), store)
+    report = build_report(store, summary.run_id)
+    store.close()
+    swept, base = report["experiments"]
+    assert [p["similarity"] for pts in swept["curve"].values() for p in pts] == [0, 100]
+    assert base["curve"] == {}
+    (row,) = base["conditions"]  # the Base row is still reported, per agent
+    assert row["condition"]["prompt"] == "base" and row["agents"]["r"]["n"] == 4
