@@ -76,6 +76,24 @@ def test_published_ratings_rank_agents_and_the_output_says_so(tmp_path: Path, ca
     assert "DevRank ratings: CoopEval's own deviation_ratings.json" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("mode", ["every_optimum", "vertex", "coopeval"])
+def test_only_published_reads_coopevals_rating_files(tmp_path: Path, capsys, mode: str) -> None:
+    """Every mode but ``published`` computes the ratings from the payoffs: planting
+    ratings that rank the defector c first and the cooperator a last changes nothing."""
+    planted = {LABELS[0]: -9.0, LABELS[1]: -5.0, LABELS[2]: 0.0}
+    reports = {}
+    for name, published in (("bare", {}), ("planted", {1: planted, 2: planted})):
+        db = tmp_path / f"{name}.db"
+        study = _study(tmp_path / name, published=published)
+        assert main(["import", "coopeval", str(study), "--db", str(db)]) == 0
+        capsys.readouterr()
+        reports[name] = _report(db, capsys, "--devrank", mode)
+    bare, planted_report = (_ranks(reports[k]) for k in ("bare", "planted"))
+    assert {a: c["value"] for a, c in planted_report.items()} == {a: c["value"] for a, c in bare.items()}
+    assert planted_report[LABELS[2]]["value"] != 1.0  # not the planted order
+    assert {r["devrank_source"] for r in reports["planted"]["per_replicate"]} == {mode}
+
+
 def test_a_replicate_without_published_ratings_falls_back_and_says_which(tmp_path: Path, capsys) -> None:
     study = _study(tmp_path / "study", published={1: {LABELS[0]: -1.0, LABELS[1]: 0.0, LABELS[2]: -0.5}})
     db = tmp_path / "c.db"
