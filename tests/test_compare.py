@@ -424,3 +424,31 @@ def test_a_cancelled_comparison_stops_at_its_next_step_of_sql(runs: dict[str, An
         cancelled[0] = True
         compare_runs(store, runs["a"], store, runs["b"])
     assert ended == [1]  # closed on the way out
+
+
+def test_welch_of_the_same_values_in_another_order_is_exactly_zero() -> None:
+    """Two runs alike, their matches stored in another order: the difference is 0, not a
+    rounding error shown as "-2.22e-16" in the payoff table."""
+    a = [1 / 3, 2 / 3, 0.2, 1 / 3, 2 / 3, 0.1, 0.7, 0.2]
+    b = [0.1, 0.7, 1 / 3, 0.2, 2 / 3, 2 / 3, 1 / 3, 0.2]  # a, shuffled
+    assert sorted(a) == sorted(b)
+    got = welch(a, b)
+    assert got["difference"] == 0.0 and got["p"] == pytest.approx(1.0)
+
+
+def test_a_narrow_table_wraps_the_condition_not_the_numbers(runs: dict[str, Any]) -> None:
+    """At 110 columns (a terminal, the compare screen) the repeated game's long condition
+    wraps; every number, interval and p-value stays whole (they were cut to "…")."""
+    from rich.console import Console
+
+    from coop_tui.analysis.compare import compare_runs, render_text
+    from coop_tui.store import Store
+
+    store = Store(runs["db"])
+    result = compare_runs(store, runs["a"], store, runs["b"])
+    store.close()
+    console = Console(width=110, record=True, color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(render_text(result))
+    text = console.export_text()
+    assert "…" not in text and "Holm p" in text and "[-100.0%, -72.6%]" in text
+    assert max(len(line) for line in text.splitlines()) <= 110
