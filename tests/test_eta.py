@@ -189,3 +189,20 @@ answer = "choice"
     assert "~3 model calls" in done.stdout
     line = next(row for row in done.stdout.splitlines() if " all " in row)
     assert re.search(r"eta 0:00:00\s+model calls 3/3, 0 in flight", line), line
+
+
+def test_judgements_of_one_round_in_flight_together_count_each() -> None:
+    """A judge pass asks about both seats' decisions of a round at once: the same match,
+    round and phase. Each counts as in flight until its own answer (a set of keys counted
+    them as one, and the first answer dropped both)."""
+    clock = CallClock(4, 4, None)
+    for attempt in (1, 1, 2):  # two judgements, then a re-ask of one of them
+        clock.observe(DecisionStarted("jm", 0, 1, "judge", attempt, (), "judge-model"), 0.0)
+    assert clock.describe(0.0).endswith("model calls 0/4, 2 in flight")
+    done = decision("judge-model", 0)
+    done.match_id, done.phase = "jm", "judge"
+    clock.observe(DecisionDone(done), 1.0)
+    assert clock.describe(1.0).endswith("model calls 1/4, 1 in flight")
+    clock.observe(DecisionStarted("jm", 0, 2, "judge", 1, (), "judge-model"), 1.0)
+    clock.observe(MatchDone("jm", (), status="failed"), 2.0)  # its calls are over
+    assert clock.calls_in_flight == 0 and not clock.in_flight
