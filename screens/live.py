@@ -226,15 +226,15 @@ class LiveScreen(NavScreen):
                  "failed": "bold red", "stopped": "bold magenta"}.get(s.status, "bold")
         out = Text()
         out.append(f" {s.status} ", style=f"{style} reverse")
+        progress = getattr(s, "progress", None)  # a replay has none: nothing is called
+        if progress is not None:  # first: a narrow terminal cuts the line's end
+            out.append(f"  {progress()}", style="cyan")
         if s.run_id:
             out.append(f"  run {s.run_id}", style="dim")
         total = getattr(s, "matches_total", 1)
         if total and total > 1:
             out.append(f"  match {max(self.match_index, 1)}/{total}", style="dim")
         out.append(f"  decisions {self.decisions}", style="dim")
-        progress = getattr(s, "progress", None)  # a replay has none: nothing is called
-        if progress is not None:
-            out.append(f"  {progress()}", style="cyan")
         if s.status == "paused":
             out.append("  the next decision waits — p resumes", style="yellow")
         if s.error and s.status in ("failed", "stopped"):
