@@ -148,6 +148,9 @@ def test_no_shared_condition(runs: dict[str, Any], capsys: pytest.CaptureFixture
     code, out, _ = cli(capsys, "compare", runs["a"], runs["stag"], "--db", str(runs["db"]),
                        "--db-b", str(runs["db2"]))
     assert code == 0 and "share no condition" in out and "only in run B (8)" in out
+    code, out, _ = cli(capsys, "compare", runs["a"], runs["stag"], "--db", str(runs["db"]),
+                       "--db-b", str(runs["db2"]), "--format", "latex")
+    assert code == 0 and "% the runs share no condition" in out and r"\begin{tabular}" not in out
 
 
 def test_bad_input(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
