@@ -17,7 +17,7 @@ engine events), so it is tested without a run, a model or a real clock.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -68,7 +68,13 @@ class CallClock:
         self.calls_done = 0
         """Model decisions answered, reused ones included (the estimate counts them)."""
         self.matches_done = 0
-        self.in_flight: set[tuple[Any, ...]] = set()
+        self.in_flight: Counter[tuple[Any, ...]] = Counter()
+        """Calls asked and not answered, by (match, seat, round, phase). A count, not a set:
+        a judge pass asks about several decisions of one round of one match at once, under
+        the same key."""
+        self.calls_in_flight = 0
+        """Their total, kept as one number: the progress bar's refresh thread reads it
+        while the event loop changes the counter."""
         self.calls = _Rate(window)
         self.matches = _Rate(window)
 
@@ -88,11 +94,16 @@ class CallClock:
         self.matches_done += matches
 
     def call_started(self, key: tuple[Any, ...], now: float) -> None:
-        self.in_flight.add(key)
+        self.in_flight[key] += 1
+        self.calls_in_flight += 1
         self.calls.started(now)
 
     def call_done(self, key: tuple[Any, ...], now: float, *, reused: bool = False) -> None:
-        self.in_flight.discard(key)
+        asked = self.in_flight.pop(key, 0)
+        if asked:
+            self.calls_in_flight -= 1
+        if asked > 1:
+            self.in_flight[key] = asked - 1
         self.calls_done += 1
         if not reused:  # a stored answer takes no time: it would make calls look fast
             self.calls.done(now)
@@ -100,7 +111,8 @@ class CallClock:
     def match_done(self, match_id: str, now: float, *, counted: bool = True) -> None:
         """A match ended; its calls still in flight are over (a failed or stopped match
         drops them unanswered). ``counted``: False for a stopped match (a resume plays it)."""
-        self.in_flight = {k for k in self.in_flight if k[0] != match_id}
+        for key in [k for k in self.in_flight if k[0] == match_id]:
+            self.calls_in_flight -= self.in_flight.pop(key)
         if counted:
             self.matches_done += 1
             self.matches.done(now)
@@ -108,8 +120,10 @@ class CallClock:
     def observe(self, event: Event, now: float) -> None:
         """Feed one engine event (the ones that are not about calls or matches pass by)."""
         if isinstance(event, DecisionStarted):
-            if self.is_model(event.agent):
-                self.call_started((event.match_id, event.seat, event.round, event.phase), now)
+            key = (event.match_id, event.seat, event.round, event.phase)
+            # a re-ask (attempt 2, 3, ...) is the same call still in flight, not another one
+            if self.is_model(event.agent) and not (event.attempt > 1 and key in self.in_flight):
+                self.call_started(key, now)
         elif isinstance(event, DecisionDone):
             d = event.decision
             if self.is_model(d.agent):
@@ -135,7 +149,7 @@ class CallClock:
         eta = "?" if left is None else clock_text(left)
         if not self.by_calls:
             return f"eta {eta} (from matches: no model agent)"
-        return f"eta {eta}  model calls {self.calls_done}/{self.calls_total}, {len(self.in_flight)} in flight"
+        return f"eta {eta}  model calls {self.calls_done}/{self.calls_total}, {self.calls_in_flight} in flight"
 
 
 def clock_text(seconds: float) -> str:

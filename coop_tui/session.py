@@ -18,6 +18,7 @@ import asyncio
 import difflib
 import json
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from coop_tui.agents.strategies import strategy_aliases, strategy_names
 from coop_tui.decisions import DecisionRequest, Message
 from coop_tui.errors import SpecError
+from coop_tui.eta import CallClock
 from coop_tui.events import (
     AnswerRejected,
     DecisionDone,
@@ -512,12 +514,26 @@ class MatchSession(Session):
         self.phases = tuple(mech_cls.phases_for(self.condition))
         self.title = f"{self.game.title} · {cell.mechanism}"
         self.matches_total = self.sweep.total_matches
+        models = {n for n, a in self.sweep.spec.agents.items() if a.kind in ("llm", "local")}
+        self.clock = CallClock(0, self.matches_total, models)
+        """Model calls answered, in flight and left, and the time left: the estimator of the
+        batch progress line (:mod:`coop_tui.eta`), fed by this session's events. Its
+        estimate of the calls is made when the session starts (see :meth:`run`)."""
+        self.bus.subscribe(self._time)
         self._stop_event = asyncio.Event()
         self._contexts: list[Any] = []
         self._human_futures: dict[int, asyncio.Future[str]] = {}
         self._force_cancelled = False
         self._closed: set[str] = set()
         self.bus.subscribe(self._on_done)
+
+    def _time(self, event: Event) -> None:
+        self.clock.observe(event, time.monotonic())
+
+    def progress(self) -> str:
+        """``eta 0:01:10  model calls 3/12, 1 in flight``: what the live screen's status line
+        and the runs screen show for a run this app plays."""
+        return self.clock.describe(time.monotonic())
 
     def _display(self, name: str) -> str:
         a = self.sweep.spec.agents[name]
@@ -581,9 +597,11 @@ class MatchSession(Session):
             self._task.cancel()
 
     async def run(self) -> None:
+        from coop_tui.runner import estimate
         from coop_tui.sweep import build_agents, run_sweep
 
         self._task = asyncio.current_task()
+        self.clock.calls_total = estimate(self.sweep)["model_calls"]
         self.status = "paused" if self.paused else "running"
         names = {n for cell in self.sweep.cells for n in cell.seats}
         agents = build_agents(self.sweep, names)

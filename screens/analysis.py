@@ -6,7 +6,8 @@ curve over similarity per agent and framing with ±SE error bars and the game's 
 as a vertical line; the per-round cooperation of repeated games; the game's payoff
 table; for cross-play tournaments the matchup matrix as a heat table and Mean / Fitness /
 deviation rating; per-condition cooperation and payoffs; counts. ``c`` / ``p`` export
-the run's tables as CSV / Parquet into the directory shown at the bottom. Slow report
+the run's tables as CSV / Parquet into the directory shown at the bottom; ``v`` compares
+the run with another (:mod:`coop_tui.screens.compare`). Slow report
 sections not stored yet (the reasoning fingerprints) are built after the rest is shown,
 in the same worker, each panel filled when its value arrives.
 """
@@ -30,6 +31,7 @@ from textual_plotext import PlotextPlot
 
 from coop_tui.analysis.sections import build_section, pending, sections
 from coop_tui.export import ExportError, export_run
+from coop_tui.screens.compare import CompareScreen
 from coop_tui.screens.widgets import NavScreen, PayoffTable, plain
 from coop_tui.terminal import (
     NAME_WIDTH,
@@ -108,6 +110,7 @@ class AnalysisScreen(NavScreen):
         Binding("e", "evolution", "Next replicate", show=False),
         Binding("c", "export('csv')", "Export CSV"),
         Binding("p", "export('parquet')", "Export Parquet"),
+        Binding("v", "compare", "Compare with run B"),
         Binding("f5", "reload", "Reload", show=False),
         Binding("question_mark", "help", "Help", show=False),
         Binding("escape,q", "back", "Back"),
@@ -560,6 +563,10 @@ class AnalysisScreen(NavScreen):
             return
         self.tournament_index += 1
         self._show_tournament(e)
+
+    def action_compare(self) -> None:
+        """This run against another (of this database or another file), per condition."""
+        self.app.push_screen(CompareScreen(self.store, self.run_id))
 
     def action_export(self, fmt: str) -> None:
         raw = self.query_one("#an-export-dir", Input).value.strip()

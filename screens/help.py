@@ -27,7 +27,7 @@ OWN_PREFIX = "coop_tui."
 shift+tab between widgets) are described once, under "Everywhere"."""
 
 ORDER = ("Setup", "Live match", "Play (your seat)", "Runs", "Decisions of a match",
-         "Delete a run", "Decision inspector", "Analysis", "This help", "Everywhere")
+         "Delete a run", "Decision inspector", "Analysis", "Compare runs", "This help", "Everywhere")
 """Sections in this order; a screen not named here comes after the named ones."""
 
 EXTRA_KEYS: dict[str, list[tuple[str, str]]] = {
@@ -48,6 +48,9 @@ EXTRA_KEYS: dict[str, list[tuple[str, str]]] = {
     "Runs": [
         ("enter", "on a run: its matches; on a match: replay it"),
         ("↑ / ↓", "move between runs (their matches follow)"),
+    ],
+    "Compare runs": [
+        ("enter", "on a run: compare run A with it; in a field: compare (or list that database's runs)"),
     ],
     "Everywhere": [
         ("f1, ?", "this help (? on screens without text fields)"),

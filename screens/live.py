@@ -4,8 +4,11 @@ The screen subscribes to a session's event bus. The listener only appends events
 queue (it may be called from an agent's worker thread); a frame timer drains the queue,
 merges each seat's text deltas into one write per frame and applies structural events
 in order. So a burst of thousands of tokens costs a few widget updates per frame and the
-keyboard stays responsive. The same screen shows a replay (a :class:`ReplaySession`) and
-play mode (a human seat answers through the input bar).
+keyboard stays responsive. The status line shows the session's progress: the time left
+from model calls and their measured pace, the calls answered of those estimated, and
+how many are in flight (:mod:`coop_tui.eta`, as the batch progress line). The same
+screen shows a replay (a :class:`ReplaySession`) and play mode (a human seat answers
+through the input bar).
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ from coop_tui.terminal import terminal_text, widget_text
 FRAME = 1 / 30
 HEAL = 0.2
 """How often a full repaint is considered after events were applied (see ``_heal``)."""
+ETA_TICK = 1.0
+"""How often the status line's time left is redrawn while the session runs."""
 
 
 TITLE_CONDITION_WIDTH = 72
@@ -162,6 +167,7 @@ class LiveScreen(NavScreen):
         self._unsubscribe = self.session.bus.subscribe(self.queue.append)
         self.set_interval(FRAME, self._drain)
         self.set_interval(HEAL, self._heal)
+        self.set_interval(ETA_TICK, self._tick)
         self._update_status()
         if self.autostart:
             self._worker = self.run_worker(self.session.run(), name="session", exit_on_error=False)
@@ -209,12 +215,20 @@ class LiveScreen(NavScreen):
     def panes(self) -> list[SeatPane]:
         return list(self.query(SeatPane))
 
+    def _tick(self) -> None:
+        """The ETA counts down between events (a long answer leaves no event for seconds)."""
+        if not self.session.finished:
+            self._update_status()
+
     def _update_status(self) -> None:
         s = self.session
         style = {"running": "bold green", "paused": "bold yellow", "done": "bold cyan",
                  "failed": "bold red", "stopped": "bold magenta"}.get(s.status, "bold")
         out = Text()
         out.append(f" {s.status} ", style=f"{style} reverse")
+        progress = getattr(s, "progress", None)  # a replay has none: nothing is called
+        if progress is not None:  # first: a narrow terminal cuts the line's end
+            out.append(f"  {progress()}", style="cyan")
         if s.run_id:
             out.append(f"  run {s.run_id}", style="dim")
         total = getattr(s, "matches_total", 1)

@@ -42,6 +42,8 @@ STATUS_STYLE = {
     "failed": "bold red",
     "stopped": "magenta",
 }
+ETA_TICK = 1.0
+"""How often the status line of a run this app plays is redrawn (its time left moves)."""
 MATCH_FIELDS = ("game:", "mech:", "mechanism:", "agent:", "model:", "strategy:", "cond:", "condition:")
 """Search words that also narrow the match list (run-level words would empty it)."""
 
@@ -194,6 +196,12 @@ class RunsScreen(NavScreen):
                             "decisions")
         runs.focus()
         self.action_reload()
+        self.set_interval(ETA_TICK, self._tick)
+
+    def _tick(self) -> None:
+        """A run this app plays: its status line's time left counts down between events."""
+        if self.playing(self.shown_run) is not None:
+            self._describe_run(self.run_rows.get(self.shown_run or "", {"id": self.shown_run}))
 
     # ------------------------------------------------------------ loading
     def action_reload(self) -> None:
@@ -283,6 +291,10 @@ class RunsScreen(NavScreen):
     def _describe_run(self, run: dict[str, Any]) -> None:
         out = Text()
         out.append(f"run {run.get('id', '?')}", style="bold")
+        session = self.playing(run.get("id"))
+        progress = getattr(session, "progress", None)
+        if progress is not None:  # played by this app: its time left and model calls
+            out.append(f"  {progress()}", style="cyan")
         out.append("  enter or r: replay match · d: decisions · a: analysis · x: delete run", style="dim")
         if run.get("error"):
             out.append(f"  {shown(run['error'], limit=500)}", style="red")
@@ -358,6 +370,13 @@ class RunsScreen(NavScreen):
             return
         self.app.push_screen(DecisionsScreen(self.store, match_id, self.match_rows.get(match_id)))
 
+    def playing(self, run_id: str | None) -> Any:
+        """The session of this app still playing ``run_id`` (None: none is)."""
+        for session in getattr(self.app, "sessions", []):
+            if run_id is not None and getattr(session, "run_id", None) == run_id and not session.finished:
+                return session
+        return None
+
     def action_analysis(self) -> None:
         run_id = self.selected_run()
         if run_id is None:
@@ -371,9 +390,7 @@ class RunsScreen(NavScreen):
         run_id = self.selected_run()
         if run_id is None:
             return
-        live = [s for s in getattr(self.app, "sessions", [])
-                if getattr(s, "run_id", None) == run_id and not s.finished]
-        if live:
+        if self.playing(run_id) is not None:
             self.notify("this run is still playing; stop it before deleting", severity="warning")
             return
         run = self.run_rows.get(run_id, {})

@@ -1,20 +1,28 @@
 """``coop-tui compare``: two runs side by side per shared condition, tested with the match
 as the unit and Holm's correction over every test of the pair.
 
-The runs are real strategy sweeps in real SQLite files, compared through the CLI."""
+The runs are real strategy sweeps in real SQLite files, compared through the CLI and
+through the analysis screen's compare screen (``v``), driven with Textual's pilot."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Input
 
 from coop_tui.analysis.compare import fisher_counts, holm, welch
 from coop_tui.api import run_sweep
+from coop_tui.app import CoopApp
 from coop_tui.cli import main
+from coop_tui.screens.analysis import AnalysisScreen
+from coop_tui.screens.compare import CompareScreen
 
 ROSTER = ("x", "tft", "coin", "alld")
 
@@ -140,6 +148,9 @@ def test_no_shared_condition(runs: dict[str, Any], capsys: pytest.CaptureFixture
     code, out, _ = cli(capsys, "compare", runs["a"], runs["stag"], "--db", str(runs["db"]),
                        "--db-b", str(runs["db2"]))
     assert code == 0 and "share no condition" in out and "only in run B (8)" in out
+    code, out, _ = cli(capsys, "compare", runs["a"], runs["stag"], "--db", str(runs["db"]),
+                       "--db-b", str(runs["db2"]), "--format", "latex")
+    assert code == 0 and "% the runs share no condition" in out and r"\begin{tabular}" not in out
 
 
 def test_bad_input(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -258,3 +269,189 @@ def test_fisher_counts() -> None:
     assert got["p"] == pytest.approx(0.0198, abs=1e-4)
     lo, hi = got["ci"]
     assert 0 < lo < 0.6 < hi <= 1
+
+
+# ---------------------------------------------------------------- the analysis screen's compare
+class _App(CoopApp):
+    """The real app on run A's database, opening on run A's analysis screen."""
+
+    def __init__(self, db: Path, run_a: str) -> None:
+        super().__init__(db, replay_speed=0)
+        self.run_a = run_a
+
+    def on_mount(self, event: Any) -> None:
+        event.prevent_default()  # no setup screen underneath
+        self.push_screen(AnalysisScreen(self.store, self.run_a, export_dir=self.db.parent / "out"))
+
+
+async def _until(pilot: Any, condition: Callable[[], bool], limit: float = 30.0) -> None:
+    """Let the app run until ``condition`` holds (fails only if it never does)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the screen never reached the expected state")
+        await pilot.pause(0.02)
+
+
+def _shown(widget: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=220, record=True, color_system=None)
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def _open_compare(pilot: Any, app: _App) -> CompareScreen:
+    """``v`` on the analysis screen opens the compare screen, its runs listed."""
+    await _until(pilot, lambda: isinstance(app.screen, AnalysisScreen) and app.screen.loaded >= 1)
+    await pilot.press("v")
+    await _until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.listed >= 1)
+    screen = app.screen
+    assert isinstance(screen, CompareScreen)
+    return screen
+
+
+async def _compare_typed(pilot: Any, screen: CompareScreen, ref: str, db: Path | None = None) -> None:
+    """Run B typed (and its database), Enter in the run field."""
+    done = screen.compared
+    screen.query_one("#cmp-db", Input).value = str(db or "")
+    screen.query_one("#cmp-run", Input).value = ref
+    screen.query_one("#cmp-run", Input).focus()
+    await pilot.press("enter")
+    await _until(pilot, lambda: screen.compared > done)
+
+
+async def test_screen_flags_exactly_the_changed_agent(runs: dict[str, Any], tmp_path: Path) -> None:
+    """From run A's analysis screen, ``v`` then Enter on run B in the list: the screen shows
+    what ``compare_runs`` (the CLI's function) gives, and marks only x's rows."""
+    from coop_tui.analysis.compare import compare_runs
+    from coop_tui.store import Store
+
+    db = tmp_path / "a.db"
+    db.write_bytes(runs["db"].read_bytes())
+    app = _App(db, runs["a"])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_compare(pilot, app)
+        table = screen.query_one("#cmp-runs", DataTable)
+        keys = [str(table.coordinate_to_cell_key(Coordinate(r, 0)).row_key.value)
+                for r in range(table.row_count)]
+        assert keys == [runs["b"]]  # the other run of the file; A itself is not offered
+        table.focus()
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        await _until(pilot, lambda: screen.compared >= 1)
+        assert screen.error is None and screen.result is not None
+        store = Store(db)
+        assert screen.result == compare_runs(store, runs["a"], store, runs["b"])
+        store.close()
+        flagged = {(r["mechanism"], r["agent"]) for r in screen.result["shared"] if r["different"]}
+        assert flagged == {("repetition", "x"), ("none", "x")}
+        text = _shown(screen.query_one("#cmp-result"))
+        assert "cooperation rate: B − A per shared condition" in text and "Holm p" in text
+        marked = [line for line in text.splitlines() if "│ * │" in line]
+        assert len(marked) == 4 and all("│ x " in line for line in marked)
+        assert "only in run" not in text
+        status = _shown(screen.query_one("#cmp-status"))
+        assert "8 shared rows, 16 tests: 2 rows different after Holm's correction" in status
+        await pilot.press("escape")
+        assert isinstance(app.screen, AnalysisScreen)
+
+
+async def test_screen_compares_with_another_database(runs: dict[str, Any], tmp_path: Path) -> None:
+    """Run B typed with the path of another file: a replicate there shares everything and
+    differs nowhere; a run of another game shares nothing, and both "only in" lists show."""
+    app = _App(runs["db"], runs["a"])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_compare(pilot, app)
+        await _compare_typed(pilot, screen, runs["c"][:-2], runs["db2"])  # a prefix resolves
+        assert screen.result is not None and screen.result["runs"]["b"]["name"] == "x-cooperates-again"
+        assert len(screen.result["shared"]) == 8 and not any(r["different"] for r in screen.result["shared"])
+        await _until(pilot, lambda: screen.listed >= 2)  # the typed file's runs are listed
+        assert screen.query_one("#cmp-runs", DataTable).row_count == 2
+
+        await _compare_typed(pilot, screen, "stag", runs["db2"])
+        assert screen.result is not None and screen.result["shared"] == []
+        text = _shown(screen.query_one("#cmp-result"))
+        assert "share no condition" in text
+        assert "only in run A (8)" in text and "only in run B (8)" in text
+        assert "0 shared rows" in _shown(screen.query_one("#cmp-status"))
+
+
+async def test_screen_says_what_is_wrong_with_run_b(runs: dict[str, Any], tmp_path: Path) -> None:
+    app = _App(runs["db"], runs["a"])
+    missing = tmp_path / "missing.db"
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_compare(pilot, app)
+        await _compare_typed(pilot, screen, "nope")
+        assert screen.error is not None and "no run 'nope'" in screen.error
+        await _compare_typed(pilot, screen, "x-defects", missing)
+        assert screen.error is not None and f"no database at {missing}" in screen.error
+        assert not missing.exists()  # nothing created
+        await _compare_typed(pilot, screen, "x-defects")  # the field emptied: this database
+        assert screen.error is None and screen.result is not None
+        assert screen.result["runs"]["b"]["id"] == runs["b"]
+
+
+async def test_leaving_the_screen_closes_its_connections(runs: dict[str, Any]) -> None:
+    """Esc right after asking for a comparison: the worker is cancelled if it was still
+    reading (a small database may be done already), every connection it opened is closed,
+    and nothing is drawn on the screen that has gone."""
+    app = _App(runs["db"], runs["a"])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_compare(pilot, app)
+        screen.query_one("#cmp-run", Input).value = runs["b"]
+        screen.action_compare()
+        worker = screen.comparing
+        await pilot.press("escape")
+        assert isinstance(app.screen, AnalysisScreen)
+        drawn = screen.compared
+        await _until(pilot, lambda: worker.is_finished and screen.reads_ended == screen.reads_started)
+        await pilot.pause()
+        assert worker.is_cancelled or worker.state.name == "SUCCESS"
+        assert screen.compared == drawn  # nothing drawn after leaving
+
+
+def test_a_cancelled_comparison_stops_at_its_next_step_of_sql(runs: dict[str, Any]) -> None:
+    """The comparison's connection asks SQLite to stop once its worker is cancelled: the
+    running query aborts with one sentence instead of reading to the end."""
+    from coop_tui.analysis.compare import compare_runs
+    from coop_tui.screens.compare import _Reader, _Unavailable
+
+    class Eager(_Reader):
+        CHECK_EVERY = 100  # a small database's queries are short
+
+    cancelled, ended = [False], []
+    with (pytest.raises(_Unavailable, match="the comparison was stopped"),
+          Eager(runs["db"], lambda: cancelled[0], lambda: ended.append(1)) as store):
+        assert compare_runs(store, runs["a"], store, runs["b"])["shared"]  # reads while wanted
+        cancelled[0] = True
+        compare_runs(store, runs["a"], store, runs["b"])
+    assert ended == [1]  # closed on the way out
+
+
+def test_welch_of_the_same_values_in_another_order_is_exactly_zero() -> None:
+    """Two runs alike, their matches stored in another order: the difference is 0, not a
+    rounding error shown as "-2.22e-16" in the payoff table."""
+    a = [1 / 3, 2 / 3, 0.2, 1 / 3, 2 / 3, 0.1, 0.7, 0.2]
+    b = [0.1, 0.7, 1 / 3, 0.2, 2 / 3, 2 / 3, 1 / 3, 0.2]  # a, shuffled
+    assert sorted(a) == sorted(b)
+    got = welch(a, b)
+    assert got["difference"] == 0.0 and got["p"] == pytest.approx(1.0)
+
+
+def test_a_narrow_table_wraps_the_condition_not_the_numbers(runs: dict[str, Any]) -> None:
+    """At 110 columns (a terminal, the compare screen) the repeated game's long condition
+    wraps; every number, interval and p-value stays whole (they were cut to "…")."""
+    from rich.console import Console
+
+    from coop_tui.analysis.compare import compare_runs, render_text
+    from coop_tui.store import Store
+
+    store = Store(runs["db"])
+    result = compare_runs(store, runs["a"], store, runs["b"])
+    store.close()
+    console = Console(width=110, record=True, color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(render_text(result))
+    text = console.export_text()
+    assert "…" not in text and "Holm p" in text and "[-100.0%, -72.6%]" in text
+    assert max(len(line) for line in text.splitlines()) <= 110

@@ -189,3 +189,76 @@ answer = "choice"
     assert "~3 model calls" in done.stdout
     line = next(row for row in done.stdout.splitlines() if " all " in row)
     assert re.search(r"eta 0:00:00\s+model calls 3/3, 0 in flight", line), line
+
+
+def test_judgements_of_one_round_in_flight_together_count_each() -> None:
+    """A judge pass asks about both seats' decisions of a round at once: the same match,
+    round and phase. Each counts as in flight until its own answer (a set of keys counted
+    them as one, and the first answer dropped both)."""
+    clock = CallClock(4, 4, None)
+    for attempt in (1, 1, 2):  # two judgements, then a re-ask of one of them
+        clock.observe(DecisionStarted("jm", 0, 1, "judge", attempt, (), "judge-model"), 0.0)
+    assert clock.describe(0.0).endswith("model calls 0/4, 2 in flight")
+    done = decision("judge-model", 0)
+    done.match_id, done.phase = "jm", "judge"
+    clock.observe(DecisionDone(done), 1.0)
+    assert clock.describe(1.0).endswith("model calls 1/4, 1 in flight")
+    clock.observe(DecisionStarted("jm", 0, 2, "judge", 1, (), "judge-model"), 1.0)
+    clock.observe(MatchDone("jm", (), status="failed"), 2.0)  # its calls are over
+    assert clock.calls_in_flight == 0 and not clock.in_flight
+
+
+def test_the_batch_line_counts_a_call_in_flight_while_it_is_awaited(tmp_path: Path) -> None:
+    """A real ``--batch`` process whose one model call is held by the loopback server: its
+    progress line (drawn as in a terminal) says "1 in flight" while the answer is awaited,
+    and "0 in flight" with the call answered once the server lets it go."""
+    import threading
+
+    asked, release = threading.Event(), threading.Event()
+
+    def held(body: dict) -> str:  # type: ignore[type-arg]
+        asked.set()
+        release.wait(120)  # a hang guard: released as soon as the line has been seen
+        return '{"choice": "A0"}'
+
+    with LoopbackServer(latency=0.0, chunks=1, answer=held) as server:
+        sweep = tmp_path / "s.toml"
+        sweep.write_text(f"""
+name = "held"
+seed = 1
+
+[agents.m]
+model = "openai/loopback"
+api_base = "{server.url}"
+api_key_env = "ETA_TEST_KEY"
+
+[agents.tft]
+strategy = "tit_for_tat"
+
+[[experiments]]
+game = "prisoners"
+agents = ["m"]
+opponents = ["tft"]
+matchup = "versus"
+answer = "choice"
+""")
+        env = {**os.environ, "ETA_TEST_KEY": "unused", "COLUMNS": "200", "FORCE_COLOR": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(tmp_path / "e.db")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        seen = b""
+        try:
+            assert proc.stdout is not None
+            while b"1 in flight" not in re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", seen):
+                chunk = os.read(proc.stdout.fileno(), 65536)  # the live line, redrawn
+                assert chunk, seen.decode(errors="replace")  # ended without showing it
+                seen += chunk
+            assert asked.is_set()
+        finally:
+            release.set()
+        rest, _ = proc.communicate(timeout=300)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", (seen + rest).decode(errors="replace"))
+    assert proc.returncode == 0, text
+    assert "eta ?  model calls 0/1, 1 in flight" in text
+    assert re.search(r"eta 0:00:00\s+model calls 1/1, 0 in flight", text), text

@@ -512,7 +512,8 @@ async def test_help_lists_every_key(tmp_path: Path) -> None:
         text = " ".join(plain(s) for s in app.screen.query("Static"))
         for words in ("Pause/resume", "Stop", "Inspect", "Runs", "Analysis", "Save sweep",
                       "Run headless", "confirm your move", "Replay match",
-                      "on a match: replay it"):
+                      "on a match: replay it", "Compare with run B", "Compare runs",
+                      "on a run: compare run A with it"):
             assert words in text, words
         await pilot.press("escape")
         assert isinstance(app.screen, SetupScreen)
@@ -522,12 +523,13 @@ def test_help_lists_every_binding_of_every_screen() -> None:
     """Read from the screens' own BINDINGS: a key added to any screen is in the help, under
     that screen's section, with its description (the runs screen's Replay was missing)."""
     from coop_tui.screens.analysis import AnalysisScreen
+    from coop_tui.screens.compare import CompareScreen
     from coop_tui.screens.inspector import InspectorScreen
     from coop_tui.screens.runs import ConfirmScreen, DecisionsScreen, RunsScreen
 
     classes = screen_classes()
     for cls in (SetupScreen, LiveScreen, RunsScreen, DecisionsScreen, ConfirmScreen,
-                InspectorScreen, AnalysisScreen, HelpScreen):
+                InspectorScreen, AnalysisScreen, CompareScreen, HelpScreen):
         assert cls in classes, cls.__name__
     sections = dict(key_sections())
     checked = 0

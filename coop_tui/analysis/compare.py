@@ -164,7 +164,9 @@ def welch(a: list[float], b: list[float]) -> dict[str, Any]:
     out: dict[str, Any] = {"test": "welch", "difference": None, "ci": None, "p": None}
     if len(xa) == 0 or len(xb) == 0:
         return out
-    diff = float(xb.mean() - xa.mean())
+    # exact sums: the same values in another order give the same mean, so two runs alike
+    # differ by 0, not by a rounding error printed as "-2.22e-16"
+    diff = math.fsum(xb) / len(xb) - math.fsum(xa) / len(xa)
     out["difference"] = diff
     if len(xa) < 2 or len(xb) < 2:
         out["note"] = "fewer than 2 matches in a run: no variance to test with"
@@ -361,11 +363,13 @@ def render_text(result: dict[str, Any]) -> Any:
         if not rows:
             continue
         table = Table(title=f"{title}: B − A per shared condition", title_justify="left")
-        table.add_column("condition", no_wrap=True)
+        # the numbers keep their width; a long condition (a repeated game's parameters)
+        # wraps instead of squeezing them to "…" in a narrow terminal or screen
+        table.add_column("condition", overflow="fold", min_width=16)
         table.add_column("agent", no_wrap=True)
-        table.add_column("test")
+        table.add_column("test", no_wrap=True)
         for col in ("A (n)", "B (n)", "B − A", "95% interval", "p", "Holm p", ""):
-            table.add_column(col, justify="right")
+            table.add_column(col, justify="right", no_wrap=True)
         for r in rows:
             table.add_row(_label(r), r["agent"], f"{r[what]['test']} / {r[what]['unit']}",
                           *_cells_of(r[what], what))
