@@ -48,7 +48,6 @@ from coop_tui.games.base import Game
 from coop_tui.hashing import derived_seed, stable_hash  # the same: importable from here
 from coop_tui.parsing import ParseError, parse_answer, parse_leave
 from coop_tui.prompts import (
-    RULES_END,
     Labelling,
     PromptRenderer,
     action_lines,
@@ -56,6 +55,8 @@ from coop_tui.prompts import (
     trial_labelling,
     trial_letters,
 )
+from coop_tui.protocols import DEFAULT_KEY, PromptProtocol
+from coop_tui.protocols import get as get_protocol
 from coop_tui.redact import LiveScrubber, scrub
 from coop_tui.schemas import answer_schema, example_answer, example_for
 
@@ -127,19 +128,16 @@ class DecisionPolicy:
     answer: str = "mixed"
     """How play decisions are answered: "mixed" (percentages per action, sampled by the
     engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
-    prompt_protocol: str = "coop_tui"
-    """How a prompt reaches the seat and how it asks for the answer. "coop_tui": one user
-    message, the answer as a JSON object, numbers on the move's grid. "seed003" (the strategic personalities paper's
-    code): the rules as a system message and the round as a user message, the answer in
-    ``<answer>`` tags (the kinds with an ``answer/<kind>_tag.j2`` template), decimals
-    accepted in numeric moves."""
+    prompt_protocol: str = DEFAULT_KEY
+    """How a prompt reaches the seat and how it asks for the answer: the name or stored
+    key of a protocol of :mod:`coop_tui.protocols` (the match asks it as ``ctx.protocol``)."""
     style_message: str = "system"
-    """Where the reasoning instruction of a ``cot`` or ``direct`` agent goes. "system"
-    (CoopEval's code): a system message of its own (``system/<style>.j2``) and the user
-    message asks for the answer as ``answer/<kind>_plain.j2`` does, the same for both
-    styles. "user": one user message whose answer instructions carry the reasoning
-    instruction (``answer/<kind>_<style>.j2``). The "seed003" protocol words each style in
-    its own tag templates and keeps its messages."""
+    """Where the reasoning instruction of a ``cot`` or ``direct`` agent goes, when the
+    protocol lets it be a system message (:meth:`PromptProtocol.reasoning_as_system`).
+    "system" (CoopEval's code): a system message of its own (``system/<style>.j2``) and
+    the user message asks for the answer as ``answer/<kind>_plain.j2`` does, the same
+    for both styles. "user": one user message whose answer instructions carry the
+    reasoning instruction (``answer/<kind>_<style>.j2``)."""
     max_prompt_tokens: int | None = None
     """Every prompt (first attempt and re-asks) is measured before it is sent (characters
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
@@ -229,6 +227,8 @@ class MatchContext:
         self.sample = sample
         self.renderer = renderer or PromptRenderer()
         self.policy = policy or DecisionPolicy()
+        self.protocol: PromptProtocol = get_protocol(self.policy.prompt_protocol)
+        """The study's prompt protocol: every paper-specific question is asked of it."""
         self.lookup = lookup
         self.pause = pause
         self.tournament = tournament
@@ -313,8 +313,7 @@ class MatchContext:
         ``goal`` replaces the wrapper's personal goal ("collect as many points as you
         can"); an empty string states none, for a mechanism whose twist gives the goal
         (the super-additive cooperation paper's group competition, whose players pursue only the group's score).
-        Under prompt_protocol "seed003" the default is none: the strategic personalities paper's
-        code states a goal only in its goal_* conditions (their sentence comes with the condition).
+        Without one, the protocol's default (:meth:`PromptProtocol.goal`) applies.
 
         ``describe`` is the game whose actions and payoffs the prompt spells out when it
         is not the game played: Mediation plays the game with "delegate" added but, as
@@ -462,61 +461,47 @@ class MatchContext:
         return getattr(self.agents[seat], "style", "cot") or "cot"
 
     @property
-    def seed003_prompts(self) -> bool:
-        return self.policy.prompt_protocol == "seed003"
-
-    @property
     def rules_end(self) -> str:
-        """What a prompt template renders after the rules: the mark where the system
-        message ends under prompt_protocol "seed003", else nothing."""
-        return RULES_END if self.seed003_prompts else ""
+        """What a prompt template renders after the rules (the protocol's mark where the
+        system message ends, or nothing)."""
+        return self.protocol.rules_end()
 
     def answer_instructions(self, kind: str, style: str, seat: int | None = None,
                             **values: Any) -> str:
-        """The answer instructions of ``kind`` for an agent of ``style``: under
-        prompt_protocol "seed003" the ``<answer>`` tag form (``answer/<kind>_tag.j2``,
-        which words each style itself) where the kind has one; when the style's
-        instruction is a system message, ``answer/<kind>_plain.j2`` (the format alone);
-        else ``answer/<kind>_<style>.j2`` (a JSON object)."""
-        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
-            return self.renderer.render(f"answer/{kind}_tag.j2", style=style, **values)
+        """The answer instructions of ``kind`` for an agent of ``style``: the protocol's
+        own template where it has one for the kind (it words each style itself); when the
+        style's instruction is a system message, ``answer/<kind>_plain.j2`` (the format
+        alone); else ``answer/<kind>_<style>.j2`` (a JSON object)."""
+        own = self.protocol.answer_template(kind, self.renderer)
+        if own is not None:
+            return self.renderer.render(own, style=style, **values)
         if self._system_style(style, seat) and self.renderer.has(f"answer/{kind}_plain.j2"):
             return self.renderer.render(f"answer/{kind}_plain.j2", **values)
         return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
 
     def _system_style(self, style: str, seat: int | None) -> bool:
         """Whether an agent of ``style`` in ``seat`` gets its reasoning instruction as a
-        system message (CoopEval's layout): style_message "system", a style with a
-        ``system/<style>.j2`` template, not the "seed003" protocol, and a model in the
-        seat (a person reads one prompt, as before)."""
+        system message (CoopEval's layout): the protocol allows it under the study's
+        style_message, the style has a ``system/<style>.j2`` template, and a model is in
+        the seat (a person reads one prompt, as before)."""
         if seat is not None and getattr(self.agents[seat], "kind", "") == "human":
             return False
-        return (self.policy.style_message == "system" and not self.seed003_prompts
+        return (self.protocol.reasoning_as_system(self.policy.style_message)
                 and self.renderer.has(f"system/{style}.j2"))
 
     def answer_form(self, kind: str) -> dict[str, str]:
-        """``{"form": "tag"}`` when the answer is asked for in ``<answer>`` tags (so a
-        constrained agent's grammar writes the tag), else nothing."""
-        if self.seed003_prompts and self.renderer.has(f"answer/{kind}_tag.j2"):
-            return {"form": "tag"}
-        return {}
+        """The protocol's answer-form options for ``kind`` (``{"form": "tag"}`` for
+        ``<answer>`` tags, so a constrained agent's grammar writes the tag)."""
+        return self.protocol.answer_form(kind, self.renderer)
 
     def prompt_messages(self, text: str, seat: int | None = None) -> tuple[Message, ...]:
-        """The messages a prompt is sent as: one user message, preceded (CoopEval's
-        layout, style_message "system") by the system message of ``seat``'s style; or
-        (prompt_protocol "seed003", where the template marks the end of the rules) the
-        rules as a system message and the rest as a user message, as the strategic
-        personalities paper's code sends them."""
-        rules, mark, rest = text.partition(RULES_END)
-        if not mark:
-            user: Message = {"role": "user", "content": text}
-            style = self._style(seat) if seat is not None else ""
-            if style and self._system_style(style, seat):
-                system = self.renderer.render(f"system/{style}.j2")
-                return ({"role": "system", "content": system}, user)
-            return (user,)
-        return ({"role": "system", "content": rules.strip()},
-                {"role": "user", "content": rest.strip()})
+        """The messages a prompt is sent as (:meth:`PromptProtocol.messages`), with the
+        system message of ``seat``'s style when it gets one."""
+        style = self._style(seat) if seat is not None else ""
+        reasoning = None
+        if style and self._system_style(style, seat):
+            reasoning = self.renderer.render(f"system/{style}.j2")
+        return self.protocol.messages(text, reasoning)
 
     def _game_text(
         self,
@@ -539,8 +524,8 @@ class MatchContext:
         ]
         if callable(twist):
             twist = twist(own)
-        if goal is None and self.seed003_prompts:
-            goal = ""  # the code's baseline states no goal; goal_* conditions bring theirs
+        if goal is None:
+            goal = self.protocol.goal()
         return self.renderer.render(
             "game.j2",
             n_players=game.n_players,

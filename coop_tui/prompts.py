@@ -30,8 +30,9 @@ CHARS_PER_TOKEN = 4
 """Characters per token: the estimate every prompt-size and cost check uses."""
 
 RULES_END = "\x1e"
-"""Rendered after a prompt's rules (``rules_end`` in game.j2 and protocol_game.j2) under
-prompt_protocol "seed003": where the system message ends and the user message begins."""
+"""Rendered after a prompt's rules (``rules_end`` in game.j2 and protocol_game.j2) under a
+protocol that sends the rules as a system message (:mod:`coop_tui.protocols`): where the
+system message ends and the user message begins."""
 
 
 def default_template_dir() -> Path:

@@ -230,7 +230,7 @@ def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
 
 
 def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str | None:
-    """Grammar of an answer in ``<answer>`` tags (prompt_protocol "seed003"): a choice as
+    """Grammar of an answer in ``<answer>`` tags (a protocol's ``{"form": "tag"}``): a choice as
     ``<answer>Option J</answer>`` (``<answer>accept</answer>`` when ``options["words"]``), a whole-number move as ``<answer>40</answer>`` within its
     range; None for the other kinds and grids (they keep the JSON grammar, which the
     parser reads as well)."""

@@ -682,7 +682,7 @@ def _seatings(
                 )
         return [tuple(s) for s in exp.matchup]
     if exp.matchup in ("pairs", "versus") or (exp.matchup == "self" and exp.filler):
-        return _seed003_seatings(exp, n_players, where, pooled=pooled)
+        return _designed_seatings(exp, n_players, where, pooled=pooled)
     if exp.matchup == "self":
         return [tuple([a] * n_players) for a in exp.agents]
     if pooled:
@@ -690,12 +690,13 @@ def _seatings(
     return [tuple(p) for p in itertools.product(exp.agents, repeat=n_players)]
 
 
-def _seed003_seatings(
+def _designed_seatings(
     exp: ExperimentSpec, n_players: int, where: str, *, pooled: bool
 ) -> list[tuple[str, ...]]:
-    """The strategic personalities paper's designs. ``versus``: each agent in seat 1 against each opponent, which
-    fills every other seat (its code copies the strategy into all of them). ``pairs``:
-    every unordered pair of distinct agents once (C(n, 2)), the first listed in seat 1.
+    """Seatings by design. ``versus``: each agent in seat 1 against each opponent, which
+    fills every other seat (the strategic personalities study copies the strategy into
+    all of them). ``pairs``: every unordered pair of distinct agents once (C(n, 2)), the
+    first listed in seat 1.
     ``self`` with a filler: the agent in seats 1 and 2. Seats beyond the first two are
     the ``filler`` agent's (strategic personalities puts a random strategy there)."""
     if pooled:

@@ -24,6 +24,8 @@ from coop_tui.conditions import get_condition
 from coop_tui.decisions import DEFAULT_MAX_ANSWER_CHARS
 from coop_tui.engine import NOT_IN_CONTENT_KEY
 from coop_tui.hashing import stable_hash
+from coop_tui.protocols import DEFAULT_KEY, protocols, storage_key
+from coop_tui.protocols import names as protocol_names
 from coop_tui.terminal import name_problem
 
 # Environment variables litellm reads for each provider prefix; used only to give a
@@ -208,11 +210,11 @@ class ExperimentSpec(BaseModel):
         default="mixed",
         description='play answers: "mixed" (percentages per action) or "choice" (one action)',
     )
-    prompt_protocol: Literal["coop_tui", "seed003"] = Field(
-        default="coop_tui",
-        description='"coop_tui": one user message, the answer as a JSON object, numbers on '
-        'the move\'s grid; "seed003" (the strategic personalities paper\'s code): the rules as a system message, the '
-        "round as a user message, the answer in <answer> tags, decimals in numeric moves",
+    prompt_protocol: str = Field(
+        default=DEFAULT_KEY,
+        description="how prompts are sent and answers asked for, one paper's way: "
+        + "; ".join(f'"{p.name}": {p.summary}' for p in protocols())
+        + " (coop_tui.protocols; an older name is accepted and stored as before)",
     )
     style_message: Literal["system", "user"] = Field(
         default="system",
@@ -257,6 +259,19 @@ class ExperimentSpec(BaseModel):
             f'randomize_labels must be true / "decision" (A-labels shuffled per decision), '
             f'"trial" (the strategic personalities paper: letters per match, order per round) or false, not {v!r}'
         )
+
+    @field_validator("prompt_protocol", mode="before")
+    @classmethod
+    def _protocol_key(cls, v: Any) -> str:
+        """Any name of a protocol, stored as its key: the sweep's hash, its match keys and
+        its conditions stay what they were under the protocol's older name."""
+        if not isinstance(v, str):
+            raise ValueError(f"prompt_protocol is a protocol's name such as \"coop_tui\", not {v!r}")
+        try:
+            return storage_key(v)
+        except KeyError:
+            raise ValueError(f"unknown prompt_protocol {v!r}; use one of "
+                             + ", ".join(f'"{n}"' for n in protocol_names())) from None
 
     @field_validator("condition", mode="before")
     @classmethod
@@ -338,8 +353,8 @@ class Cell:
     """The experiment lists several mechanisms: the mechanism is part of the condition."""
     answer: str = "mixed"
     condition: str = "baseline"
-    prompt_protocol: str = "coop_tui"
-    """How prompts are sent and answers asked for (engine.DecisionPolicy.prompt_protocol)."""
+    prompt_protocol: str = DEFAULT_KEY
+    """The stored key of the protocol prompts follow (engine.DecisionPolicy.prompt_protocol)."""
     style_message: str = "system"
     """Where a cot / direct agent's reasoning instruction goes (engine.DecisionPolicy.style_message)."""
 
@@ -398,7 +413,7 @@ class Cell:
             data["a"] = self.answer
         if self.condition != "baseline":
             data["c"] = self.condition
-        if self.prompt_protocol != "coop_tui":
+        if self.prompt_protocol != DEFAULT_KEY:
             data["pp"] = self.prompt_protocol
         if self.style_message != "system":
             data["sm"] = self.style_message

@@ -48,6 +48,7 @@ from coop_tui.grounded.stages import experiment_stages, needs_inputs, resolve_pa
 from coop_tui.inputs import changed_input
 from coop_tui.mechanisms import mechanism_class
 from coop_tui.prompts import PromptRenderer, UnsafeTemplate
+from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, cell_game, estimate_decisions, public_spec
 from coop_tui.store import Store
@@ -550,7 +551,7 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["answer"] = cell.answer
     if cell.condition != "baseline":
         condition["condition"] = cell.condition
-    if cell.prompt_protocol != "coop_tui":  # other messages and answer form: never pooled
+    if cell.prompt_protocol != DEFAULT_KEY:  # other messages and answer form: never pooled
         condition["prompt_protocol"] = cell.prompt_protocol
     if cell.style_message != "system":  # the reasoning instruction in the user message
         condition["style_message"] = cell.style_message

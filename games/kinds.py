@@ -52,12 +52,12 @@ class NumberSpace:
     high: float
     step: float = 1
     decimals_allowed: bool = True
-    """False where the number names a thing (a node, a message, a state): prompt_protocol
-    "seed003" then keeps whole numbers."""
+    """False where the number names a thing (a node, a message, a state): a protocol that
+    accepts decimals in whole-number moves keeps whole numbers here."""
     example: float | None = None
     """The example answer the strategic personalities paper's code shows for this move
-    (``<answer>40</answer>`` for an ultimatum offer); the ``<answer>`` tag instructions
-    (prompt_protocol "seed003") repeat it. None: the code gives none."""
+    (``<answer>40</answer>`` for an ultimatum offer); a protocol that shows examples
+    (:meth:`PromptProtocol.number_options`) repeats it. None: the code gives none."""
 
     def options(self) -> dict[str, Any]:
         return {"name": self.name, "min": self.low, "max": self.high, "step": self.step}
@@ -227,11 +227,12 @@ class Turn:
         discrete move; the labels follow the run's labelling policy and the prompt lists
         what each label means. ``words`` (one per option, "accept" / "reject") are the
         answers the strategic personalities paper's code asks for in place of letters: under
-        prompt_protocol "seed003" they are the labels, in option order.
+        a protocol that answers options by their words (:meth:`PromptProtocol.option_words`)
+        they are the labels, in option order.
         """
         opts = tuple(options)
         view_game = options_game(self.ctx.n_seats, seat, opts)
-        as_words = bool(words) and self.ctx.seed003_prompts
+        as_words = bool(words) and self.ctx.protocol.option_words()
         if as_words:
             assert words is not None and len(words) == len(opts), "one answer word per option"
             labels, to_action = tuple(words), tuple(range(len(opts)))
@@ -263,15 +264,12 @@ class Turn:
 
     # ------------------------------------------------------------ internals
     def _number_options(self, space: NumberSpace) -> dict[str, Any]:
-        """The move's options; under prompt_protocol "seed003" a whole-number move also
-        takes decimals (``decimals``: any value within the bounds), as the strategic personalities paper's code read
-        every numeric answer as a float."""
-        options = {**space.options(), **self.ctx.answer_form("number")}
-        if self.ctx.seed003_prompts and space.step == 1 and space.decimals_allowed:
-            options["decimals"] = True
-        if self.ctx.seed003_prompts and space.example is not None:
-            options["example"] = space.example  # the code's example answer, shown in the tag form
-        return options
+        """The move's options, with what the protocol adds (``decimals``: any value
+        within the bounds of a whole-number move; ``example``: the answer shown)."""
+        return {**space.options(), **self.ctx.answer_form("number"),
+                **self.ctx.protocol.number_options(
+                    whole=space.step == 1, names_a_thing=not space.decimals_allowed,
+                    example=space.example)}
 
     def _extra(self, seat: int, phase: str, facts: dict[str, Any] | None) -> dict[str, Any]:
         """What a strategy in ``seat`` may read: the move's facts, past rounds' moves, the
@@ -303,7 +301,7 @@ class Turn:
         history = [r.summaries[seat] for r in self.past]
         return self.ctx.renderer.render(
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
-            called=self.game.called, goal="" if self.ctx.seed003_prompts else None,
+            called=self.game.called, goal=self.ctx.protocol.goal(),
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
             tell_total=self.tell_total,
             rules_end=self.ctx.rules_end,

@@ -1,0 +1,257 @@
+"""Transcripts of the strategic personalities protocol, one per game family of the paper's code.
+
+The paper's public code (FelipeMAffonso/strategic-personalities, ``environments/games/``)
+sorts its games into eight categories: cooperation, coordination, fairness, depth, trust,
+competition, negotiation and risk. Each category is one game family here: ``FAMILIES``
+lists the study's games by category, and every family has a transcript test that plays a
+real match over the loopback server into a real database and checks the stored messages
+against the information of the code (``environments/engine.py`` builds the rules as the
+system message and the round as the user message; the category files hold each game's
+rules text and its query with the example answer):
+
+- roles: the rules in the system message, the round and the question in the user message;
+- the game's name where our prompt gives one, and its role;
+- the answer format: ``<answer>`` tags, option letters or the code's words, the example;
+- the horizon: "round t of T" in the two-by-two games (the code states the rounds in their
+  rules), "round t" in the others (the code says only "It is round t");
+- the goal: none at baseline (the code states one only in its goal_* conditions).
+
+Families whose transcripts are pinned elsewhere are named in ``PINNED_ELSEWHERE``.
+Where our messages still carry less than the code (a game's name, an example number),
+a strict ``xfail`` names the difference: it fails once the prompt carries it, so the
+mark is removed then. Those prompts are left as they are here because changing them
+changes every stored prompt of the shipped study (docs/reproducing-strategic-personalities.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coop_tui.decisions import Decision
+from coop_tui.spec import build_sweep, load_sweep
+from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
+from coop_tui.testing.server import LoopbackServer, last_user_message
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FAMILIES: dict[str, set[str]] = {
+    "cooperation": {"pd_canonical", "pd_harsh", "pd_medium", "pd_mild", "diners_dilemma",
+                    "el_farol_bar", "pg_low_mpcr", "pg_med_mpcr", "pg_high_mpcr",
+                    "commons_dilemma"},
+    "coordination": {"bos_standard", "bos_transposed", "stag_hunt_standard", "stag_hunt_risky",
+                     "matching_pennies", "focal_point"},
+    "fairness": {"ultimatum", "dictator", "third_party_punishment"},
+    "depth": {"beauty_contest_23", "beauty_contest_12", "centipede_6", "centipede_10",
+              "eleven_twenty"},
+    "trust": {"trust_berg", "gift_exchange", "repeated_trust"},
+    "competition": {"auction_first_price", "auction_vickrey", "auction_all_pay",
+                    "colonel_blotto"},
+    "negotiation": {"nash_demand", "alternating_offers", "multi_issue"},
+    "risk": {"chicken_sp", "chicken_high_stakes", "signaling", "cheap_talk"},
+}
+"""The code's categories (``category`` of every game config), by our game keys."""
+
+PINNED_ELSEWHERE = {
+    "cooperation": "test_seed003_messages.py::test_matrix_game_states_no_goal_at_baseline_and_the_conditions_goal",
+    "fairness": "test_seed003_messages.py::test_accept_or_reject_is_asked_and_read_as_the_word",
+    "trust": "test_seed003_messages.py::test_numeric_moves_name_the_game_the_role_and_the_codes_example",
+    "depth": "test_seed003_messages.py::test_centipede_tells_the_codes_payoff_description_unless_exact_is_asked",
+}
+"""Families with a transcript test in another file (besides the ones below)."""
+
+GOAL_WORDS = re.compile(r"\bgoal\b|as many points|\baim\b", re.IGNORECASE)
+
+
+def scripted(body: dict[str, Any]) -> str:
+    """Answers in the form the message asks for: a word, an offered letter, or 4."""
+    text = last_user_message(body)
+    if "one word: accept or reject" in text:
+        return "<answer>accept</answer>"
+    offered = re.search(r"one option: Option (\w+)", text)
+    if offered:
+        return f"<answer>Option {offered.group(1)}</answer>"
+    return "<answer>4</answer>"
+
+
+@pytest.fixture
+def model() -> Any:
+    with LoopbackServer(latency=0.0, chunks=1, answer=scripted) as server:
+        yield server
+
+
+def seats(server: LoopbackServer, **others: Any) -> dict[str, Any]:
+    return {"m": {"model": "openai/loopback", "api_base": server.url, "api_key": "sk-test",
+                  "style": "plain"}, **others}
+
+
+MATRIX = {"mechanism": "repetition", "horizon": "known", "rounds_told": "two_by_two",
+          "rounds": 2, "answer": "choice", "randomize_labels": "trial"}
+"""The study's settings for a two-by-two game (design G), two rounds long."""
+MOVES = {"mechanism": "none", "rounds_told": "two_by_two", "answer": "choice"}
+"""The study's settings for a game played move by move."""
+
+
+async def transcript(tmp_path: Path, experiment: dict[str, Any],
+                     agents: dict[str, Any]) -> list[tuple[Decision, str, str]]:
+    """Play one experiment under the protocol, by its name; (decision, system, user) of
+    the model's stored decisions, each sent as exactly a system and a user message."""
+    data = {"name": "sp", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+            "agents": agents, "experiments": [
+                {"prompt_protocol": "strategic_personalities", **experiment}]}
+    store = Store(tmp_path / "sp.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    assert match["status"] == "done", match["error"]
+    out = []
+    for d in store.decisions(match["id"]):
+        if d.agent != "m":
+            continue
+        system, user = d.prompt
+        assert (system["role"], user["role"]) == ("system", "user")
+        assert d.valid and d.attempts == 1 and d.normalisation == "from the <answer> tag"
+        out.append((d, system["content"], user["content"]))
+    return out
+
+
+def no_goal(system: str, user: str) -> None:
+    assert not GOAL_WORDS.search(system + user), "the code's baseline states no goal"
+
+
+def rules_then_round(system: str, user: str) -> None:
+    """The code's split: the rules (and the payoffs) only in the system message; the
+    round and the answer request only in the user message."""
+    assert "This is round" not in system and "<answer>" not in system
+    assert "This is round" in user and "Wrap your final answer in <answer> tags" in user
+
+
+# ------------------------------------------------------------ the families
+
+
+def test_every_game_of_the_study_is_in_one_family() -> None:
+    games = {c.game for c in load_sweep(ROOT / "data/studies/strategic-personalities.toml",
+                                        check_keys=False).cells}
+    listed = [g for family in FAMILIES.values() for g in family]
+    assert len(listed) == len(set(listed)) and set(listed) == games
+
+
+def test_every_family_has_a_transcript_test() -> None:
+    here = {node.name for node in ast.parse(Path(__file__).read_text()).body
+            if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef)}
+    for family in FAMILIES:
+        own = [n for n in here if n.startswith(f"test_{family}_")]
+        where = PINNED_ELSEWHERE.get(family)
+        assert own or where, f"no transcript test for the {family} family"
+        if where:
+            file, name = where.split("::")
+            tree = ast.parse((ROOT / "tests" / file).read_text())
+            assert name in {n.name for n in tree.body if hasattr(n, "name")}, where
+
+
+async def test_cooperation_public_goods_is_a_number_in_tags_with_round_only(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    moves = await transcript(tmp_path, {**MOVES, "game": "pg_med_mpcr",
+                                        "game_params": {"rounds": 1},
+                                        "matchup": [["m", "m", "m", "m"]]}, seats(model))
+    assert len(moves) == 4  # every seat a model, each asked once
+    for d, system, user in moves:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        assert "3 other players" in system and "10" in system and "0.5" in system
+        assert "This is round 1." in user and "round 1 of" not in user
+        assert "decimals allowed" in user and d.parsed == 4
+
+
+async def test_coordination_battle_of_the_sexes_states_the_rounds_and_asks_a_letter(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    rounds = await transcript(tmp_path, {**MATRIX, "game": "bos_standard",
+                                         "matchup": [["m", "tft"]]},
+                              seats(model, tft={"strategy": "tit_for_tat_sp"}))
+    assert [d.round for d, _, _ in rounds] == [1, 2]
+    letters = set()
+    for d, system, user in rounds:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        assert "Payoff description" in system and "10 points" in system and "7 points" in system
+        assert f"This is round {d.round} of 2." in user  # the code states the rounds
+        offered = re.findall(r"Option (\w)\b", user.split("What to answer")[1])
+        assert re.search(r"for example: <answer>Option \w</answer>", user)
+        letters |= set(offered)
+    assert len(letters) == 2  # one pair of letters for the whole match, as the code draws
+    assert "Round 1" in rounds[1][2] or "round 1" in rounds[1][2].lower()  # the history
+
+
+async def test_depth_beauty_contest_shows_the_codes_example(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    [(d, system, user), _] = await transcript(tmp_path, {
+        **MOVES, "game": "beauty_contest_23", "game_params": {"rounds": 1},
+        "matchup": [["m", "m"]]}, seats(model))
+    rules_then_round(system, user)
+    no_goal(system, user)
+    assert "2/3 of the average" in system
+    assert "for example: <answer>33</answer>" in user and "This is round 1." in user
+
+
+async def test_competition_auction_tells_the_private_value_and_asks_a_bid(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    [(d, system, user), _] = await transcript(tmp_path, {
+        **MOVES, "game": "auction_first_price", "game_params": {"rounds": 1},
+        "matchup": [["m", "m"]]}, seats(model))
+    rules_then_round(system, user)
+    no_goal(system, user)
+    assert "pays its own bid" in system and "private value" in system
+    assert re.search(r"Your private value for the item this round is \d+", user)
+    assert "decimals allowed" in user and d.parsed == 4
+
+
+async def test_negotiation_nash_demand_asks_a_demand_in_tags(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    [(d, system, user), _] = await transcript(tmp_path, {
+        **MOVES, "game": "nash_demand", "game_params": {"rounds": 1},
+        "matchup": [["m", "m"]]}, seats(model))
+    rules_then_round(system, user)
+    no_goal(system, user)
+    assert "100 points" in system and "both get 0" in system
+    assert "This is round 1." in user and d.parsed == 4
+
+
+async def test_risk_chicken_states_the_rounds_and_asks_a_letter(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    rounds = await transcript(tmp_path, {**MATRIX, "game": "chicken_sp",
+                                         "matchup": [["m", "tft"]]},
+                              seats(model, tft={"strategy": "tit_for_tat_sp"}))
+    for d, system, user in rounds:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        assert "-10 points" in system  # the crash
+        assert f"This is round {d.round} of 2." in user
+        assert re.search(r"for example: <answer>Option \w</answer>", user)
+
+
+# ------------------------------------------------------------ what the code says and we do not
+
+CODE_ONLY = [
+    pytest.param("nash_demand", "the Nash Demand Game", "<answer>50</answer>",
+                 id="nash_demand-name-and-example"),
+    pytest.param("pg_med_mpcr", "the Public Goods Game", "<answer>5</answer>",
+                 id="public_goods-name-and-example"),
+    pytest.param("auction_first_price", "first-price sealed-bid auction", "<answer>42</answer>",
+                 id="first_price-example"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="our prompt does not yet carry the code's game name "
+                   "and example answer; pinned so the difference stays visible")
+@pytest.mark.parametrize(("game", "name", "example"), CODE_ONLY)
+async def test_the_codes_name_and_example_reach_the_prompt(
+        tmp_path: Path, model: LoopbackServer, game: str, name: str, example: str) -> None:
+    players = 4 if game.startswith("pg_") else 2
+    [(_, system, user), *_] = await transcript(tmp_path, {
+        **MOVES, "game": game, "game_params": {"rounds": 1},
+        "matchup": [["m"] * players]}, seats(model))
+    assert name in system and example in user
