@@ -461,3 +461,21 @@ def test_a_staged_llm_sweep_in_three_slices_merges_into_the_same_run(tmp_path: P
     missing = rows(merged, "select count(*) from decisions d where d.agent in ('a', 'b') and"
                            " not exists (select 1 from texts t where t.hash = d.prompt_hash)")
     assert missing == [(0,)]
+
+
+@pytest.mark.slow
+def test_slices_sharing_one_database_resume_their_own_runs_and_merge_as_one(
+        tmp_path: Path) -> None:
+    sweep_file = write(tmp_path / "s.toml", STRATEGIES.format(name="shared", rounds=3))
+    db = tmp_path / "both.sqlite"
+    ok("--batch", str(sweep_file), "--db", str(db), "--shard", "1/2")
+    ok("--batch", str(sweep_file), "--db", str(db), "--shard", "2/2")
+    runs = dict(rows(db, "select shard, id from runs"))
+    for shard in ("1/2", "2/2"):
+        out = ok("--batch", str(sweep_file), "--db", str(db), "--shard", shard, "--resume").stdout
+        assert f"resuming run {runs[shard]}" in out, out
+    merged = tmp_path / "m.sqlite"
+    ok("merge", str(db), "--db", str(merged))
+    whole = tmp_path / "w.sqlite"
+    ok("--batch", str(sweep_file), "--db", str(whole))
+    assert_same_run(whole, merged)
