@@ -234,11 +234,15 @@ def map_matches(conn: sqlite3.Connection, run: SourceRun, target: str) -> None:
     )
 
 
-def drop_replaced(conn: sqlite3.Connection) -> None:
-    """Remove the target's unfinished copies of matches about to be copied finished."""
+def drop_replaced(conn: sqlite3.Connection, target: str) -> None:
+    """Remove the target's unfinished copies of matches about to be copied finished.
+
+    The run's summaries go with them: until :func:`fold_in_plan_order` builds them again
+    the report adds every match up from its own rows, so it is never wrong in between."""
     replaced = [r[0] for r in conn.execute("select new_id from temp.merge_map where replaces")]
+    if replaced:
+        summaries.delete_run(conn, target)
     for match_id in replaced:
-        summaries.unfold(conn, match_id)
         for table in ("decisions", *MATCH_TABLES, "failures"):
             conn.execute(f"delete from main.{table} where match_id = ?", [match_id])
         conn.execute("delete from main.matches where id = ?", [match_id])
@@ -340,7 +344,7 @@ def merge_source(store: Store, source: Source) -> list[MergeResult]:
             for run in source.runs:
                 target, _new = target_run(conn, run)
                 map_matches(conn, run, target)
-                drop_replaced(conn)
+                drop_replaced(conn, target)
                 matches, decisions = copy_run(conn, run, target)
                 conn.execute(
                     "insert or replace into main.run_merges (run_id, source_run_id, source_db,"

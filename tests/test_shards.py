@@ -479,3 +479,34 @@ def test_slices_sharing_one_database_resume_their_own_runs_and_merge_as_one(
     whole = tmp_path / "w.sqlite"
     ok("--batch", str(sweep_file), "--db", str(whole))
     assert_same_run(whole, merged)
+
+
+@pytest.mark.slow
+def test_an_unfinished_match_merged_earlier_is_replaced_by_its_finished_copy(
+        tmp_path: Path) -> None:
+    sweep_file = write(tmp_path / "s.toml", STRATEGIES.format(name="replace", rounds=4))
+    slices = []
+    for k in (1, 2):
+        db = tmp_path / f"r{k}.sqlite"
+        ok("--batch", str(sweep_file), "--db", str(db), "--shard", f"{k}/2")
+        slices.append(db)
+    # slice 1 as a process stopped in the middle of a match would have left it
+    early = tmp_path / "early.sqlite"
+    early.write_bytes(slices[0].read_bytes())
+    conn = sqlite3.connect(early)
+    (match_id,) = conn.execute("select id from matches where mechanism = 'repetition'"
+                               " order by rowid desc limit 1").fetchone()
+    conn.execute("delete from decisions where match_id = ? and round > 1", [match_id])
+    conn.execute("delete from rounds where match_id = ? and round > 1", [match_id])
+    conn.execute("delete from match_totals where match_id = ?", [match_id])
+    conn.execute("update matches set status = 'stopped', payoffs = null where id = ?", [match_id])
+    conn.execute("update runs set status = 'stopped'")
+    conn.commit()
+    conn.close()
+    merged = tmp_path / "m.sqlite"
+    out = ok("merge", str(early), str(slices[1]), "--db", str(merged)).stdout
+    assert "stopped" in out
+    ok("merge", str(slices[0]), "--db", str(merged))
+    whole = tmp_path / "w.sqlite"
+    ok("--batch", str(sweep_file), "--db", str(whole))
+    assert_same_run(whole, merged)
