@@ -434,17 +434,29 @@ def merge(paths: list[Path], out: Path) -> MergePlan:
     sources = [read_source(path) for path in paths]
     check_compatible(sources, existing_runs(out), out)
     plan = MergePlan(sources)
+    created = not out.exists()
     store = open_store(out)
     try:
         conn = store.db.conn
+        # a colleague's database is untrusted: its schema may call no function of ours
+        conn.execute("pragma trusted_schema = off")
         conn.create_function("coop_match_id", 2, match_id_for, deterministic=True)
         conn.create_function("coop_rekey", 6, _rekey_decision, deterministic=True)
-        for source in sources:
-            plan.results.extend(merge_source(store, source))
+        for n, source in enumerate(sources):
+            try:
+                plan.results.extend(merge_source(store, source))
+            except sqlite3.Error as exc:  # a source whose tables are not what they claim
+                raise SpecError(str(source.path), f"could not be merged ({exc}); nothing of it "
+                                f"was written ({n} source(s) before it were merged)") from None
         grown = [r.target for r in plan.results if r.matches]
         settle_order(store, list(dict.fromkeys(grown)))
-    finally:
+    except BaseException:
         store.close()
+        if created and not plan.results:  # a database this merge made and filled with nothing
+            for leftover in (out, Path(f"{out}-wal"), Path(f"{out}-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()
     return plan
 
 

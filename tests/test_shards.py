@@ -342,10 +342,18 @@ def test_merge_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     conn.close()
     text = tmp_path / "notes.sqlite"
     text.write_text("not a database at all, just words " * 100)
+    broken = tmp_path / "broken.sqlite"  # claims today's schema, lacks a column of it
+    broken.write_bytes(good.read_bytes())
+    conn = sqlite3.connect(broken)
+    conn.execute("drop index if exists idx_seats_payoff")
+    conn.execute("alter table seats drop column payoff")
+    conn.commit()
+    conn.close()
     out = tmp_path / "out.sqlite"
     for bad, says in ((newer, "newer coop-tui"), (text, "not a"),
-                      (tmp_path / "missing.sqlite", "does not exist")):
-        done = cli("merge", str(good), str(bad), "--db", str(out))
+                      (tmp_path / "missing.sqlite", "does not exist"),
+                      (broken, "could not be merged")):
+        done = cli("merge", str(bad), str(good), "--db", str(out))
         assert done.returncode == 2, done.stderr
         assert str(bad) in done.stderr and says in done.stderr, done.stderr
         assert not out.exists()
