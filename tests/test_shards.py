@@ -518,3 +518,28 @@ def test_an_unfinished_match_merged_earlier_is_replaced_by_its_finished_copy(
     whole = tmp_path / "w.sqlite"
     ok("--batch", str(sweep_file), "--db", str(whole))
     assert_same_run(whole, merged)
+
+
+@pytest.mark.slow
+def test_two_slices_merged_in_process_equal_one_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In one process (under a debugger, say), and the summary tables themselves."""
+    sweep_file = write(tmp_path / "s.toml", STRATEGIES.format(name="quick", rounds=3))
+    whole, merged = tmp_path / "w.sqlite", tmp_path / "m.sqlite"
+    assert main(["--batch", str(sweep_file), "--db", str(whole)]) == 0
+    slices = [str(tmp_path / f"q{k}.sqlite") for k in (1, 2)]
+    for k, db in enumerate(slices, start=1):
+        assert main(["--batch", str(sweep_file), "--db", db, "--shard", f"{k}/2"]) == 0
+    assert main(["merge", *slices, "--db", str(merged)]) == 0
+    assert main(["merge", *slices, "--db", str(merged)]) == 0
+    capsys.readouterr()
+    a, b = only_run(whole), only_run(merged)
+    assert matches_of(merged, b) == matches_of(whole, a)
+    assert decisions_of(merged, b) == decisions_of(whole, a)
+    assert side_rows(merged, b) == side_rows(whole, a)
+    # the summaries the report reads, folded as the store folds them, in the same order
+    for table in ("coop_rounds", "action_counts", "conditional_counts"):
+        cols = "experiment, condition_key, agent, n" + (", coop_sum, coop_sq" if table ==
+                                                        "coop_rounds" else "")
+        assert rows(merged, f"select {cols} from {table} order by 1, 2, 3, 4") == \
+            rows(whole, f"select {cols} from {table} order by 1, 2, 3, 4")
