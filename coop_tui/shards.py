@@ -89,10 +89,13 @@ def unit_key(cell: Cell, slot: int, staged: frozenset[int]) -> str | None:
     return None
 
 
-def slice_plan(sweep: Sweep, shard: Shard) -> Iterator[tuple[Cell, int]]:
+def slice_plan(sweep: Sweep, shard: Shard, staged: frozenset[int] | None = None,
+               ) -> Iterator[tuple[Cell, int]]:
     """The matches of ``shard``, in plan order: the same on every call and every machine
-    (it depends on the sweep file alone)."""
-    staged = staged_experiments(sweep)
+    (it depends on the sweep file alone). ``staged``: :func:`staged_experiments`, when
+    already known."""
+    if staged is None:
+        staged = staged_experiments(sweep)
     owner_of: dict[str, int] = {}  # shared units seen so far: pipelines and tournaments
     units = 0
     mine = shard.index - 1
@@ -114,8 +117,9 @@ def apply_shard(sweep: Sweep, shard: Shard | None) -> Sweep:
     (the slices of one sweep file merge)."""
     if shard is None:
         return sweep
+    staged = staged_experiments(sweep)  # once: it reads the benchmarks' item files
     sweep.shard = str(shard)
-    sweep.plan = lambda s: slice_plan(s, shard)
+    sweep.plan = lambda s: slice_plan(s, shard, staged)
     return sweep
 
 
