@@ -24,6 +24,7 @@ Judge runs (``coop-tui judge``) are not merged: judge the merged run instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coop_tui import summaries
+from coop_tui.analysis.coopeval_tables import rate_run
+from coop_tui.analysis.sections import store_sections
 from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.errors import SpecError, database_message
 from coop_tui.hashing import stable_hash
@@ -108,6 +111,8 @@ def read_source(path: Path, *, target: bool = False) -> Source:
         raise SpecError(where, database_message(exc, path)) from None
     try:
         done = applied_migrations(conn)
+        if done is None and target:
+            return Source(path, [])  # an empty file: the store makes it a database
         if done is None:
             raise SpecError(where, "is not a coop-tui database (it has no schema history); give "
                                    "a database a --batch run wrote")
@@ -420,12 +425,18 @@ def fold_in_plan_order(conn: sqlite3.Connection, target: str) -> None:
 
 def settle_order(store: Store, targets: list[str]) -> None:
     """After the copies: each merged run that gained matches in plan order, its summaries
-    folded again (one transaction per run)."""
+    folded again (one transaction per run); then, as ``--batch`` does when a run ends,
+    its deviation ratings solved and its slow report sections stored, so ``report``
+    reads them."""
     conn = store.db.conn
     for target in targets:
         with store.transaction():
             in_plan_order(conn, target)
             fold_in_plan_order(conn, target)
+        with contextlib.suppress(sqlite3.Error):
+            rate_run(store, target)
+        with contextlib.suppress(sqlite3.Error):
+            store_sections(store, target)
 
 
 def merge(paths: list[Path], out: Path) -> MergePlan:
