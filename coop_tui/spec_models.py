@@ -488,11 +488,12 @@ class Sweep:
         return counts
 
     def tournaments_played(self) -> set[str] | None:
-        """The tournament keys of the matches this process plays; None: every one (no
-        slice). A slice holds a tournament whole, shared designs included."""
+        """The keys of the design-sharing tournaments this process plays; None: every one
+        (no slice). A slice holds such a tournament whole, its designs included."""
         if self.plan is None:
             return None
-        return {cell.tournament_key(slot) for cell, slot in self.plan(self)}
+        return {cell.tournament_key(slot) for cell, slot in self.plan(self)
+                if cell.mechanism_params.get("design_scope") == "tournament"}
 
 
 def public_spec(spec: SweepSpec) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import pytest
 
 from coop_tui.cli import main
 from coop_tui.shards import Shard, apply_shard, parse_shard, slice_plan, staged_experiments
-from coop_tui.spec import SpecError, build_sweep, load_sweep
+from coop_tui.spec import SpecError, build_sweep, estimate_decisions, load_sweep
 from coop_tui.testing.server import LoopbackServer
 
 STRATEGIES = """
@@ -188,20 +188,31 @@ def test_slices_are_disjoint_cover_the_plan_and_differ_by_at_most_one(tmp_path: 
     assert again == slices[1]
 
 
-def test_a_shared_design_tournament_stays_in_one_slice() -> None:
-    sweep = build_sweep({
-        "name": "designs", "seed": 1, "samples": 2, "replicates": 3,
-        "agents": {"tft": {"strategy": "tit_for_tat"}, "alld": {"strategy": "always_defect"},
-                   "coop": {"strategy": "always_cooperate"}},
-        "experiments": [{"game": "prisoners", "mechanism": "mediation", "matchup": "cross",
-                         "agents": ["tft", "alld", "coop"]}],
-    })
+DESIGNS = {
+    "name": "designs", "seed": 1, "samples": 2, "replicates": 3,
+    "agents": {"tft": {"strategy": "tit_for_tat"}, "alld": {"strategy": "always_defect"},
+               "coop": {"strategy": "always_cooperate"}},
+    "experiments": [{"game": "prisoners", "mechanism": "mediation", "matchup": "cross",
+                     "agents": ["tft", "alld", "coop"]},
+                    {"game": "prisoners", "mechanism": "none", "matchup": "self",
+                     "agents": ["tft", "alld"]}],
+}
+
+
+def test_a_shared_design_tournament_stays_in_one_slice_and_its_designs_count_there() -> None:
+    sweep = build_sweep(json.loads(json.dumps(DESIGNS)))
     owner: dict[str, int] = {}
     for k in (1, 2, 3, 4):
         for cell, slot in slice_plan(sweep, Shard(k, 4)):
-            assert cell.mechanism_params.get("design_scope") == "tournament"
-            assert owner.setdefault(cell.tournament_key(slot), k) == k
+            if cell.mechanism == "mediation":
+                assert cell.mechanism_params.get("design_scope") == "tournament"
+                assert owner.setdefault(cell.tournament_key(slot), k) == k
     assert len(owner) == 3  # one per replicate, dealt to three slices
+    # the estimate of each slice counts the designs of its own tournaments, once
+    whole = estimate_decisions(build_sweep(json.loads(json.dumps(DESIGNS))))
+    parts = [estimate_decisions(apply_shard(build_sweep(json.loads(json.dumps(DESIGNS))),
+                                            Shard(k, 4))) for k in (1, 2, 3, 4)]
+    assert sum(parts) == whole and all(parts)
 
 
 @pytest.mark.parametrize(("value", "says"), [
