@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from coop_tui import summaries
 from coop_tui.cli import main
 from coop_tui.shards import Shard, apply_shard, parse_shard, slice_plan, staged_experiments
 from coop_tui.spec import SpecError, build_sweep, estimate_decisions, load_sweep
@@ -464,15 +465,32 @@ def test_a_staged_llm_sweep_in_three_slices_merges_into_the_same_run(tmp_path: P
             ok("--batch", str(sweep_file), "--db", str(db), "--shard", f"{k}/3")
             slices.append(db)
         asked = sum(1 for r in srv.requests if r.path.endswith("/chat/completions"))
-    assert asked == 2 * asked_once  # the slices asked what one process asked, once each
-    # the whole pipeline (administration, judgements, play) went to one slice
-    staged = [db for db in slices if rows(db, "select count(*) from matches where mechanism"
-                                              " in ('benchmark', 'score')")[0][0]]
-    assert len(staged) == 1
-    assert rows(staged[0], "select count(*) from matches where mechanism = 'similarity'"
-                           " and status = 'done'")[0][0] == 8
-    merged = tmp_path / "merged.sqlite"
-    ok("merge", *map(str, slices), "--db", str(merged))
+        assert asked == 2 * asked_once  # the slices asked what one process asked, once each
+        # the whole pipeline (administration, judgements, play) went to one slice
+        staged = [db for db in slices if rows(db, "select count(*) from matches where mechanism"
+                                                  " in ('benchmark', 'score')")[0][0]]
+        assert len(staged) == 1
+        assert rows(staged[0], "select count(*) from matches where mechanism = 'similarity'"
+                               " and status = 'done'")[0][0] == 8
+        merged = tmp_path / "merged.sqlite"
+        ok("merge", *map(str, slices), "--db", str(merged))
+        assert_same_run(whole, merged, exact=False)
+        # the merged run resumes like one played here: a match stopped half way replays
+        # from its stored decisions (found by their cache keys, derived again), asking nothing
+        (match,) = rows(merged, "select id from matches where mechanism = 'repetition'"
+                                " order by rowid limit 1")
+        conn = sqlite3.connect(merged)
+        summaries.unfold(conn, match[0])  # as the store takes a match out that plays again
+        conn.execute("update matches set status = 'stopped' where id = ?", match)
+        conn.execute("delete from rounds where match_id = ?", match)
+        conn.commit()
+        conn.close()
+        before = rows(merged, "select count(*) from decisions")
+        resumed = ok("--batch", str(sweep_file), "--db", str(merged), "--resume").stdout
+        assert "resuming run" in resumed
+        assert sum(1 for r in srv.requests if r.path.endswith("/chat/completions")) == asked
+    assert rows(merged, "select count(*) from decisions") == before
+    assert rows(merged, "select count(*) from decisions where reused = 1") == [(0,)]
     assert_same_run(whole, merged, exact=False)
     # prompts are stored once each, and every model decision has its prompt
     assert rows(merged, "select count(*) from texts") == \
