@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", type=int, metavar="N", help="with --batch: at most N requests at once")
     parser.add_argument("--yes", "-y", action="store_true", help="with --batch: skip the cost confirmation")
     parser.add_argument("--dry-run", action="store_true", help="with --batch: validate and estimate, run nothing")
+    parser.add_argument("--shard", metavar="K/N", help="with --batch: play only the K-th of N disjoint "
+                        "slices of the sweep (a cluster array job: one database per slice, "
+                        "joined by `coop-tui merge`)")
     parser.add_argument("--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -156,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "the URL to open; a token given here shows in the process list)")
     _db_arg(srv)
 
+    mrg = sub.add_parser("merge", help="merge the databases of a sweep's slices (--shard K/N) "
+                         "into one run per sweep")
+    mrg.add_argument("sources", nargs="+", metavar="DB",
+                     help="databases the slices were played into; runs of the same sweep file "
+                     "become one run, runs of other sweeps stay runs of their own")
+    _db_arg(mrg)
+
     lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
                          "sweep and study files")
     lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs", "studies"])
@@ -237,16 +247,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.concurrency is not None and args.concurrency < 1:
         return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
+    if args.shard is not None and not args.batch:
+        return fail("--shard: slices a sweep; give the sweep with --batch FILE")
     if args.batch:
         from coop_tui.runner import run_batch
+        from coop_tui.shards import parse_shard
         from coop_tui.shipped import resolve_sweep_file
+
+        shard = parse_shard(args.shard) if args.shard is not None else None
 
         sweep_file, shipped = resolve_sweep_file(args.batch)
         if shipped:
             print(f"{args.batch}: the shipped file {sweep_file}", file=sys.stderr)
         return run_batch(
             sweep_file, _db_path(args), resume=args.resume,
-            concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run,
+            concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run, shard=shard,
         )
     if args.command == "report":
         from coop_tui.report import report_command
@@ -306,6 +321,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.serve import serve_command
 
         return serve_command(_db_path(args), host=args.host, port=args.port, token=args.token)
+    if args.command == "merge":
+        from coop_tui.merge import merge_command
+
+        return merge_command([Path(p).expanduser() for p in args.sources], _db_path(args))
     if args.command == "list":
         from coop_tui.listing import list_command
 

@@ -558,3 +558,22 @@ def m190_answers_parsed_or_invalid(db: sqlite_utils.Database) -> None:
         summaries.delete_run(db.conn, run_id)
         summaries.fold_pending(db.conn, run_id)
         db.execute("delete from section_results where run_id = ?", [run_id])
+
+
+@migration
+def m200_run_shards(db: sqlite_utils.Database) -> None:
+    # A sweep can be split over processes (`--shard K/N`, one database each) and the
+    # slices merged afterwards (`coop-tui merge`). A run records its slice ("K/N"; NULL:
+    # the whole sweep), and a merged run what it was made of (run_merges), so it is
+    # called done once every slice is in.
+    if "shard" not in db["runs"].columns_dict:
+        db["runs"].add_column("shard", str)
+    # A match's place in its sweep's plan: a merge puts the slices' matches back in the
+    # order one process plays them, so the report's sums add up in the same order.
+    if "plan_index" not in db["matches"].columns_dict:
+        db["matches"].add_column("plan_index", int)
+    db.execute(
+        "create table if not exists run_merges (run_id text not null, source_run_id text not null,"
+        " source_db text, shard text, status text, matches integer, merged_at real,"
+        " primary key (run_id, source_run_id))"
+    )

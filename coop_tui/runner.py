@@ -53,6 +53,7 @@ from coop_tui.events import (
 from coop_tui.mechanisms._designs import shared_design_count, shared_designs_by_agent
 from coop_tui.prompt_size import check_prompt_sizes, measure_sync
 from coop_tui.redact import scrub
+from coop_tui.shards import Shard, apply_shard
 from coop_tui.spec import SpecError, Sweep, api_keys, decisions_per_match, load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import check_resumable, reasks, run_sweep
@@ -70,15 +71,16 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
     the match; output tokens are the agent's ``max_tokens`` (else 800), an upper bound.
     """
     per_match = decisions_per_match(sweep)
-
-    total = sum(n * c.slots for n, c in zip(per_match, sweep.cells, strict=True))
-    total += shared_design_count(sweep.cells)  # a tournament's designs, asked once
+    slots = sweep.slots_by_cell()  # a slice (--shard) plays only some of each cell
+    played = sweep.tournaments_played()
+    total = sum(n * k for n, k in zip(per_match, slots, strict=True))
+    total += shared_design_count(sweep.cells, played)  # a tournament's designs, asked once
     agents = sweep.spec.agents
     calls: dict[str, float] = {}
     tokens_in: dict[str, float] = {}
     unmeasured: dict[str, float] = {}
     for i, (n, cell) in enumerate(zip(per_match, sweep.cells, strict=True)):
-        per_seat = n * cell.slots / max(len(cell.seats), 1)
+        per_seat = n * slots[i] / max(len(cell.seats), 1)
         for seat, name in enumerate(cell.seats):
             if agents[name].kind not in ("llm", "local"):
                 continue
@@ -88,7 +90,7 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
                 tokens_in[name] = tokens_in.get(name, 0.0) + per_seat * seen[seat]
             else:
                 unmeasured[name] = unmeasured.get(name, 0.0) + per_seat
-    for name, designs in shared_designs_by_agent(sweep.cells).items():
+    for name, designs in shared_designs_by_agent(sweep.cells, played).items():
         if agents[name].kind in ("llm", "local"):  # asked once per tournament, not per match
             calls[name] = calls.get(name, 0.0) + designs
             unmeasured[name] = unmeasured.get(name, 0.0) + designs  # sized by the agent's mean prompt
@@ -167,11 +169,14 @@ class ProgressView:
         self.eta.row = self.overall
         self.tasks: dict[int, TaskID] = {}
         self.stats: dict[Any, dict[str, float]] = {}
+        per_experiment: dict[int, int] = {}
+        for cell, slots in zip(sweep.cells, sweep.slots_by_cell(), strict=True):
+            per_experiment[cell.experiment] = per_experiment.get(cell.experiment, 0) + slots
         for cell in sweep.cells:
-            if cell.experiment not in self.tasks:
+            total = per_experiment[cell.experiment]
+            if cell.experiment not in self.tasks and total:  # a slice may play none of it
                 exp = sweep.spec.experiments[cell.experiment]
                 label = terminal_text(exp.name) or f"#{cell.experiment} {cell.game} / {cell.mechanism}"
-                total = sum(c.slots for c in sweep.cells if c.experiment == cell.experiment)
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
 
@@ -279,20 +284,23 @@ def run_batch(
     assume_yes: bool = False,
     dry_run: bool = False,
     console: Console | None = None,
+    shard: Shard | None = None,
 ) -> int:
+    """Validate, estimate and play a sweep file (or its slice ``shard``) into ``db_path``."""
     console = console or Console(stderr=False)
     # SpecError -> exit 2 before anything is written; a dry run sends nothing, so it needs
     # no API key: it lists the keys a real run will need instead
-    sweep = load_sweep(path, check_keys=not dry_run)
+    sweep = apply_shard(load_sweep(path, check_keys=not dry_run), shard)
     sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
     check_prompt_sizes(sweep, sizes)
     est = estimate(sweep, sizes)
     price = f"~${est['cost_usd']:.4f}" if not est["unknown_price"] else (
         f"~${est['cost_usd']:.4f} + unknown price for {', '.join(est['unknown_price'])}"
     )
+    slice_words = f" (slice {sweep.shard} of the sweep)" if sweep.shard else ""
     console.print(
-        f"[bold]{terminal_text(sweep.name)}[/]: {est['matches']} matches, ~{est['decisions']} decisions, "
-        f"~{est['model_calls']} model calls, estimated cost {price}"
+        f"[bold]{terminal_text(sweep.name)}[/]{slice_words}: {est['matches']} matches, "
+        f"~{est['decisions']} decisions, ~{est['model_calls']} model calls, estimated cost {price}"
     )
     if est["model_calls"] and est["prompts_measured"]:
         console.print(
@@ -338,9 +346,11 @@ def run_batch(
     note_run.accepts_direct_decisions = True  # type: ignore[attr-defined]
     bus.subscribe(note_run)
     if resume:
-        prev = store.latest_run(name=sweep.name)
+        prev = store.latest_sweep_run(sweep.name, sweep.shard)
         if prev is None:
-            console.print(f"[yellow]no earlier run named {terminal_text(repr(sweep.name))}: starting a new one")
+            of_slice = f" for slice {sweep.shard}" if sweep.shard else ""
+            console.print(f"[yellow]no earlier run named {terminal_text(repr(sweep.name))}{of_slice}: "
+                          "starting a new one")
         else:
             check_resumable(prev, sweep)
             seen_run.append(prev["id"])
@@ -350,7 +360,8 @@ def run_batch(
                           "matches already done")
             view.skip(skipped)
     resume_hint = "continue with: " + shlex.join(
-        ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"])
+        ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"]
+        + (["--shard", sweep.shard] if sweep.shard else []))
     try:
         with view.progress:
             summary, stopped_by = run_stoppable(

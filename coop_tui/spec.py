@@ -267,8 +267,9 @@ def estimate_decisions(sweep: Sweep) -> int:
     """Decisions the sweep makes, by the mechanisms' own estimates (every replicate; a
     tournament's shared designs counted once)."""
     per_match = decisions_per_match(sweep)
-    return sum(n * cell.slots for n, cell in zip(per_match, sweep.cells, strict=True)) + shared_design_count(
-        sweep.cells
+    slots = sweep.slots_by_cell()  # a slice (--shard) plays only some
+    return sum(n * k for n, k in zip(per_match, slots, strict=True)) + shared_design_count(
+        sweep.cells, sweep.tournaments_played()
     )
 
 

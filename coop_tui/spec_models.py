@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -453,15 +453,62 @@ class Sweep:
                 agent.pop(key, None)
         return stable_hash(data)[:16]
 
-    def matches(self) -> Iterator[tuple[Cell, int]]:
-        """Every (cell, slot) of the grid; a slot numbers replicate x sample."""
+    shard: str | None = None
+    """``"K/N"`` when this process plays one slice of the grid (``--shard``); None: all of it."""
+    plan: Callable[[Sweep], Iterator[tuple[Cell, int]]] | None = None
+    """The slice's matches, drawn from :meth:`whole_plan` (see :mod:`coop_tui.shards`)."""
+    _slice_total: int | None = field(default=None, repr=False)
+    _offsets: dict[int, int] | None = field(default=None, repr=False)
+
+    def plan_index(self, cell: Cell, slot: int) -> int | None:
+        """The match's place in the whole plan (0-based), whichever slice plays it; None
+        for a cell that is not one of this sweep's (a probe's stand-in)."""
+        if self._offsets is None:
+            self._offsets, start = {}, 0
+            for c in self.cells:
+                self._offsets[id(c)] = start
+                start += c.slots
+        offset = self._offsets.get(id(cell))
+        return None if offset is None else offset + slot
+
+    def whole_plan(self) -> Iterator[tuple[Cell, int]]:
+        """Every (cell, slot) of the grid in plan order; a slot numbers replicate x sample."""
         for cell in self.cells:
             for slot in range(cell.slots):
                 yield cell, slot
 
+    def matches(self) -> Iterator[tuple[Cell, int]]:
+        """The matches this process plays: the whole grid, or its shard's slice of it."""
+        if self.plan is None:
+            return self.whole_plan()
+        return self.plan(self)
+
     @property
     def total_matches(self) -> int:
-        return sum(c.slots for c in self.cells)
+        if self.plan is None:
+            return sum(c.slots for c in self.cells)
+        if self._slice_total is None:  # counted once: a slice is a walk over the plan
+            self._slice_total = sum(1 for _ in self.plan(self))
+        return self._slice_total
+
+    def slots_by_cell(self) -> list[int]:
+        """How many of each cell's matches this process plays (aligned with ``cells``):
+        all of them, or those of its slice."""
+        if self.plan is None:
+            return [cell.slots for cell in self.cells]
+        index = {id(cell): i for i, cell in enumerate(self.cells)}
+        counts = [0] * len(self.cells)
+        for cell, _slot in self.plan(self):
+            counts[index[id(cell)]] += 1
+        return counts
+
+    def tournaments_played(self) -> set[str] | None:
+        """The keys of the design-sharing tournaments this process plays; None: every one
+        (no slice). A slice holds such a tournament whole, its designs included."""
+        if self.plan is None:
+            return None
+        return {cell.tournament_key(slot) for cell, slot in self.plan(self)
+                if cell.mechanism_params.get("design_scope") == "tournament"}
 
 
 def public_spec(spec: SweepSpec) -> dict[str, Any]:

@@ -570,7 +570,7 @@ class Store:
     # ------------------------------------------------------------ runs
     def create_run(
         self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
-        inputs: dict[str, str] | None = None,
+        inputs: dict[str, str] | None = None, shard: str | None = None,
     ) -> None:
         with self._own_transaction():
             self.db["runs"].insert(
@@ -586,6 +586,7 @@ class Store:
                     "finished_at": None,
                     "error": None,
                     "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
+                    "shard": shard,
                 }
             )
 
@@ -678,6 +679,16 @@ class Store:
             args.append(sweep_hash)
         sql = "select * from runs" + (" where " + " and ".join(where) if where else "")
         rows = list(self.db.query(sql + " order by created_at desc limit 1", args))
+        return rows[0] if rows else None
+
+    def latest_sweep_run(self, name: str, shard: str | None) -> dict[str, Any] | None:
+        """The latest run of the sweep ``name`` that played the same slice (``"K/N"``, or
+        None for the whole sweep): what ``--resume`` continues. Each slice resumes its
+        own run, even when several slices share one database."""
+        rows = list(self.db.query(
+            "select * from runs where name = ? and shard is ? order by created_at desc limit 1",
+            [name, shard],
+        ))
         return rows[0] if rows else None
 
     def run_cost(self, run_id: str) -> float:
@@ -989,6 +1000,7 @@ class Store:
             "matchup": info.pop("matchup", None),
             "sample": e.sample,
             "replicate": int(info.pop("replicate", 0) or 0),
+            "plan_index": info.pop("plan_index", None),
             "seed": e.seed,
             "status": "running",
             "error": None,

@@ -246,7 +246,7 @@ async def run_sweep(
     bus = bus or EventBus()
     previous = None
     if resume:
-        previous = store.run(run_id) if run_id else store.latest_run(name=sweep.name)
+        previous = store.run(run_id) if run_id else store.latest_sweep_run(sweep.name, sweep.shard)
     if previous is not None:
         check_resumable(previous, sweep)
         run_id = previous["id"]
@@ -257,7 +257,7 @@ async def run_sweep(
         run_id = run_id or new_run_id()
         store.create_run(
             run_id, sweep.name, kind=kind, seed=sweep.spec.seed, sweep_hash=sweep.hash,
-            spec=public_spec(sweep.spec), inputs=sweep.inputs,
+            spec=public_spec(sweep.spec), inputs=sweep.inputs, shard=sweep.shard,
         )
         lease = RunLease(store, run_id)
         lease.acquire()  # no contention on a new run; renewed while it plays, released at the end
@@ -275,7 +275,9 @@ async def run_sweep(
     stage_of = experiment_stages(sweep)  # stage 0 first; a later stage reads earlier ones
     pending: Any = iter(())
     n_todo = summary.matches_total - summary.matches_skipped
-    names = {n for cell in sweep.cells for n in cell.seats}
+    # the agents this process seats (a slice of the sweep may leave some out)
+    names = {n for cell, k in zip(sweep.cells, sweep.slots_by_cell(), strict=True) if k
+             for n in cell.seats}
     try:
         agents = agents if agents is not None else build_agents(sweep, names)
         _listen_for_notices(agents, bus, summary)
@@ -442,7 +444,8 @@ async def play_cell(
                               game=game.key, mechanism=cell.mechanism, seats=cell.seats,
                               condition=_game_condition(cell), sample=sample, seed=seed,
                               info={"match_key": match_key, "matchup": cell.matchup,
-                                    "replicate": replicate}))
+                                    "replicate": replicate,
+                                    "plan_index": sweep.plan_index(cell, slot)}))
         bus.emit(MatchDone(match_id, (), status="failed", error=missing))
         return "failed"
     mechanism = mech_cls(mech_cls.Params.model_validate(params))
@@ -469,6 +472,7 @@ async def play_cell(
                 "game_spec": game_spec(game),
                 "replicate": replicate,
                 "answers": cell.answers,
+                "plan_index": sweep.plan_index(cell, slot),
             },
         )
     )

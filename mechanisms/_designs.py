@@ -78,20 +78,24 @@ def per_match_designs(params: Any, n_seats: int) -> int:
     return n_seats if getattr(params, "design_scope", "match") == "match" else 0
 
 
-def shared_designs_by_agent(cells: Iterable[Any]) -> Counter[str]:
+def shared_designs_by_agent(cells: Iterable[Any], only: set[str] | None = None) -> Counter[str]:
     """How many tournament-wide designs each agent is asked for: one per seat it takes x
     tournament x replicate, for the cells whose mechanism shares its designs (the
-    estimate counts them as that agent's calls: 468 in CoopEval's full study)."""
+    estimate counts them as that agent's calls: 468 in CoopEval's full study).
+    ``only``: the tournament keys a slice of the sweep plays (``--shard``)."""
     keys: set[tuple[str, str, int]] = set()
     for cell in cells:
         if cell.mechanism_params.get("design_scope") != "tournament":
             continue
         for replicate in range(cell.replicates):
             tkey = cell.tournament_key(replicate * cell.samples)
+            if only is not None and tkey not in only:
+                continue
             keys.update((tkey, name, seat) for seat, name in enumerate(cell.seats))
     return Counter(name for _tkey, name, _seat in keys)
 
 
-def shared_design_count(cells: Iterable[Any]) -> int:
-    """How many tournament-wide designs a sweep asks for, all agents together."""
-    return sum(shared_designs_by_agent(cells).values())
+def shared_design_count(cells: Iterable[Any], only: set[str] | None = None) -> int:
+    """How many tournament-wide designs a sweep (or its slice: ``only``) asks for, all
+    agents together."""
+    return sum(shared_designs_by_agent(cells, only).values())

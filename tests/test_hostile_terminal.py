@@ -158,6 +158,19 @@ def test_commands_show_hostile_text_without_obeying_it(
         _assert_long_names_cut(result.stdout)
 
 
+def test_merge_shows_a_hostile_run_name_and_error_without_obeying_them(
+        hostile_db: Path, tmp_path: Path) -> None:
+    merged = tmp_path / "merged.db"
+    result = _cli("merge", str(hostile_db), "--db", str(merged))
+    assert result.returncode == 0, result.stderr
+    _assert_shown_not_obeyed(result.stdout + result.stderr)
+    _assert_markup_literal(result.stdout, "[red]run")
+    report = _cli("report", "--db", str(merged))
+    assert report.returncode == 0, report.stderr
+    _assert_shown_not_obeyed(report.stdout + report.stderr)
+    _assert_markup_literal(report.stdout, "[bold]agent")
+
+
 def test_list_runs_on_a_terminal_cuts_long_names(hostile_db: Path) -> None:
     """On a terminal (a real pseudo-terminal here) `list runs` draws a table."""
     conn = sqlite3.connect(hostile_db)
