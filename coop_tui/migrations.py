@@ -558,3 +558,21 @@ def m190_answers_parsed_or_invalid(db: sqlite_utils.Database) -> None:
         summaries.delete_run(db.conn, run_id)
         summaries.fold_pending(db.conn, run_id)
         db.execute("delete from section_results where run_id = ?", [run_id])
+
+
+@migration
+def m200_batch_requests(db: sqlite_utils.Database) -> None:
+    # Provider Batch APIs (batch = true on an agent): every batch sent and the ids and
+    # content keys of its requests, committed before the run moves on, so a run killed
+    # while batches are pending polls the same batches on --resume and sends nothing twice.
+    db.execute(
+        "create table if not exists batches (tag text primary key, batch_id text,"
+        " provider text, agent text, model text, status text not null, requests integer,"
+        " created_at real, finished_at real, error text)"
+    )
+    db.execute(
+        "create table if not exists batch_requests (tag text not null references batches(tag),"
+        " custom_id text not null, content_key text, attempt integer, result text, error text,"
+        " primary key (tag, custom_id))"
+    )
+    db.execute("create index if not exists idx_batch_requests_custom_id on batch_requests (custom_id)")
