@@ -8,6 +8,7 @@ the server, not by our own bookkeeping.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -22,6 +23,11 @@ from typing import Any
 
 import pytest
 
+from coop_tui.agents.batch import BatchHub, BatchLedger, OpenAIBatches, custom_id
+from coop_tui.agents.llm import LLMAgent
+from coop_tui.decisions import ASKING, DecisionRequest, NullSink, SeatView
+from coop_tui.games import load_game
+from coop_tui.store import Store
 from coop_tui.testing.server import LoopbackServer
 
 SECRET = "sk-batch-SECRET-7731"
@@ -280,3 +286,45 @@ def test_batch_where_no_batch_api_answers_is_refused(
     said = " ".join((out.stderr + out.stdout).split())
     assert field in said and words in said
     assert not db.exists()
+
+
+def test_a_batch_sent_just_before_a_crash_is_found_by_its_tag_not_sent_again(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed after the provider took the batch and before its id was committed: the
+    ledger holds the requests under the batch's tag only; the next process finds the
+    batch by that tag (OpenAI batch metadata) and uses its answers."""
+    store = Store(tmp_path / "c.db")
+    ledger = BatchLedger(store.path, store.commit_pending)
+    messages = [{"role": "user", "content": "Choose: A0 or A1"}]
+    body = {"model": "loopback", "messages": messages}
+
+    async def crash_after_sending() -> None:
+        ASKING.set(("content-key-1", 1))
+        cid = custom_id(body)
+        client = OpenAIBatches(server.url, SECRET, 30)
+        ledger.submitting("tag-1", provider="openai", agent="m", model="openai/loopback",
+                          items=[(cid, "content-key-1", 1)])
+        await client.submit([client.line(cid, body)], "tag-1")  # the id is never committed
+        await client.aclose()
+
+    async def next_process() -> Any:
+        ASKING.set(("content-key-1", 1))
+        agent = LLMAgent("m", "openai/loopback", api_base=server.url, api_key=SECRET,
+                         batch=True, batch_poll=0.02)
+        agent.batcher = hub = BatchHub(ledger)
+        view = SeatView(load_game("prisoners"), 0, 1)
+        request = DecisionRequest(0, 1, "play", "mixed", tuple(messages), view)
+        try:
+            return await agent.reply(request, messages, NullSink())
+        finally:
+            await hub.aclose()
+            await agent.aclose()
+
+    asyncio.run(crash_after_sending())
+    reply = asyncio.run(next_process())
+    assert "A0" in reply.text
+    assert list(server.batch_book.submitted.values()) == [1]
+    assert rows(tmp_path / "c.db", "select batch_id, status from batches") == [
+        (server.batch_book.created[0], "completed")]
+    store.close()
