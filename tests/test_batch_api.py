@@ -27,7 +27,9 @@ from coop_tui.agents.batch import BatchHub, BatchLedger, OpenAIBatches, custom_i
 from coop_tui.agents.llm import LLMAgent
 from coop_tui.decisions import ASKING, DecisionRequest, NullSink, SeatView
 from coop_tui.games import load_game
+from coop_tui.spec import load_sweep
 from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
 from coop_tui.testing.server import LoopbackServer
 
 SECRET = "sk-batch-SECRET-7731"
@@ -115,6 +117,23 @@ def server() -> Any:
         yield srv
 
 
+def test_a_sweep_in_process_asks_each_round_of_every_match_in_one_batch(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick tier's check of the collector: four matches, three rounds, three batches."""
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    sweep = load_sweep(write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true"))
+    store = Store(tmp_path / "q.db")
+    try:
+        summary = asyncio.run(run_sweep(sweep, store))
+    finally:
+        store.close()
+    assert summary.status == "done" and summary.decisions == DECISIONS
+    assert summary.batches is not None and (summary.batches.done, summary.batches.pending) == (3, 0)
+    assert batch_sizes(server) == [8, 4, 4] and server.chat_requests == []
+
+
+@pytest.mark.slow
 def test_every_decision_goes_through_one_batch_per_round_across_matches(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
@@ -145,6 +164,7 @@ def test_every_decision_goes_through_one_batch_per_round_across_matches(
     assert len(server.batch_book.created) == 3  # a finished run sends nothing
 
 
+@pytest.mark.slow
 def test_batch_answers_are_the_streamed_answers_at_half_the_price(tmp_path: Path) -> None:
     """The same sweep streamed and batched stores the same decisions; the batched costs
     half (a model with a list price)."""
@@ -163,6 +183,7 @@ def test_batch_answers_are_the_streamed_answers_at_half_the_price(tmp_path: Path
     assert full > 0 and half == pytest.approx(full / 2)
 
 
+@pytest.mark.slow
 def test_dry_run_shows_the_batch_price_and_the_list_price(server: LoopbackServer, tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path / "s.toml", server.url, model="openai/gpt-4o-mini",
                         agent_extra="batch = true\nmax_tokens = 100")
@@ -176,6 +197,7 @@ def test_dry_run_shows_the_batch_price_and_the_list_price(server: LoopbackServer
     assert server.batch_book.created == []
 
 
+@pytest.mark.slow
 def test_expired_batch_and_failed_requests_are_asked_again_with_their_reason(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
@@ -250,6 +272,7 @@ def test_kill_9_while_a_batch_is_pending_then_resume_sends_nothing_twice(
     assert server.chat_requests == []
 
 
+@pytest.mark.slow
 def test_anthropic_message_batches(server: LoopbackServer, tmp_path: Path) -> None:
     pytest.importorskip("anthropic")
     sweep = write_sweep(tmp_path / "s.toml", server.url, model="anthropic/claude-loop",

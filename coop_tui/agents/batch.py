@@ -62,6 +62,9 @@ FIRST_POLL_S = 5.0
 """Seconds before a new batch is first polled (the agent's ``batch_poll`` overrides)."""
 MAX_POLL_S = 300.0
 """The longest pause between two polls of a batch (the interval doubles up to it)."""
+MAX_POLL_FAILURES = 12
+"""Polls of one batch that may fail in a row (the provider unreachable, the batch unknown)
+before its requests are asked again in a new batch."""
 PENDING_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 """OpenAI batch states in which its results are not there yet."""
 
@@ -336,6 +339,15 @@ class AnthropicBatches:
         await self.client.close()
 
 
+def import_batch_sdk(model: str) -> None:
+    """Import the SDK a batch agent of ``model`` needs (called off the event loop before
+    the first match: importing it inside the first batch would stall every match)."""
+    if model.startswith("anthropic/"):
+        import anthropic  # noqa: F401
+    else:
+        import openai  # noqa: F401
+
+
 def batch_client(agent: Any) -> Any:
     """The Batch API client for an LLM agent: Anthropic's for ``anthropic/`` models, else
     OpenAI's (at the agent's first ``api_base``, or OpenAI itself)."""
@@ -528,19 +540,26 @@ class BatchHub:
         """Poll one batch with a doubling interval; answer its requests when it ends."""
         client = self._client(agent)
         delay, pause = first, max(agent.batch_poll, 0.01)
+        failures = 0
         while True:
             if delay:
                 await asyncio.sleep(delay)
             delay = min(max(delay, pause) * 2, MAX_POLL_S) if delay else pause
             try:
                 ended, batch = await client.state(running.batch_id)
+                failures = 0
                 if not ended:
+                    self._report()  # the oldest pending batch's age moves on
                     continue
                 status, results, reason = await client.results(batch)
             except Exception as exc:  # noqa: BLE001 - a poll that fails is tried again later
-                self._say(agent, f"polling batch {running.batch_id} failed; trying again: "
-                          f"{scrub(agent._key.scrub(str(exc)))}")  # noqa: SLF001
-                continue
+                failures += 1
+                said = scrub(agent._key.scrub(str(exc)))  # noqa: SLF001
+                if failures < MAX_POLL_FAILURES:
+                    self._say(agent, f"polling batch {running.batch_id} failed; trying again: {said}")
+                    continue
+                status, results = "unreachable", {}
+                reason = f"polling batch {running.batch_id} failed {failures} times in a row: {said}"
             self.ledger.ended(running.tag, status, results, reason)
             self._running.pop(running.tag, None)
             self.done += 1

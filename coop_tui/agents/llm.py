@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from coop_tui.agents.batch import BATCH_PRICE_FACTOR, FIRST_POLL_S, Outcome
+from coop_tui.agents.batch import BATCH_PRICE_FACTOR, FIRST_POLL_S, Outcome, import_batch_sdk
 from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, public_url
 from coop_tui.agents.sse import DONE, EventTooLong, SSEDecoder
 from coop_tui.agents.sse import loads as sse_loads
@@ -607,7 +607,7 @@ class LLMAgent:
         """
         # The litellm transport needs litellm before the request; its first (slow) import
         # runs in a thread and that wait is not part of the latency.
-        if self.transport == "litellm":
+        if self.transport == "litellm" and not self.batch:
             await _litellm_async()
         constraint = self._constraint(request) if self.constrained else None
         answer: str | None = None
@@ -866,7 +866,9 @@ class LLMAgent:
         aiohttp takes a tenth of a second to import and litellm several; imported inside
         the first reply they would stall every stream already running.
         """
-        if self.transport == "openai":
+        if self.batch:  # the Batch API's SDK instead of the streaming transport
+            await asyncio.to_thread(import_batch_sdk, self.model)
+        elif self.transport == "openai":
             await asyncio.to_thread(_import_aiohttp)
         else:
             await _litellm_async()
