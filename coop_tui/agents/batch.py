@@ -177,8 +177,9 @@ class BatchLedger:
             conn.execute(
                 "update batches set status = ?, error = ?, finished_at = ? where tag = ?",
                 [status, scrub(reason) if reason else None, time.time(), tag])
-            rows = [(None if o.error else o.to_json(), scrub(o.error) if o.error else None, tag, cid)
-                    for cid, o in results.items()]
+            # a model may repeat its context, the key included: stored scrubbed, like decisions
+            rows = [(None if o.error else scrub(o.to_json()), scrub(o.error) if o.error else None,
+                     tag, cid) for cid, o in results.items()]
             conn.executemany(
                 "update batch_requests set result = ?, error = ? where tag = ? and custom_id = ?",
                 rows)
