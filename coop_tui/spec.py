@@ -56,7 +56,7 @@ from coop_tui.spec_models import (
     ExperimentSpec,
     Sweep,
     SweepSpec,
-    batched,
+    batched,  # noqa: F401 - re-exported for the runner and sweeps
 )
 from coop_tui.spec_models import LABEL_MODES as LABEL_MODES
 from coop_tui.spec_models import MAX_SAMPLES as MAX_SAMPLES
@@ -237,7 +237,7 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
-        _check_batch(name, agent, spec)
+        check_batch(name, agent, spec.batch)
 
     check_sweep(spec, source.parent if source else None)  # stage links (the similarity signals paper's pipeline)
     grid_budget = [MAX_GRID_POINTS]
@@ -389,14 +389,14 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
             )
 
 
-def _check_batch(name: str, agent: AgentSpec, spec: SweepSpec) -> None:
-    """``batch = true`` only where a Batch API answers: OpenAI, OpenAI-compatible servers
-    (``api_base``) and Anthropic."""
+def check_batch(name: str, agent: AgentSpec, default: bool = False) -> None:
+    """``batch = true`` (the agent's, else ``default``: the sweep's) only where a Batch
+    API answers: OpenAI, OpenAI-compatible servers (``api_base``) and Anthropic."""
     where = f"agents.{name}.batch"
     if agent.batch and agent.kind != "llm":
         raise SpecError(where, f"only a model agent (provider/model) can use a Batch API; "
                                f"{name!r} is a {agent.kind} agent: remove batch")
-    if not batched(agent, spec):
+    if agent.kind != "llm" or not (agent.batch if agent.batch is not None else default):
         return
     model = agent.model or ""
     provider = model.split("/", 1)[0]

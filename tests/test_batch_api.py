@@ -27,6 +27,7 @@ from coop_tui.agents.batch import BatchHub, BatchLedger, OpenAIBatches, custom_i
 from coop_tui.agents.llm import LLMAgent
 from coop_tui.decisions import ASKING, DecisionRequest, NullSink, SeatView
 from coop_tui.games import load_game
+from coop_tui.judging.rubric import load_rubric
 from coop_tui.spec import load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -351,3 +352,33 @@ def test_a_batch_sent_just_before_a_crash_is_found_by_its_tag_not_sent_again(
     assert rows(tmp_path / "c.db", "select batch_id, status from batches") == [
         (server.batch_book.created[0], "completed")]
     store.close()
+
+
+def judge_or_play(body: dict[str, Any]) -> str:
+    """Players answer as :func:`answer_for`; the judge gives every category one confidence."""
+    if body.get("model") == "judge":
+        return json.dumps({cid: 0.7 for cid in load_rubric("justifications").ids})
+    return answer_for(body)
+
+
+@pytest.mark.slow
+def test_a_judge_with_batch_sends_every_item_of_the_pass_in_one_batch(tmp_path: Path) -> None:
+    with LoopbackServer(answer=judge_or_play, api_key=SECRET) as srv:
+        sweep = write_sweep(tmp_path / "s.toml", srv.url, agent_extra='batch = true')
+        with sweep.open("a") as f:
+            f.write(f'\n[agents.j]\nmodel = "openai/judge"\napi_base = "{srv.url}"\n'
+                    'api_key_env = "LOOPBACK_KEY"\nbatch = true\nbatch_poll = 0.02\n')
+        db = tmp_path / "j.db"
+        assert cli("--batch", str(sweep), "--db", str(db)).returncode == 0
+        played = len(srv.batch_book.created)
+        done = cli("judge", "--judge", "j", "--agents", str(sweep), "--rubric", "justifications",
+                   "--protocol", "per-category", "--db", str(db))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert srv.chat_requests == []
+        judge_batches = srv.batch_book.created[played:]
+    assert count(db, "select count(*) from judgements") == DECISIONS
+    # the same text is judged once (the judge's own rule): one request per distinct text
+    asked = count(db, "select count(*) from decisions d join matches m on m.id = d.match_id"
+                      " join runs r on r.id = m.run_id where r.kind = 'judge' and d.reused = 0")
+    assert len(judge_batches) == 1 and len(srv.batch_book.inputs[judge_batches[0]]) == asked
+    assert set(srv.batch_book.submitted.values()) == {1}
