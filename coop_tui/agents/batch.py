@@ -393,6 +393,8 @@ class BatchHub:
         self._waiting: dict[object, int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._collector: asyncio.Task[Any] | None = None
+        self._resuming: dict[str, asyncio.Future[_Running | None]] = {}
+        """Batches of an earlier process being taken up (by tag)."""
         self.done = 0
         """Batches ended in this process."""
         self.sent = 0
@@ -449,17 +451,29 @@ class BatchHub:
             return None
         running = self._running.get(row["tag"])
         if running is None:
-            batch_id = row["batch_id"]
-            if batch_id is None:  # killed between sending and committing the id
-                batch_id = await self._client(agent).find(row["tag"])
-                if batch_id is None:
-                    self.ledger.ended(row["tag"], "lost", {}, "the batch was never created")
-                    return None
-                self.ledger.created(row["tag"], batch_id)
-            running = self._start_polling(agent, row["tag"], batch_id, first=0.0)
+            # one resumption per batch, however many of its requests ask at once
+            task = self._resuming.get(row["tag"])
+            if task is None:
+                task = self._resuming[row["tag"]] = asyncio.ensure_future(
+                    self._resume_batch(agent, row["tag"], row["batch_id"]))
+            running = await asyncio.shield(task)
+            if running is None:
+                return None
+            if running.tag not in self._running:  # it ended meanwhile: the ledger has it
+                return await self._known(agent, cid)
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         running.waiters.setdefault(cid, []).append(future)
         return future
+
+    async def _resume_batch(self, agent: Any, tag: str, batch_id: str | None) -> _Running | None:
+        """Poll a batch an earlier process sent; None when it never reached the provider."""
+        if batch_id is None:  # killed between sending and committing the id
+            batch_id = await self._client(agent).find(tag)
+            if batch_id is None:
+                self.ledger.ended(tag, "lost", {}, "the batch was never created")
+                return None
+            self.ledger.created(tag, batch_id)
+        return self._start_polling(agent, tag, batch_id, first=0.0)
 
     def _enqueue(self, agent: Any, cid: str, body: dict[str, Any]) -> asyncio.Future[Outcome]:
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
