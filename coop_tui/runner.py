@@ -311,8 +311,8 @@ def run_batch(
         f"~${est['cost_usd']:.4f} + unknown price for {', '.join(est['unknown_price'])}"
     )
     if est["batch_agents"]:
-        price += (f" with the Batch API's half price for {', '.join(est['batch_agents'])} "
-                  f"(~${est['list_cost_usd']:.4f} at list price)")
+        price += (f" (Batch API at half price for {', '.join(est['batch_agents'])}; "
+                  f"~${est['list_cost_usd']:.4f} at list price)")
     console.print(
         f"[bold]{terminal_text(sweep.name)}[/]: {est['matches']} matches, ~{est['decisions']} decisions, "
         f"~{est['model_calls']} model calls, estimated cost {price}"

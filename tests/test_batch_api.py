@@ -118,6 +118,24 @@ def server() -> Any:
         yield srv
 
 
+def test_a_round_larger_than_the_provider_allows_is_split(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most ``max_requests`` requests (or ``max_bytes``) per batch: round 1's eight
+    requests go out as 3 + 3 + 2, and every decision still arrives."""
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    monkeypatch.setattr(OpenAIBatches, "max_requests", 3)
+    sweep = load_sweep(write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true"))
+    store = Store(tmp_path / "split.db")
+    try:
+        summary = asyncio.run(run_sweep(sweep, store))
+    finally:
+        store.close()
+    assert summary.status == "done" and summary.decisions == DECISIONS
+    assert batch_sizes(server) == [3, 3, 2, 3, 1, 3, 1]
+    assert set(server.batch_book.submitted.values()) == {1}
+
+
 def test_a_sweep_in_process_asks_each_round_of_every_match_in_one_batch(
     server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,9 +209,9 @@ def test_dry_run_shows_the_batch_price_and_the_list_price(server: LoopbackServer
     out = cli("--batch", str(sweep), "--dry-run", "--db", str(tmp_path / "d.db"))
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "half price for m" in text and "at list price" in text
+    assert "(Batch API at half price for m; ~$" in text and "at list price)" in text
     batch_price = float(text.split("estimated cost ~$")[1].split()[0])
-    list_price = float(text.split("(~$")[1].split()[0])
+    list_price = float(text.split("half price for m; ~$")[1].split()[0])
     assert batch_price == pytest.approx(list_price / 2, abs=1e-4) and batch_price > 0
     assert server.batch_book.created == []
 
