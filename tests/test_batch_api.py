@@ -202,7 +202,6 @@ def test_batch_answers_are_the_streamed_answers_at_half_the_price(tmp_path: Path
     assert full > 0 and half == pytest.approx(full / 2)
 
 
-@pytest.mark.slow
 def test_dry_run_shows_the_batch_price_and_the_list_price(server: LoopbackServer, tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path / "s.toml", server.url, model="openai/gpt-4o-mini",
                         agent_extra="batch = true\nmax_tokens = 100")
