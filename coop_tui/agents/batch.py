@@ -436,7 +436,7 @@ class BatchHub:
             outcome = await future
             return outcome, time.time() - started
         finally:
-            if match is not None:
+            if match in self._active:  # a match that ended has no count left to lower
                 self._waiting[match] -= 1
 
     async def _known(self, agent: Any, cid: str) -> Any:
