@@ -9,6 +9,7 @@ Keeping one request type is what lets a human, a strategy and an LLM sit in any 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -25,6 +26,11 @@ a value per key (the strategic personalities paper's offers, bids, splits);
 score: ``SIMILARITY SCORE: n``; text: free text (plans, critiques); mediator/contract: proposals."""
 
 Message = dict[str, str]
+
+ASKING: ContextVar[tuple[str, int] | None] = ContextVar("asking", default=None)
+"""(content key, attempt) of the decision the current task is asking, set by the engine
+around each ``reply``: a batch request's id is derived from it, so a resumed run asks
+with the same id (see :mod:`coop_tui.agents.batch`)."""
 
 ASK_LEAVE = "ask_leave"
 """A play request's option: the answer also carries ``"leave": true|false`` (the super-additive cooperation paper's

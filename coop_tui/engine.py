@@ -22,6 +22,7 @@ import numpy as np
 
 from coop_tui.decisions import (
     ASK_LEAVE,
+    ASKING,
     AgentReply,
     AnswerKind,
     Attempt,
@@ -72,6 +73,7 @@ PLAY_KINDS = ("mixed", "choice")
 
 
 NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "deadline", "max_answer_chars",
+                                "batch", "batch_poll",
                                 "api_key_env", "threads"})
 """Agent settings that cannot change an answer: changing them must not re-ask anything."""
 
@@ -854,6 +856,7 @@ class MatchContext:
             asked = request if request.seed is not None else replace(
                 request, seed=derived_seed("sampling", content_key, attempt)
             )
+            asking = ASKING.set((content_key, attempt))
             try:
                 reply = await agent.reply(asked, [dict(m) for m in messages], sink)
             except Exception as exc:
@@ -862,6 +865,7 @@ class MatchContext:
                     exc.retries += totals["retries"]  # type: ignore[attr-defined]
                 raise
             finally:
+                ASKING.reset(asking)
                 sink.flush()
             last_reply = reply
             provider_ms += reply.latency_ms

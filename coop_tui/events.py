@@ -190,6 +190,16 @@ class RunProgress(Event):
 
 
 @dataclass(frozen=True)
+class BatchProgress(Event):
+    """Provider batches of the run (``batch = true`` agents): how many are pending and
+    done in this process, and the age of the oldest pending one."""
+
+    pending: int
+    done: int
+    oldest_s: float
+
+
+@dataclass(frozen=True)
 class RunDone(Event):
     run_id: str
     status: str

@@ -577,3 +577,21 @@ def m200_run_shards(db: sqlite_utils.Database) -> None:
         " source_db text, shard text, status text, matches integer, merged_at real,"
         " primary key (run_id, source_run_id))"
     )
+
+
+@migration
+def m210_batch_requests(db: sqlite_utils.Database) -> None:
+    # Provider Batch APIs (batch = true on an agent): every batch sent and the ids and
+    # content keys of its requests, committed before the run moves on, so a run killed
+    # while batches are pending polls the same batches on --resume and sends nothing twice.
+    db.execute(
+        "create table if not exists batches (tag text primary key, batch_id text,"
+        " provider text, agent text, model text, status text not null, requests integer,"
+        " created_at real, finished_at real, error text)"
+    )
+    db.execute(
+        "create table if not exists batch_requests (tag text not null references batches(tag),"
+        " custom_id text not null, content_key text, attempt integer, result text, error text,"
+        " primary key (tag, custom_id))"
+    )
+    db.execute("create index if not exists idx_batch_requests_custom_id on batch_requests (custom_id)")

@@ -34,6 +34,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from coop_tui import preflight
+from coop_tui.agents.batch import BATCH_PRICE_FACTOR
 from coop_tui.agents.llm import cost_for
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
@@ -42,6 +43,7 @@ from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.errors import database_message
 from coop_tui.eta import CallClock
 from coop_tui.events import (
+    BatchProgress,
     DecisionDone,
     DirectDecisions,
     Event,
@@ -54,7 +56,7 @@ from coop_tui.mechanisms._designs import shared_design_count, shared_designs_by_
 from coop_tui.prompt_size import check_prompt_sizes, measure_sync
 from coop_tui.redact import scrub
 from coop_tui.shards import Shard, apply_shard
-from coop_tui.spec import SpecError, Sweep, api_keys, decisions_per_match, load_sweep
+from coop_tui.spec import SpecError, Sweep, api_keys, batched, decisions_per_match, load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import check_resumable, reasks, run_sweep
 from coop_tui.terminal import terminal_text
@@ -98,23 +100,28 @@ def estimate(sweep: Sweep, sizes: Any = None) -> dict[str, Any]:
         measured = calls[name] - n
         mean = tokens_in.get(name, 0.0) / measured if measured else 700.0
         tokens_in[name] = tokens_in.get(name, 0.0) + n * mean
-    cost, unknown = 0.0, []
+    cost, list_cost, unknown, batching = 0.0, 0.0, [], []
     llm = [n for n in calls if agents[n].kind == "llm"]
     if llm:
         for name in llm:
             spec = agents[name]
             out = calls[name] * (spec.max_tokens or OUTPUT_TOKENS_GUESS)
             price = cost_for(spec.model or "", int(tokens_in.get(name, 0)), int(out))
+            if batched(spec, sweep.spec):
+                batching.append(name)
             if price is None:
                 unknown.append(name)
             else:
-                cost += price
+                list_cost += price
+                cost += price * (BATCH_PRICE_FACTOR if batched(spec, sweep.spec) else 1.0)
     n_calls = sum(calls.values())
     return {
         "matches": sweep.total_matches,
         "decisions": total,
         "model_calls": int(round(n_calls)),
         "cost_usd": cost,
+        "list_cost_usd": list_cost,
+        "batch_agents": batching,
         "unknown_price": unknown,
         "input_tokens": int(round(sum(tokens_in.values()))),
         "prompt_tokens_mean": (sum(tokens_in.values()) / n_calls) if n_calls else None,
@@ -179,6 +186,8 @@ class ProgressView:
                 label = terminal_text(exp.name) or f"#{cell.experiment} {cell.game} / {cell.mechanism}"
                 self.tasks[cell.experiment] = self.progress.add_task(label, total=total, stats="")
         self.match_exp: dict[str, int] = {}
+        self.batches: BatchProgress | None = None
+        """The latest state of the provider batches (``batch = true`` agents)."""
 
     def _bump(self, key: Any, field: str, amount: float = 1) -> None:
         st = self.stats.setdefault(
@@ -193,7 +202,15 @@ class ProgressView:
             f"{calls}other moves {int(st.get('moves', 0))}  "
             f"failed {int(st.get('failed', 0))}  retries {int(st.get('retries', 0))}  "
             f"${st.get('cost', 0.0):.4f}"
-        )
+        ) + (self._batch_text() if key == "all" else "")
+
+    def _batch_text(self) -> str:
+        """Batches pending and done, and the oldest pending one's age."""
+        b = self.batches
+        if b is None:
+            return ""
+        age = f" (oldest {b.oldest_s / 60:.1f} min)" if b.pending else ""
+        return f"  batches pending {b.pending}{age}, done {b.done}"
 
     def _show(self, exp: Any) -> None:
         self.progress.update(self.overall, stats=self._fmt("all"))
@@ -226,6 +243,9 @@ class ProgressView:
                 self._bump(key, "cost", d.cost_usd or 0.0)
             if model:  # shown as it happens: one match may be a long tournament of calls
                 self._show(exp)
+        elif type(event) is BatchProgress:
+            self.batches = event
+            self._show(None)
         elif type(event).__name__ == "EndpointNotice":
             # a server's words may be in it: shown, not obeyed
             self.console.print(f"[yellow]{terminal_text(event.message)}")  # type: ignore[attr-defined]
@@ -298,6 +318,9 @@ def run_batch(
         f"~${est['cost_usd']:.4f} + unknown price for {', '.join(est['unknown_price'])}"
     )
     slice_words = f" (slice {sweep.shard} of the sweep)" if sweep.shard else ""
+    if est["batch_agents"]:
+        price += (f" (Batch API at half price for {', '.join(est['batch_agents'])}; "
+                  f"~${est['list_cost_usd']:.4f} at list price)")
     console.print(
         f"[bold]{terminal_text(sweep.name)}[/]{slice_words}: {est['matches']} matches, "
         f"~{est['decisions']} decisions, ~{est['model_calls']} model calls, estimated cost {price}"
@@ -515,6 +538,10 @@ def print_summary(summary: Any, console: Console) -> None:
         ("cost", f"${summary.cost_usd:.4f}"),
         ("time", f"{summary.elapsed_s:.1f} s"),
     ]
+    batches = getattr(summary, "batches", None)
+    if batches is not None:
+        rows.append(("provider batches", f"{batches.done} done, {batches.pending} pending"
+                     + (" (--resume polls them)" if batches.pending else "")))
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)

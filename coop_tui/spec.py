@@ -11,6 +11,7 @@ those, a list of lists is the axis).
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
@@ -55,6 +56,7 @@ from coop_tui.spec_models import (
     ExperimentSpec,
     Sweep,
     SweepSpec,
+    batched,  # noqa: F401 - re-exported for the runner and sweeps
 )
 from coop_tui.spec_models import LABEL_MODES as LABEL_MODES
 from coop_tui.spec_models import MAX_SAMPLES as MAX_SAMPLES
@@ -235,6 +237,7 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
+        check_batch(name, agent, spec.batch)
 
     check_sweep(spec, source.parent if source else None)  # stage links (the similarity signals paper's pipeline)
     grid_budget = [MAX_GRID_POINTS]
@@ -385,6 +388,31 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
                 f"no API key for {agent.model}: set {env} in the environment or a .env file, "
                 f"or name another variable with api_key_env",
             )
+
+
+def check_batch(name: str, agent: AgentSpec, default: bool = False) -> None:
+    """``batch = true`` (the agent's, else ``default``: the sweep's) only where a Batch
+    API answers: OpenAI, OpenAI-compatible servers (``api_base``) and Anthropic."""
+    where = f"agents.{name}.batch"
+    if agent.batch and agent.kind != "llm":
+        raise SpecError(where, f"only a model agent (provider/model) can use a Batch API; "
+                               f"{name!r} is a {agent.kind} agent: remove batch")
+    if agent.kind != "llm" or not (agent.batch if agent.batch is not None else default):
+        return
+    model = agent.model or ""
+    provider = model.split("/", 1)[0]
+    if provider == "anthropic":
+        if importlib.util.find_spec("anthropic") is None:
+            raise SpecError(where, "Anthropic's Message Batches need the anthropic package: "
+                                   "pip install 'coop-tui[anthropic]'")
+        if agent.constrained:
+            raise SpecError(where, "Anthropic's Message Batches cannot constrain answers; "
+                                   "remove constrained or batch")
+        return
+    if agent.api_base is None and provider != "openai":
+        raise SpecError(where, f"no Batch API for provider {provider!r}: batch works with "
+                               "openai/..., anthropic/..., and OpenAI-compatible servers given "
+                               "by api_base that offer /v1/files and /v1/batches")
 
 
 def _axis(value: Any, list_typed: bool) -> bool:

@@ -90,6 +90,15 @@ class AgentSpec(BaseModel):
     )
     threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
     seed: int | None = None
+    batch: bool | None = Field(
+        default=None,
+        description="decisions through the provider's Batch API at half price (OpenAI, "
+        "OpenAI-compatible servers, Anthropic); default: the sweep's batch",
+    )
+    batch_poll: float = Field(
+        default=5.0, gt=0, le=3600,
+        description="seconds before a batch is first polled (the interval then doubles, up to 5 minutes)",
+    )
 
     @field_validator("api_key_env")
     @classmethod
@@ -154,6 +163,13 @@ class AgentSpec(BaseModel):
             key = os.environ.get(env) if env else None
         redact.register_secret(key)
         return key
+
+
+def batched(agent: AgentSpec, sweep: SweepSpec) -> bool:
+    """True when the agent's decisions go through its provider's Batch API: its own
+    ``batch``, else the sweep's (model agents only)."""
+    own = agent.batch if agent.batch is not None else sweep.batch
+    return bool(own) and agent.kind == "llm"
 
 
 def url_problem(url: Any) -> str | None:
@@ -300,6 +316,11 @@ class SweepSpec(BaseModel):
         "overrides it); none: every_optimum",
     )
     budget_usd: float | None = Field(default=None, gt=0)
+    batch: bool = Field(
+        default=False,
+        description="every model agent's decisions through its provider's Batch API (an "
+        "agent's own batch wins)",
+    )
     provider_limits: dict[str, int] = Field(default_factory=dict)
     templates: str | None = None
     reuse: bool = Field(default=True, description="reuse identical finished decisions of earlier runs")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.agents.batch import BatchHub, BatchLedger
 from coop_tui.agents.factory import build_agent
 from coop_tui.conditions import get_condition
 from coop_tui.designs import DesignBook, Tournament
@@ -34,6 +35,7 @@ from coop_tui.engine import (
 )
 from coop_tui.errors import SpecError, failure_reason, failure_summary
 from coop_tui.events import (
+    BatchProgress,
     DecisionDone,
     DirectDecisions,
     Event,
@@ -50,7 +52,7 @@ from coop_tui.mechanisms import mechanism_class
 from coop_tui.prompts import PromptRenderer, UnsafeTemplate
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
-from coop_tui.spec import Cell, Sweep, cell_game, estimate_decisions, public_spec
+from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
 from coop_tui.store import Store
 
 
@@ -97,6 +99,8 @@ class RunSummary:
     """What the transport adapted (an endpoint's concurrency lowered, one down ...)."""
     failures: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Failed matches grouped by reason: {reason: {"count": n, "example": error}}."""
+    batches: BatchProgress | None = None
+    """Provider batches (``batch = true`` agents): pending and done at the end."""
 
 
 class _Counter:
@@ -122,6 +126,8 @@ class _Counter:
             self.s.retries += reasks(d.attempts)
             self.s.transport_retries += d.transport_retries
             self.s.cost_usd += d.cost_usd or 0.0
+        elif type(event) is BatchProgress:
+            self.s.batches = event
         elif isinstance(event, MatchDone):
             # retries of a decision that gave up: it is not stored, its retries still count
             self.s.transport_retries += int(event.info.get("transport_retries", 0) or 0)
@@ -163,9 +169,22 @@ def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
         limiter = Limiter(sem, global_sem) if sem else Limiter(global_sem)
         agents[name] = build_agent(
             name, a, limiter=limiter, base=sweep.source.parent if sweep.source else None,
-            concurrency=spec.concurrency,
+            concurrency=spec.concurrency, batch=batched(a, spec),
         )
     return agents
+
+
+def start_batches(agents: dict[str, Any], store: Store, bus: EventBus) -> BatchHub | None:
+    """One :class:`BatchHub` for the run's batch agents (None when no agent batches): their
+    requests go out together, recorded in the run's database."""
+    batching = [a for a in agents.values() if getattr(a, "batch", False)]
+    if not batching:
+        return None
+    hub = BatchHub(BatchLedger(store.path, store.commit_pending),
+                   notify=lambda pending, done, oldest: bus.emit(BatchProgress(pending, done, oldest)))
+    for agent in batching:
+        agent.batcher = hub
+    return hub
 
 
 def _listen_for_notices(agents: dict[str, Any], bus: EventBus, summary: RunSummary) -> None:
@@ -287,6 +306,7 @@ async def run_sweep(
         if agents is not None:
             await close_agents(agents.values())
         raise
+    hub = start_batches(agents, store, bus)
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
     base = sweep.source.parent if sweep.source else None
@@ -330,7 +350,8 @@ async def run_sweep(
                 summary.errors.append(f"budget of ${budget:g} reached; remaining matches not played")
                 stop.set()
                 return
-            async with turn(cell):
+            playing = hub.playing() if hub is not None else contextlib.nullcontext()
+            async with turn(cell), playing:
                 if stop.is_set():  # stopped while this match waited for its turn
                     return
                 status = await play_cell(
@@ -377,6 +398,8 @@ async def run_sweep(
         gc.unfreeze()
         heartbeat.cancel()
         lease.release()
+        if hub is not None:  # its batches stay with the provider: --resume polls them
+            await asyncio.shield(hub.aclose())
         await asyncio.shield(close_agents(agents.values()))
         summary.elapsed_s = time.perf_counter() - started
         for u in unsubscribe[1:]:

@@ -90,6 +90,8 @@ HEAVY_LIBRARIES = frozenset({
     "textual_serve", "threadpoolctl", "yaml", "dotenv", "yarl",
     # the gurobi extra: CoopEval's own LP solver, needed only by `report --devrank coopeval`
     "gurobipy",
+    # the anthropic extra: Anthropic's Message Batches, needed only by batch = true agents
+    "anthropic",
 })
 
 #: What must start fast: the module that starts it, and every module of ours it may load.

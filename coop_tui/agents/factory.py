@@ -26,9 +26,11 @@ def build_agent(
     limiter: Any = None,
     base: Path | None = None,
     concurrency: int | None = None,
+    batch: bool = False,
 ) -> Any:
     """``concurrency``: the sweep's limit, which sizes an LLM agent's connection pools
-    (per endpoint, unless the agent's own ``max_concurrency`` is smaller)."""
+    (per endpoint, unless the agent's own ``max_concurrency`` is smaller); ``batch``: its
+    decisions go through the provider's Batch API (the agent's or the sweep's ``batch``)."""
     kind = spec.kind
     if kind == "strategy":
         return StrategyAgent(name, get_strategy(spec.strategy or "", **spec.params))
@@ -67,6 +69,8 @@ def build_agent(
         max_concurrency=spec.max_concurrency,
         max_connections=concurrency,
         constrained=spec.constrained,
+        batch=batch,
+        batch_poll=spec.batch_poll,
     )
     agent.spec = spec.public()
     return agent

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from coop_tui.agents.batch import BATCH_PRICE_FACTOR, FIRST_POLL_S, Outcome, import_batch_sdk
 from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, public_url
 from coop_tui.agents.sse import DONE, EventTooLong, SSEDecoder
 from coop_tui.agents.sse import loads as sse_loads
@@ -510,6 +511,8 @@ class LLMAgent:
         constrained: Constrained | None = None,
         deadline: float | None = None,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+        batch: bool = False,
+        batch_poll: float = FIRST_POLL_S,
     ) -> None:
         if not model:
             raise ValueError(
@@ -565,6 +568,12 @@ class LLMAgent:
         # from the environment sends it per request too (see _session_headers).
         self._key_per_request = bool(self._key.get()) and any(has_userinfo(u) for u in urls)
         self._rng = random.Random()
+        self.batch = batch
+        """Decisions go through the provider's Batch API (at half price): the sweep gives
+        the agent a :class:`~coop_tui.agents.batch.BatchHub` as ``batcher``."""
+        self.batch_poll = batch_poll
+        """Seconds before a batch is first polled (the interval then doubles)."""
+        self.batcher: Any = None
 
     def __repr__(self) -> str:
         bases = [public_url(u) for u in self.api_bases]
@@ -598,7 +607,7 @@ class LLMAgent:
         """
         # The litellm transport needs litellm before the request; its first (slow) import
         # runs in a thread and that wait is not part of the latency.
-        if self.transport == "litellm":
+        if self.transport == "litellm" and not self.batch:
             await _litellm_async()
         constraint = self._constraint(request) if self.constrained else None
         answer: str | None = None
@@ -633,6 +642,8 @@ class LLMAgent:
         cost = None
         if tokens_in is not None and tokens_out is not None:
             cost = cost_for(self.model, tokens_in, tokens_out)
+            if cost is not None and self.batcher is not None:
+                cost *= BATCH_PRICE_FACTOR
         text = "".join(first.text) if answer is None or len(calls) > 1 else ""
         return AgentReply(
             text=text,
@@ -659,6 +670,8 @@ class LLMAgent:
     # -- one step with its retries ---------------------------------------------------------
 
     async def _call(self, messages: list[dict], sink: Any, extra: dict[str, Any]) -> _Call:
+        if self.batcher is not None:
+            return await self._batch_call(messages, sink, extra)
         retries = 0
         free = 0  # cut streams blamed on concurrency: the endpoint adapts, the budget stays
         busy = queued = 0.0
@@ -735,6 +748,44 @@ class LLMAgent:
                     restart(f"{message}; retrying in {delay:.1f}s ({retries}/{self.max_retries})")
             if delay:
                 await asyncio.sleep(delay)
+
+    async def _batch_call(self, messages: list[dict], sink: Any, extra: dict[str, Any]) -> _Call:
+        """One step through the Batch API: the answer as if it had streamed (no deltas);
+        a request that failed in its batch, or whose batch expired or failed, is asked
+        again in a new batch (up to ``max_retries``), naming the reason on the live pane.
+        The latency is the time from sending the batch to its answer."""
+        body = {"model": self._model_name(), "messages": messages, **self._params(), **extra}
+        retries, waited, fresh = 0, 0.0, False
+        while True:
+            outcome, seconds = await self.batcher.ask(self, body, fresh=fresh)
+            waited += seconds
+            if outcome.error is None:
+                try:
+                    state = self._batch_state(outcome)
+                except _Refused as exc:
+                    raise ProviderError(f"{self._where()}: {exc}", retries=retries) from None
+                return _Call(state, waited, 0.0, retries)
+            message = scrub(self._key.scrub(outcome.error))
+            if retries >= self.max_retries:
+                raise ProviderError(
+                    f"{self._where()}: gave up after {retries} retries through the Batch "
+                    f"API; last error: {message}", retries=retries, retryable=True,
+                )
+            retries, fresh = retries + 1, True
+            restart = getattr(sink, "restart", None)
+            if callable(restart):
+                restart(f"{message}; asking again in a new batch ({retries}/{self.max_retries})")
+
+    def _batch_state(self, outcome: Outcome) -> _AttemptState:
+        """A batch answer as the state a stream would have left (limits checked alike)."""
+        state = _AttemptState(self.max_answer_chars)
+        for piece in (outcome.reasoning, outcome.text):
+            state._grow(piece)  # noqa: SLF001 - the same limit as a streamed answer
+        state.text = [outcome.text] if outcome.text else []
+        state.reasoning = [outcome.reasoning] if outcome.reasoning else []
+        state.input_tokens, state.output_tokens = outcome.input_tokens, outcome.output_tokens
+        state.finish_reason, state.model = outcome.finish_reason, outcome.model
+        return state
 
     # -- internals -----------------------------------------------------------------------
 
@@ -815,7 +866,9 @@ class LLMAgent:
         aiohttp takes a tenth of a second to import and litellm several; imported inside
         the first reply they would stall every stream already running.
         """
-        if self.transport == "openai":
+        if self.batch:  # the Batch API's SDK instead of the streaming transport
+            await asyncio.to_thread(import_batch_sdk, self.model)
+        elif self.transport == "openai":
             await asyncio.to_thread(_import_aiohttp)
         else:
             await _litellm_async()

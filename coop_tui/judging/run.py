@@ -17,6 +17,7 @@ a grammar, so its answers always have the rubric's shape.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shlex
 import sys
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.batch import BatchHub, BatchLedger
 from coop_tui.agents.factory import build_agent
 from coop_tui.agents.llm import cost_for
 from coop_tui.decisions import DecisionRequest, SeatView
@@ -74,6 +76,11 @@ def selection_sql(rubric: Rubric) -> str:
     return _TEXT_SQL
 
 
+BATCH_IN_FLIGHT = 100_000
+"""Judgements asked at once by a judge with ``batch = true``: a whole page goes into one
+batch (split at the provider's limits)."""
+
+
 def protocol_spec(spec: AgentSpec, rubric: Rubric) -> AgentSpec:
     """The judge agent as the protocol runs it: CoopEval's judge answers at temperature 0
     with at most 500 tokens."""
@@ -101,7 +108,14 @@ def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
     """``--judge``: an agent table of ``--agents FILE`` by name, else a model string."""
     from pydantic import ValidationError
 
-    from coop_tui.spec import AgentSpec, SpecError, _check_agent, read_sweep_file, spec_error_from
+    from coop_tui.spec import (
+        AgentSpec,
+        SpecError,
+        _check_agent,
+        check_batch,
+        read_sweep_file,
+        spec_error_from,
+    )
 
     base: Path | None = None
     if agents_file is not None:
@@ -120,6 +134,7 @@ def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
                 raise spec_error_from(exc, f"agents.{ref}") from None
             _check_judge(ref, spec, f"agents.{ref}")
             _check_agent(ref, spec, check_keys=True, base=base)
+            check_batch(ref, spec)
             return ref, spec
         if "/" not in ref:
             raise SpecError("--judge", f"{path} has no agent table {ref!r}; known: "
@@ -252,12 +267,18 @@ async def judge_pass(
     lease.acquire(field="judge", then="run the same judge command again (it continues the pass)")
     keep_alive = asyncio.create_task(lease.keep_alive())
     stats = JudgeStats()
-    agent = agent if agent is not None else build_agent(judge_name, judge_spec, concurrency=concurrency)
+    batching = bool(judge_spec.batch) and judge_spec.kind == "llm"
+    agent = agent if agent is not None else build_agent(
+        judge_name, judge_spec, concurrency=concurrency, batch=batching)
+    hub = None
+    if getattr(agent, "batch", False):  # every item of a page in one provider batch
+        hub = agent.batcher = BatchHub(BatchLedger(store.path, store.commit_pending))
     bus = EventBus()
     bus.subscribe(store, critical=True)
     if listener is not None:
         bus.subscribe(listener)
-    slots = asyncio.Semaphore(max(1, concurrency))
+    # through a Batch API every item of a page waits in the batch, not in a queue here
+    slots = asyncio.Semaphore(BATCH_IN_FLIGHT if hub is not None else max(1, concurrency))
     placeholder = load_game("prisoners")  # the judge plays no game; the context needs one
     spent = store.run_cost(run_id)
     budget_hit = asyncio.Event()
@@ -288,7 +309,7 @@ async def judge_pass(
         else:
             inflight[same] = asyncio.get_running_loop().create_future()
         try:
-            async with slots:
+            async with slots, hub.playing() if hub is not None else contextlib.nullcontext():
                 if budget_hit.is_set():
                     return False
                 try:
@@ -371,6 +392,8 @@ async def judge_pass(
         lease.release()
         from coop_tui.sweep import close_agents
 
+        if hub is not None:  # pending batches stay with the provider: a rerun polls them
+            await asyncio.shield(hub.aclose())
         await asyncio.shield(close_agents([agent]))
     return run_id, stats
 

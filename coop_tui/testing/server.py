@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import quote_plus
 
+from coop_tui.testing.batches import BatchBook, multipart_fields
+
 TextSource = str | Callable[[dict[str, Any]], str] | None
 
 FAULT_KINDS = ("429", "500", "timeout", "drop", "truncate", "malformed", "keepalive",
@@ -107,6 +109,14 @@ class ServerConfig:
     """Like llama-cpp-python's server by default (``interrupt_requests``): a new chat request
     ends every stream still running with ``[DONE]`` (no finish reason), then drops its
     connection."""
+    batch_polls: int = 1
+    """Retrievals a batch answers "in progress" before it ends (see :mod:`.batches`)."""
+    batch_hold: bool = False
+    """While set, every batch stays in progress (a test ends it by clearing this)."""
+    batch_script: Sequence[str | None] = ()
+    """Outcomes of the batches in creation order: "completed" (or None), "expired", "failed"."""
+    batch_fail: Callable[[dict[str, Any]], str | None] | None = None
+    """``callable(chat body) -> error message or None``: that request fails in its batch."""
 
 
 @dataclass(eq=False)
@@ -177,6 +187,9 @@ class LoopbackServer:
         """Streams being answered now (``interrupt`` ends them when a request arrives)."""
         self.interrupted = 0
         """Streams ended early by ``interrupt``."""
+        self.batch_book = BatchBook()
+        """Uploaded files and batches of the Batch APIs; ``batch_book.submitted`` counts
+        each ``custom_id`` sent (kept across ``configure``)."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -360,6 +373,10 @@ class LoopbackServer:
             await self._send_json(writer, 200, {"object": "list", "data": data}, keep)
             record.done = time.monotonic()
             return keep
+        if path.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches")):
+            await self._batch_route(record, raw, writer, keep)
+            record.done = time.monotonic()
+            return keep
         if path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             await self._send_error(writer, 404, f"no route for {method} {path}", "not_found", keep)
             return keep
@@ -425,6 +442,80 @@ class LoopbackServer:
     ) -> None:
         payload = {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
         await self._send_json(writer, status, payload, keep, extra)
+
+    # -- batch APIs ----------------------------------------------------------------------
+
+    def _authorised(self, headers: dict[str, str]) -> bool:
+        key = self.config.api_key
+        if key is None:
+            return True
+        return headers.get("authorization") == f"Bearer {key}" or headers.get("x-api-key") == key
+
+    async def _batch_route(
+        self, record: RecordedRequest, raw: bytes, writer: asyncio.StreamWriter, keep: bool
+    ) -> None:
+        """OpenAI's files and batches, Anthropic's message batches (see :mod:`.batches`)."""
+        cfg, book, method = self.config, self.batch_book, record.method
+        parts = [p for p in record.path.split("/") if p][1:]  # without the "v1"
+        if not self._authorised(record.headers):
+            await self._send_error(writer, 401, "Incorrect API key provided",
+                                   "authentication_error", keep)
+            return
+        answer = self._batch_answer
+        found: Any = None
+        if parts == ["files"] and method == "POST":
+            fields_ = multipart_fields(raw, record.headers.get("content-type", ""))
+            found = book.upload(fields_.get("file", b""),
+                                fields_.get("purpose", b"").decode() or "batch")
+        elif len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
+            data = book.files.get(parts[1])
+            if data is not None:
+                await self._send_json(writer, 200, None, keep, raw=data)
+                return
+        elif parts == ["batches"] and method == "POST":
+            found = book.create_openai(record.body or {}, cfg.batch_script)
+            if isinstance(found, str):
+                await self._send_error(writer, 400, found, "invalid_request_error", keep)
+                return
+        elif parts == ["batches"]:
+            found = book.listing()
+        elif parts == ["messages", "batches"] and method == "POST":
+            found = book.create_anthropic(record.body or {}, cfg.batch_script,
+                                          f"http://{self.host}:{self.port}")
+        elif parts[-1:] == ["results"] and len(parts) == 4:
+            data = book.files.get(f"results-{parts[2]}")
+            if data is not None:
+                await self._send_json(writer, 200, None, keep, raw=data)
+                return
+        elif len(parts) in (2, 3) and parts[-1].startswith(("batch_", "msgbatch_")):
+            found = book.retrieve(parts[-1], polls=cfg.batch_polls, hold=cfg.batch_hold,
+                                  answer=answer, fail=cfg.batch_fail)
+        if found is None:
+            await self._send_error(writer, 404, f"no such object at {record.path}",
+                                   "not_found_error", keep)
+            return
+        await self._send_json(writer, 200, found, keep)
+
+    def _batch_answer(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """The ``chat.completion`` the server gives ``body`` (what a non-streamed request
+        gets), for a batch's output file."""
+        cfg = self.config
+        answer, reasoning = self._text(cfg.answer, body), self._text(cfg.reasoning, body)
+        usage = {
+            "prompt_tokens": sum(
+                _count_tokens(m.get("content") if isinstance(m.get("content"), str) else "") + 3
+                for m in body.get("messages") or [] if isinstance(m, dict)
+            ),
+            "completion_tokens": _count_tokens(answer) + _count_tokens(reasoning),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        message: dict[str, Any] = {"role": "assistant", "content": answer}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        return {"id": f"chatcmpl-batch{index}", "object": "chat.completion",
+                "created": int(time.time()), "model": str(body.get("model") or cfg.models[0]),
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": usage}
 
     # -- chat completions ----------------------------------------------------------------
 
