@@ -321,6 +321,12 @@ class SweepSpec(BaseModel):
         description="every model agent's decisions through its provider's Batch API (an "
         "agent's own batch wins)",
     )
+    batch_gather: float = Field(
+        default=1.0, gt=0, le=600,
+        description="seconds without a new request after which a batch is sent while some "
+        "match is still busy elsewhere (a slow server, a person); when every playing match "
+        "waits on the Batch API the batch goes at once",
+    )
     provider_limits: dict[str, int] = Field(default_factory=dict)
     templates: str | None = None
     reuse: bool = Field(default=True, description="reuse identical finished decisions of earlier runs")
@@ -459,10 +465,11 @@ class Sweep:
 
     @property
     def hash(self) -> str:
-        """What the results depend on: not concurrency, limits, budget or timeouts."""
+        """What the results depend on: not concurrency, limits, budget, timeouts or the way
+        requests travel (``batch``: a batched run and a streamed one are the same sweep)."""
         data = public_spec(self.spec)
         for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
-                    "max_prompt_tokens", "devrank"):
+                    "max_prompt_tokens", "devrank", "batch", "batch_gather"):
             data.pop(key, None)
         # Fields added later hash as before while they keep their defaults, so runs
         # started before they existed still resume.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coop_tui.agents.batch import BatchHub, BatchLedger
+from coop_tui.agents.batch import QUIET_S, BatchHub, BatchLedger
 from coop_tui.agents.factory import build_agent
 from coop_tui.conditions import get_condition
 from coop_tui.designs import DesignBook, Tournament
@@ -174,13 +174,14 @@ def build_agents(sweep: Sweep, names: set[str]) -> dict[str, Any]:
     return agents
 
 
-def start_batches(agents: dict[str, Any], store: Store, bus: EventBus) -> BatchHub | None:
+def start_batches(agents: dict[str, Any], store: Store, bus: EventBus,
+                  gather: float = QUIET_S) -> BatchHub | None:
     """One :class:`BatchHub` for the run's batch agents (None when no agent batches): their
     requests go out together, recorded in the run's database."""
     batching = [a for a in agents.values() if getattr(a, "batch", False)]
     if not batching:
         return None
-    hub = BatchHub(BatchLedger(store.path, store.commit_pending),
+    hub = BatchHub(BatchLedger(store.path, store.commit_pending), quiet=gather,
                    notify=lambda pending, done, oldest: bus.emit(BatchProgress(pending, done, oldest)))
     for agent in batching:
         agent.batcher = hub
@@ -306,7 +307,7 @@ async def run_sweep(
         if agents is not None:
             await close_agents(agents.values())
         raise
-    hub = start_batches(agents, store, bus)
+    hub = start_batches(agents, store, bus, sweep.spec.batch_gather)
     renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
     base = sweep.source.parent if sweep.source else None

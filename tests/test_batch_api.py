@@ -55,6 +55,8 @@ name = "batched"
 seed = 5
 concurrency = 4
 samples = 2
+# the batch goes when every match waits; a busy machine must not send a round early
+batch_gather = 120
 {sweep_extra}
 
 [agents.m]
@@ -116,6 +118,18 @@ def batch_sizes(srv: LoopbackServer) -> list[int]:
 def server() -> Any:
     with LoopbackServer(answer=answer_for, api_key=SECRET) as srv:
         yield srv
+
+
+def test_the_way_requests_travel_is_no_part_of_the_sweep(tmp_path: Path) -> None:
+    """``batch`` and ``batch_gather`` change how requests reach the provider, not what
+    is asked: a batched sweep has the streamed sweep's hash (so either resumes the other),
+    and a sweep that never names them hashes as it did before they existed."""
+    plain = load_sweep(write_sweep(tmp_path / "a.toml", "http://127.0.0.1:9"))
+    batched_ = load_sweep(write_sweep(tmp_path / "b.toml", "http://127.0.0.1:9",
+                                      sweep_extra="batch = true"))
+    assert plain.hash == batched_.hash
+    assert load_sweep(Path(__file__).parents[1] / "data/sweeps/strategies-prisoners.toml").hash \
+        == "ec725cf3c73aadfb"  # as before the Batch API fields were added
 
 
 def test_a_round_larger_than_the_provider_allows_is_split(

@@ -53,7 +53,7 @@ from coop_tui.redact import scrub
 BATCH_PRICE_FACTOR = 0.5
 """Batch APIs bill half the list price (OpenAI and Anthropic alike)."""
 QUIET_S = 1.0
-"""Seconds without a new request after which the hub submits what it holds, when not every
+"""Default seconds without a new request after which the hub submits what it holds, when not every
 playing match waits on it (a match waits on a server, a human, a slow strategy ...)."""
 SETTLE_TURNS = 20
 """Turns of the event loop the hub gives other tasks before it looks again: a match asking
@@ -380,8 +380,11 @@ class BatchHub:
     """Collects the batch agents' requests of a run, sends them as batches, polls them and
     answers each request (one hub per run)."""
 
-    def __init__(self, ledger: BatchLedger, *, notify: Any = None) -> None:
+    def __init__(self, ledger: BatchLedger, *, notify: Any = None, quiet: float = QUIET_S) -> None:
         self.ledger = ledger
+        self.quiet = quiet
+        """Seconds without a new request before sending while some match is busy elsewhere
+        (the sweep's ``batch_gather``)."""
         self.notify = notify
         """Called with (pending, done, oldest pending age in seconds) when that changes."""
         self._queues: dict[int, tuple[Any, dict[str, _Queued]]] = {}
@@ -500,8 +503,8 @@ class BatchHub:
                 await self._send(agent, queue)
 
     async def _quiesce(self) -> None:
-        """Return when every playing match waits on the hub, or after :data:`QUIET_S`
-        without a new request."""
+        """Return when every playing match waits on the hub, or after :attr:`quiet`
+        seconds without a new request."""
         while True:
             before = self._arrivals
             for _ in range(SETTLE_TURNS):
@@ -512,7 +515,7 @@ class BatchHub:
                 return
             self._changed.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), QUIET_S)
+                await asyncio.wait_for(self._changed.wait(), self.quiet)
             except TimeoutError:
                 return
 
