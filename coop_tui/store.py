@@ -572,21 +572,24 @@ class Store:
         self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
         inputs: dict[str, str] | None = None,
     ) -> None:
+        row = {
+            "id": run_id,
+            "name": name,
+            "kind": kind,
+            "status": "running",
+            "seed": seed,
+            "sweep_hash": sweep_hash,
+            "spec": json.dumps(spec, default=str),
+            "created_at": time.time(),
+            "finished_at": None,
+            "error": None,
+            "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
+        }
+        # plain SQL: sqlite-utils' insert would import it (and pandas) into every batch
         with self._own_transaction():
-            self.db["runs"].insert(
-                {
-                    "id": run_id,
-                    "name": name,
-                    "kind": kind,
-                    "status": "running",
-                    "seed": seed,
-                    "sweep_hash": sweep_hash,
-                    "spec": json.dumps(spec, default=str),
-                    "created_at": time.time(),
-                    "finished_at": None,
-                    "error": None,
-                    "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
-                }
+            self.db.conn.execute(
+                f"insert into runs ({', '.join(row)}) values ({', '.join('?' for _ in row)})",
+                list(row.values()),
             )
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
