@@ -300,3 +300,38 @@ def test_a_pairings_conditional_counts_are_the_general_ones_in_the_same_order() 
     assert _pair_conditional(["a", "b"], [("m", 1, 1, 0, 0.0, 1, "{}"), ("m", 1, 0, 0, 0.0, 1, "{}")]) is None
     assert _pair_conditional(["a", "b"], [("m", 1, 0, 0, 0.0, 1, "{}"), ("m", 1, 1, 0, 0.0, 1, "{}"),
                                           ("m", 3, 0, 0, 0.0, 1, "{}"), ("m", 3, 1, 0, 0.0, 1, "{}")]) is None
+
+
+class _Recorder:
+    """A listener that records the event types it is called with, ignoring some."""
+
+    def __init__(self, ignores: tuple[type[Event], ...] = ()) -> None:
+        self.ignores = ignores
+        self.kinds: list[str] = []
+
+    def __call__(self, event: Event) -> None:
+        self.kinds.append(type(event).__name__)
+
+
+def test_a_listener_is_not_called_for_the_event_types_it_ignores() -> None:
+    """The progress view and the counters ignore rounds: the bus skips them there (a
+    strategy tournament emits one per round), and still hands every other event on."""
+    from coop_tui.events import PER_ROUND_EVENTS, MatchDone, TextDelta
+
+    bus = EventBus()
+    everything, counts = _Recorder(), _Recorder(ignores=PER_ROUND_EVENTS)
+    bus.subscribe(everything)
+    unsubscribe = bus.subscribe(counts)
+    round_done = RoundDone("m", 1, (0, 1), (0.0, 5.0), (0, 1), {})
+    for event in (round_done, TextDelta("m", 0, "x"), MatchDone("m", (0.0, 5.0)), round_done):
+        bus.emit(event)
+    assert everything.kinds == ["RoundDone", "TextDelta", "MatchDone", "RoundDone"]
+    assert counts.kinds == ["MatchDone"]
+    unsubscribe()
+    bus.emit(MatchDone("m2", (1.0, 1.0)))
+    assert counts.kinds == ["MatchDone"] and everything.kinds[-1] == "MatchDone"
+    late = _Recorder(ignores=(MatchDone,))  # a listener added later: the routes are rebuilt
+    bus.subscribe(late)
+    bus.emit(round_done)
+    bus.emit(MatchDone("m3", (1.0, 1.0)))
+    assert late.kinds == ["RoundDone"]
