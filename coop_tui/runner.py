@@ -13,7 +13,6 @@ import os
 import shlex
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -330,20 +329,6 @@ def run_batch(
             return 1
     store = open_store(db_path)
     console.print(f"database: {db_path}")
-    rater = RatingWorker.for_sweep(sweep, est, db_path)
-    try:
-        return _play(sweep, store, rater, path, db_path, est, console, resume=resume,
-                     concurrency=concurrency)
-    finally:
-        if rater is not None:
-            rater.close()
-
-
-def _play(
-    sweep: Sweep, store: Any, rater: RatingWorker | None, path: Path, db_path: Path,
-    est: dict[str, Any], console: Console, *, resume: bool, concurrency: int | None,
-) -> int:
-    """:func:`run_batch` from an open database on: play, summarise, rate, close."""
     bus = EventBus()
     view = ProgressView(sweep, console, est["model_calls"])
     bus.subscribe(view)
@@ -394,61 +379,12 @@ def _play(
     if summary.run_id and summary.matches_done:
         # deviation ratings solved now, once, so `report` reads them without scipy
         with contextlib.suppress(sqlite3.Error):
-            if rater is None or not rater.rate(store, summary.run_id):
-                rate_run(store, summary.run_id)
+            rate_run(store, summary.run_id)
         # and the slow report sections (reasoning fingerprints) built and stored
         with contextlib.suppress(sqlite3.Error):
             store_sections(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
-
-
-RATE_AHEAD_DECISIONS = 10_000
-"""A strategy sweep of at least this many decisions gets a :class:`RatingWorker`: below
-it the matches play in less time than scipy takes to import, so a second interpreter
-would only add its own start-up."""
-
-
-class RatingWorker:
-    """The child process of :mod:`coop_tui.analysis.rate_worker`: it imports the LP solver
-    while a large strategy sweep plays (on the other core), then solves the run's deviation
-    ratings when asked. Anything short of its ``rated`` answer leaves the rating to the
-    caller, as if there were no worker."""
-
-    def __init__(self, db_path: Path, argv: list[str] | None = None) -> None:
-        command = argv or [sys.executable, "-m", "coop_tui.analysis.rate_worker", str(db_path)]
-        try:
-            self.proc: subprocess.Popen[str] | None = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, text=True)
-        except OSError:
-            self.proc = None
-
-    @classmethod
-    def for_sweep(cls, sweep: Sweep, est: dict[str, Any], db_path: Path) -> RatingWorker | None:
-        """A worker when the sweep makes no model call, has a cross-play experiment (what
-        gets rated) and at least :data:`RATE_AHEAD_DECISIONS` decisions; else None."""
-        cross = any(exp.matchup == "cross" for exp in sweep.spec.experiments)
-        if est["model_calls"] or not cross or est["decisions"] < RATE_AHEAD_DECISIONS:
-            return None
-        return cls(db_path)
-
-    def rate(self, store: Store, run_id: str) -> bool:
-        """Have the worker rate ``run_id``; True when it says it did. Every write of the
-        run is committed first: the worker reads the database through its own connection."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return False
-        store.flush_folds()
-        store.commit_pending()
-        out, _ = proc.communicate(run_id + "\n")
-        return proc.returncode == 0 and out.startswith("rated ")
-
-    def close(self) -> None:
-        """End a worker that was not asked (the run stopped or failed): end of input."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            proc.communicate("")
 
 
 EXIT_SIGINT = 130

@@ -303,12 +303,6 @@ def _deviation_matrix_full(tensor: np.ndarray) -> np.ndarray:
     return dev
 
 
-def load_solver() -> None:
-    """Import the LP solver ahead of the first rating (its import costs more than a small
-    tournament's programs; :mod:`coop_tui.analysis.rate_worker` does it while matches play)."""
-    import scipy.optimize  # noqa: F401
-
-
 def _linprog(
     c: np.ndarray,
     a_ub: np.ndarray,
