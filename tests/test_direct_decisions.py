@@ -335,3 +335,34 @@ def test_a_listener_is_not_called_for_the_event_types_it_ignores() -> None:
     bus.emit(round_done)
     bus.emit(MatchDone("m3", (1.0, 1.0)))
     assert late.kinds == ["RoundDone"]
+
+
+def test_a_strategy_match_played_again_keeps_only_the_rounds_of_its_last_play(tmp_path: Path) -> None:
+    """A strategy match's rounds are written with a plain insert: its earlier rounds go
+    when it starts again, as its decisions do, so an attempt that got further leaves none
+    behind (the store used to overwrite only the rounds the new play reached)."""
+    from coop_tui.events import MatchDone, MatchStarted
+
+    def play(bus: EventBus, rounds: int) -> None:
+        bus.emit(MatchStarted("r", "m", 0, "prisoners", "repetition", ("tft", "alld"),
+                              info={"agent_kinds": ["strategy", "strategy"]}))
+        for rnd in range(1, rounds + 1):
+            answer = ("answer 0", {"A0": 1.0, "A1": 0.0}, ("A0", "A1"), (0, 1), (1.0, 0.0),
+                      0, 1.0, True, None)
+            bus.emit(DirectDecisions("m", rnd, 5.0, ((0, "tft", 0.01, answer),
+                                                     (1, "alld", 0.01, answer))))
+            bus.emit(RoundDone("m", rnd, (0, 0), (3.0, 3.0), (0, 1), {"cooperated": [True, True]}))
+        bus.emit(MatchDone("m", (3.0, 3.0)))
+
+    store = Store(tmp_path / "again.db")
+    store.create_run("r", "again", kind="sweep", seed=1, sweep_hash="h", spec={})
+    bus = EventBus()
+    bus.subscribe(store, critical=True)
+    play(bus, 3)
+    play(bus, 2)
+    store.close()
+    with sqlite3.connect(tmp_path / "again.db") as conn:
+        rounds = conn.execute("select round, seat from rounds order by round, seat").fetchall()
+        decisions = conn.execute("select count(*) from decisions").fetchone()[0]
+    assert rounds == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert decisions == 4
