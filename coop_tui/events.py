@@ -208,14 +208,27 @@ class RunDone(Event):
 
 Listener = Callable[[Event], None]
 
+PER_ROUND_EVENTS: tuple[type[Event], ...] = (RoundDone, PhaseDone, TextDelta, ReasoningDelta)
+"""Events of every round or streamed piece that only the store and live panes read: the
+``ignores`` of listeners that count decisions and matches (see :class:`EventBus`)."""
+
 
 class EventBus:
-    """Fan events out to listeners synchronously, in registration order."""
+    """Fan events out to listeners synchronously, in registration order.
+
+    A listener may name the event types it never reads in an ``ignores`` attribute (a
+    tuple of :class:`Event` classes): it is then not called for them or their
+    subclasses. A strategy tournament emits a :class:`RoundDone` every round that only
+    the store reads; the progress view and the run's counters say so, and the bus keeps,
+    per event type, the listeners to call (rebuilt whenever the listeners change).
+    """
 
     def __init__(self) -> None:
         self._listeners: list[tuple[Listener, bool]] = []
         self._direct: bool | None = None
         """:attr:`direct_batches` for the current listeners (asked every strategy round)."""
+        self._by_type: dict[type, tuple[tuple[Listener, bool], ...]] = {}
+        """The listeners each event type goes to (those that do not ignore it)."""
 
     @property
     def direct_batches(self) -> bool:
@@ -227,20 +240,36 @@ class EventBus:
                                for listener, _critical in self._listeners)
         return self._direct
 
+    def _changed(self) -> None:
+        self._direct = None
+        self._by_type = {}
+
     def subscribe(self, listener: Listener, *, critical: bool = False) -> Callable[[], None]:
         entry = (listener, critical)
         self._listeners.append(entry)
-        self._direct = None
+        self._changed()
 
         def unsubscribe() -> None:
             if entry in self._listeners:
                 self._listeners.remove(entry)
-                self._direct = None
+                self._changed()
 
         return unsubscribe
 
+    def _listeners_of(self, kind: type) -> tuple[tuple[Listener, bool], ...]:
+        entries = tuple(
+            entry for entry in self._listeners
+            if not issubclass(kind, tuple(getattr(entry[0], "ignores", ())))
+        )
+        self._by_type[kind] = entries
+        return entries
+
     def emit(self, event: Event) -> None:
-        for entry in list(self._listeners):
+        kind = type(event)
+        entries = self._by_type.get(kind)
+        if entries is None:
+            entries = self._listeners_of(kind)
+        for entry in entries:  # a snapshot, as a listener may unsubscribe meanwhile
             listener, critical = entry
             if critical:
                 listener(event)
@@ -251,4 +280,4 @@ class EventBus:
                 log.exception("event listener %r failed; detaching it", listener)
                 if entry in self._listeners:
                     self._listeners.remove(entry)
-                    self._direct = None
+                    self._changed()

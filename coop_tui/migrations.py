@@ -5,21 +5,31 @@ each once and in list order, and records it in ``_migrations``. A schema change 
 function appended at the END of this module with ``@migration``; a migration that has
 shipped is never edited (databases that applied it would not run it again). Each one gets
 the real ``sqlite_utils.Database``; opening a current database runs none of them.
+
+A new, empty database starts from ``data/schema.json`` instead: the schema (and any rows)
+that every migration leaves in an empty file, written by ``python -m coop_tui.migrations``.
+sqlite-utils imports pandas on the way in (about half a second), and a strategy sweep's
+whole ``--batch`` command takes only a few; the migrations the snapshot does not name still
+run as above, and ``tests/test_schema_snapshot.py`` checks that it equals the migrations'
+result.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from coop_tui import summaries
 from coop_tui.database import Database, immediate
 from coop_tui.errors import failure_reason
 from coop_tui.hashing import text_hash
 from coop_tui.redact import scrub
+from coop_tui.shipped import data_dir
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -73,8 +83,9 @@ def check_not_newer(done: set[str] | None) -> None:
             "know); upgrade coop-tui to open it (the file was left untouched)")
 
 
-def apply_migrations(db: Database) -> list[str]:
-    """Apply the pending migrations in list order, each in its own ``BEGIN IMMEDIATE``
+def apply_migrations(db: Database, *, snapshot: bool = True) -> list[str]:
+    """Apply the pending migrations in list order (an empty file first takes the shipped
+    snapshot, unless ``snapshot`` is False), each in its own ``BEGIN IMMEDIATE``
     transaction that first reads again what is applied; returns the names this call applied.
 
     Any number of processes may open a new or old database at once: the write lock makes
@@ -87,7 +98,7 @@ def apply_migrations(db: Database) -> list[str]:
     check_not_newer(done)
     if done is not None and all(name in done for name, _ in MIGRATIONS):
         return []
-    applied = []
+    applied = start_from_snapshot(db.conn) if snapshot and done is None else []
     for name, fn in MIGRATIONS:
         with immediate(db.conn):
             db.conn.execute("create table if not exists _migrations"
@@ -102,6 +113,67 @@ def apply_migrations(db: Database) -> list[str]:
             )
         applied.append(name)
     return applied
+
+
+def snapshot_path() -> Path:
+    return data_dir() / "schema.json"
+
+
+def schema_snapshot(conn: sqlite3.Connection) -> dict[str, Any]:
+    """What a migrated database holds, as statements that rebuild it in an empty file:
+    tables first, then indexes, triggers and views (each group in creation order), then
+    any rows the migrations wrote (``_migrations`` itself is listed by name instead)."""
+    objects = conn.execute(
+        "select type, sql from sqlite_master where sql is not null"
+        " order by type != 'table', rowid").fetchall()
+    statements = [sql + ";" for _type, sql in objects]
+    statements += [
+        line for line in conn.iterdump()
+        if line.startswith("INSERT INTO ") and not line.startswith('INSERT INTO "_migrations"')
+    ]
+    names = [r[0] for r in conn.execute("select name from _migrations order by rowid")]
+    return {"migrations": names, "statements": statements}
+
+
+def write_schema_snapshot(path: Path | None = None) -> Path:
+    """Migrate an in-memory database and write its snapshot (run after appending a migration)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    apply_migrations(Database(conn), snapshot=False)
+    target = path or snapshot_path()
+    target.write_text(json.dumps(schema_snapshot(conn), indent=1) + "\n", encoding="utf-8")
+    conn.close()
+    return target
+
+
+def _read_snapshot() -> dict[str, Any] | None:
+    """The shipped snapshot, or None when it is missing, unreadable or names a migration
+    this version does not have (the migrations alone then build the database)."""
+    try:
+        snapshot = json.loads(snapshot_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    known = {name for name, _ in MIGRATIONS}
+    if not isinstance(snapshot, dict) or not set(snapshot.get("migrations", ())) <= known:
+        return None
+    return snapshot
+
+
+def start_from_snapshot(conn: sqlite3.Connection) -> list[str]:
+    """Build a database that has no tables at all from the shipped snapshot, recording its
+    migrations as applied; returns their names (none when the file is not empty, another
+    process got there first, or there is no usable snapshot)."""
+    snapshot = _read_snapshot()
+    if snapshot is None:
+        return []
+    with immediate(conn):
+        if conn.execute("select count(*) from sqlite_master").fetchone()[0]:
+            return []
+        for statement in snapshot["statements"]:
+            conn.execute(statement)
+        now = time.time()
+        conn.executemany("insert into _migrations (name, applied_at) values (?, ?)",
+                         [(name, now) for name in snapshot["migrations"]])
+    return list(snapshot["migrations"])
 
 
 # ------------------------------------------------ the history, oldest first; append below
@@ -595,3 +667,7 @@ def m210_batch_requests(db: sqlite_utils.Database) -> None:
         " primary key (tag, custom_id))"
     )
     db.execute("create index if not exists idx_batch_requests_custom_id on batch_requests (custom_id)")
+
+
+if __name__ == "__main__":
+    sys.stdout.write(f"wrote {write_schema_snapshot()}\n")

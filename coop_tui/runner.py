@@ -43,6 +43,7 @@ from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.errors import database_message
 from coop_tui.eta import CallClock
 from coop_tui.events import (
+    PER_ROUND_EVENTS,
     BatchProgress,
     DecisionDone,
     DirectDecisions,
@@ -223,6 +224,8 @@ class ProgressView:
 
     accepts_direct_decisions = True
     """Strategy rounds arrive as one DirectDecisions event: moves only (no retries, no cost)."""
+    ignores = PER_ROUND_EVENTS
+    """Neither the progress bars nor the ETA read rounds or streamed text."""
 
     def __call__(self, event: Event) -> None:
         self.clock.observe(event, time.monotonic())
@@ -367,6 +370,7 @@ def run_batch(
             seen_run.append(e.run_id)
 
     note_run.accepts_direct_decisions = True  # type: ignore[attr-defined]
+    note_run.ignores = (*PER_ROUND_EVENTS, DirectDecisions, DecisionDone)  # type: ignore[attr-defined]
     bus.subscribe(note_run)
     if resume:
         prev = store.latest_sweep_run(sweep.name, sweep.shard)

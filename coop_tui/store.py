@@ -572,22 +572,25 @@ class Store:
         self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
         inputs: dict[str, str] | None = None, shard: str | None = None,
     ) -> None:
+        row = {
+            "id": run_id,
+            "name": name,
+            "kind": kind,
+            "status": "running",
+            "seed": seed,
+            "sweep_hash": sweep_hash,
+            "spec": json.dumps(spec, default=str),
+            "created_at": time.time(),
+            "finished_at": None,
+            "error": None,
+            "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
+            "shard": shard,
+        }
+        # plain SQL: sqlite-utils' insert would import it (and pandas) into every batch
         with self._own_transaction():
-            self.db["runs"].insert(
-                {
-                    "id": run_id,
-                    "name": name,
-                    "kind": kind,
-                    "status": "running",
-                    "seed": seed,
-                    "sweep_hash": sweep_hash,
-                    "spec": json.dumps(spec, default=str),
-                    "created_at": time.time(),
-                    "finished_at": None,
-                    "error": None,
-                    "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
-                    "shard": shard,
-                }
+            self.db.conn.execute(
+                f"insert into runs ({', '.join(row)}) values ({', '.join('?' for _ in row)})",
+                list(row.values()),
             )
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
@@ -1019,6 +1022,9 @@ class Store:
             self.db.conn.execute(
                 "delete from decisions where match_id = ? and cache_key is null", [e.match_id]
             )
+            batched = bool(agent_kinds) and all(k in CHEAP_KINDS for k in agent_kinds)
+            if batched:  # its rounds are then written with a plain insert (NEW_ROUNDS)
+                self.db.conn.execute("delete from rounds where match_id = ?", [e.match_id])
             self._upsert("matches", row, ("id",))
             for seat, agent in enumerate(e.seats):
                 self._upsert(
@@ -1033,7 +1039,7 @@ class Store:
                     },
                     ("match_id", "seat"),
                 )
-        if agent_kinds and all(k in CHEAP_KINDS for k in agent_kinds):
+        if batched:
             self._batches[e.match_id] = _MatchBatch(
                 (e.match_id, e.run_id, e.experiment, row["condition_key"]), list(e.seats)
             )
@@ -1132,7 +1138,7 @@ class Store:
                                  (values[HASH_AT], prompt))
                 values[PROMPT_AT] = None
             conn.executemany(INSERT_DECISION, rows)
-        conn.executemany(INSERT_ROUND, batch.rounds)
+        conn.executemany(NEW_ROUNDS, batch.rounds)
         conn.executemany(INSERT_PHASE, batch.phases)
         batch.decisions, batch.rounds, batch.phases = [], [], []
 
@@ -1151,7 +1157,7 @@ class Store:
             # strategy rounds only: narrow rows, their fixed fields written by the SQL
             direct: list[DirectDecisions] = batch.decisions  # type: ignore[assignment]
             conn.executemany(INSERT_DIRECT, direct_values(direct))
-            conn.executemany(INSERT_ROUND, batch.rounds)
+            conn.executemany(NEW_ROUNDS, batch.rounds)
             conn.executemany(INSERT_PHASE, batch.phases)
             if done:
                 self._folds.add(batch.match, batch.agents, direct, batch.rounds)
@@ -1174,7 +1180,7 @@ class Store:
         if texts:
             conn.executemany("insert or ignore into texts (hash, text) values (?, ?)", texts)
         conn.executemany(INSERT_DECISION, batch.decisions)
-        conn.executemany(INSERT_ROUND, batch.rounds)
+        conn.executemany(NEW_ROUNDS, batch.rounds)
         conn.executemany(INSERT_PHASE, batch.phases)
         if done:
             summaries.fold_rows(
@@ -1263,6 +1269,10 @@ INSERT_ROUND = (
     "insert or replace into rounds (match_id, round, seat, action, payoff, cooperated, info)"
     " values (?, ?, ?, ?, ?, ?, ?)"
 )
+NEW_ROUNDS = INSERT_ROUND.replace("insert or replace", "insert", 1)
+"""A batched match's rounds: its earlier rounds were deleted when it started, so there is
+nothing to replace, and a plain insert skips the conflict handling (a quarter of the
+cost of writing a strategy tournament's rounds)."""
 INSERT_PHASE = (
     "insert into phases (match_id, round, phase, info) values (?, ?, ?, ?)"
     " on conflict (match_id, round, phase) do update set info = excluded.info"

@@ -35,6 +35,7 @@ from coop_tui.engine import (
 )
 from coop_tui.errors import SpecError, failure_reason, failure_summary
 from coop_tui.events import (
+    PER_ROUND_EVENTS,
     BatchProgress,
     DecisionDone,
     DirectDecisions,
@@ -108,6 +109,7 @@ class _Counter:
 
     accepts_direct_decisions = True
     """Counts :class:`DirectDecisions` too (strategy decisions: valid, free, asked once)."""
+    ignores = PER_ROUND_EVENTS
 
     def __init__(self, summary: RunSummary) -> None:
         self.s = summary

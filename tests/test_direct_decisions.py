@@ -300,3 +300,69 @@ def test_a_pairings_conditional_counts_are_the_general_ones_in_the_same_order() 
     assert _pair_conditional(["a", "b"], [("m", 1, 1, 0, 0.0, 1, "{}"), ("m", 1, 0, 0, 0.0, 1, "{}")]) is None
     assert _pair_conditional(["a", "b"], [("m", 1, 0, 0, 0.0, 1, "{}"), ("m", 1, 1, 0, 0.0, 1, "{}"),
                                           ("m", 3, 0, 0, 0.0, 1, "{}"), ("m", 3, 1, 0, 0.0, 1, "{}")]) is None
+
+
+class _Recorder:
+    """A listener that records the event types it is called with, ignoring some."""
+
+    def __init__(self, ignores: tuple[type[Event], ...] = ()) -> None:
+        self.ignores = ignores
+        self.kinds: list[str] = []
+
+    def __call__(self, event: Event) -> None:
+        self.kinds.append(type(event).__name__)
+
+
+def test_a_listener_is_not_called_for_the_event_types_it_ignores() -> None:
+    """The progress view and the counters ignore rounds: the bus skips them there (a
+    strategy tournament emits one per round), and still hands every other event on."""
+    from coop_tui.events import PER_ROUND_EVENTS, MatchDone, TextDelta
+
+    bus = EventBus()
+    everything, counts = _Recorder(), _Recorder(ignores=PER_ROUND_EVENTS)
+    bus.subscribe(everything)
+    unsubscribe = bus.subscribe(counts)
+    round_done = RoundDone("m", 1, (0, 1), (0.0, 5.0), (0, 1), {})
+    for event in (round_done, TextDelta("m", 0, "x"), MatchDone("m", (0.0, 5.0)), round_done):
+        bus.emit(event)
+    assert everything.kinds == ["RoundDone", "TextDelta", "MatchDone", "RoundDone"]
+    assert counts.kinds == ["MatchDone"]
+    unsubscribe()
+    bus.emit(MatchDone("m2", (1.0, 1.0)))
+    assert counts.kinds == ["MatchDone"] and everything.kinds[-1] == "MatchDone"
+    late = _Recorder(ignores=(MatchDone,))  # a listener added later: the routes are rebuilt
+    bus.subscribe(late)
+    bus.emit(round_done)
+    bus.emit(MatchDone("m3", (1.0, 1.0)))
+    assert late.kinds == ["RoundDone"]
+
+
+def test_a_strategy_match_played_again_keeps_only_the_rounds_of_its_last_play(tmp_path: Path) -> None:
+    """A strategy match's rounds are written with a plain insert: its earlier rounds go
+    when it starts again, as its decisions do, so an attempt that got further leaves none
+    behind (the store used to overwrite only the rounds the new play reached)."""
+    from coop_tui.events import MatchDone, MatchStarted
+
+    def play(bus: EventBus, rounds: int) -> None:
+        bus.emit(MatchStarted("r", "m", 0, "prisoners", "repetition", ("tft", "alld"),
+                              info={"agent_kinds": ["strategy", "strategy"]}))
+        for rnd in range(1, rounds + 1):
+            answer = ("answer 0", {"A0": 1.0, "A1": 0.0}, ("A0", "A1"), (0, 1), (1.0, 0.0),
+                      0, 1.0, True, None)
+            bus.emit(DirectDecisions("m", rnd, 5.0, ((0, "tft", 0.01, answer),
+                                                     (1, "alld", 0.01, answer))))
+            bus.emit(RoundDone("m", rnd, (0, 0), (3.0, 3.0), (0, 1), {"cooperated": [True, True]}))
+        bus.emit(MatchDone("m", (3.0, 3.0)))
+
+    store = Store(tmp_path / "again.db")
+    store.create_run("r", "again", kind="sweep", seed=1, sweep_hash="h", spec={})
+    bus = EventBus()
+    bus.subscribe(store, critical=True)
+    play(bus, 3)
+    play(bus, 2)
+    store.close()
+    with sqlite3.connect(tmp_path / "again.db") as conn:
+        rounds = conn.execute("select round, seat from rounds order by round, seat").fetchall()
+        decisions = conn.execute("select count(*) from decisions").fetchone()[0]
+    assert rounds == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert decisions == 4
