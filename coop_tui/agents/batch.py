@@ -7,7 +7,7 @@ the body. Either answers within 24 hours, at half the list price.
 How a sweep uses them. A batch agent's ``reply`` does not send its request: it hands it to
 the run's :class:`BatchHub` and waits. The hub collects what is ready to ask across all
 matches (every match's round t) and submits it as one batch when every match that is
-playing waits on it, or when nothing new arrived for :data:`QUIET_S` (a match blocked on
+playing waits on a request not yet sent, or when nothing new arrived for :data:`QUIET_S` (a match blocked on
 something else). The batch is split at the provider's limits. A poller per batch asks
 for its state with a doubling interval and, when it ends, hands every answer to the
 request that waits for it, as if it had streamed (no deltas): parsing, re-asks and
@@ -393,7 +393,8 @@ class BatchHub:
         self._changed = asyncio.Event()
         self._arrivals = 0
         self._active: set[object] = set()
-        self._waiting: dict[object, int] = {}
+        self._queued: dict[object, int] = {}
+        """Per playing match, its requests in the queue not yet sent."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._collector: asyncio.Task[Any] | None = None
         self._resuming: dict[str, asyncio.Future[_Running | None]] = {}
@@ -414,12 +415,15 @@ class BatchHub:
             yield
         finally:
             self._active.discard(token)
-            self._waiting.pop(token, None)
+            self._queued.pop(token, None)
             _MATCH.reset(reset)
             self._changed.set()
 
     def _everyone_waits(self) -> bool:
-        return bool(self._active) and all(self._waiting.get(m) for m in self._active)
+        """Every playing match waits on a request not yet sent: nothing more can come
+        before this batch goes. A match waiting on a batch already sent (a split round
+        whose parts end at different times) will ask again soon, so it is not ready."""
+        return bool(self._active) and all(self._queued.get(m) for m in self._active)
 
     # -- asking --------------------------------------------------------------------------
     async def ask(self, agent: Any, body: dict[str, Any], *, fresh: bool) -> tuple[Outcome, float]:
@@ -427,20 +431,16 @@ class BatchHub:
         batch or a new one. ``fresh``: the last result failed, send it anew."""
         cid = custom_id(body)
         match = _MATCH.get()
-        if match is not None:
-            self._waiting[match] = self._waiting.get(match, 0) + 1
-        try:
-            started = time.time()
-            future = None if fresh else await self._known(agent, cid)
-            if isinstance(future, Outcome):
-                return future, 0.0
-            if future is None:
-                future = self._enqueue(agent, cid, body)
-            outcome = await future
-            return outcome, time.time() - started
-        finally:
-            if match in self._active:  # a match that ended has no count left to lower
-                self._waiting[match] -= 1
+        started = time.time()
+        future = None if fresh else await self._known(agent, cid)
+        if isinstance(future, Outcome):
+            return future, 0.0
+        if future is None:
+            if match in self._active:
+                self._queued[match] = self._queued.get(match, 0) + 1
+            future = self._enqueue(agent, cid, body)
+        outcome = await future
+        return outcome, time.time() - started
 
     async def _known(self, agent: Any, cid: str) -> Any:
         """An outcome the ledger holds, a future on the pending batch that holds the
@@ -499,6 +499,7 @@ class BatchHub:
         while self._queues:
             await self._quiesce()
             queues, self._queues = self._queues, {}
+            self._queued.clear()
             for agent, queue in queues.values():
                 await self._send(agent, queue)
 
