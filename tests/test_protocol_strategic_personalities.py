@@ -17,10 +17,9 @@ rules text and its query with the example answer):
 - the goal: none at baseline (the code states one only in its goal_* conditions).
 
 Families whose transcripts are pinned elsewhere are named in ``PINNED_ELSEWHERE``.
-Where our messages still carry less than the code (a game's name, an example number),
-a strict ``xfail`` names the difference: it fails once the prompt carries it, so the
-mark is removed then. Those prompts are left as they are here because changing them
-changes every stored prompt of the shipped study (docs/reproducing-strategic-personalities.md).
+``CODE_NAMES`` pins, per numeric game, the name the code's rules give it and the example
+answer its question shows; the default protocol states neither (its prompts are
+unchanged by them).
 """
 
 from __future__ import annotations
@@ -33,6 +32,8 @@ from typing import Any
 import pytest
 
 from coop_tui.decisions import Decision
+from coop_tui.parsing import parse_answer
+from coop_tui.schemas import answer_grammar, answer_schema, tag_gbnf
 from coop_tui.spec import build_sweep, load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -69,8 +70,14 @@ GOAL_WORDS = re.compile(r"\bgoal\b|as many points|\baim\b", re.IGNORECASE)
 
 
 def scripted(body: dict[str, Any]) -> str:
-    """Answers in the form the message asks for: a word, an offered letter, or 4."""
+    """Answers in the form the message asks for: a word, an offered letter, the example
+    split, or 4 (a JSON object when the message asks for one)."""
     text = last_user_message(body)
+    if "JSON object" in text:
+        return '{"demand": 4}'
+    split = re.search(r"for example: (<answer>\d+(, \d+)+</answer>)", text)
+    if split:
+        return split.group(1)
     if "one word: accept or reject" in text:
         return "<answer>accept</answer>"
     offered = re.search(r"one option: Option (\w+)", text)
@@ -233,25 +240,73 @@ async def test_risk_chicken_states_the_rounds_and_asks_a_letter(
         assert re.search(r"for example: <answer>Option \w</answer>", user)
 
 
-# ------------------------------------------------------------ what the code says and we do not
+# ------------------------------------------------------------ the code's names and examples
 
-CODE_ONLY = [
-    pytest.param("nash_demand", "the Nash Demand Game", "<answer>50</answer>",
-                 id="nash_demand-name-and-example"),
-    pytest.param("pg_med_mpcr", "the Public Goods Game", "<answer>5</answer>",
-                 id="public_goods-name-and-example"),
-    pytest.param("auction_first_price", "first-price sealed-bid auction", "<answer>42</answer>",
-                 id="first_price-example"),
+CODE_NAMES = [
+    pytest.param("nash_demand", "the Nash Demand Game", "<answer>50</answer>", id="nash_demand"),
+    pytest.param("pg_med_mpcr", "the Public Goods Game", "<answer>5</answer>", id="public_goods"),
+    pytest.param("auction_first_price", "You are playing a first-price sealed-bid auction",
+                 "<answer>42</answer>", id="first_price"),
+    pytest.param("auction_vickrey", "You are playing a second-price sealed-bid auction",
+                 "<answer>42</answer>", id="vickrey"),
+    pytest.param("auction_all_pay", "You are playing an all-pay auction", "<answer>25</answer>",
+                 id="all_pay"),
+    pytest.param("alternating_offers", "the Alternating Offers Game", "<answer>55</answer>",
+                 id="alternating_offers"),
+    pytest.param("colonel_blotto", "You are playing Colonel Blotto",
+                 "<answer>40, 30, 30</answer>", id="blotto"),
+    pytest.param("multi_issue", "You are playing a game", "<answer>80, 20</answer>",
+                 id="multi_issue"),  # the code's rules give this one no name
 ]
+"""Per game: the name the code's rules give it, as our first line says it, and the example
+answer of the code's question (a split as numbers separated by commas)."""
 
 
-@pytest.mark.xfail(strict=True, reason="our prompt does not yet carry the code's game name "
-                   "and example answer; pinned so the difference stays visible")
-@pytest.mark.parametrize(("game", "name", "example"), CODE_ONLY)
+@pytest.mark.parametrize(("game", "name", "example"), CODE_NAMES)
 async def test_the_codes_name_and_example_reach_the_prompt(
         tmp_path: Path, model: LoopbackServer, game: str, name: str, example: str) -> None:
     players = 4 if game.startswith("pg_") else 2
-    [(_, system, user), *_] = await transcript(tmp_path, {
+    moves = await transcript(tmp_path, {
         **MOVES, "game": game, "game_params": {"rounds": 1},
         "matchup": [["m"] * players]}, seats(model))
-    assert name in system and example in user
+    first = [m for m in moves if m[0].phase != "respond"]  # the responder answers a word
+    assert first
+    for d, system, user in first:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        assert name in system and f"for example: {example}" in user
+        if d.kind == "allocation":
+            assert "numbers separated by commas" in user and "JSON" not in user
+            assert list(d.parsed.values()) == [int(x) for x in example[8:-9].split(", ")]
+
+
+async def test_the_default_protocol_names_none_of_these_games_and_shows_no_example(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    """The names and examples are the code's: coop-tui's own prompts stay as they were."""
+    data = {"name": "own", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+            "agents": seats(model), "experiments": [
+                {**MOVES, "game": "nash_demand", "game_params": {"rounds": 1},
+                 "matchup": [["m", "m"]]}]}
+    store = Store(tmp_path / "own.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    for d in store.decisions(match["id"]):
+        text = d.prompt[0]["content"]
+        assert "You are playing a game with 1 other player" in text
+        assert "Nash Demand" not in text and "<answer>" not in text
+
+
+def test_a_split_in_tags_has_a_tag_grammar_in_key_order() -> None:
+    """The embedded model writes a split as the prompt asks for it (numbers separated by
+    commas in <answer> tags), adding up to the total where there is one."""
+    blotto = {"keys": ["B1", "B2", "B3"], "min": 0, "max": 100, "step": 1, "total": 100,
+              "form": "tag"}
+    kind, grammar = answer_grammar("allocation", (), answer_schema("allocation", (), blotto),
+                                   blotto)
+    assert kind == "gbnf" and grammar.startswith('root ::= "<answer>" f0-100 "</answer>"')
+    assert '"40" ", " f1-60' in grammar and "{" not in grammar
+    issues = {"keys": ["A", "B"], "min": 0, "max": 100, "step": 1, "form": "tag"}
+    free = tag_gbnf("allocation", (), issues) or ""
+    assert free.startswith('root ::= "<answer>" value ", " value "</answer>"')
+    assert parse_answer("allocation", "<answer>80, 20</answer>", options=issues)[0] == {
+        "A": 80, "B": 20}

@@ -73,6 +73,12 @@ class PromptProtocol(ABC):
         """The goal sentence a prompt states when the mechanism gives none: None for the
         templates' own ("collect as many points as you can"), "" to state no goal."""
 
+    def game_name(self, called: str, called_by_code: str) -> str:
+        """The name a move-by-move game's prompt gives the game: ``called`` (the name
+        every protocol states) by default; a protocol that states its paper's names may
+        give ``called_by_code`` where ``called`` is empty. "" says "a game"."""
+        return called
+
     # ------------------------------------------------------------ answer format
     @abstractmethod
     def answer_template(self, kind: str, renderer: PromptRenderer) -> str | None:
@@ -99,6 +105,11 @@ class PromptProtocol(ABC):
         example answer. ``whole``: the grid's step is 1; ``names_a_thing``: the number
         names a node, a message or a state (never a decimal); ``example``: the move's
         example answer from the game, if it has one."""
+
+    def allocation_options(self, *, example: tuple[float, ...] | None) -> dict[str, Any]:
+        """Extra options of a split (Blotto's soldiers, demands on two issues):
+        ``{"example": [...]}`` to show the game's example split; none by default."""
+        return {}
 
     def describe(self) -> dict[str, Any]:
         """Name, key, aliases and summary: for listings and docs."""
