@@ -917,9 +917,12 @@ class MatchContext:
                     {
                         "role": "user",
                         "content": self.renderer.render(
-                            "retry.j2",
+                            self.protocol.retry_template(request.options),
                             reason=exc.reason,
                             example=_retry_example(request),
+                            kind=request.kind,
+                            labels=request.labels,
+                            options=request.options,
                         ),
                     },
                 ]

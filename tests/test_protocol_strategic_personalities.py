@@ -31,8 +31,9 @@ from typing import Any
 
 import pytest
 
-from coop_tui.decisions import Decision
+from coop_tui.decisions import AgentReply, Decision
 from coop_tui.parsing import parse_answer
+from coop_tui.reask import reask
 from coop_tui.schemas import answer_grammar, answer_schema, tag_gbnf
 from coop_tui.spec import build_sweep, load_sweep
 from coop_tui.store import Store
@@ -310,3 +311,64 @@ def test_a_split_in_tags_has_a_tag_grammar_in_key_order() -> None:
     assert free.startswith('root ::= "<answer>" value ", " value "</answer>"')
     assert parse_answer("allocation", "<answer>80, 20</answer>", options=issues)[0] == {
         "A": 80, "B": 20}
+
+
+# ------------------------------------------------------------ re-asks
+
+RETRY = "Your previous answer could not be used"
+
+
+def unsure_first(body: dict[str, Any]) -> str:
+    """Nothing readable at first; after a re-ask, the form the first message asked for."""
+    if RETRY in last_user_message(body):
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return scripted({"messages": [{"role": "user", "content": first}]})
+    return "I am not sure yet."
+
+
+async def test_a_reask_in_the_match_asks_for_the_tag_again(tmp_path: Path) -> None:
+    """The re-ask after an unreadable reply asks for the <answer> tag the prompt asked for
+    (with the move's example), never for a JSON object."""
+    with LoopbackServer(latency=0.0, chunks=1, answer=unsure_first) as server:
+        data = {"name": "sp", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+                "agents": seats(server), "experiments": [
+                    {**MOVES, "prompt_protocol": "strategic_personalities", "game": "ultimatum",
+                     "game_params": {"rounds": 1}, "matchup": [["m", "m"]]}]}
+        store = Store(tmp_path / "retry.db")
+        summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    assert match["status"] == "done", match["error"]
+    offer, respond = store.decisions(match["id"])
+    for d, shown in ((offer, "<answer>40</answer>"), (respond, "<answer>accept</answer>")):
+        assert d.valid and d.attempts == 2
+        retry = d.prompt[-1]["content"]
+        assert retry.startswith(RETRY) and f"in <answer> tags as described above ({shown})" in retry
+        assert "JSON" not in retry
+
+
+async def test_reasking_a_stored_decision_keeps_the_matchs_protocol(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    """A re-ask from the inspector runs under the match's protocol (read from its stored
+    condition): its own re-ask asks for the tag, as the match's would."""
+    await transcript(tmp_path, {**MOVES, "game": "nash_demand", "game_params": {"rounds": 1},
+                                "matchup": [["m", "m"]]}, seats(model))
+    store = Store(tmp_path / "sp.db")
+    [run] = store.runs()
+    [match] = store.matches(run["id"])
+    first = store.decisions(match["id"])[0]
+
+    class Unsure:
+        name, kind, style, spec = "unsure", "llm", "plain", {"model": "test/unsure"}
+        sent: list[list[dict[str, str]]] = []
+
+        async def reply(self, request: Any, messages: Any, sink: Any) -> AgentReply:
+            self.sent.append([dict(m) for m in messages])
+            return AgentReply(text="I am not sure yet." if len(self.sent) == 1
+                              else "<answer>50</answer>")
+
+    agent = Unsure()
+    result = await reask(store, store.decision_id(first.cache_key), agent=agent, max_attempts=2)
+    assert result.decision.valid and result.decision.parsed == 50
+    retry = agent.sent[1][-1]["content"]
+    assert "in <answer> tags as described above (<answer>50</answer>)" in retry
+    assert "JSON" not in retry

@@ -111,6 +111,12 @@ class PromptProtocol(ABC):
         ``{"example": [...]}`` to show the game's example split; none by default."""
         return {}
 
+    def retry_template(self, options: dict[str, Any]) -> str:
+        """The template that asks again after an unreadable answer, given the request's
+        options (their ``form`` says how the answer was asked for): ``retry.j2`` (a JSON
+        object) by default."""
+        return "retry.j2"
+
     def describe(self) -> dict[str, Any]:
         """Name, key, aliases and summary: for listings and docs."""
         return {"name": self.name, "key": self.key, "aliases": list(self.aliases),

@@ -15,6 +15,7 @@ What its code does, and so what this protocol answers:
   Game"), and a move shows the code's example answer (``<answer>50</answer>``,
   ``<answer>40, 30, 30</answer>`` for a split, numbers separated by commas as the code
   asks for them).
+- Re-asks: an unreadable answer is asked again for the same ``<answer>`` tag form.
 - Numbers: the code reads every numeric answer as a float, so a whole-number move takes
   decimals too, except where the number names a thing (a node, a message, a state).
 - Goal: the baseline states none; the code's goal_* conditions bring their own sentence.
@@ -72,6 +73,9 @@ class StrategicPersonalitiesProtocol(PromptProtocol):
 
     def allocation_options(self, *, example: tuple[float, ...] | None) -> dict[str, Any]:
         return {} if example is None else {"example": list(example)}
+
+    def retry_template(self, options: dict[str, Any]) -> str:
+        return "retry_tag.j2" if options.get("form") == "tag" else "retry.j2"
 
 
 PROTOCOL = StrategicPersonalitiesProtocol()
