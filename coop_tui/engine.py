@@ -531,7 +531,9 @@ class MatchContext:
             n_players=game.n_players,
             labels=own.labels,
             actions=action_lines(game, pos, own),
-            payoff_description=_payoffs_text(game, pos, tuple(labellings)),
+            payoff_description=_payoffs_text(game, pos, tuple(labellings),
+                                             self.protocol.payoff_rule(game)),
+            called=self.protocol.game_name("", game.called_by_code),
             seat_number=pos + 1 if numbered else None,
             twist=twist,
             instructions=instructions,
@@ -1125,9 +1127,11 @@ def _neutral(n_actions: int) -> Labelling:
 
 
 @lru_cache(maxsize=512)
-def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...]) -> str:
-    """The payoff description only changes with the game, the seat and the labels."""
-    return payoff_description(game, pos, labellings)
+def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...],
+                  rule: str | None = None) -> str:
+    """The payoff description only changes with the game, the seat, the labels and the
+    rule the protocol states (None: the game's own)."""
+    return payoff_description(game, pos, labellings, rule)
 
 
 def _retry_example(request: DecisionRequest) -> str:

@@ -119,11 +119,6 @@ class ProtocolGame(Game):
     called: str = ""
     """The game's name as the prompt says it ("the Ultimatum Game"), as the strategic
     personalities paper's code names it, under every protocol; empty: "a game"."""
-    called_by_code: str = ""
-    """The name the strategic personalities paper's code gives a game that ``called``
-    leaves unnamed ("the Nash Demand Game"): stated only by a protocol that states the
-    code's names (:meth:`PromptProtocol.game_name`), so coop-tui's own prompts, which
-    never named these games, stay as they were."""
     protocol: RoundProtocol | None = None
 
     @property

@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 
 from coop_tui.decisions import AgentReply, Decision
+from coop_tui.games import load_game
+from coop_tui.games.transforms import scale_payoffs
 from coop_tui.parsing import parse_answer
 from coop_tui.reask import reask
 from coop_tui.schemas import answer_grammar, answer_schema, tag_gbnf
@@ -372,3 +374,68 @@ async def test_reasking_a_stored_decision_keeps_the_matchs_protocol(
     retry = agent.sent[1][-1]["content"]
     assert "in <answer> tags as described above (<answer>50</answer>)" in retry
     assert "JSON" not in retry
+
+
+# ------------------------------------------------------------ Diner's Dilemma and El Farol
+
+FOUR = {**MATRIX, "matchup": [["m", "m", "m", "m"]], "rounds": 1}
+"""A four-player matrix game, every seat the model, one round."""
+
+RULES = {
+    "diners_dilemma": ("the Diner's Dilemma", r"(\w) is the cheap dish \(it costs 10 and gives "
+                       r"15 enjoyment\), (\w) the costly dish \(it costs 20 and gives 20 "
+                       r"enjoyment\)", "split equally"),
+    "el_farol_bar": ("the El Farol Bar Game", r"(\w) is going to the bar, (\w) staying home",
+                     "If at most 60% of the 4 players go (2 or fewer), each player who goes "
+                     "gets 10 points"),
+}
+"""The code's information per game: its name, which label is which option (as the code's
+question says it) and the rule (as its rules text says it)."""
+
+
+@pytest.mark.parametrize("game", sorted(RULES))
+async def test_cooperation_four_player_games_are_told_by_name_and_rule(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    name, options, rule = RULES[game]
+    moves = await transcript(tmp_path, {**FOUR, "game": game}, seats(model))
+    assert len(moves) == 4
+    for d, system, user in moves:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        assert f"You are playing {name} with 3 other players" in system
+        told = re.search(options, system)
+        assert told and set(told.groups()) == set(d.labels)  # each label's meaning
+        assert rule in system and "If you choose" not in system  # no outcome list
+        assert "This is round 1." in user
+
+
+@pytest.mark.parametrize("game", sorted(RULES))
+async def test_the_outcome_list_is_a_named_option(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    """game_params payoff_text = "table" keeps coop-tui's list of every outcome (16 rows);
+    the game is still named as the code names it."""
+    moves = await transcript(tmp_path, {**FOUR, "game": game,
+                                        "game_params": {"payoff_text": "table"}}, seats(model))
+    for _, system, _ in moves:
+        assert system.count("- If you choose") == 16 and RULES[game][0] in system
+
+
+@pytest.mark.parametrize("game", sorted(RULES))
+async def test_the_default_protocol_still_lists_every_outcome(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    data = {"name": "own", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+            "agents": seats(model), "experiments": [{**FOUR, "game": game}]}
+    store = Store(tmp_path / "own.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    for d in store.decisions(match["id"]):
+        text = "\n".join(m["content"] for m in d.prompt)
+        assert text.count("- If you choose") == 16 and RULES[game][0] not in text
+
+
+def test_a_scaled_game_drops_the_codes_rule() -> None:
+    """The rule's numbers would be wrong after a payoff transform: the list is told."""
+    scaled = scale_payoffs(load_game("diners_dilemma"), 10)
+    assert load_game("diners_dilemma").code_payoff_rule and scaled.code_payoff_rule is None
+    with pytest.raises(ValueError, match="payoff_text must be 'rule' or 'table'"):
+        load_game("el_farol_bar", payoff_text="words")

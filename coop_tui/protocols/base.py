@@ -23,6 +23,7 @@ from coop_tui.prompts import RULES_END
 
 if TYPE_CHECKING:
     from coop_tui.decisions import Message
+    from coop_tui.games.base import Game
     from coop_tui.prompts import PromptRenderer
 
 
@@ -78,6 +79,12 @@ class PromptProtocol(ABC):
         every protocol states) by default; a protocol that states its paper's names may
         give ``called_by_code`` where ``called`` is empty. "" says "a game"."""
         return called
+
+    def payoff_rule(self, game: Game) -> str | None:
+        """The rule a matrix game's prompt states instead of listing every outcome:
+        the game's own ``payoff_rule`` by default (None: the list). A protocol that
+        states its paper's rules may give ``game.code_payoff_rule``."""
+        return game.payoff_rule
 
     # ------------------------------------------------------------ answer format
     @abstractmethod

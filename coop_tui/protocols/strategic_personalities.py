@@ -26,10 +26,13 @@ which old study files may still give.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coop_tui.prompts import RULES_END, PromptRenderer
 from coop_tui.protocols.base import PromptProtocol
+
+if TYPE_CHECKING:
+    from coop_tui.games.base import Game
 
 
 class StrategicPersonalitiesProtocol(PromptProtocol):
@@ -51,6 +54,9 @@ class StrategicPersonalitiesProtocol(PromptProtocol):
 
     def game_name(self, called: str, called_by_code: str) -> str:
         return called or called_by_code
+
+    def payoff_rule(self, game: Game) -> str | None:
+        return game.payoff_rule or game.code_payoff_rule
 
     def answer_template(self, kind: str, renderer: PromptRenderer) -> str | None:
         name = f"answer/{kind}_tag.j2"
