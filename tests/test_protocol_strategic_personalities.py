@@ -248,6 +248,7 @@ async def test_risk_chicken_states_the_rounds_and_asks_a_letter(
 CODE_NAMES = [
     pytest.param("nash_demand", "the Nash Demand Game", "<answer>50</answer>", id="nash_demand"),
     pytest.param("pg_med_mpcr", "the Public Goods Game", "<answer>5</answer>", id="public_goods"),
+    pytest.param("commons_dilemma", "the Commons Dilemma", "<answer>5</answer>", id="commons"),
     pytest.param("auction_first_price", "You are playing a first-price sealed-bid auction",
                  "<answer>42</answer>", id="first_price"),
     pytest.param("auction_vickrey", "You are playing a second-price sealed-bid auction",
@@ -268,7 +269,7 @@ answer of the code's question (a split as numbers separated by commas)."""
 @pytest.mark.parametrize(("game", "name", "example"), CODE_NAMES)
 async def test_the_codes_name_and_example_reach_the_prompt(
         tmp_path: Path, model: LoopbackServer, game: str, name: str, example: str) -> None:
-    players = 4 if game.startswith("pg_") else 2
+    players = 4 if game.startswith(("pg_", "commons")) else 2
     moves = await transcript(tmp_path, {
         **MOVES, "game": game, "game_params": {"rounds": 1},
         "matchup": [["m"] * players]}, seats(model))
@@ -381,6 +382,11 @@ async def test_reasking_a_stored_decision_keeps_the_matchs_protocol(
 FOUR = {**MATRIX, "matchup": [["m", "m", "m", "m"]], "rounds": 1}
 """A four-player matrix game, every seat the model, one round."""
 
+
+def seated(game: str) -> dict[str, Any]:
+    """The settings of ``game`` with the model in every seat (two for the focal point)."""
+    return {**FOUR, "matchup": [["m", "m"]]} if game == "focal_point" else FOUR
+
 RULES = {
     "diners_dilemma": ("the Diner's Dilemma", r"(\w) is the cheap dish \(it costs 10 and gives "
                        r"15 enjoyment\), (\w) the costly dish \(it costs 20 and gives 20 "
@@ -388,6 +394,9 @@ RULES = {
     "el_farol_bar": ("the El Farol Bar Game", r"(\w) is going to the bar, (\w) staying home",
                      "If at most 60% of the 4 players go (2 or fewer), each player who goes "
                      "gets 10 points"),
+    "focal_point": ("a coordination game", None,
+                    "If you pick the same option, each of you gets 10 points; if you pick "
+                    "different options, both get 0."),
 }
 """The code's information per game: its name, which label is which option (as the code's
 question says it) and the rule (as its rules text says it)."""
@@ -397,14 +406,16 @@ question says it) and the rule (as its rules text says it)."""
 async def test_cooperation_four_player_games_are_told_by_name_and_rule(
         tmp_path: Path, model: LoopbackServer, game: str) -> None:
     name, options, rule = RULES[game]
-    moves = await transcript(tmp_path, {**FOUR, "game": game}, seats(model))
-    assert len(moves) == 4
+    moves = await transcript(tmp_path, {**seated(game), "game": game}, seats(model))
+    assert len(moves) == (2 if game == "focal_point" else 4)
     for d, system, user in moves:
         rules_then_round(system, user)
         no_goal(system, user)
-        assert f"You are playing {name} with 3 other players" in system
-        told = re.search(options, system)
-        assert told and set(told.groups()) == set(d.labels)  # each label's meaning
+        others = "1 other player," if game == "focal_point" else "3 other players,"
+        assert f"You are playing {name} with {others}" in system
+        if options:
+            told = re.search(options, system)
+            assert told and set(told.groups()) == set(d.labels)  # each label's meaning
         assert rule in system and "If you choose" not in system  # no outcome list
         assert "This is round 1." in user
 
@@ -414,7 +425,7 @@ async def test_the_outcome_list_is_a_named_option(
         tmp_path: Path, model: LoopbackServer, game: str) -> None:
     """game_params payoff_text = "table" keeps coop-tui's list of every outcome (16 rows);
     the game is still named as the code names it."""
-    moves = await transcript(tmp_path, {**FOUR, "game": game,
+    moves = await transcript(tmp_path, {**seated(game), "game": game,
                                         "game_params": {"payoff_text": "table"}}, seats(model))
     for _, system, _ in moves:
         assert system.count("- If you choose") == 16 and RULES[game][0] in system
@@ -424,7 +435,7 @@ async def test_the_outcome_list_is_a_named_option(
 async def test_the_default_protocol_still_lists_every_outcome(
         tmp_path: Path, model: LoopbackServer, game: str) -> None:
     data = {"name": "own", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
-            "agents": seats(model), "experiments": [{**FOUR, "game": game}]}
+            "agents": seats(model), "experiments": [{**seated(game), "game": game}]}
     store = Store(tmp_path / "own.db")
     summary = await run_sweep(build_sweep(data, check_keys=False), store)
     [match] = store.matches(summary.run_id)
@@ -434,7 +445,8 @@ async def test_the_default_protocol_still_lists_every_outcome(
 
 
 def test_a_scaled_game_drops_the_codes_rule() -> None:
-    """The rule's numbers would be wrong after a payoff transform: the list is told."""
+    """The rule's numbers would be wrong after a payoff transform: the list is told. A
+    payoff_text other than "rule" / "table" is refused naming the field."""
     scaled = scale_payoffs(load_game("diners_dilemma"), 10)
     assert load_game("diners_dilemma").code_payoff_rule and scaled.code_payoff_rule is None
     with pytest.raises(ValueError, match="payoff_text must be 'rule' or 'table'"):
