@@ -533,7 +533,9 @@ class MatchContext:
             n_players=game.n_players,
             labels=own.labels,
             actions=action_lines(game, pos, own),
-            payoff_description=_payoffs_text(game, pos, tuple(labellings)),
+            payoff_description=_payoffs_text(game, pos, tuple(labellings),
+                                             self.protocol.payoff_rule(game)),
+            called=self.protocol.game_name("", game.called_by_code),
             seat_number=pos + 1 if numbered else None,
             twist=twist,
             instructions=instructions,
@@ -921,9 +923,12 @@ class MatchContext:
                     {
                         "role": "user",
                         "content": self.renderer.render(
-                            "retry.j2",
+                            self.protocol.retry_template(request.options),
                             reason=exc.reason,
                             example=_retry_example(request),
+                            kind=request.kind,
+                            labels=request.labels,
+                            options=request.options,
                         ),
                     },
                 ]
@@ -1126,9 +1131,11 @@ def _neutral(n_actions: int) -> Labelling:
 
 
 @lru_cache(maxsize=512)
-def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...]) -> str:
-    """The payoff description only changes with the game, the seat and the labels."""
-    return payoff_description(game, pos, labellings)
+def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...],
+                  rule: str | None = None) -> str:
+    """The payoff description only changes with the game, the seat, the labels and the
+    rule the protocol states (None: the game's own)."""
+    return payoff_description(game, pos, labellings, rule)
 
 
 def _retry_example(request: DecisionRequest) -> str:

@@ -699,14 +699,17 @@ def _parse_choice(
         try:
             return _parse_choice_object(text, labels, by_norm, with_leave)
         except ParseError:
-            # letters are named "Option J"; answer words ("accept") stand alone
-            options = " or ".join(label if label.islower() else f"Option {label}"
-                                  for label in labels)
             raise ParseError(
-                f"the <answer> tag must hold exactly one option ({options}), "
+                f"the <answer> tag must hold exactly one option ({_tag_options(labels)}), "
                 f"not {json.dumps(tag[:80])}"
             ) from None
     return _parse_choice_object(text, labels, by_norm, with_leave)
+
+
+def _tag_options(labels: Sequence[str]) -> str:
+    """The options as a tag names them: letters as "Option J", answer words ("accept")
+    alone."""
+    return " or ".join(label if label.islower() else f"Option {label}" for label in labels)
 
 
 def _parse_choice_object(
@@ -792,7 +795,14 @@ def _parse_other(
     kind: str, text: str, labels: Sequence[str], opts: Mapping[str, Any]
 ) -> tuple[Any, str | None]:
     if kind == "choice":
-        return _parse_choice(text, labels)
+        try:
+            return _parse_choice(text, labels)
+        except ParseError:
+            if opts.get("form") == "tag" and not _ANSWER_TAG.search(text or ""):
+                # asked for in tags: the reason names the tag, not a JSON object
+                raise ParseError(f"no <answer> tag with one option ({_tag_options(labels)}) "
+                                 "was found") from None
+            raise
     if kind == "approvals":
         return _parse_approvals(text, labels)
     if kind == "sign":

@@ -144,12 +144,20 @@ def parse_number(text: str, options: Mapping[str, Any]) -> tuple[int | float, st
         elif last:
             raise NumericParseError(
                 f"the last sentence names several numbers ({', '.join(_fmt(x) for x in last)}); "
-                f'end with one JSON object such as {{"{name}": <number>}}'
+                + _how_to_end(name, options)
             )
     if not candidates:
-        raise NumericParseError(f'no {name} found; end with one JSON object such as {{"{name}": <number>}}')
+        raise NumericParseError(f"no {name} found; " + _how_to_end(name, options))
     value, note = candidates[0]
     return check_value(value, options, name), note
+
+
+def _how_to_end(name: str, options: Mapping[str, Any]) -> str:
+    """How a reply should end: in the form the answer was asked for (``<answer>`` tags
+    under a protocol that asks for them, else a JSON object)."""
+    if options.get("form") == "tag":
+        return "end with the number in <answer> tags"
+    return f'end with one JSON object such as {{"{name}": <number>}}'
 
 
 def parse_allocation(text: str, options: Mapping[str, Any]) -> tuple[dict[str, int | float], str | None]:
@@ -193,6 +201,9 @@ def parse_allocation(text: str, options: Mapping[str, Any]) -> tuple[dict[str, i
                 raise NumericParseError(f"give exactly {len(keys)} numbers ({', '.join(keys)}), got {len(nums)}")
             values = nums
     if values is None:
+        if options.get("form") == "tag":
+            raise NumericParseError(f"no allocation found; end with the numbers for "
+                                    f"{', '.join(keys)} in <answer> tags, separated by commas")
         example = json.dumps({k: "<n>" for k in keys}).replace('"<n>"', "<number>")
         raise NumericParseError(f"no allocation found; end with one JSON object such as {example}")
     checked = {k: check_value(v, options, k) for k, v in zip(keys, values, strict=True)}

@@ -150,19 +150,22 @@ def trial_labelling(letters: Sequence[str], order_rng: np.random.Generator) -> L
     return Labelling(tuple(letters[a] for a in order), tuple(order))
 
 
-def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling]) -> str:
+def payoff_description(game: Game, seat: int, labellings: Sequence[Labelling],
+                       rule: str | None = None) -> str:
     """Describe every outcome from ``seat``'s point of view, in its labels.
 
     ``labellings[i]`` is the labelling used to name seat i's actions; a seat's own
     labelling is what it sees, and co-players are named with theirs, so a shuffled
-    label set stays consistent inside one prompt.
+    label set stays consistent inside one prompt. ``rule`` (a protocol's choice, see
+    :meth:`PromptProtocol.payoff_rule`) replaces the game's own ``payoff_rule``.
     """
     n = game.n_players
     others = [j for j in range(n) if j != seat]
     own = labellings[seat]
-    if game.payoff_rule is not None:
+    rule = rule if rule is not None else game.payoff_rule
+    if rule is not None:
         names = {f"a{a}": lab for lab, a in zip(own.labels, own.label_to_action, strict=True)}
-        return game.payoff_rule.format(**names)
+        return rule.format(**names)
     lines = []
     other_orders = [range(len(labellings[j].labels)) for j in others]
     for own_idx in range(len(own.labels)):

@@ -29,6 +29,7 @@ from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
 from coop_tui.events import Event, EventBus, MatchDone, MatchStarted
 from coop_tui.games import game_from_spec, load_game
 from coop_tui.games.kinds import options_game
+from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.schemas import answer_schema
 
 if TYPE_CHECKING:
@@ -212,6 +213,19 @@ def build_request(target: ReaskTarget, messages: Sequence[Message]) -> DecisionR
     )
 
 
+def reask_policy(match: dict[str, Any], max_attempts: int) -> DecisionPolicy:
+    """The original match's prompt protocol and reasoning-message setting (from its stored
+    condition), so a re-ask of an unreadable answer is worded as the match's own re-asks
+    are (under the strategic personalities protocol: asking for the ``<answer>`` tag, not
+    a JSON object)."""
+    condition = json.loads(match.get("condition") or "{}")
+    return DecisionPolicy(
+        max_attempts=max_attempts, on_invalid="abort",
+        prompt_protocol=condition.get("prompt_protocol", DEFAULT_KEY),
+        style_message=condition.get("style_message", "system"),
+    )
+
+
 def _reask_run(store: Store, match: dict[str, Any]) -> str:
     """The run that collects re-asks of ``match``'s run (created on first use)."""
     original = store.run(match["run_id"]) or {"id": match["run_id"], "name": "?", "kind": ""}
@@ -287,7 +301,7 @@ async def reask(
     ctx = MatchContext(
         run_id=run_id, match_id=match_id, game=target.game,
         agents=[agent] * len(target.seats), bus=bus, seed=original.get("seed") or 0,
-        policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort"),
+        policy=reask_policy(original, max_attempts),
     )
     try:
         decision = await ctx.ask(request)
@@ -317,5 +331,6 @@ __all__ = [
     "edited_messages",
     "load_target",
     "reask",
+    "reask_policy",
     "request_messages",
 ]

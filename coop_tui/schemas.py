@@ -232,12 +232,14 @@ def choice_gbnf(labels: tuple[str, ...], *, leave: bool = False) -> str:
 def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str | None:
     """Grammar of an answer in ``<answer>`` tags (a protocol's ``{"form": "tag"}``): a choice as
     ``<answer>Option J</answer>`` (``<answer>accept</answer>`` when ``options["words"]``), a whole-number move as ``<answer>40</answer>`` within its
-    range; None for the other kinds and grids (they keep the JSON grammar, which the
-    parser reads as well)."""
+    range, a whole-number split as ``<answer>40, 30, 30</answer>``; None for the other
+    kinds and grids (they keep the JSON grammar, which the parser reads as well)."""
     if kind == "choice" and labels:
         alternatives = " | ".join(_gbnf_literal(label) for label in labels)
         lead = "" if options.get("words") else "Option "  # a word answer: <answer>accept</answer>
         return f'root ::= "<answer>{lead}" ( {alternatives} ) "</answer>"\n'
+    if kind == "allocation":
+        return _allocation_tag_gbnf(options)
     if kind != "number":
         return None
     lo, hi, step = options.get("min"), options.get("max"), float(options.get("step", 1) or 1)
@@ -250,12 +252,36 @@ def tag_gbnf(kind: str, labels: tuple[str, ...], options: dict[str, Any]) -> str
     return f'root ::= "<answer>" ( {values} ) "</answer>"\n'
 
 
+def _allocation_tag_gbnf(options: dict[str, Any]) -> str | None:
+    """A whole-number split in ``<answer>`` tags, the values in key order separated by
+    commas: adding up to the total when there is one (Blotto), else each value free
+    within the range (demands on two issues). None off a whole-number grid."""
+    keys = tuple(options.get("keys") or ())
+    lo, hi = options.get("min"), options.get("max")
+    if not keys or lo is None or hi is None or float(options.get("step", 1) or 1) != 1:
+        return None
+    if not (float(lo).is_integer() and float(hi).is_integer()):
+        return None
+    low, high = int(lo), int(hi)
+    if options.get("total") is not None:
+        return allocation_gbnf(keys, int(options["total"]), low, high, tag=True)
+    if not 0 <= high - low <= MAX_ENUMERATED_RANGE:
+        return None
+    values = " | ".join(f'"{v}"' for v in range(low, high + 1))
+    entries = ' ", " '.join(["value"] * len(keys))
+    return f'root ::= "<answer>" {entries} "</answer>"\nvalue ::= {values}\n'
+
+
 MAX_ALLOCATION_ALTERNATIVES = 20000
 """An allocation grammar spells out every split; above this many it falls back to the schema."""
 
 
-def allocation_gbnf(keys: tuple[str, ...], total: int, lo: int, hi: int) -> str | None:
-    """Grammar of an allocation whose whole-number entries add up to exactly ``total``.
+def allocation_gbnf(keys: tuple[str, ...], total: int, lo: int, hi: int, *,
+                    tag: bool = False) -> str | None:
+    """Grammar of an allocation whose whole-number entries add up to exactly ``total``:
+    a JSON object, or with ``tag`` the values alone in key order, separated by commas,
+    in ``<answer>`` tags (``<answer>40, 30, 30</answer>``, the strategic personalities
+    protocol's form).
 
     Rule ``f<i>-<r>`` is "entries i.. still to write, r still to give": each entry offers
     only the values that leave a feasible rest, and the last entry is forced to the rest
@@ -267,23 +293,25 @@ def allocation_gbnf(keys: tuple[str, ...], total: int, lo: int, hi: int) -> str 
         return None
     if (total + 1) ** max(1, k - 1) > MAX_ALLOCATION_ALTERNATIVES:
         return None
-    lines = [f'root ::= "{{" space f0-{total} "}}" space']
+    lines = [f'root ::= "<answer>" f0-{total} "</answer>"' if tag
+             else f'root ::= "{{" space f0-{total} "}}" space']
     todo, seen = [(0, total)], set()
     while todo:
         i, r = todo.pop()
         if (i, r) in seen:
             continue
         seen.add((i, r))
-        key = f'{_gbnf_literal(json.dumps(keys[i]))} space ":" space'
+        key = "" if tag else f'{_gbnf_literal(json.dumps(keys[i]))} space ":" space'
         left = k - 1 - i
         if left == 0:
-            lines.append(f'f{i}-{r} ::= {key} "{r}" space')
+            lines.append(f'f{i}-{r} ::= {key} "{r}"' + ("" if tag else " space"))
             continue
         alts = []
         for v in range(lo, min(hi, r) + 1):
             rest = r - v
             if left * lo <= rest <= left * hi:
-                alts.append(f'"{v}" space "," space f{i + 1}-{rest}')
+                sep = '", "' if tag else 'space "," space'
+                alts.append(f'"{v}" {sep} f{i + 1}-{rest}')
                 todo.append((i + 1, rest))
         lines.append(f"f{i}-{r} ::= {key} ({' | '.join(alts)})")
     lines.append('space ::= " "?')

@@ -50,7 +50,7 @@ def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) 
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     lo = as_int("value_min", low, minimum=0)
     hi = as_int("value_max", high, minimum=lo)
-    space = NumberSpace("bid", 0, 100)
+    space = NumberSpace("bid", 0, 100, example=42)
     price = "the other bid (the second-highest)" if second_price else "its own bid"
     rules = (
         "You and one other bidder each want an item. Each of you has a private value for it "
@@ -79,6 +79,7 @@ def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) 
                        " Equilibrium: bid half the value."),
         moves=("bid 0-100",) * 2, roles=("Player 1, a bidder", "Player 2, a bidder"),
         rules=rules, protocol=play, rounds=r, params={"value_min": lo, "value_max": hi},
+        called_by_code=f"a {'second' if second_price else 'first'}-price sealed-bid auction",
     )
 
 
@@ -99,7 +100,7 @@ def auction_all_pay(prize: int = 50, rounds: int = 15) -> ProtocolGame:
     """All-pay auction for a prize of 50: both pay their bids 0-100 (strategic personalities)."""
     pz = as_int("prize", prize, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("bid", 0, 100)
+    space = NumberSpace("bid", 0, 100, example=25)
     rules = (
         f"You and one other bidder compete for a prize worth {pz} points. Both submit a sealed "
         "bid from 0 to 100 at the same time. Both of you pay your own bid whether you win or "
@@ -118,4 +119,5 @@ def auction_all_pay(prize: int = 50, rounds: int = 15) -> ProtocolGame:
         f"uniformly on 0-{pz}.",
         moves=("bid 0-100",) * 2, roles=("Player 1, a bidder", "Player 2, a bidder"),
         rules=rules, protocol=play, rounds=r, params={"prize": pz},
+        called_by_code="an all-pay auction",
     )

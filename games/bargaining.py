@@ -55,7 +55,7 @@ def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
     """Nash demand: both demand 0-100 of 100 at once; compatible demands are paid (strategic personalities)."""
     p = as_int("pie", pie, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("demand", 0, p)
+    space = NumberSpace("demand", 0, p, example=50)
     rules = (
         f"You and the other player split {p} points. Both of you state a demand from 0 to {p} "
         f"at the same time. If the two demands add up to {p} or less, each gets what it "
@@ -73,7 +73,7 @@ def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
         "Simultaneous demands; compatible demands are paid, incompatible ones pay nothing. "
         "Every split summing to the pie is an equilibrium; 50/50 is focal.",
         moves=(f"demand 0-{p}",) * 2, roles=("Player 1", "Player 2"), rules=rules,
-        protocol=play, rounds=r, params={"pie": p},
+        protocol=play, rounds=r, params={"pie": p}, called_by_code="the Nash Demand Game",
     )
 
 
@@ -99,7 +99,7 @@ def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -
         demand = await turn.number(
             0, "propose", f"You are the Proposer. The pie is worth {worth:.1f} points this "
             f"round ({p} x {d:.2f}). How many points do you demand for yourself? The "
-            "Responder gets the rest.", NumberSpace("demand", 0, p))
+            "Responder gets the rest.", NumberSpace("demand", 0, p, example=55))
         choice = await turn.choose(
             1, "respond", f"You are the Responder. The Proposer demands {demand:g} and leaves "
             f"you {p - demand:g} (the pie is worth {worth:.1f} this round). If you reject, "
@@ -116,6 +116,7 @@ def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -
         moves=(f"demand 0-{p}", "accept/reject"), roles=("Player 1, the Proposer",
                                                         "Player 2, the Responder"),
         rules=rules, protocol=play, rounds=r, params={"pie": p, "discount": clean(delta)},
+        called_by_code="the Alternating Offers Game",
     )
 
 
@@ -174,7 +175,7 @@ def alternating_offers_deadline(pie: int = 100, discount: float = 0.9,
 def multi_issue(rounds: int = 10) -> ProtocolGame:
     """Multi-issue demands on issues A and B with opposite weights 3:1 / 1:3 (strategic personalities)."""
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = AllocationSpace(("A", "B"), 0, 100)
+    space = AllocationSpace(("A", "B"), 0, 100, example=(80, 20))
     weights = ((3, 1), (1, 3))
 
     def rules_for(seat: int) -> str:

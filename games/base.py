@@ -54,6 +54,16 @@ class Game:
     k contributors -> payoffs). ``{a0}``, ``{a1}``, ... stand for the reader's labels of
     actions 0, 1, ...; None: prompts list the outcomes. A game rebuilt from its payoff
     tensor (scaled, mediated, ...) drops it, since the rule would no longer hold."""
+    called_by_code: str = ""
+    """The name the strategic personalities paper's code gives the game ("the Diner's
+    Dilemma", "the Nash Demand Game") where coop-tui's own prompt gives none: stated only
+    by a protocol that states the code's names (:meth:`PromptProtocol.game_name`)."""
+    code_payoff_rule: str | None = None
+    """The payoffs as the strategic personalities paper's code tells them, a rule in words
+    with ``{a0}``, ``{a1}`` for the reader's labels (the Diner's Dilemma's dishes and
+    bill), where coop-tui's own prompt lists every outcome: stated instead of the list by
+    a protocol that states the code's rules (:meth:`PromptProtocol.payoff_rule`). A
+    transform of the payoffs (scale, bonus) drops it, since it would no longer hold."""
 
     def __post_init__(self) -> None:
         payoffs = np.asarray(self.payoffs, dtype=float)

@@ -32,6 +32,16 @@ def blotto_payoffs(allocations: list[list[float]], prize: float = 10) -> tuple[f
     return tuple(prize / len(winners) if i in winners else 0.0 for i in range(n))
 
 
+CODE_EXAMPLE = (40, 30, 30)
+"""The example split the strategic personalities paper's code shows (100 soldiers, 3 fields)."""
+
+
+def _example(budget: int, battlefields: int) -> tuple[int, ...] | None:
+    """The code's example where it fits the game (it adds up to the budget), else none."""
+    fits = len(CODE_EXAMPLE) == battlefields and sum(CODE_EXAMPLE) == budget
+    return CODE_EXAMPLE if fits else None
+
+
 @register_game("colonel_blotto")
 def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
                    rounds: int = 15) -> ProtocolGame:
@@ -41,7 +51,7 @@ def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
     pz = as_int("prize", prize, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     keys = tuple(f"B{i}" for i in range(1, k + 1))
-    space = AllocationSpace(keys, 0, b, total=b)
+    space = AllocationSpace(keys, 0, b, total=b, example=_example(b, k))
     rules = (
         f"You and one other player each split {b} soldiers over {k} battlefields "
         f"({', '.join(keys)}) at the same time. Whoever sends more soldiers to a battlefield "
@@ -63,4 +73,5 @@ def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
         "No pure equilibrium.",
         moves=(f"allocate {b} over {k}",) * 2, roles=("Player 1", "Player 2"), rules=rules,
         protocol=play, rounds=r, params={"budget": b, "battlefields": k, "prize": pz},
+        called_by_code="Colonel Blotto",
     )

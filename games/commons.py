@@ -25,7 +25,7 @@ def commons_dilemma(players: int = 4, capacity: int = 40, max_extraction: int = 
     cap = as_int("capacity", capacity, minimum=1)
     top = as_int("max_extraction", max_extraction, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("extraction", 0, top)
+    space = NumberSpace("extraction", 0, top, example=5)
     rules = (
         f"The {n} players share a resource with capacity {cap}. Each player takes 0 to {top} "
         f"points from it. The resource loses quality as the group takes more: your payoff is "
@@ -46,4 +46,5 @@ def commons_dilemma(players: int = 4, capacity: int = 40, max_extraction: int = 
         "total extraction; restraint is efficient, over-extraction tempting.",
         moves=(f"extract 0-{top}",) * n, roles=(f"one of the {n} players",) * n, rules=rules,
         protocol=play, rounds=r, params={"players": n, "capacity": cap, "max_extraction": top},
+        called_by_code="the Commons Dilemma",
     )

@@ -25,7 +25,7 @@ def _game(key: str, mpcr: float, players: int, endowment: int, rounds: int) -> P
     e = as_int("endowment", endowment, minimum=1)
     m = as_float("mpcr", mpcr, positive=True)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
-    space = NumberSpace("contribution", 0, e)
+    space = NumberSpace("contribution", 0, e, example=5)
     rules = (
         f"Each of the {n} players holds {e} points and decides how many of them to put into a "
         f"shared pool. Every point in the pool pays {m:g} points to each player, whoever put it "
@@ -45,7 +45,7 @@ def _game(key: str, mpcr: float, players: int, endowment: int, rounds: int) -> P
         f"{n} players each contribute 0-{e} points; each receives {m:g} x the total. "
         f"Zero is dominant when MPCR < 1; full contribution is efficient when MPCR x n > 1.",
         moves=(f"contribute 0-{e}",) * n, roles=(f"one of the {n} players",) * n, rules=rules,
-        protocol=play, rounds=r,
+        protocol=play, rounds=r, called_by_code="the Public Goods Game",
         params={"mpcr": clean(m), "players": n, "endowment": e},
     )
 

@@ -5,11 +5,18 @@ The strategic personalities paper's code runs it with a cheap dish (cost 10, enj
 (cost 20, enjoyment 20) for 4 diners; its text describes other numbers (cheap: cost 5,
 value 5; expensive: cost 15, value 12), kept as ``diners_dilemma_paper``.
 A diner's payoff is the enjoyment of their own dish minus an equal share of the bill.
+
+How the payoffs are told (``payoff_text``): by default the prompt protocol decides; the
+strategic personalities protocol tells them as the paper's code does, by name and rule
+(which label is the cheap dish, the costs and enjoyments, the bill split equally), and
+coop-tui's own protocol lists every outcome. ``"table"`` lists the outcomes under every
+protocol (exact, and our earlier form), ``"rule"`` states the rule under every protocol.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +25,8 @@ from coop_tui.games._checks import as_float, as_int, clean
 from coop_tui.games.base import Game
 
 MAX_PLAYERS = 12
+PAYOFF_TEXTS = ("", "rule", "table")
+"""``payoff_text`` values: the protocol's choice, always the rule, always the outcome list."""
 
 
 def split_bill_payoffs(orders: tuple[int, ...], costs: tuple[float, float],
@@ -27,8 +36,25 @@ def split_bill_payoffs(orders: tuple[int, ...], costs: tuple[float, float],
     return [values[o] - share for o in orders]
 
 
+def payoff_text_param(payoff_text: str) -> str:
+    """``payoff_text`` checked: "" (the protocol's choice), "rule" or "table"."""
+    if payoff_text not in PAYOFF_TEXTS:
+        raise ValueError(f"payoff_text must be 'rule' or 'table' (or left out for the prompt "
+                         f"protocol's choice), got {payoff_text!r}")
+    return payoff_text
+
+
+def rule_fields(rule: str, payoff_text: str) -> dict[str, Any]:
+    """The Game fields that tell ``rule``: stated by every protocol ("rule"), by a protocol
+    that states the code's rules ("", the default), or by none ("table")."""
+    if payoff_text == "rule":
+        return {"payoff_rule": rule}
+    return {"code_payoff_rule": rule} if payoff_text == "" else {}
+
+
 def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: float,
-            costly_cost: float, costly_value: float, source: str) -> Game:
+            costly_cost: float, costly_value: float, source: str, payoff_text: str) -> Game:
+    told = payoff_text_param(payoff_text)
     n = as_int("players", players, minimum=2, maximum=MAX_PLAYERS)
     costs = (as_float("cheap_cost", cheap_cost), as_float("costly_cost", costly_cost))
     values = (as_float("cheap_value", cheap_value), as_float("costly_value", costly_value))
@@ -42,6 +68,13 @@ def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: 
         f"are the worth of their own dish minus an equal share of the total bill, so a "
         f"costly order is paid mostly by the others. Payoffs as in {source}."
     )
+    rule = (
+        f"Each player orders one dish at the same time: {{a0}} is the cheap dish (it costs "
+        f"{costs[0]:g} and gives {values[0]:g} enjoyment), {{a1}} the costly dish (it costs "
+        f"{costs[1]:g} and gives {values[1]:g} enjoyment). The total bill of all {n} players "
+        "is split equally. Your points are the enjoyment of your own dish minus your share "
+        "of the bill."
+    )
     return Game(
         key=key,
         title=f"{title} ({n} diners)",
@@ -51,22 +84,27 @@ def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: 
         cooperative=(frozenset({0}),) * n,
         defect=(1,) * n,
         params={"players": n, "cheap_cost": clean(costs[0]), "cheap_value": clean(values[0]),
-                "costly_cost": clean(costs[1]), "costly_value": clean(values[1])},
+                "costly_cost": clean(costs[1]), "costly_value": clean(values[1]),
+                **({"payoff_text": told} if told else {})},
+        called_by_code="the Diner's Dilemma",
+        **rule_fields(rule, told),
     )
 
 
 @register_game("diners_dilemma")
 def diners_dilemma(players: int = 4, cheap_cost: float = 10, cheap_value: float = 15,
-                   costly_cost: float = 20, costly_value: float = 20) -> Game:
+                   costly_cost: float = 20, costly_value: float = 20,
+                   payoff_text: str = "") -> Game:
     """Diner's Dilemma as the strategic personalities paper's code runs it: 4 diners, cheap 10/15, costly 20/20
-    (cost/enjoyment), bill split equally."""
+    (cost/enjoyment), bill split equally; ``payoff_text`` "rule" / "table" / "" (the protocol's)."""
     return _diners("diners_dilemma", "Diner's Dilemma", players, cheap_cost, cheap_value,
-                   costly_cost, costly_value, "the strategic personalities paper's code")
+                   costly_cost, costly_value, "the strategic personalities paper's code",
+                   payoff_text)
 
 
 @register_game("diners_dilemma_paper")
-def diners_dilemma_paper(players: int = 4) -> Game:
+def diners_dilemma_paper(players: int = 4, payoff_text: str = "") -> Game:
     """Diner's Dilemma as the strategic personalities paper's text describes it: cheap 5/5, expensive 15/12
     (cost/value), bill split equally."""
     return _diners("diners_dilemma_paper", "Diner's Dilemma (paper text)", players,
-                   5, 5, 15, 12, "the strategic personalities paper's text")
+                   5, 5, 15, 12, "the strategic personalities paper's text", payoff_text)

@@ -5,6 +5,11 @@ As the strategic personalities paper's code runs it: 4 players; a goer gets 10 w
 go and 0 otherwise; staying home always pays 5. The public code counts the first
 option ("go") as the cooperative one in its cooperation columns; coop-tui follows it so
 rates stay comparable with the published data.
+
+``payoff_text`` as in the Diner's Dilemma: by default the strategic personalities
+protocol tells the payoffs as the code does (by name and rule: which label goes, the
+threshold, what goers and stayers get) and coop-tui's own protocol lists every outcome;
+"table" / "rule" fix one form under every protocol.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_float, as_int, clean
 from coop_tui.games.base import Game
+from coop_tui.games.diners_dilemma import payoff_text_param, rule_fields
 
 MAX_PLAYERS = 12
 GO, STAY = 0, 1
@@ -31,9 +37,10 @@ def bar_payoffs(choices: tuple[int, ...], threshold: float, go: float, crowded: 
 
 @register_game("el_farol_bar")
 def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
-                 crowded: float = 0, stay: float = 5) -> Game:
+                 crowded: float = 0, stay: float = 5, payoff_text: str = "") -> Game:
     """El Farol Bar as the strategic personalities paper's code runs it: 4 players, going pays 10 if at most 60% go,
-    else 0; staying home pays 5."""
+    else 0; staying home pays 5; ``payoff_text`` "rule" / "table" / "" (the protocol's)."""
+    told = payoff_text_param(payoff_text)
     n = as_int("players", players, minimum=2, maximum=MAX_PLAYERS)
     t = as_float("threshold", threshold)
     if not 0 <= t <= 1:
@@ -51,6 +58,12 @@ def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
         f"went gets {pay_crowded:g}. Staying home always gives {pay_stay:g}. Payoffs as "
         f"the strategic personalities paper's code runs them."
     )
+    rule = (
+        f"Each player decides at the same time: {{a0}} is going to the bar, {{a1}} staying "
+        f"home. If at most {100 * t:g}% of the {n} players go ({most} or fewer), each player "
+        f"who goes gets {pay_go:g} points; if more go, the bar is overcrowded and each player "
+        f"who goes gets {pay_crowded:g} points. Staying home always gives {pay_stay:g} points."
+    )
     return Game(
         key="el_farol_bar",
         title=f"El Farol Bar ({n} players)",
@@ -60,5 +73,8 @@ def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
         cooperative=(frozenset({GO}),) * n,
         defect=(STAY,) * n,
         params={"players": n, "threshold": clean(t), "go": clean(pay_go),
-                "crowded": clean(pay_crowded), "stay": clean(pay_stay)},
+                "crowded": clean(pay_crowded), "stay": clean(pay_stay),
+                **({"payoff_text": told} if told else {})},
+        called_by_code="the El Farol Bar Game",
+        **rule_fields(rule, told),
     )

@@ -81,6 +81,10 @@ class AllocationSpace:
     high: float
     total: float | None = None
     step: float = 1
+    example: tuple[float, ...] | None = None
+    """The example split the strategic personalities paper's code shows, one value per key
+    in key order (``<answer>40, 30, 30</answer>`` for Blotto); a protocol that shows
+    examples (:meth:`PromptProtocol.allocation_options`) repeats it. None: none shown."""
 
     def options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {"keys": list(self.keys), "min": self.low, "max": self.high,
@@ -114,7 +118,7 @@ class ProtocolGame(Game):
     """The rules every player reads, in the game's own words."""
     called: str = ""
     """The game's name as the prompt says it ("the Ultimatum Game"), as the strategic
-    personalities paper's code names it; empty: "a game"."""
+    personalities paper's code names it, under every protocol; empty: "a game"."""
     protocol: RoundProtocol | None = None
 
     @property
@@ -138,9 +142,11 @@ def protocol_game(
     rounds: int,
     params: dict[str, Any],
     called: str = "",
+    called_by_code: str = "",
 ) -> ProtocolGame:
     """Build a protocol game; ``moves[i]`` names seat i's moves for listings; ``called``
-    is the name the prompt gives the game ("the Trust Game")."""
+    is the name every prompt gives the game ("the Trust Game"), ``called_by_code`` the
+    name only the strategic personalities protocol states ("the Nash Demand Game")."""
     n = len(moves)
     return ProtocolGame(
         key=key,
@@ -155,6 +161,7 @@ def protocol_game(
         roles=tuple(roles),
         rules=rules,
         called=called,
+        called_by_code=called_by_code,
         protocol=protocol,
     )
 
@@ -205,7 +212,8 @@ class Turn:
     async def allocations(
         self, asks: Sequence[tuple[int, str, str, AllocationSpace]]
     ) -> list[dict[str, float]]:
-        requests = [self._request(seat, phase, query, "allocation", space.options(), None)
+        requests = [self._request(seat, phase, query, "allocation",
+                                  self._allocation_options(space), None)
                     for seat, phase, query, space in asks]
         decisions = await self.ctx.ask_all(requests)
         out = []
@@ -271,6 +279,12 @@ class Turn:
                     whole=space.step == 1, names_a_thing=not space.decimals_allowed,
                     example=space.example)}
 
+    def _allocation_options(self, space: AllocationSpace) -> dict[str, Any]:
+        """The split's options, with the protocol's answer form and what it adds
+        (``example``: the split shown)."""
+        return {**space.options(), **self.ctx.answer_form("allocation"),
+                **self.ctx.protocol.allocation_options(example=space.example)}
+
     def _extra(self, seat: int, phase: str, facts: dict[str, Any] | None) -> dict[str, Any]:
         """What a strategy in ``seat`` may read: the move's facts, past rounds' moves, the
         game's parameters, and ``seed``, drawn from the match seed for this round, seat and
@@ -301,7 +315,8 @@ class Turn:
         history = [r.summaries[seat] for r in self.past]
         return self.ctx.renderer.render(
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
-            called=self.game.called, goal=self.ctx.protocol.goal(),
+            called=self.ctx.protocol.game_name(self.game.called, self.game.called_by_code),
+            goal=self.ctx.protocol.goal(),
             rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
             tell_total=self.tell_total,
             rules_end=self.ctx.rules_end,

@@ -43,6 +43,7 @@ def scale_payoffs(game: Game, factor: float) -> Game:
     return dataclasses.replace(
         game,
         payoffs=game.payoffs * factor,
+        code_payoff_rule=None,
         title=f"{game.title} (x{factor:g})",
         description=f"{game.description} Every payoff is multiplied by {factor:g}.",
     )
@@ -67,6 +68,7 @@ def add_cooperation_bonus(game: Game, bonus: float) -> Game:
     return dataclasses.replace(
         game,
         payoffs=payoffs,
+        code_payoff_rule=None,
         title=f"{game.title} (+{bonus:g} per cooperating co-player)",
         description=(
             f"{game.description} Each player also gains {bonus:g} for every co-player "

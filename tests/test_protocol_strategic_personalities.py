@@ -17,10 +17,9 @@ rules text and its query with the example answer):
 - the goal: none at baseline (the code states one only in its goal_* conditions).
 
 Families whose transcripts are pinned elsewhere are named in ``PINNED_ELSEWHERE``.
-Where our messages still carry less than the code (a game's name, an example number),
-a strict ``xfail`` names the difference: it fails once the prompt carries it, so the
-mark is removed then. Those prompts are left as they are here because changing them
-changes every stored prompt of the shipped study (docs/reproducing-strategic-personalities.md).
+``CODE_NAMES`` pins, per numeric game, the name the code's rules give it and the example
+answer its question shows; the default protocol states neither (its prompts are
+unchanged by them).
 """
 
 from __future__ import annotations
@@ -32,7 +31,12 @@ from typing import Any
 
 import pytest
 
-from coop_tui.decisions import Decision
+from coop_tui.decisions import AgentReply, Decision
+from coop_tui.games import load_game
+from coop_tui.games.transforms import scale_payoffs
+from coop_tui.parsing import parse_answer
+from coop_tui.reask import reask
+from coop_tui.schemas import answer_grammar, answer_schema, tag_gbnf
 from coop_tui.spec import build_sweep, load_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -69,8 +73,14 @@ GOAL_WORDS = re.compile(r"\bgoal\b|as many points|\baim\b", re.IGNORECASE)
 
 
 def scripted(body: dict[str, Any]) -> str:
-    """Answers in the form the message asks for: a word, an offered letter, or 4."""
+    """Answers in the form the message asks for: a word, an offered letter, the example
+    split, or 4 (a JSON object when the message asks for one)."""
     text = last_user_message(body)
+    if "JSON object" in text:
+        return '{"demand": 4}'
+    split = re.search(r"for example: (<answer>\d+(, \d+)+</answer>)", text)
+    if split:
+        return split.group(1)
     if "one word: accept or reject" in text:
         return "<answer>accept</answer>"
     offered = re.search(r"one option: Option (\w+)", text)
@@ -233,25 +243,211 @@ async def test_risk_chicken_states_the_rounds_and_asks_a_letter(
         assert re.search(r"for example: <answer>Option \w</answer>", user)
 
 
-# ------------------------------------------------------------ what the code says and we do not
+# ------------------------------------------------------------ the code's names and examples
 
-CODE_ONLY = [
-    pytest.param("nash_demand", "the Nash Demand Game", "<answer>50</answer>",
-                 id="nash_demand-name-and-example"),
-    pytest.param("pg_med_mpcr", "the Public Goods Game", "<answer>5</answer>",
-                 id="public_goods-name-and-example"),
-    pytest.param("auction_first_price", "first-price sealed-bid auction", "<answer>42</answer>",
-                 id="first_price-example"),
+CODE_NAMES = [
+    pytest.param("nash_demand", "the Nash Demand Game", "<answer>50</answer>", id="nash_demand"),
+    pytest.param("pg_med_mpcr", "the Public Goods Game", "<answer>5</answer>", id="public_goods"),
+    pytest.param("commons_dilemma", "the Commons Dilemma", "<answer>5</answer>", id="commons"),
+    pytest.param("auction_first_price", "You are playing a first-price sealed-bid auction",
+                 "<answer>42</answer>", id="first_price"),
+    pytest.param("auction_vickrey", "You are playing a second-price sealed-bid auction",
+                 "<answer>42</answer>", id="vickrey"),
+    pytest.param("auction_all_pay", "You are playing an all-pay auction", "<answer>25</answer>",
+                 id="all_pay"),
+    pytest.param("alternating_offers", "the Alternating Offers Game", "<answer>55</answer>",
+                 id="alternating_offers"),
+    pytest.param("colonel_blotto", "You are playing Colonel Blotto",
+                 "<answer>40, 30, 30</answer>", id="blotto"),
+    pytest.param("multi_issue", "You are playing a game", "<answer>80, 20</answer>",
+                 id="multi_issue"),  # the code's rules give this one no name
 ]
+"""Per game: the name the code's rules give it, as our first line says it, and the example
+answer of the code's question (a split as numbers separated by commas)."""
 
 
-@pytest.mark.xfail(strict=True, reason="our prompt does not yet carry the code's game name "
-                   "and example answer; pinned so the difference stays visible")
-@pytest.mark.parametrize(("game", "name", "example"), CODE_ONLY)
+@pytest.mark.parametrize(("game", "name", "example"), CODE_NAMES)
 async def test_the_codes_name_and_example_reach_the_prompt(
         tmp_path: Path, model: LoopbackServer, game: str, name: str, example: str) -> None:
-    players = 4 if game.startswith("pg_") else 2
-    [(_, system, user), *_] = await transcript(tmp_path, {
+    players = 4 if game.startswith(("pg_", "commons")) else 2
+    moves = await transcript(tmp_path, {
         **MOVES, "game": game, "game_params": {"rounds": 1},
         "matchup": [["m"] * players]}, seats(model))
-    assert name in system and example in user
+    first = [m for m in moves if m[0].phase != "respond"]  # the responder answers a word
+    assert first
+    for d, system, user in first:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        assert name in system and f"for example: {example}" in user
+        if d.kind == "allocation":
+            assert "numbers separated by commas" in user and "JSON" not in user
+            assert list(d.parsed.values()) == [int(x) for x in example[8:-9].split(", ")]
+
+
+async def test_the_default_protocol_names_none_of_these_games_and_shows_no_example(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    """The names and examples are the code's: coop-tui's own prompts stay as they were."""
+    data = {"name": "own", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+            "agents": seats(model), "experiments": [
+                {**MOVES, "game": "nash_demand", "game_params": {"rounds": 1},
+                 "matchup": [["m", "m"]]}]}
+    store = Store(tmp_path / "own.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    for d in store.decisions(match["id"]):
+        text = d.prompt[0]["content"]
+        assert "You are playing a game with 1 other player" in text
+        assert "Nash Demand" not in text and "<answer>" not in text
+
+
+def test_a_split_in_tags_has_a_tag_grammar_in_key_order() -> None:
+    """The embedded model writes a split as the prompt asks for it (numbers separated by
+    commas in <answer> tags), adding up to the total where there is one."""
+    blotto = {"keys": ["B1", "B2", "B3"], "min": 0, "max": 100, "step": 1, "total": 100,
+              "form": "tag"}
+    kind, grammar = answer_grammar("allocation", (), answer_schema("allocation", (), blotto),
+                                   blotto)
+    assert kind == "gbnf" and grammar.startswith('root ::= "<answer>" f0-100 "</answer>"')
+    assert '"40" ", " f1-60' in grammar and "{" not in grammar
+    issues = {"keys": ["A", "B"], "min": 0, "max": 100, "step": 1, "form": "tag"}
+    free = tag_gbnf("allocation", (), issues) or ""
+    assert free.startswith('root ::= "<answer>" value ", " value "</answer>"')
+    assert parse_answer("allocation", "<answer>80, 20</answer>", options=issues)[0] == {
+        "A": 80, "B": 20}
+
+
+# ------------------------------------------------------------ re-asks
+
+RETRY = "Your previous answer could not be used"
+
+
+def unsure_first(body: dict[str, Any]) -> str:
+    """Nothing readable at first; after a re-ask, the form the first message asked for."""
+    if RETRY in last_user_message(body):
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return scripted({"messages": [{"role": "user", "content": first}]})
+    return "I am not sure yet."
+
+
+async def test_a_reask_in_the_match_asks_for_the_tag_again(tmp_path: Path) -> None:
+    """The re-ask after an unreadable reply asks for the <answer> tag the prompt asked for
+    (with the move's example), never for a JSON object."""
+    with LoopbackServer(latency=0.0, chunks=1, answer=unsure_first) as server:
+        data = {"name": "sp", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+                "agents": seats(server), "experiments": [
+                    {**MOVES, "prompt_protocol": "strategic_personalities", "game": "ultimatum",
+                     "game_params": {"rounds": 1}, "matchup": [["m", "m"]]}]}
+        store = Store(tmp_path / "retry.db")
+        summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    assert match["status"] == "done", match["error"]
+    offer, respond = store.decisions(match["id"])
+    for d, shown in ((offer, "<answer>40</answer>"), (respond, "<answer>accept</answer>")):
+        assert d.valid and d.attempts == 2
+        retry = d.prompt[-1]["content"]
+        assert retry.startswith(RETRY) and f"in <answer> tags as described above ({shown})" in retry
+        assert "JSON" not in retry
+
+
+async def test_reasking_a_stored_decision_keeps_the_matchs_protocol(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    """A re-ask from the inspector runs under the match's protocol (read from its stored
+    condition): its own re-ask asks for the tag, as the match's would."""
+    await transcript(tmp_path, {**MOVES, "game": "nash_demand", "game_params": {"rounds": 1},
+                                "matchup": [["m", "m"]]}, seats(model))
+    store = Store(tmp_path / "sp.db")
+    [run] = store.runs()
+    [match] = store.matches(run["id"])
+    first = store.decisions(match["id"])[0]
+
+    class Unsure:
+        name, kind, style, spec = "unsure", "llm", "plain", {"model": "test/unsure"}
+        sent: list[list[dict[str, str]]] = []
+
+        async def reply(self, request: Any, messages: Any, sink: Any) -> AgentReply:
+            self.sent.append([dict(m) for m in messages])
+            return AgentReply(text="I am not sure yet." if len(self.sent) == 1
+                              else "<answer>50</answer>")
+
+    agent = Unsure()
+    result = await reask(store, store.decision_id(first.cache_key), agent=agent, max_attempts=2)
+    assert result.decision.valid and result.decision.parsed == 50
+    retry = agent.sent[1][-1]["content"]
+    assert "in <answer> tags as described above (<answer>50</answer>)" in retry
+    assert "JSON" not in retry
+
+
+# ------------------------------------------------------------ Diner's Dilemma and El Farol
+
+FOUR = {**MATRIX, "matchup": [["m", "m", "m", "m"]], "rounds": 1}
+"""A four-player matrix game, every seat the model, one round."""
+
+
+def seated(game: str) -> dict[str, Any]:
+    """The settings of ``game`` with the model in every seat (two for the focal point)."""
+    return {**FOUR, "matchup": [["m", "m"]]} if game == "focal_point" else FOUR
+
+RULES = {
+    "diners_dilemma": ("the Diner's Dilemma", r"(\w) is the cheap dish \(it costs 10 and gives "
+                       r"15 enjoyment\), (\w) the costly dish \(it costs 20 and gives 20 "
+                       r"enjoyment\)", "split equally"),
+    "el_farol_bar": ("the El Farol Bar Game", r"(\w) is going to the bar, (\w) staying home",
+                     "If at most 60% of the 4 players go (2 or fewer), each player who goes "
+                     "gets 10 points"),
+    "focal_point": ("a coordination game", None,
+                    "If you pick the same option, each of you gets 10 points; if you pick "
+                    "different options, both get 0."),
+}
+"""The code's information per game: its name, which label is which option (as the code's
+question says it) and the rule (as its rules text says it)."""
+
+
+@pytest.mark.parametrize("game", sorted(RULES))
+async def test_cooperation_four_player_games_are_told_by_name_and_rule(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    name, options, rule = RULES[game]
+    moves = await transcript(tmp_path, {**seated(game), "game": game}, seats(model))
+    assert len(moves) == (2 if game == "focal_point" else 4)
+    for d, system, user in moves:
+        rules_then_round(system, user)
+        no_goal(system, user)
+        others = "1 other player," if game == "focal_point" else "3 other players,"
+        assert f"You are playing {name} with {others}" in system
+        if options:
+            told = re.search(options, system)
+            assert told and set(told.groups()) == set(d.labels)  # each label's meaning
+        assert rule in system and "If you choose" not in system  # no outcome list
+        assert "This is round 1." in user
+
+
+@pytest.mark.parametrize("game", sorted(RULES))
+async def test_the_outcome_list_is_a_named_option(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    """game_params payoff_text = "table" keeps coop-tui's list of every outcome (16 rows);
+    the game is still named as the code names it."""
+    moves = await transcript(tmp_path, {**seated(game), "game": game,
+                                        "game_params": {"payoff_text": "table"}}, seats(model))
+    for _, system, _ in moves:
+        assert system.count("- If you choose") == 16 and RULES[game][0] in system
+
+
+@pytest.mark.parametrize("game", sorted(RULES))
+async def test_the_default_protocol_still_lists_every_outcome(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    data = {"name": "own", "seed": 3, "max_attempts": 2, "on_invalid": "abort",
+            "agents": seats(model), "experiments": [{**seated(game), "game": game}]}
+    store = Store(tmp_path / "own.db")
+    summary = await run_sweep(build_sweep(data, check_keys=False), store)
+    [match] = store.matches(summary.run_id)
+    for d in store.decisions(match["id"]):
+        text = "\n".join(m["content"] for m in d.prompt)
+        assert text.count("- If you choose") == 16 and RULES[game][0] not in text
+
+
+def test_a_scaled_game_drops_the_codes_rule() -> None:
+    """The rule's numbers would be wrong after a payoff transform: the list is told. A
+    payoff_text other than "rule" / "table" is refused naming the field."""
+    scaled = scale_payoffs(load_game("diners_dilemma"), 10)
+    assert load_game("diners_dilemma").code_payoff_rule and scaled.code_payoff_rule is None
+    with pytest.raises(ValueError, match="payoff_text must be 'rule' or 'table'"):
+        load_game("el_farol_bar", payoff_text="words")

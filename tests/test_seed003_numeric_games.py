@@ -505,8 +505,8 @@ async def test_the_offline_numeric_experiments_run_on_the_embedded_model(tmp_pat
     # message after the rules' system message, and ask for the number in <answer> tags
     assert all([m["role"] for m in d.prompt] == ["system", "user"] for d in local)
     assert all("This is round 1." in d.prompt[1]["content"] for d in local)
-    # the code's example number where it gives one (the ultimatum offer: 40), else N
-    examples = {m["id"]: "<answer>40</answer>" if m["game"] == "ultimatum" else "<answer>N</answer>"
+    # the code's example number (the ultimatum offer: 40, the Nash demand: 50)
+    examples = {m["id"]: "<answer>40</answer>" if m["game"] == "ultimatum" else "<answer>50</answer>"
                 for m in matches}
     assert all(examples[d.match_id] in d.prompt[1]["content"] for d in local)
     assert all(re.fullmatch(r"<answer>\d+</answer>", d.answer or "") for d in local)

@@ -23,6 +23,7 @@ from coop_tui.prompts import RULES_END
 
 if TYPE_CHECKING:
     from coop_tui.decisions import Message
+    from coop_tui.games.base import Game
     from coop_tui.prompts import PromptRenderer
 
 
@@ -73,6 +74,18 @@ class PromptProtocol(ABC):
         """The goal sentence a prompt states when the mechanism gives none: None for the
         templates' own ("collect as many points as you can"), "" to state no goal."""
 
+    def game_name(self, called: str, called_by_code: str) -> str:
+        """The name a move-by-move game's prompt gives the game: ``called`` (the name
+        every protocol states) by default; a protocol that states its paper's names may
+        give ``called_by_code`` where ``called`` is empty. "" says "a game"."""
+        return called
+
+    def payoff_rule(self, game: Game) -> str | None:
+        """The rule a matrix game's prompt states instead of listing every outcome:
+        the game's own ``payoff_rule`` by default (None: the list). A protocol that
+        states its paper's rules may give ``game.code_payoff_rule``."""
+        return game.payoff_rule
+
     # ------------------------------------------------------------ answer format
     @abstractmethod
     def answer_template(self, kind: str, renderer: PromptRenderer) -> str | None:
@@ -99,6 +112,17 @@ class PromptProtocol(ABC):
         example answer. ``whole``: the grid's step is 1; ``names_a_thing``: the number
         names a node, a message or a state (never a decimal); ``example``: the move's
         example answer from the game, if it has one."""
+
+    def allocation_options(self, *, example: tuple[float, ...] | None) -> dict[str, Any]:
+        """Extra options of a split (Blotto's soldiers, demands on two issues):
+        ``{"example": [...]}`` to show the game's example split; none by default."""
+        return {}
+
+    def retry_template(self, options: dict[str, Any]) -> str:
+        """The template that asks again after an unreadable answer, given the request's
+        options (their ``form`` says how the answer was asked for): ``retry.j2`` (a JSON
+        object) by default."""
+        return "retry.j2"
 
     def describe(self) -> dict[str, Any]:
         """Name, key, aliases and summary: for listings and docs."""

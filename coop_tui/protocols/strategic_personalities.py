@@ -10,6 +10,12 @@ What its code does, and so what this protocol answers:
   one): ``<answer>Option J</answer>`` for a labelled option, the word itself
   (``<answer>accept</answer>``) where the code asks for a word, a number as
   ``<answer>40</answer>`` with the code's example number where it shows one.
+- Names and examples: every game is named as the code's rules name it (``called``, and
+  ``called_by_code`` where our own prompt leaves the game unnamed: "the Nash Demand
+  Game"), and a move shows the code's example answer (``<answer>50</answer>``,
+  ``<answer>40, 30, 30</answer>`` for a split, numbers separated by commas as the code
+  asks for them).
+- Re-asks: an unreadable answer is asked again for the same ``<answer>`` tag form.
 - Numbers: the code reads every numeric answer as a float, so a whole-number move takes
   decimals too, except where the number names a thing (a node, a message, a state).
 - Goal: the baseline states none; the code's goal_* conditions bring their own sentence.
@@ -20,10 +26,13 @@ which old study files may still give.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coop_tui.prompts import RULES_END, PromptRenderer
 from coop_tui.protocols.base import PromptProtocol
+
+if TYPE_CHECKING:
+    from coop_tui.games.base import Game
 
 
 class StrategicPersonalitiesProtocol(PromptProtocol):
@@ -43,6 +52,12 @@ class StrategicPersonalitiesProtocol(PromptProtocol):
     def goal(self) -> str | None:
         return ""
 
+    def game_name(self, called: str, called_by_code: str) -> str:
+        return called or called_by_code
+
+    def payoff_rule(self, game: Game) -> str | None:
+        return game.payoff_rule or game.code_payoff_rule
+
     def answer_template(self, kind: str, renderer: PromptRenderer) -> str | None:
         name = f"answer/{kind}_tag.j2"
         return name if renderer.has(name) else None
@@ -61,6 +76,12 @@ class StrategicPersonalitiesProtocol(PromptProtocol):
         if example is not None:
             options["example"] = example
         return options
+
+    def allocation_options(self, *, example: tuple[float, ...] | None) -> dict[str, Any]:
+        return {} if example is None else {"example": list(example)}
+
+    def retry_template(self, options: dict[str, Any]) -> str:
+        return "retry_tag.j2" if options.get("form") == "tag" else "retry.j2"
 
 
 PROTOCOL = StrategicPersonalitiesProtocol()
