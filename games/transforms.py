@@ -4,6 +4,11 @@
 ``bonus`` raises the value of being cooperated with: each seat gains ``bonus`` for
 every co-player who takes a cooperative action, while its own cost of cooperating
 stays the same. Scaling happens first, so the bonus is in the units players see.
+
+A transformed game tells its payoffs by listing every outcome: a game's rule in words
+(``payoff_rule``, ``code_payoff_rule``: Public Goods' "k contributors", the Traveler's
+Dilemma's claims, the Diner's Dilemma's bill) carries the untransformed numbers, so both
+are dropped rather than stated for payoffs they no longer describe.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import numpy as np
 from coop_tui.games.base import Game
 
 TRANSFORM_PARAMS = ("scale", "bonus")
+NO_RULE: dict[str, None] = {"payoff_rule": None, "code_payoff_rule": None}
+"""The Game fields a transform clears: a rule in words would state the old payoffs."""
 
 
 def _number(name: str, value: Any) -> float:
@@ -43,7 +50,7 @@ def scale_payoffs(game: Game, factor: float) -> Game:
     return dataclasses.replace(
         game,
         payoffs=game.payoffs * factor,
-        code_payoff_rule=None,
+        **NO_RULE,
         title=f"{game.title} (x{factor:g})",
         description=f"{game.description} Every payoff is multiplied by {factor:g}.",
     )
@@ -68,7 +75,7 @@ def add_cooperation_bonus(game: Game, bonus: float) -> Game:
     return dataclasses.replace(
         game,
         payoffs=payoffs,
-        code_payoff_rule=None,
+        **NO_RULE,
         title=f"{game.title} (+{bonus:g} per cooperating co-player)",
         description=(
             f"{game.description} Each player also gains {bonus:g} for every co-player "
