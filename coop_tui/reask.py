@@ -213,17 +213,43 @@ def build_request(target: ReaskTarget, messages: Sequence[Message]) -> DecisionR
     )
 
 
-def reask_policy(match: dict[str, Any], max_attempts: int) -> DecisionPolicy:
+def reask_policy(match: dict[str, Any], max_attempts: int,
+                 answers: str = "lenient") -> DecisionPolicy:
     """The original match's prompt protocol and reasoning-message setting (from its stored
     condition), so a re-ask of an unreadable answer is worded as the match's own re-asks
     are (under the strategic personalities protocol: asking for the ``<answer>`` tag, not
-    a JSON object)."""
+    a JSON object); ``answers`` is the run's answer rule (:func:`answer_rule`), so a
+    strict run's decision is read strictly again."""
     condition = json.loads(match.get("condition") or "{}")
     return DecisionPolicy(
         max_attempts=max_attempts, on_invalid="abort",
+        strict=answers == "strict",
         prompt_protocol=condition.get("prompt_protocol", DEFAULT_KEY),
         style_message=condition.get("style_message", "system"),
     )
+
+
+def answer_rule(store: Store, match: dict[str, Any]) -> str:
+    """The answer rule ("strict" or "lenient") the match was played under.
+
+    It is not part of the condition (it never changes what a model is told), so it is read
+    from the match's stored info, else from the run's stored spec: the match's
+    experiment's ``answers``, else the sweep's (a re-ask's: its original match's). A run
+    with neither (older runs, imports) was lenient, the default."""
+    info = json.loads(match.get("info") or "{}")
+    if info.get("answers") in ("strict", "lenient"):
+        return str(info["answers"])
+    earlier = (info.get("reask_of") or {}).get("match_id")
+    asked = store.match(earlier) if earlier and earlier != match.get("id") else None
+    if asked is not None:  # a re-ask stored before re-asks kept the rule: its original's
+        return answer_rule(store, asked)
+    run = store.run(match["run_id"]) or {}
+    spec = json.loads(run.get("spec") or "{}")
+    experiments = spec.get("experiments") or []
+    index = match.get("experiment")
+    experiment = experiments[index] if isinstance(index, int) and 0 <= index < len(experiments) else {}
+    rule = (experiment.get("answers") if isinstance(experiment, dict) else None) or spec.get("answers")
+    return rule if rule in ("strict", "lenient") else "lenient"
 
 
 def _reask_run(store: Store, match: dict[str, Any]) -> str:
@@ -268,6 +294,7 @@ async def reask(
     agent = agent if agent is not None else build_agent_for(target, overrides)
     request = build_request(target, messages)
     original = target.match
+    answers = answer_rule(store, original)
     run_id = _reask_run(store, original)
     match_id = stable_hash([run_id, decision_id, time.time_ns(), secrets.token_hex(4)])[:16]
     bus = EventBus()
@@ -289,6 +316,7 @@ async def reask(
                 "agent_specs": specs,
                 "agent_kinds": [s.get("agent_kind") for s in target.seats],
                 "game_spec": json.loads(original["game_spec"]) if original.get("game_spec") else None,
+                "answers": answers,  # a re-ask of this re-ask reads it strictly too
                 "reask_of": {
                     "run_id": original["run_id"],
                     "match_id": original["id"],
@@ -301,7 +329,7 @@ async def reask(
     ctx = MatchContext(
         run_id=run_id, match_id=match_id, game=target.game,
         agents=[agent] * len(target.seats), bus=bus, seed=original.get("seed") or 0,
-        policy=reask_policy(original, max_attempts),
+        policy=reask_policy(original, max_attempts, answers),
     )
     try:
         decision = await ctx.ask(request)
@@ -325,6 +353,7 @@ __all__ = [
     "ReaskError",
     "ReaskResult",
     "ReaskTarget",
+    "answer_rule",
     "build_agent_for",
     "build_request",
     "editable_prompt",

@@ -18,6 +18,7 @@ import pytest
 
 from coop_tui.analysis.actions import action_frequencies
 from coop_tui.parsing import ParseError, parse_answer, parse_mixed_strategy
+from coop_tui.reask import answer_rule, reask
 from coop_tui.report import build_report
 from coop_tui.spec import build_sweep, load_sweep
 from coop_tui.store import Store
@@ -411,6 +412,41 @@ async def test_strict_mode_reasks_up_to_six_times_and_is_recorded(tmp_path: Path
     d = next(d for d in store.decisions(match["id"]) if d.seat == 0)
     assert d.attempts == 1 and d.normalisation == "sum 99 normalised to 100"
     assert json.loads(match["info"])["answers"] == "lenient"
+
+
+async def test_a_reask_reads_a_strict_runs_decision_strictly(tmp_path: Path) -> None:
+    """A re-ask from the inspector uses the run's answer rule: a sum of 99 is re-asked
+    under a strict run, as the run itself would (a lenient re-ask took it, repaired). The
+    rule is not in the condition: it comes from the match's info, else from the run's
+    stored spec (runs before the info held it), and a re-ask of the re-ask keeps it."""
+    state = {"sloppy": False, "n": 0}
+
+    def answer(body: dict[str, Any]) -> str:
+        if state["sloppy"]:  # the re-asks: 99 first, then a right answer
+            state["n"] += 1
+            return '{"A0": 50, "A1": 49}' if state["n"] % 2 else '{"A0": 50, "A1": 50}'
+        return '{"A0": 50, "A1": 50}'
+
+    with LoopbackServer(latency=0.0, chunks=1, answer=answer) as server:
+        agents = {**STRATEGIES, "m": llm(server)}
+        store, _, [match] = await run(tmp_path, sweep_data(
+            {"game": "prisoners", "mechanism": "none", "matchup": [["m", "tft"]],
+             "answers": "strict"}, agents=agents))
+        first = next(d for d in store.decisions(match["id"]) if d.seat == 0)
+        state["sloppy"] = True
+        result = await reask(store, store.decision_id(first.cache_key))
+        again = await reask(store, result.decision_id)
+    for asked in (result.decision, again.decision):
+        assert asked.valid and asked.attempts == 2 and asked.normalisation is None
+        assert "they must add up to exactly 100" in asked.retries[0].error
+    # a run from before match info held the rule: read from the run's stored spec
+    info = json.loads(match["info"])
+    info.pop("answers")
+    store.db.conn.execute("update matches set info = ? where id = ?", [json.dumps(info), match["id"]])
+    store.db.conn.commit()
+    assert answer_rule(store, store.match(match["id"])) == "strict"
+    lenient = {**store.match(match["id"]), "run_id": "no-such-run"}
+    assert answer_rule(store, lenient) == "lenient"
 
 
 # ----------------------------------------------------------------- replicates
