@@ -428,3 +428,29 @@ async def test_a_long_match_sends_its_rounds_in_chunks(tmp_path: Path, monkeypat
         assert_same(a[table], b[table])
     store.close()
     whole.close()
+
+
+def test_a_strategy_sweep_does_not_import_scipy(tmp_path: Path) -> None:
+    """``coop-tui --batch`` of a strategy tournament solves its deviation ratings without
+    importing scipy (a third of a second of a strategy sweep's start-up), in a real process."""
+    import subprocess
+    import sys
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'name = "no-scipy"\nseed = 1\nreuse = false\n\n[agents]\n'
+        'tft = { strategy = "tit_for_tat" }\nalt = { strategy = "alternator" }\n\n'
+        '[[experiments]]\ngame = "prisoners"\nmechanism = "repetition"\nrounds = 5\n'
+        'matchup = "cross"\nagents = ["tft", "alt"]\n'
+    )
+    db = tmp_path / "s.db"
+    code = (
+        "import sys\nfrom coop_tui.cli import main\n"
+        f"code = main(['--db', {str(db)!r}, '--batch', {str(sweep)!r}, '--yes'])\n"
+        "print('EXIT', code, 'SCIPY', 'scipy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "SCIPY False" in out.stdout and "EXIT 0" in out.stdout.replace("None", "0"), out.stdout[-2000:]
+    with sqlite3.connect(db) as conn:  # and the ratings were stored, for `report`
+        assert conn.execute("select count(*) from rating_results").fetchone()[0] > 0
