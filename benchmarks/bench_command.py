@@ -48,11 +48,17 @@ def sweep_text() -> str:
     )
 
 
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""The command's environment: its modules' bytecode is cached, as in an installed package
+(pip compiles it on install); with PYTHONDONTWRITEBYTECODE set (some shells and CI set it)
+an editable checkout would compile every module from source on every run."""
+
+
 def timed_process(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
     """(wall seconds spawn to exit, CPU seconds of the process, its stdout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, check=False)
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, check=False, env=CHILD_ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -151,6 +157,9 @@ def main() -> None:
         sweep.write_text(sweep_text(), encoding="utf-8")
         axelrod = AxelrodSide(args.axelrod_python or sys.executable, work)
         try:
+            # untimed: each command once, so its bytecode is cached (see CHILD_ENV)
+            for tree in (None, *args.reference_src):
+                run_command(tree, sweep, work, "warm-up")
             for _ in range(args.repeats):
                 results["ours"].append(run_command(None, sweep, work, "ours"))
                 played = axelrod.run()

@@ -212,6 +212,7 @@ async def _play(
                 callback(event.matches_done, event.matches_total)
 
         report_progress.accepts_direct_decisions = True  # type: ignore[attr-defined]
+        report_progress.accepts_direct_rounds = True  # type: ignore[attr-defined]
         bus.subscribe(report_progress)
     with view.progress if view is not None else contextlib.nullcontext():
         return await play_sweep(sweep, db.store, bus=bus, resume=resume, concurrency=concurrency)

@@ -34,10 +34,12 @@ from coop_tui.decisions import (
     SeatView,
 )
 from coop_tui.events import (
+    DIRECT_ROUNDS_CHUNK,
     AnswerRejected,
     DecisionDone,
     DecisionStarted,
     DirectDecisions,
+    DirectRounds,
     EventBus,
     PhaseDone,
     ReasoningDelta,
@@ -252,6 +254,9 @@ class MatchContext:
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
         self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]
         self._samples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._held: list[DirectDecisions | RoundDone] | None = None
+        """A strategy-only match's per-round events held back for one :class:`DirectRounds`
+        (when every listener reads it: see :meth:`send_held`); None when not holding."""
         self._every_seat = tuple(range(len(self.agents)))
         self.announce_strategies = True
         """Emit DecisionStarted / TextDelta for strategy answers too (live panes show them);
@@ -801,8 +806,33 @@ class MatchContext:
                     samples[("direct", id(parsed), seat, mapping)] = (parsed, answer)
             rows.append((seat, agent.name, latency_ms, answer))
             actions.append(answer[5])
-        self.bus.emit(DirectDecisions(self.match_id, round_, now, tuple(rows)))
+        event = DirectDecisions(self.match_id, round_, now, tuple(rows))
+        held = self._held
+        if held is None and self.bus.direct_rounds:
+            held = self._held = []
+        if held is None:
+            self.bus.emit(event)
+        else:
+            held.append(event)
         return actions
+
+    def _round_done(self, event: RoundDone) -> None:
+        """Emit a round, or hold it back with the direct decisions before it."""
+        held = self._held
+        if held is None:
+            self.bus.emit(event)
+            return
+        held.append(event)
+        if len(held) >= 2 * DIRECT_ROUNDS_CHUNK:
+            self.send_held()
+
+    def send_held(self) -> None:
+        """Send the events held back for a strategy-only match as one :class:`DirectRounds`
+        (the match runner calls this when the mechanism returns or raises, before the
+        match's end is announced, so the store writes its rows in the same order)."""
+        held, self._held = self._held, None
+        if held:
+            self.bus.emit(DirectRounds(self.match_id, tuple(held)))
 
     def _emit_reused(self, decision: Decision) -> None:
         # Replay the stored text so live panes show reused answers too.
@@ -820,6 +850,8 @@ class MatchContext:
     def _record(self, decision: Decision) -> Decision:
         # Reused decisions are announced too: the store ignores a cache key it holds,
         # and live panes still want to see the answer land.
+        if self._held:  # keep the order of events if a mechanism mixes paths
+            self.send_held()
         self.decisions.append(decision)
         self.bus.emit(DecisionDone(decision))
         return decision
@@ -1076,7 +1108,7 @@ class MatchContext:
             histories[seat].append(
                 _move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
-        self.bus.emit(RoundDone(self.match_id, round_, acts, pays, seats, dict(info or {})))
+        self._round_done(RoundDone(self.match_id, round_, acts, pays, seats, dict(info or {})))
 
     def _finish_pair_round(
         self, round_: int, actions: Sequence[int], payoffs: Sequence[float],
@@ -1094,10 +1126,12 @@ class MatchContext:
         records[1].append(actions[0] in cooperative[0])
         self.histories[0].append(_move(round_, a0, (a1,), p0, (p1,)))
         self.histories[1].append(_move(round_, a1, (a0,), p1, (p0,)))
-        self.bus.emit(RoundDone(self.match_id, round_, (a0, a1), (p0, p1), self._every_seat,
-                                dict(info or {})))
+        self._round_done(RoundDone(self.match_id, round_, (a0, a1), (p0, p1), self._every_seat,
+                                   dict(info or {})))
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
+        if self._held:  # keep the order of events if a mechanism mixes paths
+            self.send_held()
         self.bus.emit(PhaseDone(self.match_id, round_, phase, info))
 
 

@@ -156,6 +156,34 @@ class RoundDone(Event):
 
 
 @dataclass(frozen=True)
+class DirectRounds(Event):
+    """Consecutive rounds of one strategy-only match, in one event: the
+    :class:`DirectDecisions` and :class:`RoundDone` events the per-round path emits, in
+    the order it emits them (round 1's decisions, round 1, round 2's decisions, ...).
+
+    The engine holds them back and sends this instead (at the match's end, or every
+    :data:`DIRECT_ROUNDS_CHUNK` rounds of a long match) only when every listener says it
+    reads it (``accepts_direct_rounds = True``): a headless sweep then pays one dispatch
+    per match instead of two per round. A listener that watches rounds live (the TUI)
+    does not say so, and the per-round events keep coming.
+    """
+
+    match_id: str
+    events: tuple[DirectDecisions | RoundDone, ...]
+    """The held-back events, in the order the per-round path would have emitted them."""
+
+
+def direct_decision_count(event: DirectRounds) -> int:
+    """How many strategy decisions a :class:`DirectRounds` carries."""
+    return sum(len(e.rows) for e in event.events if type(e) is DirectDecisions)
+
+
+DIRECT_ROUNDS_CHUNK = 4096
+"""Rounds the engine holds back at most before it sends a :class:`DirectRounds` (a match
+may be a tournament of hundreds of thousands of rounds, which memory must not hold)."""
+
+
+@dataclass(frozen=True)
 class PhaseDone(Event):
     """A non-play phase finished (proposals made, votes counted, contracts signed)."""
 
@@ -227,6 +255,8 @@ class EventBus:
         self._listeners: list[tuple[Listener, bool]] = []
         self._direct: bool | None = None
         """:attr:`direct_batches` for the current listeners (asked every strategy round)."""
+        self._direct_rounds: bool | None = None
+        """:attr:`direct_rounds` for the current listeners."""
         self._by_type: dict[type, tuple[tuple[Listener, bool], ...]] = {}
         """The listeners each event type goes to (those that do not ignore it)."""
 
@@ -240,8 +270,20 @@ class EventBus:
                                for listener, _critical in self._listeners)
         return self._direct
 
+    @property
+    def direct_rounds(self) -> bool:
+        """True when every listener reads :class:`DirectRounds` (an
+        ``accepts_direct_rounds = True`` attribute) and :class:`DirectDecisions`: a
+        strategy-only match may then send its rounds in one event instead of two per round."""
+        if self._direct_rounds is None:
+            self._direct_rounds = self.direct_batches and all(
+                getattr(listener, "accepts_direct_rounds", False)
+                for listener, _critical in self._listeners)
+        return self._direct_rounds
+
     def _changed(self) -> None:
         self._direct = None
+        self._direct_rounds = None
         self._by_type = {}
 
     def subscribe(self, listener: Listener, *, critical: bool = False) -> Callable[[], None]:

@@ -47,11 +47,13 @@ from coop_tui.events import (
     BatchProgress,
     DecisionDone,
     DirectDecisions,
+    DirectRounds,
     Event,
     EventBus,
     MatchDone,
     MatchStarted,
     RunStarted,
+    direct_decision_count,
 )
 from coop_tui.mechanisms._designs import shared_design_count, shared_designs_by_agent
 from coop_tui.prompt_size import check_prompt_sizes, measure_sync
@@ -224,6 +226,8 @@ class ProgressView:
 
     accepts_direct_decisions = True
     """Strategy rounds arrive as one DirectDecisions event: moves only (no retries, no cost)."""
+    accepts_direct_rounds = True
+    """... or a strategy-only match's rounds as one DirectRounds event (the same moves)."""
     ignores = PER_ROUND_EVENTS
     """Neither the progress bars nor the ETA read rounds or streamed text."""
 
@@ -234,6 +238,9 @@ class ProgressView:
         elif type(event) is DirectDecisions:  # strategies' moves, never a model call
             for key in ("all", self.match_exp.get(event.match_id)):
                 self._bump(key, "moves", len(event.rows))
+        elif type(event) is DirectRounds:
+            for key in ("all", self.match_exp.get(event.match_id)):
+                self._bump(key, "moves", direct_decision_count(event))
         elif isinstance(event, DecisionDone):
             d = event.decision
             exp = self.match_exp.get(d.match_id)
@@ -370,7 +377,9 @@ def run_batch(
             seen_run.append(e.run_id)
 
     note_run.accepts_direct_decisions = True  # type: ignore[attr-defined]
-    note_run.ignores = (*PER_ROUND_EVENTS, DirectDecisions, DecisionDone)  # type: ignore[attr-defined]
+    note_run.accepts_direct_rounds = True  # type: ignore[attr-defined]
+    note_run.ignores = (*PER_ROUND_EVENTS, DirectDecisions, DirectRounds,  # type: ignore[attr-defined]
+                        DecisionDone)
     bus.subscribe(note_run)
     if resume:
         prev = store.latest_sweep_run(sweep.name, sweep.shard)

@@ -29,6 +29,7 @@ from coop_tui.errors import failure_reason
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
+    DirectRounds,
     Event,
     MatchDone,
     MatchStarted,
@@ -418,6 +419,8 @@ class Store:
 
     accepts_direct_decisions = True
     """Reads :class:`DirectDecisions` (strategy rounds as one event)."""
+    accepts_direct_rounds = True
+    """Reads :class:`DirectRounds` (a strategy-only match's rounds as one event)."""
 
     def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path)
@@ -1075,20 +1078,22 @@ class Store:
         for decision in e.decisions():
             self._on_DecisionDone(DecisionDone(decision))
 
+    def _on_DirectRounds(self, e: DirectRounds) -> None:  # noqa: N802
+        batch = self._batches.get(e.match_id)
+        if batch is None:  # not a batched match: as if the events had come one by one
+            for event in e.events:
+                self(event)
+            return
+        decisions, rounds = batch.decisions, batch.rounds
+        for event in e.events:
+            if type(event) is DirectDecisions:
+                decisions.append(event)
+            else:
+                rounds.extend(_round_rows(event))  # type: ignore[arg-type]
+        self._hold(batch)
+
     def _on_RoundDone(self, e: RoundDone) -> None:  # noqa: N802
-        seats = e.seats or tuple(range(len(e.actions)))
-        game_coop = e.info.get("cooperated")
-        info = "{}" if e.info.keys() <= {"cooperated"} else _json(
-            {k: v for k, v in e.info.items() if k != "cooperated"}
-        )
-        rows = [
-            (
-                e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
-                None if game_coop is None or game_coop[pos] is None else int(game_coop[pos]),
-                info,
-            )
-            for pos, seat in enumerate(seats)
-        ]
+        rows = _round_rows(e)
         batch = self._batches.get(e.match_id)
         if batch is not None:
             batch.rounds.extend(rows)
@@ -1241,6 +1246,23 @@ class Store:
         # ANALYZE reads, then writes, and would fail at once after another process's commit.
         with self._own_transaction():
             self.db.conn.execute("PRAGMA optimize")
+
+
+def _round_rows(e: RoundDone) -> list[tuple[Any, ...]]:
+    """A round's rows of the ``rounds`` table, one per seat that took part."""
+    seats = e.seats or tuple(range(len(e.actions)))
+    game_coop = e.info.get("cooperated")
+    info = "{}" if e.info.keys() <= {"cooperated"} else _json(
+        {k: v for k, v in e.info.items() if k != "cooperated"}
+    )
+    return [
+        (
+            e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
+            None if game_coop is None or game_coop[pos] is None else int(game_coop[pos]),
+            info,
+        )
+        for pos, seat in enumerate(seats)
+    ]
 
 
 class _MatchBatch:

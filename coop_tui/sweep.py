@@ -39,6 +39,7 @@ from coop_tui.events import (
     BatchProgress,
     DecisionDone,
     DirectDecisions,
+    DirectRounds,
     Event,
     EventBus,
     MatchDone,
@@ -46,6 +47,7 @@ from coop_tui.events import (
     RunDone,
     RunProgress,
     RunStarted,
+    direct_decision_count,
 )
 from coop_tui.grounded.stages import experiment_stages, needs_inputs, resolve_params
 from coop_tui.inputs import changed_input
@@ -109,6 +111,8 @@ class _Counter:
 
     accepts_direct_decisions = True
     """Counts :class:`DirectDecisions` too (strategy decisions: valid, free, asked once)."""
+    accepts_direct_rounds = True
+    """... and :class:`DirectRounds` (the same decisions, a match's rounds at once)."""
     ignores = PER_ROUND_EVENTS
 
     def __init__(self, summary: RunSummary) -> None:
@@ -117,6 +121,8 @@ class _Counter:
     def __call__(self, event: Event) -> None:
         if type(event) is DirectDecisions:
             self.s.decisions += len(event.rows)
+        elif type(event) is DirectRounds:
+            self.s.decisions += direct_decision_count(event)
         elif isinstance(event, DecisionDone):
             d = event.decision
             self.s.decisions += 1
@@ -538,7 +544,10 @@ async def play_cell(
     if on_context is not None:
         on_context(ctx)
     try:
-        outcome = await mechanism.play(ctx)
+        try:
+            outcome = await mechanism.play(ctx)
+        finally:  # a strategy-only match's held-back rounds go before its end
+            ctx.send_held()
     except MatchStopped:
         bus.emit(MatchDone(match_id, (), status="stopped", error="stopped by the user"))
         return "stopped"

@@ -1,11 +1,13 @@
 """Strategy rounds sent as one event (DirectDecisions) store exactly what one
 DecisionDone per seat stores.
 
-The same sweep is played twice through the real engine, sweep runner and SQLite store:
-once as a headless sweep plays it (every listener reads DirectDecisions, so strategy
-rounds arrive as one event and are written as narrow rows, their summaries folded many
-matches at a time), once with a listener that does not read them, which makes the engine
-send one DecisionDone per seat, written through the general path. Every stored column of
+The same sweep is played through the real engine, sweep runner and SQLite store: as a
+headless sweep plays it (every listener reads DirectRounds, so a strategy-only match's
+rounds arrive as one event per match and are written as narrow rows, their summaries
+folded many matches at a time), with a listener that reads DirectDecisions but not
+DirectRounds (one event per round and one per round's result), and with a listener that
+reads neither, which makes the engine send one DecisionDone per seat, written through
+the general path. Every stored column of
 every decision, round and summary, the exported CSV and Parquet files, the decisions as
 the inspector reads them and the report must be the same; only what differs between any
 two runs (ids, clock times) is left out of the comparison.
@@ -23,7 +25,14 @@ from typing import Any
 from coop_tui.agents.strategies import get_strategy
 from coop_tui.agents.strategy_agent import StrategyAgent
 from coop_tui.engine import MatchContext
-from coop_tui.events import DecisionDone, DirectDecisions, Event, EventBus, RoundDone
+from coop_tui.events import (
+    DecisionDone,
+    DirectDecisions,
+    DirectRounds,
+    Event,
+    EventBus,
+    RoundDone,
+)
 from coop_tui.export import export_run
 from coop_tui.games import get_game
 from coop_tui.report import build_report
@@ -68,17 +77,45 @@ class PerDecision:
             self.batches += 1
 
 
-async def play(db: Path, *, batched: bool) -> tuple[Store, str, int]:
+class PerRound:
+    """A listener that reads DirectDecisions but not DirectRounds: its presence makes a
+    strategy-only match send two events per round again (the path before DirectRounds)."""
+
+    accepts_direct_decisions = True
+
+    def __init__(self) -> None:
+        self.seen: dict[type, int] = {}
+
+    def __call__(self, event: Event) -> None:
+        self.seen[type(event)] = self.seen.get(type(event), 0) + 1
+
+
+class WholeMatch(PerRound):
+    """Reads DirectRounds too: what a headless sweep's listeners are."""
+
+    accepts_direct_rounds = True
+
+
+async def play(db: Path, *, batched: bool, per_round: bool = False) -> tuple[Store, str, int]:
     store = Store(db)
     bus = EventBus()
     probe = PerDecision()
-    if not batched:
+    rounds_probe = PerRound() if per_round else WholeMatch()
+    if batched:
+        bus.subscribe(rounds_probe)
+    else:
         bus.subscribe(probe)
     summary = await run_sweep(build_sweep(SWEEP, check_keys=False), store, bus=bus)
     assert summary.status == "done", summary.errors
     assert probe.batches == 0  # a listener that does not read them never gets them
     if not batched:
         assert probe.decisions == summary.decisions > 0
+    elif per_round:
+        assert DirectRounds not in rounds_probe.seen and rounds_probe.seen[RoundDone] > 0
+    else:  # a strategy-only repeated match: one event for all its rounds, none per round
+        assert rounds_probe.seen[DirectRounds] == 56  # the repeated experiments' matches
+        assert DirectDecisions not in rounds_probe.seen
+        assert rounds_probe.seen[RoundDone] == 8  # the one-shot matches' (not played directly)
     return store, summary.run_id, summary.decisions
 
 
@@ -144,12 +181,15 @@ def export_rows(path: Path, run_id: str, out: Path, fmt: str) -> dict[str, list[
 async def test_batched_strategy_rounds_store_what_one_event_per_decision_stores(tmp_path: Path) -> None:
     fast, fast_run, n_fast = await play(tmp_path / "fast.db", batched=True)
     slow, slow_run, n_slow = await play(tmp_path / "slow.db", batched=False)
-    assert n_fast == n_slow > 0
-    a, b = stored(fast), stored(slow)
+    rounds, _run, n_rounds = await play(tmp_path / "rounds.db", batched=True, per_round=True)
+    assert n_fast == n_slow == n_rounds > 0
+    a, b, c = stored(fast), stored(slow), stored(rounds)
+    rounds.close()
     assert len(a["decisions"]) == n_fast
     for table in a:
-        assert len(a[table]) == len(b[table]) > 0, table
+        assert len(a[table]) == len(b[table]) == len(c[table]) > 0, table
         assert_same(a[table], b[table])
+        assert_same(c[table], b[table])
 
     # the inspector's view of every decision, field for field
     def decisions(store: Store) -> list[dict[str, Any]]:
@@ -366,3 +406,51 @@ def test_a_strategy_match_played_again_keeps_only_the_rounds_of_its_last_play(tm
         decisions = conn.execute("select count(*) from decisions").fetchone()[0]
     assert rounds == [(1, 0), (1, 1), (2, 0), (2, 1)]
     assert decisions == 4
+
+
+async def test_a_long_match_sends_its_rounds_in_chunks(tmp_path: Path, monkeypatch: Any) -> None:
+    """A strategy match of many rounds is not held in memory whole: its rounds go in
+    chunks of DIRECT_ROUNDS_CHUNK, and the rows are those of the one-event-per-match path."""
+    import coop_tui.engine as engine
+
+    sweep = {**SWEEP, "experiments": [SWEEP["experiments"][0]]}
+    whole = Store(tmp_path / "whole.db")
+    await run_sweep(build_sweep(sweep, check_keys=False), whole, bus=EventBus())
+    monkeypatch.setattr(engine, "DIRECT_ROUNDS_CHUNK", 2)  # 7 rounds: 4 events a match
+    store, bus, probe = Store(tmp_path / "chunks.db"), EventBus(), WholeMatch()
+    bus.subscribe(probe)
+    summary = await run_sweep(build_sweep(sweep, check_keys=False), store, bus=bus)
+    assert summary.status == "done"
+    matches = store.db.execute("select count(*) from matches").fetchone()[0]
+    assert probe.seen[DirectRounds] == 4 * matches
+    a, b = stored(store), stored(whole)
+    for table in a:
+        assert_same(a[table], b[table])
+    store.close()
+    whole.close()
+
+
+def test_a_strategy_sweep_does_not_import_scipy(tmp_path: Path) -> None:
+    """``coop-tui --batch`` of a strategy tournament solves its deviation ratings without
+    importing scipy (a third of a second of a strategy sweep's start-up), in a real process."""
+    import subprocess
+    import sys
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'name = "no-scipy"\nseed = 1\nreuse = false\n\n[agents]\n'
+        'tft = { strategy = "tit_for_tat" }\nalt = { strategy = "alternator" }\n\n'
+        '[[experiments]]\ngame = "prisoners"\nmechanism = "repetition"\nrounds = 5\n'
+        'matchup = "cross"\nagents = ["tft", "alt"]\n'
+    )
+    db = tmp_path / "s.db"
+    code = (
+        "import sys\nfrom coop_tui.cli import main\n"
+        f"code = main(['--db', {str(db)!r}, '--batch', {str(sweep)!r}, '--yes'])\n"
+        "print('EXIT', code, 'SCIPY', 'scipy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "SCIPY False" in out.stdout and "EXIT 0" in out.stdout.replace("None", "0"), out.stdout[-2000:]
+    with sqlite3.connect(db) as conn:  # and the ratings were stored, for `report`
+        assert conn.execute("select count(*) from rating_results").fetchone()[0] > 0

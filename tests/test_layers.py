@@ -92,6 +92,9 @@ HEAVY_LIBRARIES = frozenset({
     "gurobipy",
     # the anthropic extra: Anthropic's Message Batches, needed only by batch = true agents
     "anthropic",
+    # HiGHS without SciPy's import, for the deviation ratings `--batch` solves at its end;
+    # optional there (SciPy's linprog answers without it), and `report` never needs it
+    "highspy",
 })
 
 #: What must start fast: the module that starts it, and every module of ours it may load.

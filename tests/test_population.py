@@ -11,6 +11,7 @@ import pytest
 
 from coop_tui.analysis.population import (
     _deviation_matrix,
+    deviation_ranks,
     deviation_ratings,
     expected_payoffs,
     mean_payoffs,
@@ -470,3 +471,30 @@ def test_coopeval_lp_emulation_on_three_players_and_bad_input() -> None:
     bad[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="unobserved"):
         coopeval_deviation_ratings(bad)
+
+
+def test_ratings_through_highspy_are_scipys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The solver-independent ratings solved by HiGHS through highspy (no scipy import)
+    equal those of SciPy's linprog to the last bits and rank the agents the same."""
+    from coop_tui.analysis import population
+
+    rng = np.random.default_rng(3)
+    tensors = [rng.integers(0, 6, size=(n,) * seats).astype(float)
+               for n, seats in ((2, 2), (4, 2), (6, 2), (8, 2), (3, 3), (4, 3))]
+    tensors += [rng.normal(size=(5, 5)), rng.normal(size=(3, 3, 3))]
+    solved = population._highs_dual_simplex
+    used = []
+
+    def counted(*args: object) -> object:
+        answer = solved(*args)  # type: ignore[arg-type]
+        used.append(answer is not None)
+        return answer
+
+    for tensor in tensors:
+        monkeypatch.setattr(population, "_highs_dual_simplex", counted)
+        fast = deviation_ratings(tensor)
+        monkeypatch.setattr(population, "_highs_dual_simplex", lambda *a: None)
+        slow = deviation_ratings(tensor)
+        np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-11)
+        assert deviation_ranks(fast) == deviation_ranks(slow)
+    assert used and all(used)  # highspy answered every LP

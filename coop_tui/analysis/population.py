@@ -30,6 +30,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Literal
 
 import numpy as np
@@ -311,7 +312,22 @@ def _linprog(
     b_eq: np.ndarray,
     bounds: list[tuple[float | None, float | None]],
     method: str,
+    *,
+    any_vertex: bool = False,
 ):
+    """``scipy.optimize.linprog``'s answer (``x``, ``fun``, ``ineqlin.marginals``).
+
+    With ``any_vertex`` (the caller reads nothing that depends on which optimal vertex
+    comes back), HiGHS's dual simplex is asked through ``highspy`` when it is installed:
+    the same solver as SciPy's ``highs-ds`` without importing ``scipy.optimize`` (a third
+    of a second, the largest cost of rating a strategy tournament at the end of
+    ``--batch``). Its HiGHS may be another version than SciPy's, so the values can differ
+    in the last bits and a degenerate LP can end on another vertex: ``freeze="vertex"``
+    ratings, which read the vertex, always go to SciPy."""
+    if method == "highs-ds" and any_vertex:
+        answer = _highs_dual_simplex(c, a_ub, b_ub, a_eq, b_eq, bounds)
+        if answer is not None:
+            return answer
     from scipy.optimize import linprog
 
     res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method=method)
@@ -320,12 +336,55 @@ def _linprog(
     return res
 
 
+def _highs_dual_simplex(
+    c: np.ndarray, a_ub: np.ndarray, b_ub: np.ndarray, a_eq: np.ndarray, b_eq: np.ndarray,
+    bounds: list[tuple[float | None, float | None]],
+) -> SimpleNamespace | None:
+    """The LP ``min c x, a_ub x <= b_ub, a_eq x = b_eq`` by HiGHS's dual simplex through
+    ``highspy``, answered in ``linprog``'s shape; None when highspy is not installed (or
+    lacks the entry point used here) or the LP is not solved to optimality (SciPy then
+    solves it and explains a failure)."""
+    try:
+        import highspy  # optional: SciPy's HiGHS answers without it
+
+        # the core class: the public ``Highs`` prints a banner to the process's stdout
+        highs = highspy._core._Highs()
+    except (ImportError, AttributeError):
+        return None
+    inf = highspy.kHighsInf
+    matrix = np.vstack([a_ub, a_eq]).astype(float)
+    lp = highspy.HighsLp()
+    lp.num_row_, lp.num_col_ = matrix.shape
+    lp.col_cost_ = np.asarray(c, dtype=float)
+    lp.col_lower_ = np.array([-inf if lo is None else lo for lo, _hi in bounds], dtype=float)
+    lp.col_upper_ = np.array([inf if hi is None else hi for _lo, hi in bounds], dtype=float)
+    lp.row_lower_ = np.concatenate([np.full(len(b_ub), -inf), b_eq]).astype(float)
+    lp.row_upper_ = np.concatenate([b_ub, b_eq]).astype(float)
+    rows, cols = np.nonzero(matrix.T)  # column by column, as kColwise stores it
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.searchsorted(rows, np.arange(matrix.shape[1] + 1)).astype(np.int32)
+    lp.a_matrix_.index_ = cols.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.T[rows, cols]
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("solver", "simplex")
+    highs.setOptionValue("simplex_strategy", 1)  # dual, as SciPy's highs-ds sets it
+    highs.passModel(lp)
+    highs.run()
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    solution = highs.getSolution()
+    x = np.array(solution.col_value)
+    return SimpleNamespace(x=x, fun=float(np.asarray(c, dtype=float) @ x),
+                           ineqlin=SimpleNamespace(marginals=np.array(solution.row_dual[:len(b_ub)])))
+
+
 def _always_tight(
     dev: np.ndarray, j: int, bound: np.ndarray, eps: float, tol: float, method: str
 ) -> bool:
     """Is constraint j at ``eps`` in every optimum? Minimise its gain over the optimal face."""
     m = dev.shape[1]
-    res = _linprog(dev[j], dev, bound + tol, np.ones((1, m)), np.ones(1), [(0, None)] * m, method)
+    res = _linprog(dev[j], dev, bound + tol, np.ones((1, m)), np.ones(1), [(0, None)] * m, method,
+                   any_vertex=True)
     return res.fun >= eps - 100 * tol
 
 
@@ -366,7 +425,8 @@ def deviation_ratings(
     while not rated.all():
         a_ub = np.hstack([dev, -(~rated).astype(float)[:, None]])
         b_ub = np.where(rated, ratings, 0.0)
-        res = _linprog(cost, a_ub, b_ub, a_eq, np.ones(1), bounds, method)
+        res = _linprog(cost, a_ub, b_ub, a_eq, np.ones(1), bounds, method,
+                       any_vertex=freeze != "vertex")
         eps = float(res.x[-1])
         gains = dev @ res.x[:m]
         duals = -np.asarray(res.ineqlin.marginals)
