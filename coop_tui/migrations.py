@@ -558,3 +558,13 @@ def m190_answers_parsed_or_invalid(db: sqlite_utils.Database) -> None:
         summaries.delete_run(db.conn, run_id)
         summaries.fold_pending(db.conn, run_id)
         db.execute("delete from section_results where run_id = ?", [run_id])
+
+
+@migration
+def m200_run_lease_watch_channel(db: sqlite_utils.Database) -> None:
+    # A headless sweep publishes its events on a local socket for `coop-tui watch`: the
+    # lease row names it (``channel``, e.g. ``unix:/path``) with what a watcher needs to
+    # show progress against (``plan``: matches per experiment, the estimated model calls).
+    for column in ("channel", "plan"):
+        if column not in db["run_leases"].columns_dict:
+            db["run_leases"].add_column(column, str)
