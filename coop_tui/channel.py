@@ -66,7 +66,7 @@ MAX_SOCKET_PATH = 100
 """Bytes of a socket path that every ``AF_UNIX`` (108 on Linux, 104 on macOS) accepts."""
 LINE_LIMIT = 16 * 1024 * 1024
 """The longest line a watcher reads (a decision with a long answer fits many times)."""
-CLOSE_GRACE_S = 2.0
+CLOSE_GRACE_S = 0.5
 """How long the publisher lets watchers read what is queued when the sweep ends."""
 
 DECISION_FIELDS = (

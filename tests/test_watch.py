@@ -241,8 +241,9 @@ class _suppress:
 
 
 def stored_decisions(db: Path, match_prefix: str) -> int:
+    """The model's decisions stored for a match (tit for tat's move is stored at once)."""
     with sqlite3.connect(db) as conn:
-        return conn.execute("select count(*) from decisions where match_id like ?",
+        return conn.execute("select count(*) from decisions where match_id like ? and agent = 'm'",
                             [match_prefix + "%"]).fetchone()[0]
 
 
