@@ -673,6 +673,14 @@ class Store:
         return {"pid": pid, "host": host, "heartbeat": heartbeat, "channel": channel or "",
                 "plan": plan_data if isinstance(plan_data, dict) else {}, "alive": alive}
 
+    def live_runs(self) -> set[str]:
+        """Runs a live process is playing and publishing (a lease naming a channel)."""
+        rows = self.db.execute(
+            "select run_id, pid, host from run_leases where coalesce(channel, '') != ''"
+        ).fetchall()
+        here = socket.gethostname()
+        return {run_id for run_id, pid, host in rows if host != here or process_alive(int(pid))}
+
     def running_run(self) -> dict[str, Any] | None:
         """The newest run whose status is still ``running`` (what ``watch`` attaches to)."""
         rows = list(self.db.query(

@@ -330,6 +330,7 @@ async def test_the_watch_screen_shows_the_dashboard_and_follows_a_match_live(
         tmp_path: Path, held_server: LoopbackServer) -> None:
     from coop_tui.app import CoopApp
     from coop_tui.screens.live import LiveScreen
+    from coop_tui.screens.runs import RunsScreen
     from coop_tui.screens.watch import WatchScreen
 
     sweep, db = start_sweep(tmp_path, held_server)
@@ -345,6 +346,18 @@ async def test_the_watch_screen_shows_the_dashboard_and_follows_a_match_live(
             await asyncio.wait_for(screen.attached.wait(), DEADLINE)
             exp = screen.state.experiments[0]
             assert (exp.done, exp.total) == (1, 1)
+            # the runs screen marks the run live and opens the same view
+            runs = RunsScreen(app.store)
+            await app.push_screen(runs)
+            while not runs.loaded:
+                await pilot.pause()
+            assert run_id in runs.live
+            cell = runs.query_one("#runs-table").get_row(run_id)[3]
+            assert "live" in str(cell)
+            await pilot.press("w")
+            screen = app.screen
+            assert isinstance(screen, WatchScreen) and screen.run["id"] == run_id
+            await asyncio.wait_for(screen.attached.wait(), DEADLINE)
             while not screen.state.running:
                 await pilot.pause()
             await pilot.press("f")
