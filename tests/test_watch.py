@@ -383,3 +383,31 @@ def _pane_has(live, text: str) -> bool:
 
     return any(text in (block.text + block.reasoning_text)
                for pane in live.panes for block in pane.query(DecisionBlock))
+
+
+def test_the_dashboard_counts_matches_decisions_and_fills_the_cooperation_curve() -> None:
+    from coop_tui.events import MatchStarted, RunDone
+    from coop_tui.watch import WatchState
+
+    plan = {"matches_total": 4, "model_calls": 8, "models": ["a"],
+            "experiments": {"1": {"name": "the model", "total": 4}}}
+    state = WatchState({"id": "r1", "name": "n", "spec": json.dumps({"budget_usd": 2.0})},
+                       {"plan": plan})
+    for i, cooperated in enumerate((True, False)):
+        mid = f"m{i}"
+        state.apply(MatchStarted("r1", mid, 1, "prisoners", "none", ("a", "tft"),
+                                 {"similarity": 80}), now=float(i))
+        d = decision(mid)
+        d.cooperated, d.valid, d.attempts, d.cost_usd = cooperated, cooperated, 2, 0.5
+        state.apply(DecisionDone(d), now=i + 0.5)
+        state.apply(MatchDone(mid, (1.0, 1.0)), now=i + 0.6)
+    exp = state.experiments[1]
+    assert (exp.done, exp.running, exp.total, exp.decisions, exp.calls) == (2, 0, 4, 2, 2)
+    assert state.rates(exp) == (0.5, 1.0)
+    (cond,) = state.conditions.values()
+    assert cond.label == "prisoners · none · similarity=80"
+    assert cond.curve == [1.0, 0.5]
+    assert "spend $1.0000 of $2" in state.headline(now=2.0)
+    assert "model calls 2/8" in state.headline(now=2.0)
+    state.apply(RunDone("r1", "done"))
+    assert state.headline().startswith("sweep ended (done)")
