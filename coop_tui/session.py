@@ -829,6 +829,9 @@ class WatchSession(ReplaySession):
         self._waiting: list[Event] | None = []
         """Events fed during the replay (None once it is over: events go straight on)."""
         self._shown: set[tuple[int, str, int]] = set()
+        self._asking: set[int] = set()
+        """Seats whose current question this view has seen asked (its own block)."""
+        self._last_round: dict[int, int] = {}
         self._over = asyncio.Event()
 
     def feed(self, event: Event) -> None:
@@ -838,8 +841,19 @@ class WatchSession(ReplaySession):
             return
         if isinstance(event, DecisionDone):
             key = (event.decision.round, event.decision.phase, event.decision.seat)
+            self._asking.discard(event.decision.seat)
             if key in self._shown:
                 return
+        elif isinstance(event, DecisionStarted):
+            self._asking.add(event.seat)
+        elif isinstance(event, TextDelta | ReasoningDelta) and event.seat not in self._asking:
+            # asked before this view opened: the answer gets a block of its own (its first
+            # words streamed before that are not stored anywhere)
+            self._asking.add(event.seat)
+            if 0 <= event.seat < len(self.seat_names):
+                self.bus.emit(DecisionStarted(
+                    self.match_id or "", event.seat, self._last_round.get(event.seat, 0) + 1,
+                    "play", 1, (), self.seat_names[event.seat]))
         self.bus.emit(event)
         if isinstance(event, MatchDone):
             self.status = event.status if event.status in ("done", "failed", "stopped") else "done"
@@ -866,6 +880,7 @@ class WatchSession(ReplaySession):
         )
         for d in self.store.decisions(self.match_id or "") if self.store else []:
             self._shown.add((d.round, d.phase, d.seat))
+            self._last_round[d.seat] = max(self._last_round.get(d.seat, 0), d.round)
             await self._replay_decision(d)
         waiting, self._waiting = self._waiting or [], None
         for event in waiting:

@@ -104,6 +104,9 @@ class WatchScreen(NavScreen):
             "invalid", "retries", "spend")
         self.query_one("#watch-conditions", DataTable).add_columns("condition", "cooperation", "moves")
         self.query_one("#watch-running", DataTable).add_columns("running match", "id")
+        for table in ("#watch-experiments", "#watch-conditions"):
+            self.query_one(table, DataTable).can_focus = False  # Enter belongs to the matches
+        self.query_one("#watch-running", DataTable).focus()
         self.set_interval(REFRESH, self._repaint)
         self.run_worker(self._watch(), name="watch", exit_on_error=False)
 
@@ -174,7 +177,7 @@ class WatchScreen(NavScreen):
         plot = self.query_one("#watch-curve", PlotextPlot).plt
         plot.clear_data()
         plot.title("cooperation so far, per finished match")
-        plot.ylim(0, 1)
+        plot.ylim(-0.05, 1.4)  # a rate of 0 or 1 clear of the frame; the legend above 1
         for _key, c in sorted(self.state.conditions.items()):
             if c.curve:
                 plot.plot(list(range(1, len(c.curve) + 1)), c.curve, label=_cell(c.label, 30))
