@@ -14,6 +14,7 @@ is gone", and ``--resume`` continues the run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -43,6 +44,8 @@ from coop_tui.terminal import terminal_text
 
 SILENT = ("running, but publishing no events (a run of the TUI or of an older coop-tui):"
           " the numbers are the database's")
+SETTLE_CHECKS, SETTLE_STEP_S = 60, 0.05
+"""How long a watcher waits for a sweep that hung up to be gone or done (3 s at most)."""
 CURVE_POINTS = 400
 """Finished matches the cooperation curve keeps per condition (older points fall off)."""
 
@@ -111,6 +114,8 @@ class WatchState:
         """running / ended / gone / silent (running, but publishing nothing)"""
         self.ended = ""
         """How the sweep ended (its run status and error), once it has."""
+        self.connected = False
+        """True once the sweep's channel has greeted this watcher (events flow from then)."""
         self.dropped = 0
         self.lagging = 0
         self.cost = 0.0
@@ -326,6 +331,8 @@ async def follow(store: Store, state: WatchState) -> AsyncIterator[Event | dict[
                 if kind == "dropped":
                     state.dropped = int(data.get("count") or 0)
                     continue
+                if kind == "hello":
+                    state.connected = True
                 event = decode(data)
                 if event is None:
                     yield data
@@ -335,10 +342,22 @@ async def follow(store: Store, state: WatchState) -> AsyncIterator[Event | dict[
         except OSError:
             pass  # nothing listens: ended or gone, the lease row says which
     if state.status != "ended" or not state.ended:
+        await _settled(store, state.run_id)
         state.status, state.ended = end_state(store, state.run_id)
         if state.status == "gone":
             state.ended = ""
     state.load(store)
+
+
+async def _settled(store: Store, run_id: str) -> None:
+    """Wait (briefly) until a sweep whose socket closed has also left its process table
+    entry or its lease: the kernel closes a killed process's sockets a moment before the
+    process is gone, and until then it still looks alive."""
+    for _ in range(SETTLE_CHECKS):
+        lease = store.lease(run_id)
+        if lease is None or not lease["alive"]:
+            return
+        await asyncio.sleep(SETTLE_STEP_S)
 
 
 def event_line(event: Event | dict[str, Any], names: Callable[[str], str]) -> str | None:
@@ -346,6 +365,8 @@ def event_line(event: Event | dict[str, Any], names: Callable[[str], str]) -> st
     if isinstance(event, dict):
         if event.get("type") == "lagging":
             return "lagging: reloaded the state from the database"
+        if event.get("type") == "hello":
+            return "following the sweep's events live"
         return None
     if isinstance(event, TextDelta | ReasoningDelta):
         what = "reasoning" if isinstance(event, ReasoningDelta) else "answer"

@@ -21,6 +21,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,13 +197,31 @@ answer = "choice"
 """
 
 
+class Gate:
+    """Holds the model's first answer until the watcher follows the stream (``open``):
+    the server asks it for the reasoning text when the request arrives."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def open(self) -> None:
+        self.event.set()
+
+    def __call__(self, body: dict) -> str:
+        self.event.wait(DEADLINE)  # the server's loop waits: this test sends one request
+        return f"{REASONING} (key {KEY})"
+
+
 @pytest.fixture
 def held_server() -> Iterator[LoopbackServer]:
-    """Streams the reasoning at once (with the API key in it), then holds the answer for
-    ten minutes: the decision cannot be stored while a test looks."""
+    """Streams the reasoning (with the API key in it) once the gate opens, then holds the
+    answer for ten minutes: the decision cannot be stored while a test looks."""
+    gate = Gate()
     with LoopbackServer(ttft=0.0, latency=600.0, chunks=1, answer='{"choice": "A0"}',
-                        reasoning=f"{REASONING} (key {KEY})") as server:
+                        reasoning=gate) as server:
+        server.gate = gate  # type: ignore[attr-defined]
         yield server
+        gate.open()
 
 
 def start_sweep(tmp_path: Path, server: LoopbackServer, samples: int = 1) -> tuple[subprocess.Popen, Path]:
@@ -272,10 +291,11 @@ def test_a_late_watcher_sees_the_dashboard_and_reasoning_before_the_answer_is_st
     try:
         wait_for_channel(sweep, db)
         watcher = watch_plain(db)
-        head = lines_until(watcher, "the model against tit for tat")
+        head = lines_until(watcher, "following the sweep's events live")
         # late: the strategy match finished before the watcher attached, read from the database
         assert any("strategies first: matches 1 done, 0 running, 0 failed of 1" in line
                    for line in head), head
+        held_server.gate.open()
         seen = lines_until(watcher, "reasoning:")
         if REASONING[:20] not in seen[-1]:  # the reasoning may arrive in pieces
             seen += lines_until(watcher, REASONING[-12:])
@@ -304,6 +324,8 @@ def test_a_killed_sweep_is_reported_gone(tmp_path: Path, held_server: LoopbackSe
     try:
         wait_for_channel(sweep, db)
         watcher = watch_plain(db)
+        lines_until(watcher, "following the sweep's events live")
+        held_server.gate.open()
         lines_until(watcher, "reasoning:")
         sweep.send_signal(signal.SIGKILL)
         sweep.wait(DEADLINE)
@@ -358,6 +380,9 @@ async def test_the_watch_screen_shows_the_dashboard_and_follows_a_match_live(
             screen = app.screen
             assert isinstance(screen, WatchScreen) and screen.run["id"] == run_id
             await asyncio.wait_for(screen.attached.wait(), DEADLINE)
+            while not screen.state.connected:
+                await pilot.pause()
+            held_server.gate.open()
             while not screen.state.running:
                 await pilot.pause()
             await pilot.press("f")
