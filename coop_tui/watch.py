@@ -293,7 +293,7 @@ def watched_run(store: Store, ref: str | None) -> dict[str, Any]:
     if run is None:
         what = f"no run {ref!r} in {store.path}" if ref else f"no running run in {store.path}"
         raise SpecError("RUN", f"{what}; start a sweep with `coop-tui --batch FILE --db "
-                               f"{store.path}`, or name a run listed by `coop-tui runs`")
+                               f"{store.path}`, or name a run listed by `coop-tui list runs`")
     return run
 
 
