@@ -55,8 +55,11 @@ class CoopApp(App[int]):
         replay_speed: float = 1.0,
         sweep_dir: Path | None = None,
         run_id: str | None = None,
+        watch: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        self.watch_run = watch
+        """``coop-tui watch``: the run to attach to (its row), shown as the first screen."""
         self.db = Path(db)
         self.setup = setup
         self.play = play
@@ -91,7 +94,9 @@ class CoopApp(App[int]):
 
     def on_mount(self) -> None:
         self._listen_for_signals()
-        if self.play is not None:
+        if self.watch_run is not None:
+            self.open_watch(self.watch_run, root=True)
+        elif self.play is not None:
             session = MatchSession(self.store, self.play, run_kind="play", run_id=self.fixed_run_id)
             self._push_live(session, root=True)
         else:
@@ -165,6 +170,14 @@ class CoopApp(App[int]):
         session = ReplaySession(self.store, match_id, self.replay_speed if speed is None else speed)
         return self._push_live(session)
 
+    def open_watch(self, run: dict[str, Any], *, root: bool = False) -> Any:
+        """Attach to a running sweep (``coop-tui watch``; the runs screen on a running run)."""
+        from coop_tui.screens.watch import WatchScreen
+
+        screen = WatchScreen(self.store, run, root=root)
+        self.push_screen(screen)
+        return screen
+
     def action_help(self) -> None:
         from coop_tui.screens.help import HelpScreen
 
@@ -233,6 +246,26 @@ def _after_app(app: CoopApp) -> int:
               "stored: Start the same setup (same seed) again to reuse them and play the rest",
               file=sys.stderr)
     return app.return_code or 0
+
+
+def run_watch(db: Path, ref: str | None, *, plain: bool = False) -> int:
+    """``coop-tui watch``: the dashboard of a running sweep; ``plain`` (or no terminal):
+    one line per event on stdout. A missing run exits 2 before the UI opens."""
+    from coop_tui.watch import watch_plain, watched_run  # brings Rich (its text escaping)
+
+    if not Path(db).exists():
+        raise SpecError("--db", f"{db} does not exist; give the database the sweep writes "
+                                "(the --db of its `coop-tui --batch`)")
+    if plain or not sys.stdout.isatty():
+        return asyncio.run(watch_plain(Path(db), ref, sys.stdout))
+    store = Store(db)
+    try:
+        run = watched_run(store, ref)
+    finally:
+        store.close()
+    app = CoopApp(db, watch=run)
+    app.run()
+    return _after_app(app)
 
 
 def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None) -> int:

@@ -166,6 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "become one run, runs of other sweeps stay runs of their own")
     _db_arg(mrg)
 
+    wat = sub.add_parser("watch", help="attach to a running headless sweep: its dashboard and "
+                         "the reasoning of its matches, live")
+    wat.add_argument("run", nargs="?", metavar="RUN", default=None,
+                     help="run id, id prefix or name (default: the latest running run)")
+    wat.add_argument("--plain", action="store_true",
+                     help="one line per event on stdout instead of the screen (the default "
+                     "when stdout is not a terminal)")
+    _db_arg(wat)
+
     lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
                          "sweep and study files")
     lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs", "studies"])
@@ -325,6 +334,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.merge import merge_command
 
         return merge_command([Path(p).expanduser() for p in args.sources], _db_path(args))
+    if args.command == "watch":
+        from coop_tui.app import run_watch
+
+        return run_watch(_db_path(args), args.run, plain=args.plain)
     if args.command == "list":
         from coop_tui.listing import list_command
 

@@ -669,5 +669,15 @@ def m210_batch_requests(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_batch_requests_custom_id on batch_requests (custom_id)")
 
 
+@migration
+def m220_run_lease_watch_channel(db: sqlite_utils.Database) -> None:
+    # A headless sweep publishes its events on a local socket for `coop-tui watch`: the
+    # lease row names it (``channel``, e.g. ``unix:/path``) with what a watcher needs to
+    # show progress against (``plan``: matches per experiment, the estimated model calls).
+    for column in ("channel", "plan"):
+        if column not in db["run_leases"].columns_dict:
+            db["run_leases"].add_column(column, str)
+
+
 if __name__ == "__main__":
     sys.stdout.write(f"wrote {write_schema_snapshot()}\n")

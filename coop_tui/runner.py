@@ -39,6 +39,7 @@ from coop_tui.agents.llm import cost_for
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
 from coop_tui.calibration import call_speed, embedded_agents, wall_time_text
+from coop_tui.channel import Publisher
 from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.errors import database_message
 from coop_tui.eta import CallClock
@@ -400,9 +401,10 @@ def run_batch(
         + (["--shard", sweep.shard] if sweep.shard else []))
     try:
         with view.progress:
-            summary, stopped_by = run_stoppable(
-                run_sweep(sweep, store, bus=bus, resume=resume, concurrency=concurrency)
-            )
+            summary, stopped_by = run_stoppable(published(
+                run_sweep(sweep, store, bus=bus, resume=resume, concurrency=concurrency),
+                bus, store, db_path, watch_plan(view),
+            ))
         if stopped_by is not None:
             run = f"run {seen_run[-1]} " if seen_run else "the run "
             console.print(f"{stop_words(stopped_by)}: {run}stopped; {resume_hint}",
@@ -428,6 +430,46 @@ def run_batch(
             store_sections(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
+
+
+def watch_plan(view: ProgressView) -> dict[str, Any]:
+    """What a watcher needs to show progress against (recorded in the lease row): each
+    experiment's name and matches, the estimated model calls and which agents make them."""
+    return {
+        "matches_total": view.progress.tasks[view.overall].total,
+        "experiments": {str(exp): {"name": view.progress.tasks[task].description,
+                                   "total": view.progress.tasks[task].total}
+                        for exp, task in view.tasks.items()},
+        "model_calls": view.clock.calls_total,
+        "models": sorted(view.models),
+    }
+
+
+async def published(run: Any, bus: EventBus, store: Store, db_path: Path,
+                    plan: dict[str, Any]) -> Any:
+    """Await ``run`` (a sweep) while its events are published for ``coop-tui watch``
+    (:mod:`coop_tui.channel`); the socket is named in the run's lease row and removed
+    when the sweep ends, however it ends."""
+    publisher = Publisher(db_path)
+    try:
+        address = await publisher.start()
+    except OSError as exc:  # a sweep runs unwatched rather than not at all
+        print(f"coop-tui: watching this sweep is not possible ({exc})", file=sys.stderr)
+        return await run
+
+    def record(event: Event) -> None:
+        if isinstance(event, RunStarted):
+            with contextlib.suppress(sqlite3.Error):  # unwatchable, still a sweep
+                store.record_channel(event.run_id, address, plan)
+
+    record.accepts_direct_decisions = True  # type: ignore[attr-defined]
+    unsubscribe = [bus.subscribe(record), bus.subscribe(publisher)]
+    try:
+        return await run
+    finally:
+        for u in unsubscribe:
+            u()
+        await asyncio.shield(publisher.close())
 
 
 EXIT_SIGINT = 130

@@ -829,3 +829,78 @@ __all__ = [
     "setup_to_sweep",
     "sweep_toml",
 ]
+
+
+class WatchSession(ReplaySession):
+    """A match another process is playing, for the live screen's panes (``coop-tui watch``).
+
+    What the match did before the watcher opened it is replayed from the database at once;
+    then the watch screen hands on the match's published events (:meth:`feed`) as they
+    arrive. Events that arrive during the replay wait, and a decision the replay already
+    showed is not shown twice. Stopping only closes the view: the sweep plays on.
+    """
+
+    kind = "watch"
+
+    def __init__(self, store: Store, match_id: str) -> None:
+        super().__init__(store, match_id, speed=0)
+        self._waiting: list[Event] | None = []
+        """Events fed during the replay (None once it is over: events go straight on)."""
+        self._shown: set[tuple[int, str, int]] = set()
+        self._asking: set[int] = set()
+        """Seats whose current question this view has seen asked (its own block)."""
+        self._last_round: dict[int, int] = {}
+        self._over = asyncio.Event()
+
+    def feed(self, event: Event) -> None:
+        """One published event of this match."""
+        if self._waiting is not None:
+            self._waiting.append(event)
+            return
+        if isinstance(event, DecisionDone):
+            key = (event.decision.round, event.decision.phase, event.decision.seat)
+            self._asking.discard(event.decision.seat)
+            if key in self._shown:
+                return
+        elif isinstance(event, DecisionStarted):
+            self._asking.add(event.seat)
+        elif isinstance(event, TextDelta | ReasoningDelta) and event.seat not in self._asking:
+            # asked before this view opened: the answer gets a block of its own (its first
+            # words streamed before that are not stored anywhere)
+            self._asking.add(event.seat)
+            if 0 <= event.seat < len(self.seat_names):
+                self.bus.emit(DecisionStarted(
+                    self.match_id or "", event.seat, self._last_round.get(event.seat, 0) + 1,
+                    "play", 1, (), self.seat_names[event.seat]))
+        self.bus.emit(event)
+        if isinstance(event, MatchDone):
+            self.status = event.status if event.status in ("done", "failed", "stopped") else "done"
+            self.error = event.error
+            self._over.set()
+
+    def stop(self) -> None:
+        super().stop()
+        if not self.finished:
+            self.status = "stopped"
+        self._over.set()
+
+    async def run(self) -> None:
+        self._task = asyncio.current_task()
+        self.status = "running"
+        m = self.match
+        self.bus.emit(
+            MatchStarted(
+                run_id=m["run_id"], match_id=self.match_id or "", experiment=m["experiment"] or 0,
+                game=m["game"], mechanism=m["mechanism"], seats=tuple(self.seat_names),
+                condition=self.condition, sample=m["sample"] or 0, seed=m["seed"] or 0,
+                info={"watch": True},
+            )
+        )
+        for d in self.store.decisions(self.match_id or "") if self.store else []:
+            self._shown.add((d.round, d.phase, d.seat))
+            self._last_round[d.seat] = max(self._last_round.get(d.seat, 0), d.round)
+            await self._replay_decision(d)
+        waiting, self._waiting = self._waiting or [], None
+        for event in waiting:
+            self.feed(event)
+        await self._over.wait()

@@ -653,6 +653,84 @@ class Store:
                 "delete from run_leases where run_id = ? and token = ?", [run_id, token]
             )
 
+    def record_channel(self, run_id: str, channel: str, plan: dict[str, Any]) -> None:
+        """Name this process's watch channel (and the run's plan) in the lease it holds."""
+        with self._own_transaction():
+            self.db.conn.execute(
+                "update run_leases set channel = ?, plan = ? where run_id = ? and pid = ?"
+                " and host = ?",
+                [channel, json.dumps(plan), run_id, os.getpid(), socket.gethostname()],
+            )
+
+    def lease(self, run_id: str) -> dict[str, Any] | None:
+        """The run's lease row (pid, host, heartbeat, channel, plan), None when no process
+        holds it; ``alive`` says whether its process still runs (always True on another
+        host, where only the heartbeat can tell)."""
+        row = self.db.execute(
+            "select pid, host, heartbeat, channel, plan from run_leases where run_id = ?", [run_id]
+        ).fetchone()
+        if row is None:
+            return None
+        pid, host, heartbeat, channel, plan = row
+        try:
+            plan_data = json.loads(plan) if plan else {}
+        except ValueError:
+            plan_data = {}
+        alive = host != socket.gethostname() or process_alive(int(pid))
+        return {"pid": pid, "host": host, "heartbeat": heartbeat, "channel": channel or "",
+                "plan": plan_data if isinstance(plan_data, dict) else {}, "alive": alive}
+
+    def live_runs(self) -> set[str]:
+        """Runs a live process is playing and publishing (a lease naming a channel)."""
+        rows = self.db.execute(
+            "select run_id, pid, host from run_leases where coalesce(channel, '') != ''"
+        ).fetchall()
+        here = socket.gethostname()
+        return {run_id for run_id, pid, host in rows if host != here or process_alive(int(pid))}
+
+    def running_run(self) -> dict[str, Any] | None:
+        """The newest run whose status is still ``running`` (what ``watch`` attaches to)."""
+        rows = list(self.db.query(
+            "select * from runs where status = 'running' order by created_at desc limit 1"))
+        return rows[0] if rows else None
+
+    def watch_snapshot(self, run_id: str, models: list[str], *, curve_points: int = 400
+                       ) -> dict[str, Any]:
+        """A running run's state so far, for a watcher that attaches late: per experiment
+        the matches by status and the decisions' counts, the cooperation per condition,
+        the running matches, and the last ``curve_points`` finished matches' cooperation
+        (for the curve). Aggregates over the run's indexes, a bounded number of rows out."""
+        marks = ",".join("?" * len(models)) or "''"
+        statuses = self.db.execute(
+            "select experiment, status, count(*) from matches where run_id = ?"
+            " group by experiment, status", [run_id]).fetchall()
+        decisions = self.db.execute(
+            "select m.experiment, count(*), sum(d.valid = 0), sum(max(d.attempts - 1, 0)"
+            " + coalesce(d.transport_retries, 0)), sum(case when d.reused = 0 then"
+            f" coalesce(d.cost_usd, 0) else 0 end), sum(d.agent in ({marks}))"
+            " from decisions d join matches m on m.id = d.match_id where m.run_id = ?"
+            " group by m.experiment", [*models, run_id]).fetchall()
+        cooperation = self.db.execute(
+            "select m.experiment, m.condition_key, min(m.game), min(m.mechanism),"
+            " min(m.condition), sum(d.cooperated), count(d.cooperated)"
+            " from decisions d join matches m on m.id = d.match_id"
+            " where m.run_id = ? and d.cooperated is not null"
+            " group by m.experiment, m.condition_key", [run_id]).fetchall()
+        running = list(self.db.query(
+            "select m.id, m.experiment, m.game, m.mechanism, m.condition, m.condition_key,"
+            " m.started_at, (select group_concat(agent, ' vs ') from seats s"
+            " where s.match_id = m.id) as agents from matches m"
+            " where m.run_id = ? and m.status = 'running' order by m.started_at limit 200",
+            [run_id]))
+        curve = self.db.execute(
+            "select * from (select m.experiment, m.condition_key, m.finished_at,"
+            " (select avg(d.cooperated) from decisions d where d.match_id = m.id"
+            " and d.cooperated is not null) from matches m where m.run_id = ?"
+            " and m.status = 'done' order by m.finished_at desc limit ?)"
+            " order by finished_at", [run_id, curve_points]).fetchall()
+        return {"statuses": statuses, "decisions": decisions, "cooperation": cooperation,
+                "running": running, "curve": curve}
+
     def failure_groups(self, run_id: str, *, limit: int = 20) -> list[dict[str, Any]]:
         """A run's failed matches by reason: ``[{reason, count, example}]``, most first."""
         groups: dict[str, dict[str, Any]] = {}

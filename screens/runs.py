@@ -149,6 +149,7 @@ class RunsScreen(NavScreen):
     BINDINGS = [
         Binding("slash", "search", "Search"),
         Binding("r", "open", "Replay match"),
+        Binding("w", "watch", "Watch live"),
         Binding("d", "decisions", "Decisions"),
         Binding("a", "analysis", "Analysis"),
         Binding("x,delete", "delete", "Delete run"),
@@ -165,6 +166,8 @@ class RunsScreen(NavScreen):
         self.run_rows: dict[str, dict[str, Any]] = {}
         self.match_rows: dict[str, dict[str, Any]] = {}
         self.shown_run: str | None = None
+        self.live: set[str] = set()
+        """Runs a live process is playing and publishing (``watch`` opens them)."""
         self.loaded = 0
         """How many run lists have been shown (tests wait on it)."""
         self.matches_loaded = 0
@@ -214,20 +217,25 @@ class RunsScreen(NavScreen):
                 return
             try:
                 rows = self.store.run_summaries(query)
+                live = self.store.live_runs()
             except (sqlite3.Error, OSError) as exc:  # damaged, truncated, locked, vanished file
                 self.from_worker(self._database_failed, exc)  # not once the app closes
                 return
         if not get_current_worker().is_cancelled:
-            self.from_worker(self._show_runs, query, rows)
+            self.from_worker(self._show_runs, query, rows, live)
 
-    def _show_runs(self, query: str, rows: list[dict[str, Any]]) -> None:
+    def _show_runs(self, query: str, rows: list[dict[str, Any]], live: set[str] | None = None) -> None:
         table = self.query_one("#runs-table", DataTable)
         keep = selected_key(table)
         table.clear()
         self.run_rows = {r["id"]: r for r in rows}
+        self.live = live or set()
         for r in rows:
+            status = _status(r["status"])
+            if r["id"] in self.live and r["status"] == "running":
+                status = Text("● live", style="bold yellow")  # w (or Enter) watches it
             table.add_row(
-                Text(r["id"]), Text(shown(r["name"])), Text(r["kind"] or ""), _status(r["status"]),
+                Text(r["id"]), Text(shown(r["name"])), Text(r["kind"] or ""), status,
                 Text(r["date"] or ""), Text(str(r["matches"]), justify="right"),
                 Text(str(r["decisions"]), justify="right"),
                 Text(f"${r['cost_usd']:.4f}", justify="right"),
@@ -295,7 +303,10 @@ class RunsScreen(NavScreen):
         progress = getattr(session, "progress", None)
         if progress is not None:  # played by this app: its time left and model calls
             out.append(f"  {progress()}", style="cyan")
-        out.append("  enter or r: replay match · d: decisions · a: analysis · x: delete run", style="dim")
+        keys = "  enter or r: replay match · d: decisions · a: analysis · x: delete run"
+        if run.get("id") in self.live:
+            keys = "  w or enter: watch it live ·" + keys[1:]
+        out.append(keys, style="dim")
         if run.get("error"):
             out.append(f"  {shown(run['error'], limit=500)}", style="red")
         self._status(out)
@@ -325,6 +336,9 @@ class RunsScreen(NavScreen):
 
     @on(DataTable.RowSelected, "#runs-table")
     def _run_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value in self.live:  # a sweep playing now: watch it
+            self.action_watch()
+            return
         if event.row_key.value != self.shown_run:
             self._load_matches(str(event.row_key.value), match_query(self.query_text))
         self.query_one("#matches-table", DataTable).focus()
@@ -349,6 +363,19 @@ class RunsScreen(NavScreen):
         from coop_tui.screens.live import LiveScreen
 
         self.app.push_screen(LiveScreen(ReplaySession(self.store, match_id)))
+
+    def action_watch(self) -> None:
+        """Open the selected run in the watch view, as ``coop-tui watch RUN`` does."""
+        run_id = self.selected_run()
+        if run_id is None or run_id not in self.live:
+            self.notify("no sweep is playing this run now: watch follows a running "
+                        "`coop-tui --batch`", timeout=3)
+            return
+        run = self.run_rows.get(run_id) or {}
+        full = self.store.run(run_id) or run
+        opener = getattr(self.app, "open_watch", None)
+        if callable(opener):
+            opener(full)
 
     def action_search(self) -> None:
         self.query_one("#runs-filter", Input).focus()
