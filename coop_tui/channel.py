@@ -44,6 +44,7 @@ from coop_tui.events import (
     DecisionDone,
     DecisionStarted,
     DirectDecisions,
+    DirectRounds,
     Event,
     MatchDone,
     MatchStarted,
@@ -90,6 +91,8 @@ DELTAS = (TextDelta, ReasoningDelta)
 # ------------------------------------------------------------------ the wire format
 def encode(event: Event) -> list[bytes]:
     """The lines (JSON, newline-terminated, secrets scrubbed) that carry ``event``."""
+    if isinstance(event, DirectRounds):  # a strategy match's rounds, held back to its end
+        return [line for held in event.events for line in encode(held)]
     if isinstance(event, DirectDecisions):  # a strategy round: one line per seat
         return [line for d in event.decisions() for line in encode(DecisionDone(d))]
     if isinstance(event, DecisionDone):
@@ -202,6 +205,10 @@ class Publisher:
 
     accepts_direct_decisions = True
     """A strategy round's batch is read as it is (the bus keeps its fast path)."""
+    accepts_direct_rounds = True
+    """A strategy-only match's rounds may come at its end, in one event: a watcher sees
+    them when the match ends (it plays in an instant), and a headless sweep keeps the
+    whole-match path that publishing would otherwise switch off."""
 
     def __init__(self, db_path: Path, *, queue_lines: int = QUEUE_LINES) -> None:
         self.db_path = Path(db_path)

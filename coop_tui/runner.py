@@ -463,6 +463,8 @@ async def published(run: Any, bus: EventBus, store: Store, db_path: Path,
                 store.record_channel(event.run_id, address, plan)
 
     record.accepts_direct_decisions = True  # type: ignore[attr-defined]
+    record.accepts_direct_rounds = True  # type: ignore[attr-defined]
+    record.ignores = (*PER_ROUND_EVENTS, DirectDecisions, DirectRounds)  # type: ignore[attr-defined]
     unsubscribe = [bus.subscribe(record), bus.subscribe(publisher)]
     try:
         return await run

@@ -444,13 +444,19 @@ def test_a_strategy_sweep_does_not_import_scipy(tmp_path: Path) -> None:
         'matchup = "cross"\nagents = ["tft", "alt"]\n'
     )
     db = tmp_path / "s.db"
-    code = (
-        "import sys\nfrom coop_tui.cli import main\n"
+    code = (  # counts the events the bus carries: the whole command's listeners (the
+        # store, the progress view, the watch channel ...) keep the whole-match path
+        "import sys\nfrom coop_tui import events\nfrom coop_tui.cli import main\n"
+        "kinds = []\nemit = events.EventBus.emit\n"
+        "events.EventBus.emit = lambda bus, e: (kinds.append(type(e).__name__), emit(bus, e))[1]\n"
         f"code = main(['--db', {str(db)!r}, '--batch', {str(sweep)!r}, '--yes'])\n"
-        "print('EXIT', code, 'SCIPY', 'scipy' in sys.modules)\n"
+        "print('EXIT', code, 'SCIPY', 'scipy' in sys.modules, 'WHOLE', kinds.count('DirectRounds'),"
+        " 'ROUNDS', kinds.count('RoundDone'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "SCIPY False" in out.stdout and "EXIT 0" in out.stdout.replace("None", "0"), out.stdout[-2000:]
+    # cross play of two agents: four matches, each one DirectRounds, no per-round events
+    assert "WHOLE 4 ROUNDS 0" in out.stdout, out.stdout[-2000:]
     with sqlite3.connect(db) as conn:  # and the ratings were stored, for `report`
         assert conn.execute("select count(*) from rating_results").fetchone()[0] > 0
