@@ -149,3 +149,22 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[Any]:
         report.outcome = "failed"
         report.longrepr = message
     return report
+
+
+# ------------------------------------------------------------------ the longest files first
+LONGEST_FILES = (
+    "test_similarity_study.py", "test_stopping.py", "test_coopeval_study.py",
+    "test_local_model.py", "test_teams_study.py", "test_shards.py", "test_mechanisms.py",
+    "test_seed003_protocol.py", "test_hostile.py", "test_judge_local.py", "test_docs.py",
+)
+"""The files whose tests take longest, longest first (``--durations`` of the whole suite,
+2026-11-27). With ``--dist loadfile`` a file runs on one worker; pytest-xdist's default
+order (files with the most tests first) started these few-test, minutes-long files last,
+so one worker ran on alone for minutes at the end. ``--no-loadscope-reorder`` (in
+pyproject's addopts) keeps the order set here: these first, then the rest as collected.
+A stale list only costs time, never a result."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
