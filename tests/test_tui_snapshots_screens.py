@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from test_tui_screens import SIM_RUN, TOUR_RUN, ScreenApp, build_db
+from textual.widgets import TextArea
 
 from coop_tui.screens.analysis import AnalysisScreen
 from coop_tui.screens.inspector import InspectorScreen
@@ -68,6 +69,11 @@ def test_inspector_layout(snap_compare: Any, snapshot_db: Path) -> None:
 
     async def run_before(pilot: Any) -> None:
         await wait_for("original_prompt")(pilot)
+        # the focused prompt editor's cursor blinks: stop it (Textual then draws none), or the picture
+        # depends on the moment it is taken
+        for editor in pilot.app.screen.query(TextArea):
+            editor.cursor_blink = False
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
