@@ -157,17 +157,17 @@ def test_clock_text() -> None:
     assert clock_text(0) == "0:00:00" and clock_text(3725.4) == "1:02:05"
 
 
-def test_the_batch_progress_line_shows_calls_done_estimated_and_in_flight(tmp_path: Path) -> None:
-    with LoopbackServer(latency=0.01, chunks=1, answer='{"choice": "A0"}') as server:
-        sweep = tmp_path / "s.toml"
-        sweep.write_text(f"""
-name = "eta"
+def _loopback_versus_tft(path: Path, url: str, *, name: str, samples: int) -> Path:
+    """A sweep file: a loopback model answering by choice against tit-for-tat, ``samples``
+    matches (one model call each)."""
+    path.write_text(f"""
+name = "{name}"
 seed = 1
-samples = 3
+samples = {samples}
 
 [agents.m]
 model = "openai/loopback"
-api_base = "{server.url}"
+api_base = "{url}"
 api_key_env = "ETA_TEST_KEY"
 
 [agents.tft]
@@ -180,6 +180,12 @@ opponents = ["tft"]
 matchup = "versus"
 answer = "choice"
 """)
+    return path
+
+
+def test_the_batch_progress_line_shows_calls_done_estimated_and_in_flight(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.01, chunks=1, answer='{"choice": "A0"}') as server:
+        sweep = _loopback_versus_tft(tmp_path / "s.toml", server.url, name="eta", samples=3)
         env = {**os.environ, "ETA_TEST_KEY": "unused", "COLUMNS": "200"}
         done = subprocess.run(
             [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(tmp_path / "e.db")],
@@ -222,26 +228,7 @@ def test_the_batch_line_counts_a_call_in_flight_while_it_is_awaited(tmp_path: Pa
         return '{"choice": "A0"}'
 
     with LoopbackServer(latency=0.0, chunks=1, answer=held) as server:
-        sweep = tmp_path / "s.toml"
-        sweep.write_text(f"""
-name = "held"
-seed = 1
-
-[agents.m]
-model = "openai/loopback"
-api_base = "{server.url}"
-api_key_env = "ETA_TEST_KEY"
-
-[agents.tft]
-strategy = "tit_for_tat"
-
-[[experiments]]
-game = "prisoners"
-agents = ["m"]
-opponents = ["tft"]
-matchup = "versus"
-answer = "choice"
-""")
+        sweep = _loopback_versus_tft(tmp_path / "s.toml", server.url, name="held", samples=1)
         env = {**os.environ, "ETA_TEST_KEY": "unused", "COLUMNS": "200", "FORCE_COLOR": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(tmp_path / "e.db")],
