@@ -7,8 +7,8 @@ the body. Either answers within 24 hours, at half the list price.
 How a sweep uses them. A batch agent's ``reply`` does not send its request: it hands it to
 the run's :class:`BatchHub` and waits. The hub collects what is ready to ask across all
 matches (every match's round t) and submits it as one batch when every match that is
-playing waits on a request not yet sent, or when nothing new arrived for :data:`QUIET_S` (a match blocked on
-something else). The batch is split at the provider's limits. A poller per batch asks
+playing waits on a request not yet sent, or when nothing new arrived for the sweep's
+``batch_gather`` seconds (a match blocked on something else). The batch is split at the provider's limits. A poller per batch asks
 for its state with a doubling interval and, when it ends, hands every answer to the
 request that waits for it, as if it had streamed (no deltas): parsing, re-asks and
 storage are the engine's, as for any reply; a re-ask goes into the next batch.
