@@ -1329,16 +1329,17 @@ class Store:
 def _round_rows(e: RoundDone) -> list[tuple[Any, ...]]:
     """A round's rows of the ``rounds`` table, one per seat that took part."""
     seats = e.seats or tuple(range(len(e.actions)))
-    game_coop = e.info.get("cooperated")
-    info = "{}" if e.info.keys() <= {"cooperated"} else _json(
-        {k: v for k, v in e.info.items() if k != "cooperated"}
+    info = e.info
+    game_coop = info.get("cooperated")
+    text = "{}" if len(info) <= ("cooperated" in info) else _json(  # no key but "cooperated"
+        {k: v for k, v in info.items() if k != "cooperated"}
     )
+    if game_coop is None:
+        return [(e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos], None, text)
+                for pos, seat in enumerate(seats)]
     return [
-        (
-            e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
-            None if game_coop is None or game_coop[pos] is None else int(game_coop[pos]),
-            info,
-        )
+        (e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
+         None if game_coop[pos] is None else int(game_coop[pos]), text)
         for pos, seat in enumerate(seats)
     ]
 

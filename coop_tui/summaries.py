@@ -22,6 +22,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from coop_tui import read_cache
@@ -233,7 +235,11 @@ class DirectFolds:
     key and match. Each match's sums are taken as :func:`fold_rows` takes them and added
     to the stored ones match by match, in the same order, so every float is the one
     folding each match on its own gives. Their decisions are play decisions, valid, asked
-    once, with no tokens or cost: a match's totals are its decision count and zeros."""
+    once, with no tokens or cost: a match's totals are its decision count and zeros.
+
+    The per-round sums (``coop_rounds``, a key per agent and round: most of a
+    tournament's keys) are held as arrays and added with NumPy, whose element-wise
+    additions are the same IEEE additions, in the same order, as the loop over rows."""
 
     def __init__(self) -> None:
         self.matches: dict[str, tuple[Any, ...]] = {}
@@ -251,44 +257,15 @@ class DirectFolds:
     ) -> None:
         """One match: (match id, run id, experiment, condition key), its seats' agents,
         its DirectDecisions and its rounds rows."""
-        coop: dict[tuple[Any, ...], list[Any]] = {}
-        seen: dict[tuple[Any, ...], int] = {}
-        n = 0
-        for e in events:
-            rnd = e.round
-            for _seat, agent, _latency, answer in e.rows:
-                n += 1
-                if answer[4] is not None:
-                    key = (agent, answer[4], answer[5])
-                    seen[key] = seen.get(key, 0) + 1
-                prob, cooperated = answer[6], answer[7]
-                if prob is None:
-                    continue
-                acc = coop.get((agent, rnd))
-                if acc is None:  # the first row of a key: the sums below from zero
-                    coop[(agent, rnd)] = [1, 0.0 + prob, 0.0 + prob * prob,
-                                          0 if cooperated is None else 0 + cooperated,
-                                          0 if cooperated is None else 1]
-                    continue
-                acc[0] += 1
-                acc[1] += prob
-                acc[2] += prob * prob
-                if cooperated is not None:
-                    acc[3] += cooperated
-                    acc[4] += 1
-        acts: dict[tuple[Any, ...], list[Any]] = {}
-        for (agent, dist, played), times in seen.items():
-            for act, p in enumerate(dist):
-                acc = acts.get(("play", agent, act))
-                if acc is None:
-                    acc = acts[("play", agent, act)] = [0, 0.0, 0]
-                acc[0] += times
-                acc[1] += p * times
-                acc[2] += times if played == act else 0
+        rows = list(chain.from_iterable(map(_EVENT_ROWS, events)))
+        names = list(map(_ROW_AGENT, rows))
+        answers = list(map(_ROW_ANSWER, rows))
         cond = {k: [v] for k, v in _conditional(agents, rounds).items()}
         self.moves[match[0]] = moves_from_rounds(rounds)
-        self.matches[match[0]] = (match, n, {"coop_rounds": coop, "action_counts": acts,
-                                             "conditional_counts": cond})
+        self.matches[match[0]] = (
+            match, len(rows), _coop_round_sums(events, names, answers),
+            {"action_counts": _action_sums(names, answers), "conditional_counts": cond},
+        )
 
     def write(self, conn: Any) -> None:
         """Add the held matches to the summary tables (the caller holds the transaction).
@@ -303,7 +280,7 @@ class DirectFolds:
         conn.executemany(
             f"insert into match_totals (match_id, run_id, {', '.join(TOTALS)}) values "
             f"({', '.join('?' * (len(TOTALS) + 2))})",
-            [(m[0], m[1], n, 0, 0, 0, 0, 0, 0, 0, 0) for m, n, _sums in self.matches.values()],
+            [(m[0], m[1], n, 0, 0, 0, 0, 0, 0, 0, 0) for m, n, _coop, _sums in self.matches.values()],
         )
         held = {mid: self.moves.get(mid) for mid in self.matches}
         fold_moves(conn, [mid for mid, moves in held.items() if moves is None])
@@ -313,8 +290,9 @@ class DirectFolds:
             [(mid, self.matches[mid][0][1], *moves) for mid, moves in held.items()
              if moves is not None],
         )
-        runs = {m[1] for m, _n, _sums in self.matches.values()}
-        for s in SUMMARIES:
+        runs = {m[1] for m, _n, _coop, _sums in self.matches.values()}
+        self._write_coop_rounds(conn, runs)
+        for s in SUMMARIES[1:]:
             cols = [*s.keys, *s.values]
             width = len(s.keys)
             totals: dict[tuple[Any, ...], list[Any]] = {}
@@ -324,7 +302,7 @@ class DirectFolds:
                 ):
                     totals[tuple(row[:width])] = list(row[width:])
             touched: dict[tuple[Any, ...], list[Any]] = {}
-            for (_mid, run_id, experiment, ckey), _n, sums in self.matches.values():
+            for (_mid, run_id, experiment, ckey), _n, _coop, sums in self.matches.values():
                 for key, values in sums[s.table].items():
                     full = (run_id, experiment, ckey, *key)
                     acc = totals.get(full)
@@ -334,12 +312,155 @@ class DirectFolds:
                         for i, v in enumerate(values):
                             acc[i] = acc[i] + v
                     touched[full] = totals[full]
-            sets = ", ".join(f"{v} = excluded.{v}" for v in s.values)
-            conn.executemany(
-                f"insert into {s.table} ({', '.join(cols)}) values ({', '.join('?' * len(cols))})"
-                f" on conflict ({', '.join(s.keys)}) do update set {sets}",
-                [(*k, *v) for k, v in touched.items()],
-            )
+            conn.executemany(_set_sql(s), [(*k, *v) for k, v in touched.items()])
+
+    def _write_coop_rounds(self, conn: Any, runs: set[str]) -> None:
+        """``coop_rounds`` of the held matches: the stored sums of their runs, plus each
+        match's sums in turn, written back for every key a match touched."""
+        import numpy as np  # heavy: only a strategy sweep's store folds this way
+
+        s = BY_TABLE["coop_rounds"]
+        groups: dict[tuple[Any, ...], int] = {}  # (run, experiment, condition, agent) -> id
+        stored_keys: list[int] = []
+        stored: list[tuple[Any, ...]] = []
+        for run_id in runs:
+            for row in conn.execute(
+                f"select {', '.join([*s.keys, *s.values])} from {s.table} where run_id = ?",
+                [run_id],
+            ):
+                group = groups.setdefault(row[:4], len(groups))
+                stored_keys.append(_round_key(group, row[4]))
+                stored.append(row[5:])
+        held = []
+        for (_mid, run_id, experiment, ckey), _n, coop, _sums in self.matches.values():
+            names, agent_code, rnd, values = coop
+            ids = np.array([groups.setdefault((run_id, experiment, ckey, a), len(groups))
+                            for a in names], dtype=np.int64)
+            held.append((_round_keys(ids[agent_code], rnd), values))
+        every = np.unique(np.concatenate(
+            [np.array(stored_keys, dtype=np.int64), *(keys for keys, _v in held)]))
+        counts = np.zeros((3, len(every)), dtype=np.int64)  # n, cooperated, sampled_n
+        sums = np.zeros((2, len(every)))  # coop_sum, coop_sq
+        present = np.zeros(len(every), dtype=bool)
+        touched = np.zeros(len(every), dtype=bool)
+        if stored:
+            at = np.searchsorted(every, np.array(stored_keys, dtype=np.int64))
+            n, coop_sum, coop_sq, cooperated, sampled = zip(*stored, strict=True)
+            counts[:, at] = np.array([n, cooperated, sampled], dtype=np.int64)
+            sums[:, at] = np.array([coop_sum, coop_sq], dtype=float)
+            present[at] = True
+        for keys, (n, coop_sum, coop_sq, cooperated, sampled) in held:
+            at = np.searchsorted(every, keys)  # a match's keys are distinct
+            new = ~present[at]
+            counts[:, at] += np.array([n, cooperated, sampled])
+            # a new key takes the match's sum as it is, as the upsert inserts it
+            sums[0, at] = np.where(new, coop_sum, sums[0, at] + coop_sum)
+            sums[1, at] = np.where(new, coop_sq, sums[1, at] + coop_sq)
+            present[at] = True
+            touched[at] = True
+        heads = list(groups)
+        keys = every[touched]
+        group_of, round_of = np.divmod(keys, ROUND_SPAN)
+        n, cooperated, sampled = counts[:, touched].tolist()
+        coop_sum, coop_sq = sums[:, touched].tolist()
+        conn.executemany(_set_sql(s), [
+            (*heads[g], r - ROUND_OFFSET, *values) for g, r, *values in zip(
+                group_of.tolist(), round_of.tolist(), n, coop_sum, coop_sq, cooperated, sampled,
+                strict=True)
+        ])
+
+
+_EVENT_ROWS = attrgetter("rows")
+_EVENT_ROUND = attrgetter("round")
+_ROW_AGENT = itemgetter(1)
+_ROW_ANSWER = itemgetter(3)
+_ANSWER_PROB = itemgetter(6)
+_ANSWER_COOPERATED = itemgetter(7)
+ROUND_SPAN = 1 << 32
+ROUND_OFFSET = 1 << 31
+"""A ``coop_rounds`` key of a write is group * ROUND_SPAN + round + ROUND_OFFSET (one
+int64: rounds are sorted and found as numbers)."""
+
+
+def _round_key(group: int, round_: Any) -> int:
+    if type(round_) is not int or not -ROUND_OFFSET <= round_ < ROUND_OFFSET:
+        raise ValueError(f"coop_rounds: round {round_!r} is not a round number")
+    return group * ROUND_SPAN + round_ + ROUND_OFFSET
+
+
+def _round_keys(groups: Any, rounds: Any) -> Any:
+    if len(rounds) and not (rounds.min() >= -ROUND_OFFSET and rounds.max() < ROUND_OFFSET):
+        raise ValueError("coop_rounds: a round number out of range")
+    return groups * ROUND_SPAN + rounds + ROUND_OFFSET
+
+
+def _set_sql(s: Summary) -> str:
+    """An upsert that sets a key's values (sums already added to the stored ones)."""
+    cols = [*s.keys, *s.values]
+    sets = ", ".join(f"{v} = excluded.{v}" for v in s.values)
+    return (f"insert into {s.table} ({', '.join(cols)}) values ({', '.join('?' * len(cols))})"
+            f" on conflict ({', '.join(s.keys)}) do update set {sets}")
+
+
+def _coop_round_sums(events: list[Any], names: list[str], answers: list[Any]) -> tuple[Any, ...]:
+    """One match's ``coop_rounds`` sums as :func:`fold_rows` takes them: per (agent,
+    round) of the rows with a cooperation probability, the count, the sum and sum of
+    squares of the probability (from 0.0, in row order: ``bincount`` adds its weights
+    one by one), and the count and sum of the sampled cooperation where there is one.
+    Returns (agent names, agent index per key, round per key, the five value arrays)."""
+    import numpy as np  # heavy: only a strategy sweep's store folds this way
+
+    rnd = np.repeat(np.fromiter(map(_EVENT_ROUND, events), dtype=np.int64, count=len(events)),
+                    list(map(len, map(_EVENT_ROWS, events))))
+    prob = np.array(list(map(_ANSWER_PROB, answers)), dtype=float)  # None -> NaN
+    cooperated = np.array(list(map(_ANSWER_COOPERATED, answers)), dtype=float)
+    distinct = list(dict.fromkeys(names))
+    if len(distinct) == 1:
+        code = np.zeros(len(names), dtype=np.int64)
+    else:
+        as_array = np.array(names, dtype=object)
+        code = np.zeros(len(names), dtype=np.int64)
+        for i, name in enumerate(distinct[1:], 1):
+            code[as_array == name] = i
+    kept = ~np.isnan(prob)
+    span = int(rnd.max() - rnd.min()) + 1 if len(rnd) else 1
+    low = int(rnd.min()) if len(rnd) else 0
+    key, inverse = np.unique(code[kept] * span + (rnd[kept] - low), return_inverse=True)
+    prob, cooperated = prob[kept], cooperated[kept]
+    width = len(key)
+    sampled = ~np.isnan(cooperated)
+    values = (
+        np.bincount(inverse, minlength=width),
+        np.bincount(inverse, weights=prob, minlength=width),
+        np.bincount(inverse, weights=prob * prob, minlength=width),
+        np.bincount(inverse[sampled], weights=cooperated[sampled], minlength=width).astype(np.int64),
+        np.bincount(inverse[sampled], minlength=width),
+    )
+    return distinct, key // span, key % span + low, values
+
+
+def _action_sums(names: list[str], answers: list[Any]) -> dict[tuple[Any, ...], list[Any]]:
+    """One match's ``action_counts`` sums: identical answers counted first, then each
+    distinct (agent, distribution, action) spread over the actions once, in the order
+    they first appear (as :func:`fold_rows` does)."""
+    by_answer = Counter(zip(names, map(id, answers), strict=True))
+    answer_of = dict(zip(map(id, answers), answers, strict=True))
+    seen: dict[tuple[Any, ...], int] = {}
+    for (agent, ident), times in by_answer.items():
+        answer = answer_of[ident]
+        if answer[4] is not None:
+            key = (agent, answer[4], answer[5])
+            seen[key] = seen.get(key, 0) + times
+    acts: dict[tuple[Any, ...], list[Any]] = {}
+    for (agent, dist, played), times in seen.items():
+        for act, p in enumerate(dist):
+            acc = acts.get(("play", agent, act))
+            if acc is None:
+                acc = acts[("play", agent, act)] = [0, 0.0, 0]
+            acc[0] += times
+            acc[1] += p * times
+            acc[2] += times if played == act else 0
+    return acts
 
 
 def _conditional(agents: list[str], rounds: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
@@ -487,18 +608,42 @@ def moves_from_rounds(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | 
     a match's rounds rows still in memory (the rows as inserted, a later one replacing an
     earlier one of the same round and seat), or None when a value is not a plain round
     number or 0/1/None (then the SQL reads the stored rows)."""
+    numbers = list(map(_ROUND_NUMBER, rounds))
+    seats = list(map(_ROUND_SEAT, rounds))
+    try:
+        moves = "".join(map(_MOVE_CHAR.__getitem__, map(_ROUND_COOPERATED, rounds)))
+    except (KeyError, TypeError):  # not 0/1/None (TypeError: unhashable)
+        return None
+    if not rounds:
+        return None, None
+    cells = list(zip(numbers, seats, strict=True))
+    if {*map(type, numbers), *map(type, seats)} == {int} and all(
+        a < b for a, b in zip(cells, cells[1:], strict=False)
+    ):  # written in order, each round and seat once (every match the engine plays)
+        return f"{numbers[0]} {numbers[-1]} {len(cells)}", moves
+    return _moves_of_cells(rounds)
+
+
+def _moves_of_cells(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | None] | None:
+    """:func:`moves_from_rounds` for rows in any order, a later row of a round and seat
+    replacing an earlier one."""
     cells: dict[tuple[int, int], Any] = {}
     for row in rounds:
         rnd, seat, coop = row[1], row[2], row[5]
         if type(rnd) is not int or type(seat) is not int or coop not in (None, 0, 1):
             return None
         cells[(rnd, seat)] = coop
-    if not cells:
-        return None, None
     first = min(r for r, _ in cells)
     last = max(r for r, _ in cells)
     moves = "".join("." if cells[k] is None else "1" if cells[k] else "0" for k in sorted(cells))
     return f"{first} {last} {len(cells)}", moves
+
+
+_ROUND_NUMBER = itemgetter(1)
+_ROUND_SEAT = itemgetter(2)
+_ROUND_COOPERATED = itemgetter(5)
+_MOVE_CHAR = {None: ".", 0: "0", 1: "1"}
+"""A round's cooperation as a character of the moves string (True and 1.0 are 1)."""
 
 
 def backfill_moves(conn: Any) -> int:

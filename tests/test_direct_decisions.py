@@ -460,3 +460,71 @@ def test_a_strategy_sweep_does_not_import_scipy(tmp_path: Path) -> None:
     assert "WHOLE 4 ROUNDS 0" in out.stdout, out.stdout[-2000:]
     with sqlite3.connect(db) as conn:  # and the ratings were stored, for `report`
         assert conn.execute("select count(*) from rating_results").fetchone()[0] > 0
+
+
+def _random_direct_match(rng: Any, match_id: str, agents: tuple[str, str], n_rounds: int) -> tuple[list[Any], list[Any]]:
+    """A strategy match's DirectDecisions and rounds rows with mixed answers: fractional
+    probabilities, answers with no cooperation probability or no sampled cooperation,
+    answer tuples shared between rows as the engine shares them."""
+    answers = []
+    for _ in range(4):
+        p = rng.choice([0.0, 1.0, rng.random(), 0.1, 1 / 3])
+        cooperated = rng.choice([True, False, None])
+        action = 0 if cooperated else 1
+        answers.append((f"answer {p}", {"A0": p}, ("A0", "A1"), (0, 1), (p, 1.0 - p), action,
+                        rng.choice([p, p, None]), cooperated, None))
+    events, rounds = [], []
+    for rnd in range(1, n_rounds + 1):
+        rows = tuple((seat, agents[seat], 0.01, rng.choice(answers)) for seat in (0, 1))
+        events.append(DirectDecisions(match_id, rnd, 1.0, rows))
+        for seat, (_s, _a, _l, answer) in enumerate(rows):
+            rounds.append((match_id, rnd, seat, answer[5], 1.0, answer[7], "{}"))
+    return events, rounds
+
+
+def test_array_folds_add_every_float_as_folding_match_by_match_does(tmp_path: Path) -> None:
+    """DirectFolds adds the per-round sums with NumPy: each match's sums (self-play puts
+    two rows on a key), added to the stored ones match by match, over two writes, must be
+    bit for bit what :func:`fold_rows` gives folding each match alone, in the same order."""
+    import random
+
+    from coop_tui.store import DECISION_COLUMNS, decision_values
+    from coop_tui.summaries import DirectFolds, fold_rows
+
+    rng = random.Random(7)
+    plan = [(f"m{i}", "r1" if i % 3 else "r2", i % 2, "c=1",
+             rng.choice([("tft", "grim"), ("tft", "tft"), ("alt", "grim")]), rng.randrange(1, 30))
+            for i in range(24)]
+    direct = Store(tmp_path / "direct.db").db.conn
+    one_by_one = Store(tmp_path / "rows.db").db.conn
+    for batch in (plan[:10], plan[10:]):
+        folds = DirectFolds()
+        for mid, run, experiment, ckey, agents, n_rounds in batch:
+            events, rounds = _random_direct_match(rng, mid, agents, n_rounds)
+            folds.add((mid, run, experiment, ckey), list(agents), events, rounds)
+            decisions = [decision_values(d) for e in events for d in e.decisions()]
+            fold_rows(one_by_one, (mid, run, experiment, ckey), list(agents), decisions, rounds,
+                      DECISION_COLUMNS)
+        folds.write(direct)
+    for table in ("coop_rounds", "action_counts", "conditional_counts", "match_totals"):
+        query = f"select * from {table} order by 1, 2, 3, 4, 5"
+        got, want = direct.execute(query).fetchall(), one_by_one.execute(query).fetchall()
+        assert got == want and want, table
+        assert [tuple(map(type, r)) for r in got] == [tuple(map(type, r)) for r in want], table
+
+
+def test_moves_of_rows_in_order_are_the_moves_of_any_order() -> None:
+    """moves_from_rounds reads rows written in round and seat order in one pass; rows in
+    another order, repeated or with values it cannot read take the general path."""
+    from coop_tui.summaries import _moves_of_cells, moves_from_rounds
+
+    rows = [("m", rnd, seat, 0, 1.0, coop, "{}")
+            for rnd, coops in enumerate([(1, 0), (True, None), (0, 0), (1.0, 1)], start=2)
+            for seat, coop in enumerate(coops)]
+    assert moves_from_rounds(rows) == _moves_of_cells(rows) == ("2 5 8", "101.0011")
+    again = ("m", 3, 1, 0, 1.0, 1, "{}")  # round 3, seat 2 written again: the later row counts
+    shuffled = [rows[3], rows[0], rows[1], rows[2], *rows[4:], again]
+    assert moves_from_rounds(shuffled) == _moves_of_cells(shuffled) == ("2 5 8", "10110011")
+    assert moves_from_rounds([("m", 1, 0, 0, 1.0, 0.5, "{}")]) is None
+    assert moves_from_rounds([("m", 1.0, 0, 0, 1.0, 1, "{}")]) is None
+    assert moves_from_rounds([]) == (None, None)

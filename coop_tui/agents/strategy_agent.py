@@ -87,7 +87,10 @@ class StrategyAgent:
     def __init__(self, name: str, strategy: Strategy) -> None:
         self.name = name
         self.strategy = strategy
-        self._checked: tuple[Any, int] | None = None
+        self._checked: dict[tuple[int, int], Any] = {}
+        """(id of game, seat) -> game, for the games and seats this strategy was checked
+        against (one agent plays both seats of a self-play pairing, and several matches at
+        once: a single last-checked pair would be checked again nearly every move)."""
         self._answers: dict[tuple[Any, ...], tuple[str, Any]] = {}
         """(labels, mapping, distribution) -> (answer text, parsed answer): a strategy
         gives the same few distributions over and over."""
@@ -177,9 +180,11 @@ class StrategyAgent:
     ) -> tuple[str, Any]:
         """:meth:`mixed_answer` from the view and the shown labels alone (the engine's
         direct rounds build no request)."""
-        if self._checked != (view.game, view.seat):
+        if self._checked.get((id(view.game), view.seat)) is not view.game:
             self.strategy.check(view)
-            self._checked = (view.game, view.seat)
+            if len(self._checked) > 64:
+                self._checked.clear()
+            self._checked[(id(view.game), view.seat)] = view.game
         probs = tuple(self.strategy.distribution(view))
         key = (labels, mapping, probs)
         found = self._answers.get(key)

@@ -218,11 +218,36 @@ def pure(view: SeatView, action: int) -> list[float]:
 
 
 def cooperate(view: SeatView) -> list[float]:
-    return pure(view, coop_action(view))
+    return list(_pure_move(view, _COOPERATE, coop_action))
 
 
 def defect(view: SeatView) -> list[float]:
-    return pure(view, defect_action(view))
+    return list(_pure_move(view, _DEFECT, defect_action))
+
+
+def _pure_move(
+    view: SeatView, cache: dict[tuple[int, int], tuple[Any, tuple[float, ...]]],
+    action_of: Callable[[SeatView], int],
+) -> tuple[float, ...]:
+    """``pure(view, action_of(view))`` as a tuple, remembered per game and seat when the
+    view has no mechanism extras (cooperate and defect are asked every move of most
+    strategies; the tuple is copied, so no caller can change the kept one)."""
+    if not view.extra:
+        known = cache.get((id(view.game), view.seat))
+        if known is not None and known[0] is view.game:
+            return known[1]
+    move = tuple(pure(view, action_of(view)))
+    if not view.extra:
+        if len(cache) > 256:
+            cache.clear()
+        cache[(id(view.game), view.seat)] = (view.game, move)
+    return move
+
+
+_COOPERATE: dict[tuple[int, int], tuple[Any, tuple[float, ...]]] = {}
+_DEFECT: dict[tuple[int, int], tuple[Any, tuple[float, ...]]] = {}
+"""Each game and seat's pure cooperate / defect distribution (the game kept alive with
+it, so its id cannot pass to another game)."""
 
 
 def cooperate_with(view: SeatView, p: float) -> list[float]:
