@@ -764,6 +764,51 @@ class MatchContext:
             actions.append(decision.action)
         return actions
 
+    async def direct_rounds(
+        self, total_rounds: int,
+        outcome: Callable[[tuple[int, ...]], tuple[Sequence[float], Sequence[bool | None] | None]],
+    ) -> list[tuple[float, ...]]:
+        """Rounds 1 to ``total_rounds`` of a plain simultaneous repeated game between
+        strategies (:meth:`plays_directly`): each round as :meth:`direct_round` and
+        :meth:`finish_round` play and record it, in one loop. ``outcome(actions)`` gives a
+        profile's payoffs and whether each seat's action was cooperative (the round's
+        ``cooperated`` info); it is asked once per distinct profile. Returns each round's
+        payoffs, for the mechanism to total as it weighs them.
+
+        A tournament is tens of thousands of such rounds: a coroutine and two calls per
+        round were a fifth of the engine's time there."""
+        scored: dict[tuple[int, ...], tuple[tuple[float, ...], Sequence[bool | None] | None]] = {}
+        per_round: list[tuple[float, ...]] = []
+        pair = len(self._every_seat) == 2
+        batched = self.bus.direct_batches
+        clock = time.perf_counter
+        for t in range(1, total_rounds + 1):
+            if not batched:
+                actions = await self.direct_round(t, total_rounds=total_rounds)
+            else:  # direct_round's own steps, without a coroutine per round
+                now = clock()
+                if now - _LoopTurn.last >= YIELD_EVERY_S:
+                    _LoopTurn.last = now
+                    await asyncio.sleep(0)
+                if self.stopped:
+                    raise MatchStopped()
+                if self.pause is not None:
+                    await self.pause.wait()
+                actions = self._direct_round_batched(t, total_rounds, time.time())
+            profile = tuple(actions)
+            known = scored.get(profile)
+            if known is None:
+                payoffs, cooperated = outcome(profile)
+                known = scored[profile] = (tuple(map(float, payoffs)), cooperated)
+            payoffs, cooperated = known
+            info = {} if cooperated is None else {"cooperated": list(cooperated)}
+            if pair and self._records is not None:
+                self._finish_pair_round(t, profile, payoffs, info)
+            else:
+                self.finish_round(t, profile, payoffs, info=info)
+            per_round.append(payoffs)
+        return per_round
+
     def _direct_round_batched(self, round_: int, total_rounds: int | None, now: float) -> list[int]:
         """:meth:`direct_round` when every listener reads :class:`DirectDecisions`: the
         same decisions, field for field, as one row per seat in one event, without a
@@ -806,7 +851,8 @@ class MatchContext:
                     samples[("direct", id(parsed), seat, mapping)] = (parsed, answer)
             rows.append((seat, agent.name, latency_ms, answer))
             actions.append(answer[5])
-        event = DirectDecisions(self.match_id, round_, now, tuple(rows))
+        event = _new(DirectDecisions)  # as _seat_view builds views: one per strategy round
+        event.__dict__.update(match_id=self.match_id, round=round_, created_at=now, rows=tuple(rows))
         held = self._held
         if held is None and self.bus.direct_rounds:
             held = self._held = []
@@ -1126,8 +1172,10 @@ class MatchContext:
         records[1].append(actions[0] in cooperative[0])
         self.histories[0].append(_move(round_, a0, (a1,), p0, (p1,)))
         self.histories[1].append(_move(round_, a1, (a0,), p1, (p0,)))
-        self._round_done(RoundDone(self.match_id, round_, (a0, a1), (p0, p1), self._every_seat,
-                                   dict(info or {})))
+        event = _new(RoundDone)  # as _seat_view builds views: one per round of every pairing
+        event.__dict__.update(match_id=self.match_id, round=round_, actions=(a0, a1),
+                              payoffs=(p0, p1), seats=self._every_seat, info=dict(info or {}))
+        self._round_done(event)
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
         if self._held:  # keep the order of events if a mechanism mixes paths

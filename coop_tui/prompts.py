@@ -17,9 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from coop_tui.errors import SpecError
 from coop_tui.games.base import Game, points
@@ -58,17 +56,26 @@ class PromptRenderer:
     without the sandbox (measured on the shipped templates)."""
 
     def __init__(self, template_dir: Path | str | None = None) -> None:
-        search = [str(default_template_dir())]
+        self._search = [str(default_template_dir())]
         if template_dir is not None:
-            search.insert(0, str(template_dir))
+            self._search.insert(0, str(template_dir))
         self.template_dir = Path(template_dir) if template_dir else None
-        self._env = ImmutableSandboxedEnvironment(
-            loader=jinja2.FileSystemLoader(search),
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=False,
-            autoescape=False,
-        )
-        self._env.filters["points"] = points  # "1 point", "3 points"
+        self._made: Any = None
+
+    @property
+    def _env(self) -> Any:
+        """The sandboxed environment, made when a prompt is first wanted: a sweep of
+        strategies renders none, and importing Jinja2 would be a tenth of its start-up."""
+        if self._made is None:
+            jinja2 = _jinja2()
+            self._made = jinja2.sandbox.ImmutableSandboxedEnvironment(
+                loader=jinja2.FileSystemLoader(self._search),
+                undefined=jinja2.StrictUndefined,
+                keep_trailing_newline=False,
+                autoescape=False,
+            )
+            self._made.filters["points"] = points  # "1 point", "3 points"
+        return self._made
 
     def render(self, name: str, **context: Any) -> str:
         """The rendered template; :class:`UnsafeTemplate` (a :class:`SpecError`, exit 2)
@@ -76,7 +83,7 @@ class PromptRenderer:
         template = self._env.get_template(name)
         try:
             return template.render(**context).strip()
-        except jinja2.exceptions.SecurityError as exc:
+        except _jinja2().exceptions.SecurityError as exc:
             where = template.filename or name
             line = _template_line(exc, template.filename)
             at = f"{where}:{line}" if line else where
@@ -89,7 +96,7 @@ class PromptRenderer:
         """Whether a template of this name exists (a custom folder or the shipped one)."""
         try:
             self._env.get_template(name)
-        except jinja2.TemplateNotFound:
+        except _jinja2().TemplateNotFound:
             return False
         return True
 
@@ -99,6 +106,14 @@ class PromptRenderer:
         assert loader is not None
         src, _, _ = loader.get_source(self._env, name)
         return src
+
+
+def _jinja2() -> Any:
+    """Jinja2 with its sandbox, imported on first use (see :attr:`PromptRenderer._env`)."""
+    import jinja2  # heavy: only a sweep that renders a prompt needs it
+    import jinja2.sandbox
+
+    return jinja2
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,8 @@ class DirectFolds:
         cond = {k: [v] for k, v in _conditional(agents, rounds).items()}
         self.moves[match[0]] = moves_from_rounds(rounds)
         self.matches[match[0]] = (
-            match, len(rows), _coop_round_sums(events, names, answers),
+            match, len(rows),
+            (names, answers, list(map(_EVENT_ROUND, events)), list(map(len, map(_EVENT_ROWS, events)))),
             {"action_counts": _action_sums(names, answers), "conditional_counts": cond},
         )
 
@@ -315,8 +316,11 @@ class DirectFolds:
             conn.executemany(_set_sql(s), [(*k, *v) for k, v in touched.items()])
 
     def _write_coop_rounds(self, conn: Any, runs: set[str]) -> None:
-        """``coop_rounds`` of the held matches: the stored sums of their runs, plus each
-        match's sums in turn, written back for every key a match touched."""
+        """``coop_rounds`` of the held matches, with NumPy over all their rows at once:
+        each match's sums per (agent, round) as :func:`fold_rows` takes them (from 0.0,
+        its rows in order: ``bincount`` adds its weights one by one), then added to the
+        stored sums of their runs match by match, in order (``add.at`` adds repeated
+        indices one by one), and written back for every key a match touched."""
         import numpy as np  # heavy: only a strategy sweep's store folds this way
 
         s = BY_TABLE["coop_rounds"]
@@ -331,41 +335,59 @@ class DirectFolds:
                 group = groups.setdefault(row[:4], len(groups))
                 stored_keys.append(_round_key(group, row[4]))
                 stored.append(row[5:])
-        held = []
-        for (_mid, run_id, experiment, ckey), _n, coop, _sums in self.matches.values():
-            names, agent_code, rnd, values = coop
-            ids = np.array([groups.setdefault((run_id, experiment, ckey, a), len(groups))
-                            for a in names], dtype=np.int64)
-            held.append((_round_keys(ids[agent_code], rnd), values))
-        every = np.unique(np.concatenate(
-            [np.array(stored_keys, dtype=np.int64), *(keys for keys, _v in held)]))
+        held = list(self.matches.values())
+        names = {name: i for i, name in enumerate(dict.fromkeys(
+            chain.from_iterable(coop[0] for _m, _n, coop, _s in held)))}
+        group_of = np.zeros((len(held), max(len(names), 1)), dtype=np.int64)
+        for i, ((_mid, run_id, experiment, ckey), _n, coop, _s) in enumerate(held):
+            for name in dict.fromkeys(coop[0]):
+                group_of[i, names[name]] = groups.setdefault((run_id, experiment, ckey, name), len(groups))
+        rows_of = [len(coop[0]) for _m, _n, coop, _s in held]
+        match = np.repeat(np.arange(len(held)), rows_of)
+        agent = np.fromiter(map(names.__getitem__, chain.from_iterable(c[0] for _m, _n, c, _s in held)),
+                            dtype=np.int64, count=len(match))
+        rnd = np.repeat(np.fromiter(chain.from_iterable(c[2] for _m, _n, c, _s in held), dtype=np.int64),
+                        list(chain.from_iterable(c[3] for _m, _n, c, _s in held)))
+        answers = list(chain.from_iterable(c[1] for _m, _n, c, _s in held))
+        prob = np.array(list(map(_ANSWER_PROB, answers)), dtype=float)  # None -> NaN
+        cooperated = np.array(list(map(_ANSWER_COOPERATED, answers)), dtype=float)
+        kept = ~np.isnan(prob)  # rows without a cooperation probability add nothing
+        match, prob, cooperated = match[kept], prob[kept], cooperated[kept]
+        keys = _round_keys(group_of[match, agent[kept]], rnd[kept])
+        every, key_at = np.unique(np.concatenate([np.array(stored_keys, dtype=np.int64), keys]),
+                                  return_inverse=True)
+        stored_at, key_at = key_at[:len(stored_keys)], key_at[len(stored_keys):]
+        # each match's own sum per key: (match, key) pairs, match-major, rows in order
+        pair, pair_at = np.unique(match * len(every) + key_at, return_inverse=True)
+        sampled = ~np.isnan(cooperated)
+        width = len(pair)
+        per_match = (
+            np.bincount(pair_at, minlength=width),
+            np.bincount(pair_at, weights=prob, minlength=width),
+            np.bincount(pair_at, weights=prob * prob, minlength=width),
+            np.bincount(pair_at[sampled], weights=cooperated[sampled], minlength=width).astype(np.int64),
+            np.bincount(pair_at[sampled], minlength=width),
+        )
+        target = pair % len(every)
         counts = np.zeros((3, len(every)), dtype=np.int64)  # n, cooperated, sampled_n
         sums = np.zeros((2, len(every)))  # coop_sum, coop_sq
-        present = np.zeros(len(every), dtype=bool)
-        touched = np.zeros(len(every), dtype=bool)
         if stored:
-            at = np.searchsorted(every, np.array(stored_keys, dtype=np.int64))
-            n, coop_sum, coop_sq, cooperated, sampled = zip(*stored, strict=True)
-            counts[:, at] = np.array([n, cooperated, sampled], dtype=np.int64)
-            sums[:, at] = np.array([coop_sum, coop_sq], dtype=float)
-            present[at] = True
-        for keys, (n, coop_sum, coop_sq, cooperated, sampled) in held:
-            at = np.searchsorted(every, keys)  # a match's keys are distinct
-            new = ~present[at]
-            counts[:, at] += np.array([n, cooperated, sampled])
-            # a new key takes the match's sum as it is, as the upsert inserts it
-            sums[0, at] = np.where(new, coop_sum, sums[0, at] + coop_sum)
-            sums[1, at] = np.where(new, coop_sq, sums[1, at] + coop_sq)
-            present[at] = True
-            touched[at] = True
+            n, coop_sum, coop_sq, coop_n, sampled_n = zip(*stored, strict=True)
+            counts[:, stored_at] = np.array([n, coop_n, sampled_n], dtype=np.int64)
+            sums[:, stored_at] = np.array([coop_sum, coop_sq], dtype=float)
+        for row, values in ((0, per_match[0]), (1, per_match[3]), (2, per_match[4])):
+            np.add.at(counts[row], target, values)
+        for row, values in ((0, per_match[1]), (1, per_match[2])):
+            np.add.at(sums[row], target, values)  # the stored sum (or 0.0), then match by match
+        touched = np.zeros(len(every), dtype=bool)
+        touched[target] = True
         heads = list(groups)
-        keys = every[touched]
-        group_of, round_of = np.divmod(keys, ROUND_SPAN)
-        n, cooperated, sampled = counts[:, touched].tolist()
+        group_at, round_at = np.divmod(every[touched], ROUND_SPAN)
+        n, coop_n, sampled_n = counts[:, touched].tolist()
         coop_sum, coop_sq = sums[:, touched].tolist()
         conn.executemany(_set_sql(s), [
             (*heads[g], r - ROUND_OFFSET, *values) for g, r, *values in zip(
-                group_of.tolist(), round_of.tolist(), n, coop_sum, coop_sq, cooperated, sampled,
+                group_at.tolist(), round_at.tolist(), n, coop_sum, coop_sq, coop_n, sampled_n,
                 strict=True)
         ])
 
@@ -400,43 +422,6 @@ def _set_sql(s: Summary) -> str:
     sets = ", ".join(f"{v} = excluded.{v}" for v in s.values)
     return (f"insert into {s.table} ({', '.join(cols)}) values ({', '.join('?' * len(cols))})"
             f" on conflict ({', '.join(s.keys)}) do update set {sets}")
-
-
-def _coop_round_sums(events: list[Any], names: list[str], answers: list[Any]) -> tuple[Any, ...]:
-    """One match's ``coop_rounds`` sums as :func:`fold_rows` takes them: per (agent,
-    round) of the rows with a cooperation probability, the count, the sum and sum of
-    squares of the probability (from 0.0, in row order: ``bincount`` adds its weights
-    one by one), and the count and sum of the sampled cooperation where there is one.
-    Returns (agent names, agent index per key, round per key, the five value arrays)."""
-    import numpy as np  # heavy: only a strategy sweep's store folds this way
-
-    rnd = np.repeat(np.fromiter(map(_EVENT_ROUND, events), dtype=np.int64, count=len(events)),
-                    list(map(len, map(_EVENT_ROWS, events))))
-    prob = np.array(list(map(_ANSWER_PROB, answers)), dtype=float)  # None -> NaN
-    cooperated = np.array(list(map(_ANSWER_COOPERATED, answers)), dtype=float)
-    distinct = list(dict.fromkeys(names))
-    if len(distinct) == 1:
-        code = np.zeros(len(names), dtype=np.int64)
-    else:
-        as_array = np.array(names, dtype=object)
-        code = np.zeros(len(names), dtype=np.int64)
-        for i, name in enumerate(distinct[1:], 1):
-            code[as_array == name] = i
-    kept = ~np.isnan(prob)
-    span = int(rnd.max() - rnd.min()) + 1 if len(rnd) else 1
-    low = int(rnd.min()) if len(rnd) else 0
-    key, inverse = np.unique(code[kept] * span + (rnd[kept] - low), return_inverse=True)
-    prob, cooperated = prob[kept], cooperated[kept]
-    width = len(key)
-    sampled = ~np.isnan(cooperated)
-    values = (
-        np.bincount(inverse, minlength=width),
-        np.bincount(inverse, weights=prob, minlength=width),
-        np.bincount(inverse, weights=prob * prob, minlength=width),
-        np.bincount(inverse[sampled], weights=cooperated[sampled], minlength=width).astype(np.int64),
-        np.bincount(inverse[sampled], minlength=width),
-    )
-    return distinct, key // span, key % span + low, values
 
 
 def _action_sums(names: list[str], answers: list[Any]) -> dict[tuple[Any, ...], list[Any]]:

@@ -207,29 +207,35 @@ class Repetition(Mechanism):
         assert isinstance(p, RepeatedGameParams)
         weights = round_weights(p.rounds, p.continuation, p.payoff)
         totals = [0.0] * ctx.n_seats
-        direct = ctx.plays_directly()  # strategies only: no prompts to build
+        game = ctx.game
+        if ctx.plays_directly():  # strategies only: no prompts to build, rounds in one loop
+            played = await ctx.direct_rounds(p.rounds, lambda actions: (
+                game.payoff(list(actions)),  # type: ignore[arg-type]
+                [game.is_cooperative(i, a) for i, a in enumerate(actions)],
+            ))
+            for t, payoffs in enumerate(played, start=1):
+                for seat, x in enumerate(payoffs):
+                    totals[seat] += weights[t - 1] * x
+            return MatchOutcome(tuple(totals), {"rounds": p.rounds, "payoff": p.payoff})
         # payoffs and cooperation per action profile: the game is fixed within a match
         outcomes: dict[tuple[int, ...], tuple[Any, list[bool | None]]] = {}
         for t in range(1, p.rounds + 1):
-            if direct:
-                actions = await ctx.direct_round(t, total_rounds=p.rounds)
-            else:
-                requests = [
-                    ctx.play_request(
-                        seat, t,
-                        twist=repetition_twist(ctx.renderer, ctx, seat, t, p),
-                        total_rounds=p.rounds,
-                    )
-                    for seat in range(ctx.n_seats)
-                ]
-                decisions = await ctx.ask_all(requests)
-                actions = [ctx.require(d).action for d in decisions]
+            requests = [
+                ctx.play_request(
+                    seat, t,
+                    twist=repetition_twist(ctx.renderer, ctx, seat, t, p),
+                    total_rounds=p.rounds,
+                )
+                for seat in range(ctx.n_seats)
+            ]
+            decisions = await ctx.ask_all(requests)
+            actions = [ctx.require(d).action for d in decisions]
             profile = tuple(actions)
             known = outcomes.get(profile)  # type: ignore[arg-type]
             if known is None:
                 known = outcomes[profile] = (  # type: ignore[index]
-                    ctx.game.payoff(actions),  # type: ignore[arg-type]
-                    [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],
+                    game.payoff(actions),  # type: ignore[arg-type]
+                    [game.is_cooperative(i, a) for i, a in enumerate(actions)],
                 )
             payoffs = known[0]
             ctx.finish_round(t, actions, payoffs, info={  # type: ignore[arg-type]
