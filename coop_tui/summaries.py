@@ -22,7 +22,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, pairwise, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -487,24 +487,30 @@ def _pair_conditional(
     """:func:`_conditional` of a two-seat match whose rows are seat 1 then seat 2 of
     consecutive rounds, all with one info (every strategy pairing): the same counts in the
     same order, without grouping rows per round. None for any other match."""
-    first, second = rounds[0::2], rounds[1::2]
-    if len(agents) < 2 or not first or len(first) != len(second):
+    if len(agents) < 2 or not _in_pair_order(rounds) or len(set(map(_ROUND_INFO, rounds))) != 1:
         return None
-    numbers = [r[1] for r in first]
-    if (numbers != [r[1] for r in second] or numbers != list(range(numbers[0], numbers[0] + len(numbers)))
-            or any(r[2] != 0 for r in first) or any(r[2] != 1 for r in second)
-            or len({r[6] for r in rounds}) != 1):
-        return None
-    a0, a1 = [r[3] for r in first], [r[3] for r in second]
-    one, two = agents[0], agents[1]
-    out: dict[tuple[Any, ...], int] = {}
-    # each seat after the co-player's move of the round before
-    for prev0, prev1, now0, now1 in zip(a0, a1, a0[1:], a1[1:], strict=False):
-        key = (one, prev1, now0)
-        out[key] = out.get(key, 0) + 1
-        key = (two, prev0, now1)
-        out[key] = out.get(key, 0) + 1
-    return out
+    actions = list(map(_ROUND_ACTION, rounds))
+    a0, a1 = actions[0::2], actions[1::2]
+    # each seat after the co-player's move of the round before, seat 1 then seat 2 of a
+    # round: the keys counted in the order the rows give them
+    # (the inner zips end with the shorter list, one round less than the match)
+    return dict(Counter(chain.from_iterable(zip(
+        zip(repeat(agents[0]), a1, a0[1:], strict=False),
+        zip(repeat(agents[1]), a0, a1[1:], strict=False), strict=True,
+    ))))
+
+
+def _in_pair_order(rounds: list[tuple[Any, ...]]) -> bool:
+    """Whether rounds rows are seat 1 then seat 2 of consecutive rounds, each once (how the
+    engine writes every two-seat match)."""
+    n = len(rounds)
+    if n < 2 or n % 2:
+        return False
+    numbers = list(map(_ROUND_NUMBER, rounds))
+    first = numbers[0::2]
+    return (type(first[0]) is int and first == numbers[1::2]
+            and first == list(range(first[0], first[0] + n // 2))
+            and list(map(_ROUND_SEAT, rounds)) == [0, 1] * (n // 2))
 
 
 def unfold(conn: Any, match_id: str) -> None:
@@ -601,11 +607,10 @@ def moves_from_rounds(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | 
         return None
     if not rounds:
         return None, None
-    cells = list(zip(numbers, seats, strict=True))
-    if {*map(type, numbers), *map(type, seats)} == {int} and all(
-        a < b for a, b in zip(cells, cells[1:], strict=False)
+    if {*map(type, numbers), *map(type, seats)} == {int} and (
+        _in_pair_order(rounds) or all(a < b for a, b in pairwise(zip(numbers, seats, strict=True)))
     ):  # written in order, each round and seat once (every match the engine plays)
-        return f"{numbers[0]} {numbers[-1]} {len(cells)}", moves
+        return f"{numbers[0]} {numbers[-1]} {len(rounds)}", moves
     return _moves_of_cells(rounds)
 
 
@@ -626,7 +631,9 @@ def _moves_of_cells(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | No
 
 _ROUND_NUMBER = itemgetter(1)
 _ROUND_SEAT = itemgetter(2)
+_ROUND_ACTION = itemgetter(3)
 _ROUND_COOPERATED = itemgetter(5)
+_ROUND_INFO = itemgetter(6)
 _MOVE_CHAR = {None: ".", 0: "0", 1: "1"}
 """A round's cooperation as a character of the moves string (True and 1.0 are 1)."""
 
