@@ -254,6 +254,9 @@ class MatchContext:
         self._reads = [getattr(a, "reads_prompt", True) for a in self.agents]
         self._direct = [not r and hasattr(a, "answer") for r, a in zip(self._reads, self.agents, strict=True)]
         self._samples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._direct_answers: list[dict[int, tuple[Any, ...]]] = [{} for _ in self.agents]
+        """Per seat, id of a strategy's parsed answer -> (parsed, label mapping, the row
+        fields it fixes) for pure answers already sampled in a direct round."""
         self._held: list[DirectDecisions | RoundDone] | None = None
         """A strategy-only match's per-round events held back for one :class:`DirectRounds`
         (when every listener reads it: see :meth:`send_held`); None when not holding."""
@@ -813,7 +816,7 @@ class MatchContext:
         """:meth:`direct_round` when every listener reads :class:`DirectDecisions`: the
         same decisions, field for field, as one row per seat in one event, without a
         :class:`Decision` object and an event per seat (most of a strategy round's cost)."""
-        game, records, samples = self.game, self._records, self._samples
+        game, records = self.game, self._records
         assert records is not None
         rows: list[tuple[Any, ...]] = []
         actions: list[int] = []
@@ -829,9 +832,10 @@ class MatchContext:
             text, parsed = agent.mixed_for(view, labels, mapping)
             latency_ms = (clock() - started) * 1000.0
             # keyed by the parsed object's identity (hashing it costs more than the rest);
-            # the entry keeps it alive, so the identity cannot pass to another object
-            known = samples.get(("direct", id(parsed), seat, mapping))
-            answer = known[1] if known is not None and known[0] is parsed else None
+            # the entry keeps it and the labels alive, so no identity can pass to another
+            samples = self._direct_answers[seat]
+            known = samples.get(id(parsed))
+            answer = known[2] if known is not None and known[0] is parsed and known[1] == mapping else None
             if answer is None:
                 decision = Decision(
                     match_id=self.match_id, round=round_, phase="play", seat=seat, kind="mixed",
@@ -848,7 +852,7 @@ class MatchContext:
                 if decision.distribution is not None and sum(
                     p > 0 for p in decision.distribution
                 ) == 1:  # a pure answer: the same decision every time
-                    samples[("direct", id(parsed), seat, mapping)] = (parsed, answer)
+                    samples[id(parsed)] = (parsed, mapping, answer)
             rows.append((seat, agent.name, latency_ms, answer))
             actions.append(answer[5])
         event = _new(DirectDecisions)  # as _seat_view builds views: one per strategy round

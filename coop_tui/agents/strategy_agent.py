@@ -91,6 +91,8 @@ class StrategyAgent:
         """(id of game, seat) -> game, for the games and seats this strategy was checked
         against (one agent plays both seats of a self-play pairing, and several matches at
         once: a single last-checked pair would be checked again nearly every move)."""
+        self._last_checked: tuple[Any, int] = (None, -1)
+        """The game and seat of the last move, checked (most moves ask the same again)."""
         self._answers: dict[tuple[Any, ...], tuple[str, Any]] = {}
         """(labels, mapping, distribution) -> (answer text, parsed answer): a strategy
         gives the same few distributions over and over."""
@@ -180,11 +182,14 @@ class StrategyAgent:
     ) -> tuple[str, Any]:
         """:meth:`mixed_answer` from the view and the shown labels alone (the engine's
         direct rounds build no request)."""
-        if self._checked.get((id(view.game), view.seat)) is not view.game:
-            self.strategy.check(view)
-            if len(self._checked) > 64:
-                self._checked.clear()
-            self._checked[(id(view.game), view.seat)] = view.game
+        game = view.game
+        if game is not self._last_checked[0] or view.seat != self._last_checked[1]:
+            if self._checked.get((id(game), view.seat)) is not game:
+                self.strategy.check(view)
+                if len(self._checked) > 64:
+                    self._checked.clear()
+                self._checked[(id(game), view.seat)] = game
+            self._last_checked = (game, view.seat)
         probs = tuple(self.strategy.distribution(view))
         key = (labels, mapping, probs)
         found = self._answers.get(key)
