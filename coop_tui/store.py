@@ -1344,6 +1344,10 @@ def _round_rows(e: RoundDone) -> list[tuple[Any, ...]]:
     if game_coop is None:
         return [(e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos], None, text)
                 for pos, seat in enumerate(seats)]
+    if len(seats) == 2 == len(game_coop):  # every round of a pairing: written out
+        (one, two), (a1, a2), (p1, p2), (c1, c2) = seats, e.actions, e.payoffs, game_coop
+        return [(e.match_id, e.round, one, a1, p1, None if c1 is None else int(c1), text),
+                (e.match_id, e.round, two, a2, p2, None if c2 is None else int(c2), text)]
     return [
         (e.match_id, e.round, seat, e.actions[pos], e.payoffs[pos],
          None if game_coop[pos] is None else int(game_coop[pos]), text)

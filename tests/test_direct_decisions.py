@@ -528,3 +528,18 @@ def test_moves_of_rows_in_order_are_the_moves_of_any_order() -> None:
     assert moves_from_rounds([("m", 1, 0, 0, 1.0, 0.5, "{}")]) is None
     assert moves_from_rounds([("m", 1.0, 0, 0, 1.0, 1, "{}")]) is None
     assert moves_from_rounds([]) == (None, None)
+
+
+def test_a_pairings_round_rows_are_the_general_rows() -> None:
+    """Two-seat rounds are turned into rows on a written-out path: the same rows as the
+    general one (three seats, or seats re-matched), for every kind of cooperation info."""
+    from coop_tui.store import _round_rows
+
+    for coop in ([True, False], [None, 1], [0, None]):
+        for info in ({"cooperated": coop}, {"cooperated": coop, "group": 2}):
+            pair = RoundDone("m", 4, (1, 0), (0.5, 3.0), (3, 1), info)
+            trio = RoundDone("m", 4, (1, 0, 1), (0.5, 3.0, 1.0), (3, 1, 0),
+                             {**info, "cooperated": [*coop, None]})
+            assert _round_rows(pair) == _round_rows(trio)[:2]
+            assert _round_rows(pair)[1] == ("m", 4, 1, 0, 3.0, None if coop[1] is None else int(coop[1]),
+                                            "{}" if "group" not in info else '{"group": 2}')
