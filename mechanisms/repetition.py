@@ -150,6 +150,8 @@ def history_lines(
 
 ROUND_LINE = "twist/repetition_round.j2"
 """One past round as the known-horizon prompt lists it."""
+RECENT_LINE = "twist/repetition_recent_round.j2"
+"""One past round as CoopEval's prompt (a continuation chance) lists it."""
 
 
 class _Span:
@@ -192,7 +194,7 @@ class RoundLines:
 
     def __init__(self, renderer: PromptRenderer, ctx: MatchContext, seat: int) -> None:
         self._renderer, self._ctx, self._seat = renderer, ctx, seat
-        self._by_naming: dict[tuple[str, ...], tuple[_Span, _Span]] = {}
+        self._by_naming: dict[tuple[str, ...], tuple[_Span, dict[tuple[Any, ...], _Span]]] = {}
 
     def rows(self, past: Sequence[Move], own: Labelling, start: int) -> list[dict[str, Any]]:
         """What :func:`history_lines` gives for ``past[start:]`` (rows shared between
@@ -202,22 +204,25 @@ class RoundLines:
         return rows.cover(start, len(past), lambda i, j: history_lines(
             past[i:j], own, ctx.game, seat, ctx.n_seats))
 
-    def text(self, past: Sequence[Move], own: Labelling, start: int) -> str:
-        """The lines of ``past[start:]`` as ``twist/repetition_round.j2`` renders them,
-        each ending in a newline."""
+    def text(self, past: Sequence[Move], own: Labelling, start: int, template: str,
+             *, newest_first: bool = False, **values: Any) -> str:
+        """The lines of ``past[start:]`` as ``template`` renders each row (as ``h``, with
+        ``values``, the same all match), each ending in a newline."""
         rows = self.rows(past, own, start)
         _rows, texts = self._entry(past, own)
+        span = texts.setdefault((template, *sorted(values.items())), _Span())
         render = self._renderer.render
-        return "".join(texts.cover(start, len(past), lambda i, j: [
-            render(ROUND_LINE, h=row) + "\n" for row in rows[i - start:j - start]]))
+        lines = span.cover(start, len(past), lambda i, j: [
+            render(template, h=row, **values) + "\n" for row in rows[i - start:j - start]])
+        return "".join(reversed(lines) if newest_first else lines)
 
-    def _entry(self, past: Sequence[Move], own: Labelling) -> tuple[_Span, _Span]:
+    def _entry(self, past: Sequence[Move], own: Labelling) -> tuple[_Span, dict[tuple[Any, ...], _Span]]:
         naming = tuple(own.label_of(a) for a in range(len(own.labels)))
         entry = self._by_naming.get(naming)
         if entry is None or not _extends(entry[0].items, past):
             if len(self._by_naming) >= self.MAX_NAMINGS:
                 self._by_naming.clear()
-            entry = self._by_naming[naming] = (_Span(), _Span())
+            entry = self._by_naming[naming] = (_Span(), {})
         return entry
 
 
@@ -253,7 +258,7 @@ def repetition_twist(
                 round=round_,
                 total_rounds=params.rounds,
                 history=shown,
-                history_text=kept.text(past, own, start),
+                history_text=kept.text(past, own, start, ROUND_LINE),
                 whole_history=params.history == "all" or len(shown) == len(past),
             )
         return renderer.render(
@@ -265,6 +270,8 @@ def repetition_twist(
             played=round_ - 1,
             show_payoffs=params.history_payoffs,
             history=list(reversed(shown)),
+            history_text=kept.text(past, own, start, RECENT_LINE, newest_first=True,
+                                   show_payoffs=params.history_payoffs),
         )
 
     return render

@@ -192,6 +192,25 @@ No rounds have been played yet.
 """``twist/repetition_known.j2`` as it was, looping over the history itself: what a
 researcher who copied it into a sweep's ``templates`` folder still has."""
 
+OLD_CONTINUATION = """\
+{% if endless | default(false) -%}
+This game is not played just once. You face the same {{ "player" if n_others == 1 else "players" }} again round after round. Your points add up over all rounds.
+{% else -%}
+This game is not played just once. You face the same {{ "player" if n_others == 1 else "players" }} again round after round: after each round, there is a {{ continuation_pct }}% chance that another round follows. Your points add up over all rounds.
+{% endif -%}
+The action drawn from the probabilities you give is what the {{ "other player sees" if n_others == 1 else "other players see" }} of your move in later rounds, and it may shape what they do.
+This is round {{ round }}: you have played {{ played }} round{{ "" if played == 1 else "s" }} with {{ "this player" if n_others == 1 else "these players" }} so far.
+{% if history -%}
+What was played in the last {{ history | length }} round{{ "s" if history | length > 1 }} (most recent first):
+{% for h in history -%}
+- Round {{ h.round }}: you played {{ h.own }}{% for o in h.others %}, {{ o.who }} played {{ o.label }}{% endfor %}{% if show_payoffs %}; you got {{ h.payoff | points }}{% endif %}.
+{% endfor -%}
+{%- else -%}
+No rounds have been played yet.
+{%- endif %}
+"""
+"""``twist/repetition.j2`` (CoopEval's) as it was."""
+
 
 def every_prompt(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every request the dry run's probes were sent, in order."""
@@ -210,12 +229,13 @@ def every_prompt(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_the_history_reads_the_same_as_from_a_copied_older_template(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kept lines join into the text the old loop wrote, byte for byte, and a copied
-    older template (which loops over ``history`` itself) still renders it."""
+    """The kept lines join into the text the old loops wrote, byte for byte, and copied
+    older templates (which loop over ``history`` themselves) still render it."""
     shorter = VARIANTS.replace("rounds = 70", "rounds = 30").replace("rounds = 60", "rounds = 25")
     shipped = every_prompt(written(tmp_path, "variants", shorter), monkeypatch)
     (tmp_path / "old" / "twist").mkdir(parents=True)
     (tmp_path / "old" / "twist" / "repetition_known.j2").write_text(OLD_KNOWN_HORIZON)
+    (tmp_path / "old" / "twist" / "repetition.j2").write_text(OLD_CONTINUATION)
     copied = every_prompt(
         written(tmp_path, "variants", f'templates = "old"\n{shorter}'), monkeypatch)
     assert len(shipped) > 500 and len(copied) == len(shipped)
