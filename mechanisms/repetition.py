@@ -188,9 +188,10 @@ class RoundLines:
     naming and a prompt joins the kept lines.
     """
 
-    MAX_NAMINGS = 8
-    """Namings kept at once (labels redrawn per decision over many actions would
-    otherwise keep a copy of the history per naming); beyond it the cache starts over."""
+    MAX_NAMINGS = 6
+    """Namings kept at once, the least recently used one dropped beyond it: every naming
+    of two or three actions (labels redrawn per decision), while labels redrawn over
+    more actions do not keep a copy of the history for each of their many namings."""
 
     def __init__(self, renderer: PromptRenderer, ctx: MatchContext, seat: int) -> None:
         self._renderer, self._ctx, self._seat = renderer, ctx, seat
@@ -211,18 +212,20 @@ class RoundLines:
         rows = self.rows(past, own, start)
         _rows, texts = self._entry(past, own)
         span = texts.setdefault((template, *sorted(values.items())), _Span())
-        render = self._renderer.render
+        render = self._renderer.bound(template)
         lines = span.cover(start, len(past), lambda i, j: [
-            render(template, h=row, **values) + "\n" for row in rows[i - start:j - start]])
+            render(h=row, **values) + "\n" for row in rows[i - start:j - start]])
         return "".join(reversed(lines) if newest_first else lines)
 
     def _entry(self, past: Sequence[Move], own: Labelling) -> tuple[_Span, dict[tuple[Any, ...], _Span]]:
         naming = tuple(own.label_of(a) for a in range(len(own.labels)))
-        entry = self._by_naming.get(naming)
+        kept = self._by_naming
+        entry = kept.pop(naming, None)  # put back last: the dict's order is the use order
         if entry is None or not _extends(entry[0].items, past):
-            if len(self._by_naming) >= self.MAX_NAMINGS:
-                self._by_naming.clear()
-            entry = self._by_naming[naming] = (_Span(), {})
+            if len(kept) >= self.MAX_NAMINGS:
+                del kept[next(iter(kept))]
+            entry = (_Span(), {})
+        kept[naming] = entry
         return entry
 
 

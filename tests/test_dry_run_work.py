@@ -241,3 +241,15 @@ def test_the_history_reads_the_same_as_from_a_copied_older_template(
     assert len(shipped) > 500 and len(copied) == len(shipped)
     differing = next((i for i, (a, b) in enumerate(zip(shipped, copied, strict=True)) if a != b), None)
     assert differing is None, (shipped[differing], copied[differing])  # one request, not all
+
+
+def test_a_round_line_template_reaching_outside_the_sandbox_stops_the_dry_run(tmp_path: Path) -> None:
+    """A history line rendered once and kept still goes through the sandbox's check:
+    the dry run stops with the file and line, before anything is written."""
+    (tmp_path / "mine" / "twist").mkdir(parents=True)
+    (tmp_path / "mine" / "twist" / "repetition_round.j2").write_text(
+        "- Round {{ h.round }}\n{{ ''.__class__.__mro__[1].__subclasses__() }}\n")
+    short = LONG.replace("rounds = 1400", "rounds = 3")
+    sweep = load_sweep(written(tmp_path, "long", f'templates = "mine"\n{short}'), check_keys=False)
+    with pytest.raises(SpecError, match=r"repetition_round\.j2:2: the template reaches outside"):
+        measure_sync(sweep)
