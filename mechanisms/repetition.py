@@ -233,8 +233,7 @@ def _extends(rows: list[dict[str, Any] | None], past: Sequence[Move]) -> bool:
     """Whether the kept rows belong to the start of ``past`` (a history only grows)."""
     if len(rows) > len(past):
         return False
-    last = rows[-1] if rows else None
-    return last is None or last["round"] == past[len(rows) - 1].round
+    return not rows or rows[-1]["round"] == past[len(rows) - 1].round  # the last one is filled
 
 
 def repetition_twist(
