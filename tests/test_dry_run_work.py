@@ -19,6 +19,7 @@ import pytest
 import coop_tui.mechanisms.repetition as repetition
 from coop_tui.hashing import stable_hash
 from coop_tui.prompt_size import PromptSizes, _Probe, check_prompt_sizes, measure_sync
+from coop_tui.prompts import PromptRenderer
 from coop_tui.runner import estimate
 from coop_tui.spec import SpecError, Sweep, load_sweep
 
@@ -151,20 +152,27 @@ def test_repeated_games_named_and_cut_every_way_estimate_as_before(tmp_path: Pat
 
 def test_a_1400_round_dry_run_formats_each_past_round_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Counted, not timed: the history rows formatted for the whole match. Before, every
-    prompt formatted all of its past rounds (about 1,400 x 1,400 rows in all)."""
-    formatted = [0]
-    real = repetition.history_lines
+    """Counted, not timed: the history rows formatted and the round lines rendered for
+    the whole match. Before, every prompt formatted all of its past rounds (about
+    1,400 x 1,400 rows in all) and its template looped over them."""
+    formatted, lines = [0], [0]
+    real_rows, real_render = repetition.history_lines, PromptRenderer._render
 
-    def counting(moves: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    def counting_rows(moves: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         formatted[0] += len(moves)
-        return real(moves, *args, **kwargs)
+        return real_rows(moves, *args, **kwargs)
 
-    monkeypatch.setattr(repetition, "history_lines", counting)
+    def counting_render(self: PromptRenderer, template: Any, name: str, context: Any) -> str:
+        lines[0] += name == repetition.ROUND_LINE
+        return real_render(self, template, name, context)
+
+    monkeypatch.setattr(repetition, "history_lines", counting_rows)
+    monkeypatch.setattr(PromptRenderer, "_render", counting_render)
     sweep = load_sweep(written(tmp_path, "long", LONG), check_keys=False)
     sizes = measure_sync(sweep)
     seats, rounds = 2, 1400
     assert formatted[0] <= seats * rounds  # each past round once per seat (one naming)
+    assert 0 < lines[0] <= seats * rounds
     assert dry_run_digest(sweep, sizes) == BEFORE["long"]
     # what the dry run reports: the last prompt is the longest and over the default limit
     assert sizes.largest_by_cell[0][0] == (33_959, 1400)
