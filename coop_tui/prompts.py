@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import tomllib
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -80,7 +80,17 @@ class PromptRenderer:
     def render(self, name: str, **context: Any) -> str:
         """The rendered template; :class:`UnsafeTemplate` (a :class:`SpecError`, exit 2)
         naming the file and line when it reaches outside the sandbox."""
+        return self._render(self._env.get_template(name), name, context)
+
+    def bound(self, name: str) -> Callable[..., str]:
+        """``render`` of one template found once: for a template rendered thousands of
+        times in a row (a repeated game's history lines), where looking it up again
+        (a file check each time) costs as much as rendering it."""
         template = self._env.get_template(name)
+        return lambda **context: self._render(template, name, context)
+
+    def _render(self, template: Any, name: str, context: dict[str, Any]) -> str:
+        """Render a Jinja2 template (found by name) in the sandbox."""
         try:
             return template.render(**context).strip()
         except _jinja2().exceptions.SecurityError as exc:

@@ -148,17 +148,109 @@ def history_lines(
     return out
 
 
+ROUND_LINE = "twist/repetition_round.j2"
+"""One past round as the known-horizon prompt lists it."""
+RECENT_LINE = "twist/repetition_recent_round.j2"
+"""One past round as CoopEval's prompt (a continuation chance) lists it."""
+
+
+class _Span:
+    """A list of per-round items filled over one span of indices (``items[low:]``), the
+    rest None: a prompt showing the last few rounds never formats the older ones."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.low = 0
+
+    def cover(self, start: int, stop: int, make: Callable[[int, int], list[Any]]) -> list[Any]:
+        """``items[start:stop]``, making the missing ones with ``make(i, j)`` (items i..j-1)."""
+        items, end = self.items, len(self.items)
+        if stop > end:
+            if start > end:  # a gap: the rounds before start are not shown any more
+                items.extend([None] * (start - end))
+                self.low = end = start
+            items.extend(make(end, stop))
+        if start < self.low:
+            items[start:self.low] = make(start, self.low)
+            self.low = start
+        return items[start:stop]
+
+
+class RoundLines:
+    """One seat's past rounds as a prompt shows them, each formatted once per naming of
+    the seat's actions and kept for the rest of the match.
+
+    Why: a known-horizon prompt shows the whole history, so formatting it afresh for
+    every prompt costs the square of the rounds (a 1,400-round match, the strategic
+    personalities paper's long games, took 25 s to size in a dry run). Past rounds never
+    change, and their text depends only on which label names which action (a per-round
+    shuffle of the same letters names them alike), so each round is formatted once per
+    naming and a prompt joins the kept lines.
+    """
+
+    MAX_NAMINGS = 6
+    """Namings kept at once, the least recently used one dropped beyond it: every naming
+    of two or three actions (labels redrawn per decision), while labels redrawn over
+    more actions do not keep a copy of the history for each of their many namings."""
+
+    def __init__(self, renderer: PromptRenderer, ctx: MatchContext, seat: int) -> None:
+        self._renderer, self._ctx, self._seat = renderer, ctx, seat
+        self._by_naming: dict[tuple[str, ...], tuple[_Span, dict[tuple[Any, ...], _Span]]] = {}
+
+    def rows(self, past: Sequence[Move], own: Labelling, start: int) -> list[dict[str, Any]]:
+        """What :func:`history_lines` gives for ``past[start:]`` (rows shared between
+        prompts: read them, never change them)."""
+        rows, _texts = self._entry(past, own)
+        ctx, seat = self._ctx, self._seat
+        return rows.cover(start, len(past), lambda i, j: history_lines(
+            past[i:j], own, ctx.game, seat, ctx.n_seats))
+
+    def text(self, past: Sequence[Move], own: Labelling, start: int, template: str,
+             *, newest_first: bool = False, **values: Any) -> str:
+        """The lines of ``past[start:]`` as ``template`` renders each row (as ``h``, with
+        ``values``, the same all match), each ending in a newline."""
+        rows = self.rows(past, own, start)
+        _rows, texts = self._entry(past, own)
+        span = texts.setdefault((template, *sorted(values.items())), _Span())
+        render = self._renderer.bound(template)
+        lines = span.cover(start, len(past), lambda i, j: [
+            render(h=row, **values) + "\n" for row in rows[i - start:j - start]])
+        return "".join(reversed(lines) if newest_first else lines)
+
+    def _entry(self, past: Sequence[Move], own: Labelling) -> tuple[_Span, dict[tuple[Any, ...], _Span]]:
+        naming = tuple(own.label_of(a) for a in range(len(own.labels)))
+        kept = self._by_naming
+        entry = kept.pop(naming, None)  # put back last: the dict's order is the use order
+        if entry is None or not _extends(entry[0].items, past):
+            if len(kept) >= self.MAX_NAMINGS:
+                del kept[next(iter(kept))]
+            entry = (_Span(), {})
+        kept[naming] = entry
+        return entry
+
+
+def _extends(rows: list[dict[str, Any] | None], past: Sequence[Move]) -> bool:
+    """Whether the kept rows belong to the start of ``past`` (a history only grows)."""
+    if len(rows) > len(past):
+        return False
+    return not rows or rows[-1]["round"] == past[len(rows) - 1].round  # the last one is filled
+
+
 def repetition_twist(
     renderer: PromptRenderer, ctx: MatchContext, seat: int, round_: int,
-    params: RepeatedGameParams,
+    params: RepeatedGameParams, lines: RoundLines | None = None,
 ) -> Callable[[Labelling], str]:
+    """The twist of one seat's prompt in ``round_``; ``lines`` keeps the seat's formatted
+    past rounds from one prompt to the next (a new one formats them all)."""
+    kept = lines if lines is not None else RoundLines(renderer, ctx, seat)
+
     def render(own: Labelling) -> str:
         past = ctx.histories[seat]
         if params.history == "all":
-            shown = list(past)
+            start = 0
         else:
-            shown = past[-params.history:] if params.history else []
-        lines = history_lines(shown, own, ctx.game, seat, ctx.n_seats)
+            start = max(len(past) - params.history, 0) if params.history else len(past)
+        shown = kept.rows(past, own, start)
         if params.horizon == "known":
             two_by_two = ctx.n_seats == 2 and all(len(a) == 2 for a in ctx.game.action_names)
             return renderer.render(
@@ -167,7 +259,8 @@ def repetition_twist(
                 n_others=ctx.n_seats - 1,
                 round=round_,
                 total_rounds=params.rounds,
-                history=lines,
+                history=shown,
+                history_text=kept.text(past, own, start, ROUND_LINE),
                 whole_history=params.history == "all" or len(shown) == len(past),
             )
         return renderer.render(
@@ -178,7 +271,9 @@ def repetition_twist(
             round=round_,
             played=round_ - 1,
             show_payoffs=params.history_payoffs,
-            history=list(reversed(history_lines(shown, own, ctx.game, seat, ctx.n_seats))),
+            history=list(reversed(shown)),
+            history_text=kept.text(past, own, start, RECENT_LINE, newest_first=True,
+                                   show_payoffs=params.history_payoffs),
         )
 
     return render
@@ -219,11 +314,12 @@ class Repetition(Mechanism):
             return MatchOutcome(tuple(totals), {"rounds": p.rounds, "payoff": p.payoff})
         # payoffs and cooperation per action profile: the game is fixed within a match
         outcomes: dict[tuple[int, ...], tuple[Any, list[bool | None]]] = {}
+        lines = [RoundLines(ctx.renderer, ctx, seat) for seat in range(ctx.n_seats)]
         for t in range(1, p.rounds + 1):
             requests = [
                 ctx.play_request(
                     seat, t,
-                    twist=repetition_twist(ctx.renderer, ctx, seat, t, p),
+                    twist=repetition_twist(ctx.renderer, ctx, seat, t, p, lines[seat]),
                     total_rounds=p.rounds,
                 )
                 for seat in range(ctx.n_seats)
