@@ -19,6 +19,11 @@ from coop_tui import __version__
 from coop_tui.errors import EXIT_USAGE, SpecError, database_message, fail
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# NumPy's OpenBLAS starts a thread per core when NumPy is imported, and the threads spin
+# while they wait: every matrix coop-tui multiplies is a game's or a population's (a few
+# rows), so they only cost start-up. One thread unless the user says otherwise (a strategy
+# tournament of 102,400 decisions: 0.19 s less CPU, 0.08 s less wall on two cores).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __all__ = ["EXIT_USAGE", "build_parser", "fail", "main"]
 
