@@ -53,11 +53,15 @@ class BenchmarkParams(MechanismParams):
 
 
 def selected_items(params: BenchmarkParams, game: Game | None = None, base: Any = None) -> tuple[Any, ...]:
-    """The items every agent and run of this benchmark is asked, in file order."""
+    """The items every agent and run of this benchmark is asked, in file order.
+
+    ``items`` subsamples an item file and the similarity game's announced levels alike (a
+    quick look at a few levels); a noise control is one request whatever its length, so
+    its ``length`` sizes it instead."""
     actions = tuple(f"A{i}" for i in range(game.action_counts[0])) if game is not None else ("A0", "A1")
     bench = load_benchmark(params.benchmark, base=base, length=params.length, actions=actions)
     items = bench.items
-    if params.items is not None and params.items < len(items) and bench.domain == "file":
+    if params.items is not None and params.items < len(items) and bench.domain != "control":
         rng = np.random.default_rng(derived_seed("items", benchmark_key(params.benchmark), params.item_seed))
         keep = sorted(rng.choice(len(items), size=params.items, replace=False).tolist())
         items = tuple(items[i] for i in keep)

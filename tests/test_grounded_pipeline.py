@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from coop_tui.grounded.domains import SIMILARITY_LEVELS
+from coop_tui.mechanisms.benchmark import BenchmarkParams, selected_items
 from coop_tui.spec import SpecError, build_sweep
 from coop_tui.testing.server import LoopbackServer
 
@@ -451,3 +453,20 @@ def test_self_play_is_told_100_by_default_and_run_agreement_under_runs(tmp_path:
     self_a = {source: prompt for source, agent, other, prompt in told if agent == other == "a"}
     assert " 100% similar" in self_a["exogenous:demo_choices"]
     assert f" {round(agreement, 1):g}% similar" in self_a["exogenous:demo_choices:runs"]
+
+
+def test_items_subsamples_the_similarity_games_levels_as_it_does_an_item_file() -> None:
+    """``items`` used to cut only item files: the similarity game asked all 11 levels
+    whatever the sweep said. It now picks a seeded subsample of the levels, the same for
+    every agent and run (a different item_seed, another one); without it every level."""
+    def levels(**params: Any) -> list[int]:
+        return [i.extra["similarity"] for i in selected_items(BenchmarkParams(benchmark="similarity_game", **params))]
+
+    assert levels() == list(SIMILARITY_LEVELS)
+    few = levels(items=3)
+    assert len(few) == 3 and set(few) < set(SIMILARITY_LEVELS) and few == sorted(few)
+    assert levels(items=3) == few
+    assert any(levels(items=3, item_seed=s) != few for s in range(1, 6))
+    assert len(selected_items(BenchmarkParams(benchmark="demo_choices", items=2))) == 2
+    # a noise control is one request: its length sizes it, not items
+    assert len(selected_items(BenchmarkParams(benchmark="die", items=3, length=7))) == 7

@@ -75,15 +75,23 @@ def test_offline_study_is_valid_as_shipped() -> None:
     assert direct.model_copy(update={"style": "cot"}) == cot
 
 
+ITEMS = 2
+"""Items asked per benchmark: two is the fewest from which every metric is computed the
+paper's way (one item leaves the similarity game's JSD no other item to estimate chance
+from), and each item costs every agent one embedded-model call."""
+
+
 def cut_down() -> dict[str, Any]:
-    """Two demo benchmarks and the similarity game, one run each; the two agents judge
-    each other and play each other once per source (no diagonal, so one run is enough)."""
+    """Two demo benchmarks and the similarity game, one run each of a seeded subsample of
+    ITEMS items; the two agents judge each other and play each other once per source (no
+    diagonal, so one run is enough)."""
     data = read_sweep_file(STUDIES / "similarity-offline.toml")
     pair = [["smol_hot", "smol_cool"], ["smol_cool", "smol_hot"]]
     _bonus, _reasoning, admin, judge, play = data["experiments"]
     data["experiments"] = [admin, judge, play]  # the RQ2 sweeps: validated above
     admin["samples"] = 1
     admin["benchmark"] = ["demo_choices", "demo_ratings", "similarity_game"]
+    admin["items"] = ITEMS
     judge["matchup"] = pair
     judge["view"] = ["explanation", "both"]
     play["matchup"] = pair[:1]
@@ -102,7 +110,12 @@ async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Pat
     phases = dict(store.db.execute(
         "select d.phase, count(*) from decisions d join matches m on m.id = d.match_id"
         " where m.run_id = ? group by d.phase", [run_id]).fetchall())
-    assert phases == {"item": 2 * (5 + 4 + 11), "score": 2 * 2, "play": 2 * 2}
+    assert phases == {"item": 2 * 3 * ITEMS, "score": 2 * 2, "play": 2 * 2}
+    asked = store.db.execute(
+        "select json_extract(m.condition, '$.benchmark'), count(distinct d.round) from decisions d"
+        " join matches m on m.id = d.match_id where m.run_id = ? and d.phase = 'item'"
+        " group by 1", [run_id]).fetchall()
+    assert len(asked) == 3 and {n for _b, n in asked} == {ITEMS}
     report = build_report(store, run_id)
     exo = report["exogenous"]
     assert set(exo) == {"demo_choices", "demo_ratings", "similarity_game"}
@@ -116,6 +129,7 @@ async def test_offline_pipeline_end_to_end_and_resume_asks_nothing(tmp_path: Pat
     assert set(endo) == {"explanation", "both"}
     assert 0 <= endo["both"]["matrix"]["smol_hot"]["smol_cool"] <= 100
     assert set(report["baseline"]) == set(exo)
+    assert {b["items"] for b in report["baseline"].values()} == {ITEMS}  # chance over the items asked
     # sim-play's outcome sections see the computed scores: Table 2's shape and welfare
     table = report["similarity_table"]["tables"]["prisoners"]["rows"]
     assert set(table["demo_ratings"]) == {"exogenous"}
