@@ -19,7 +19,8 @@ seed = 11
 
 [agents.local]
 model = "local/smollm2"
-max_tokens = 60
+# a sentence of reasoning fits in 24 tokens; each token more costs every decision time
+max_tokens = 24
 seed = 5  # without one each run samples anew, and a 135M model sometimes writes two words
 
 [[experiments]]
