@@ -499,13 +499,18 @@ def test_sigterm_stops_the_run_like_ctrl_c(signum: int, code: int, word: str, tm
 # ====================================================================== one writer
 @pytest.mark.slow
 def test_a_second_process_cannot_resume_a_live_run(tmp_path: Path) -> None:
-    with LoopbackServer(latency=1.0, chunks=2, answer='{"A0": 50, "A1": 50}') as srv:
+    # the server holds every answer until the second process has been turned away: the
+    # first run is live (its first request arrived) for exactly as long as that takes
+    with LoopbackServer(hold=True, latency=0.01, chunks=2, answer='{"A0": 50, "A1": 50}') as srv:
         sweep = slow_llm_sweep(tmp_path, srv.url, samples=6)
         db = tmp_path / "w.db"
         first = subprocess.Popen([sys.executable, "-m", "coop_tui.cli", "--batch", str(sweep), "--db", str(db)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: decisions_in(db) >= 1)
-        second = cli("--batch", str(sweep), "--db", str(db), "--resume")
+        try:
+            wait_for(lambda: len(srv.chat_requests) >= 1)
+            second = cli("--batch", str(sweep), "--db", str(db), "--resume")
+        finally:
+            srv.release()
         line = one_clear_line(second)
         assert "being played by process" in line and str(first.pid) in line
         out, err = first.communicate(timeout=120)

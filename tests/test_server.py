@@ -228,6 +228,30 @@ def test_many_concurrent_streams_all_complete(loopback: LoopbackServer) -> None:
     assert len(loopback.requests) == 40
 
 
+def test_hold_keeps_every_answer_until_release(loopback: LoopbackServer) -> None:
+    loopback.configure(hold=True, latency=0.0, answer="held")
+
+    def ask() -> dict[str, Any]:
+        conn = _conn(loopback)
+        try:
+            return json.loads(_post(conn, _chat(stream=False)).read())
+        finally:
+            conn.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        waiting = [pool.submit(ask) for _ in range(2)]
+        deadline = time.monotonic() + 10
+        while len(loopback.chat_requests) < 2:  # both arrived and were recorded
+            assert time.monotonic() < deadline, "the requests never arrived"
+            time.sleep(0.01)
+        assert not any(f.done() for f in waiting)  # held, not answered
+        loopback.release()
+        answers = [f.result(timeout=10) for f in waiting]
+    assert [a["choices"][0]["message"]["content"] for a in answers] == ["held", "held"]
+    assert len(loopback.chat_requests) == 2  # still recorded: release() forgets nothing
+    assert ask()["choices"][0]["message"]["content"] == "held"  # later requests pass at once
+
+
 def test_configure_rejects_unknown_settings(loopback: LoopbackServer) -> None:
     with pytest.raises(TypeError, match="latancy"):
         loopback.configure(latancy=1.0)

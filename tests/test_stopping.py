@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ templates = "prompts"
 
 [agents.local]
 model = "local/smollm2"
-max_tokens = 120
+max_tokens = 16
 threads = 1
 seed = 5
 
@@ -66,10 +67,13 @@ matchup = [["local", "tft"]]
 PADDING = (
     "Background, to read before the game. Groups that meet again tend to remember who "
     "kept their word, and people who expect to meet again often cooperate more. "
-) * 40
-"""About 1,500 tokens in front of every prompt: each model decision starts with seconds
-inside one llama.cpp call (the prompt's evaluation), the window in which the old exit
-freed the model under the running decode (a segmentation fault, exit 139)."""
+) * 6
+"""About 190 tokens in front of every prompt (some 670 in all: a first llama.cpp batch
+of 512 tokens, then the rest): each model decision starts with seconds inside one
+llama.cpp call (the prompt's evaluation), the window in which the old exit freed the model
+under the running decode (a segmentation fault, exit 139). The signal lands within a poll
+(50 ms) of the first decision's row, while the other decision is in that evaluation; a
+longer prompt only made every decision, and the resume, slower."""
 
 
 def long_prompts(folder: Path) -> Path:
@@ -130,13 +134,27 @@ def finish(proc: subprocess.Popen[str]) -> str:
 SIGNALS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
 
 
+@pytest.fixture
+def sigint_heard() -> Iterator[None]:
+    """Children hear Ctrl-C even when pytest was started with SIGINT ignored (a shell's
+    background job ``cmd &``): an ignored signal stays ignored across ``exec``, a caught one
+    is reset to its default, so the run would otherwise ignore SIGINT and finish."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 # ===================================================== strategies: the loop must breathe
 @pytest.mark.parametrize(("signum", "code", "word"), SIGNALS)
+@pytest.mark.usefixtures("sigint_heard")
 @pytest.mark.slow
 def test_a_signal_stops_a_strategy_sweep_and_resume_completes_it(
     signum: int, code: int, word: str, tmp_path: Path
 ) -> None:
-    samples = 5000  # x 4 seatings = 20,000 matches of 5 rounds: seconds of pure computing
+    # x 4 seatings = 4,000 matches of 5 rounds: seconds of pure computing. The signal lands
+    # a poll after the first group commit (50 ms of play): measured, under 100 matches were
+    # done when it was handled; a quiet machine three times as fast stays well under 4,000
+    samples = 1000
     total = 4 * samples
     sweep = tmp_path / "s.toml"
     sweep.write_text(STRATEGY_SWEEP.format(samples=samples))
@@ -166,6 +184,7 @@ def test_a_signal_stops_a_strategy_sweep_and_resume_completes_it(
 
 # ===================================================== the embedded model mid-generation
 @pytest.mark.parametrize(("signum", "code", "word"), SIGNALS)
+@pytest.mark.usefixtures("sigint_heard")
 @pytest.mark.slow
 def test_a_signal_during_generation_exits_cleanly_and_resume_completes(
     signum: int, code: int, word: str, tmp_path: Path
@@ -205,7 +224,7 @@ def test_a_signal_during_generation_exits_cleanly_and_resume_completes(
 REPRO_SWEEP = """
 name = "repro"
 seed = {seed}
-samples = 2
+samples = 1
 
 [agents.local]
 model = "local/smollm2"
@@ -246,19 +265,20 @@ def _play(tmp_path: Path, db: Path, seed: int) -> Any:
 @pytest.mark.slow
 def test_the_same_seed_stores_the_same_answers_and_another_seed_asks_again(tmp_path: Path) -> None:
     # two fresh databases, the same file and seed: every stored answer identical (the
-    # model runs in this process, so the second run also starts from the first's state)
+    # model runs in this process, so the second run also starts from the first's state).
+    # One match of two seats per run: each model decision costs seconds of CPU
     first, second = tmp_path / "a.db", tmp_path / "b.db"
     assert _play(tmp_path, first, 21).status == "done"
     assert _play(tmp_path, second, 21).status == "done"
     a, b = _answers(first), _answers(second)
-    assert len(a) == 4 and a == b
+    assert len(a) == 2 and a == b
     # another seed in the first database: a new content key, so asked again, not reused
     other = _play(tmp_path, first, 22)
-    assert other.status == "done" and other.decisions == 4 and other.reused == 0
+    assert other.status == "done" and other.decisions == 2 and other.reused == 0
     keys = {row[-1] for row in a} - {None}  # a strategy's decision has no content key
     again = query(first, "select content_key from decisions d join matches m on m.id = d.match_id"
                          f" where m.run_id = '{other.run_id}' and d.agent = 'local'")
-    assert len(keys) == len(again) == 2 and not keys & {row[0] for row in again}
+    assert len(keys) == len(again) == 1 and not keys & {row[0] for row in again}
 
 
 # ===================================================== the TUI

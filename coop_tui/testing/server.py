@@ -113,6 +113,10 @@ class ServerConfig:
     """Retrievals a batch answers "in progress" before it ends (see :mod:`.batches`)."""
     batch_hold: bool = False
     """While set, every batch stays in progress (a test ends it by clearing this)."""
+    hold: bool = False
+    """While set, every chat request waits before answering until ``release()``: a test
+    holds a run live for exactly as long as it needs (no latency to guess), and the requests
+    stay recorded (``configure`` would forget them)."""
     batch_script: Sequence[str | None] = ()
     """Outcomes of the batches in creation order: "completed" (or None), "expired", "failed"."""
     batch_fail: Callable[[dict[str, Any]], str | None] | None = None
@@ -183,6 +187,8 @@ class LoopbackServer:
         self._error: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping: asyncio.Event | None = None
+        self._released: asyncio.Event | None = None
+        """Set by :meth:`release`: held chat requests (``hold``) go on."""
         self._streaming: set[RecordedRequest] = set()
         """Streams being answered now (``interrupt`` ends them when a request arrives)."""
         self.interrupted = 0
@@ -237,6 +243,9 @@ class LoopbackServer:
         if unknown:
             raise TypeError(f"unknown server settings: {sorted(unknown)}")
         self.config = replace(self.config, **changes)
+        loop, released = self._loop, self._released
+        if self.config.hold and loop is not None and released is not None:
+            loop.call_soon_threadsafe(released.clear)  # held again until the next release()
         self.reset()
         return self
 
@@ -245,6 +254,14 @@ class LoopbackServer:
         with self._lock:
             self.requests = []
             self._counter = 0
+
+    def release(self) -> None:
+        """End ``hold``: every waiting chat request answers, and later ones at once (from
+        any thread)."""
+        self.config = replace(self.config, hold=False)
+        loop, released = self._loop, self._released
+        if loop is not None and released is not None:
+            loop.call_soon_threadsafe(released.set)
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -278,6 +295,7 @@ class LoopbackServer:
 
     async def _serve(self) -> None:
         self._stopping = asyncio.Event()
+        self._released = asyncio.Event()
         self._server = await asyncio.start_server(
             self._on_connection, self.host, self.port, backlog=1024, reuse_address=True
         )
@@ -529,6 +547,8 @@ class LoopbackServer:
         cfg = self.config
         record.index, fault = self._next_fault()
         record.fault = fault
+        if cfg.hold and self._released is not None:
+            await self._released.wait()
         if cfg.interrupt:
             for running in self._streaming:
                 running.extra["interrupted"] = True
