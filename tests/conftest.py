@@ -153,12 +153,12 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[Any]:
 
 # ------------------------------------------------------------------ the longest files first
 LONGEST_FILES = (
-    "test_similarity_study.py", "test_stopping.py", "test_coopeval_study.py",
-    "test_local_model.py", "test_teams_study.py", "test_shards.py", "test_mechanisms.py",
-    "test_seed003_protocol.py", "test_hostile.py", "test_judge_local.py", "test_docs.py",
+    "test_coopeval_study.py", "test_teams_study.py", "test_similarity_study.py",
+    "test_mechanisms.py", "test_stopping.py", "test_seed003_protocol.py", "test_local_model.py",
+    "test_judge_local.py", "test_shards.py", "test_hostile.py", "test_docs.py",
 )
 """The files whose tests take longest, longest first (``--durations`` of the whole suite,
-2026-11-27). With ``--dist loadfile`` a file runs on one worker; pytest-xdist's default
+2026-11-27, after the study and signal tests were cut down that evening). With ``--dist loadfile`` a file runs on one worker; pytest-xdist's default
 order (files with the most tests first) started these few-test, minutes-long files last,
 so one worker ran on alone for minutes at the end. ``--no-loadscope-reorder`` (in
 pyproject's addopts) keeps the order set here: these first, then the rest as collected.
