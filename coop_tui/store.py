@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui import summaries
-from coop_tui.database import BUSY_TIMEOUT, Database, immediate
+from coop_tui.database import BUSY_TIMEOUT, Database, immediate, use_wal
 from coop_tui.decisions import Attempt, Decision
 from coop_tui.errors import failure_reason
 from coop_tui.events import (
@@ -440,7 +440,7 @@ class Store:
             conn.close()
             raise
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only: set before WAL mode
-        conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         self.db = Database(conn)
