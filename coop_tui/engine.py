@@ -782,7 +782,6 @@ class MatchContext:
         round were a fifth of the engine's time there."""
         scored: dict[tuple[int, ...], tuple[tuple[float, ...], Sequence[bool | None] | None]] = {}
         per_round: list[tuple[float, ...]] = []
-        pair = len(self._every_seat) == 2
         batched = self.bus.direct_batches
         clock = time.perf_counter
         for t in range(1, total_rounds + 1):
@@ -805,10 +804,7 @@ class MatchContext:
                 known = scored[profile] = (tuple(map(float, payoffs)), cooperated)
             payoffs, cooperated = known
             info = {} if cooperated is None else {"cooperated": list(cooperated)}
-            if pair and self._records is not None:
-                self._finish_pair_round(t, profile, payoffs, info)
-            else:
-                self.finish_round(t, profile, payoffs, info=info)
+            self.finish_round(t, profile, payoffs, info=info)
             per_round.append(payoffs)
         return per_round
 

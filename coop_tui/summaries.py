@@ -487,7 +487,8 @@ def _pair_conditional(
     """:func:`_conditional` of a two-seat match whose rows are seat 1 then seat 2 of
     consecutive rounds, all with one info (every strategy pairing): the same counts in the
     same order, without grouping rows per round. None for any other match."""
-    if len(agents) < 2 or not _in_pair_order(rounds) or len(set(map(_ROUND_INFO, rounds))) != 1:
+    if (len(agents) < 2 or len(set(map(_ROUND_INFO, rounds))) != 1
+            or not _in_pair_order(list(map(_ROUND_NUMBER, rounds)), list(map(_ROUND_SEAT, rounds)))):
         return None
     actions = list(map(_ROUND_ACTION, rounds))
     a0, a1 = actions[0::2], actions[1::2]
@@ -500,17 +501,16 @@ def _pair_conditional(
     ))))
 
 
-def _in_pair_order(rounds: list[tuple[Any, ...]]) -> bool:
-    """Whether rounds rows are seat 1 then seat 2 of consecutive rounds, each once (how the
-    engine writes every two-seat match)."""
-    n = len(rounds)
+def _in_pair_order(numbers: list[Any], seats: list[Any]) -> bool:
+    """Whether a match's rounds rows (their round numbers and seats, in row order) are
+    seat 1 then seat 2 of consecutive rounds, each once (how the engine writes every
+    two-seat match)."""
+    n = len(numbers)
     if n < 2 or n % 2:
         return False
-    numbers = list(map(_ROUND_NUMBER, rounds))
     first = numbers[0::2]
     return (type(first[0]) is int and first == numbers[1::2]
-            and first == list(range(first[0], first[0] + n // 2))
-            and list(map(_ROUND_SEAT, rounds)) == [0, 1] * (n // 2))
+            and first == list(range(first[0], first[0] + n // 2)) and seats == [0, 1] * (n // 2))
 
 
 def unfold(conn: Any, match_id: str) -> None:
@@ -608,7 +608,7 @@ def moves_from_rounds(rounds: list[tuple[Any, ...]]) -> tuple[str | None, str | 
     if not rounds:
         return None, None
     if {*map(type, numbers), *map(type, seats)} == {int} and (
-        _in_pair_order(rounds) or all(a < b for a, b in pairwise(zip(numbers, seats, strict=True)))
+        _in_pair_order(numbers, seats) or all(a < b for a, b in pairwise(zip(numbers, seats, strict=True)))
     ):  # written in order, each round and seat once (every match the engine plays)
         return f"{numbers[0]} {numbers[-1]} {len(rounds)}", moves
     return _moves_of_cells(rounds)
