@@ -1,0 +1,116 @@
+"""Reading a paper's wording from the user's own clone of its public code.
+
+coop-tui's templates are written in our own words. A researcher who wants the exact
+messages a paper's code sends names their clone of that code in the sweep file
+(``[sources]``) and sets ``wording = "source"`` on an experiment; coop-tui then asks that
+code, at run time, for the messages of every decision it would otherwise render from its
+own templates. Nothing of the source is copied into this repository and only the messages
+actually sent are stored.
+
+One :class:`SourceWording` per paper, one module per paper in this package, found by the
+registry in :mod:`coop_tui.sources`. The engine knows none of them: it is handed a
+:class:`LoadedSource` (through the match's policy) and asks it for messages.
+
+The source is code the user chose to run, so it is treated that way: it runs only when an
+experiment asks for it, its files and functions are checked before any model call (a
+missing path, module, function or changed signature is a :class:`SourceError`, exit 2),
+and the commit it was read at is recorded on the run.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from coop_tui.errors import SpecError
+
+if TYPE_CHECKING:
+    from coop_tui.decisions import DecisionRequest, Message
+
+
+class SourceError(SpecError):
+    """A source that cannot be used: names the file (or path) and the fix."""
+
+
+@dataclass(frozen=True)
+class Required:
+    """One thing a paper's code must have for its wording to be read: ``attr`` (a dotted
+    name such as ``"GameEngine.build_prompt"``) in the file ``path`` (relative to the
+    clone), taking the parameters ``params`` in that order (``self`` left out)."""
+
+    path: str
+    attr: str
+    params: tuple[str, ...] = ()
+
+
+@dataclass
+class LoadedSource:
+    """A checked clone of one paper's code, ready to build messages.
+
+    ``wording`` is the adapter, ``root`` the clone, ``commit`` the git commit it was read
+    at (or ``"files:<sha256>"`` of the files used when it is not a git checkout), and
+    ``state`` whatever the adapter keeps between calls (loaded modules, templates)."""
+
+    wording: SourceWording
+    root: Path
+    commit: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def messages(self, ctx: Any, request: DecisionRequest) -> tuple[Message, ...]:
+        return self.wording.messages(self, ctx, request)
+
+    def retry_messages(
+        self, ctx: Any, request: DecisionRequest, sent: tuple[Message, ...],
+        answer: str, reason: str,
+    ) -> tuple[Message, ...]:
+        return self.wording.retry_messages(self, ctx, request, sent, answer, reason)
+
+
+class SourceWording(ABC):
+    """One paper's public code as a source of messages."""
+
+    name: ClassVar[str]
+    """The key under ``[sources]`` (``coopeval``, ``strategic_personalities``,
+    ``superadditive``) and in ``--source NAME=PATH``."""
+    paper: ClassVar[str]
+    """The paper's title, for messages and docs."""
+    repository: ClassVar[str]
+    """The public repository (``owner/name``) a user clones."""
+    tested_commit: ClassVar[str]
+    """The commit of that repository the adapter was checked against; another commit
+    gives a warning naming both."""
+    required: ClassVar[tuple[Required, ...]] = ()
+    """Files, functions and signatures checked before any model call."""
+
+    @abstractmethod
+    def serves(self, *, mechanism: str, prompt_protocol: str, game: str) -> bool:
+        """Whether an experiment cell with this mechanism, protocol key and game is one of
+        this paper's (so ``wording = "source"`` there reads this source)."""
+
+    @abstractmethod
+    def load(self, root: Path) -> LoadedSource:
+        """Check the clone at ``root`` (each of :attr:`required`) and import what building
+        messages needs, without the paper's heavy dependencies. Raises
+        :class:`SourceError` naming the file and the fix."""
+
+    @abstractmethod
+    def messages(
+        self, source: LoadedSource, ctx: Any, request: DecisionRequest
+    ) -> tuple[Message, ...]:
+        """The exact messages the paper's code sends for ``request`` in the match ``ctx``
+        (a :class:`coop_tui.engine.MatchContext`: game, seats, histories, policy)."""
+
+    @abstractmethod
+    def retry_messages(
+        self, source: LoadedSource, ctx: Any, request: DecisionRequest,
+        sent: tuple[Message, ...], answer: str, reason: str,
+    ) -> tuple[Message, ...]:
+        """The whole message list of the next attempt after ``answer`` (the raw text of
+        the rejected attempt, sent as ``sent``) was refused for ``reason``, as the paper's
+        code re-asks."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "paper": self.paper, "repository": self.repository,
+                "tested_commit": self.tested_commit}
