@@ -107,12 +107,38 @@ def answer_problem(response: str | None, parsed: Any, valid: Any, error: str | N
     return None
 
 
+DISTRIBUTION_TOLERANCE = 1e-6
+"""How far a stored mixed strategy's probabilities may sum from 1 (float rounding)."""
+
+
+def distribution_problem(d: Decision) -> str | None:
+    """What is wrong with a valid mixed answer's distribution, or None: its keys must be
+    its labels, each a probability, summing to 1. An importer that misread a prompt's
+    labels (CoopEval's retry prompts echo the rejected answer, whose words look like the
+    prompt's) would otherwise store a valid decision no analysis can trust."""
+    parsed = d.parsed
+    if not d.valid or d.kind != "mixed" or type(parsed) is not dict:
+        return None
+    if d.labels and len(parsed) != len(d.labels):
+        return (f"the distribution has {len(parsed)} entries for {len(d.labels)} labels; "
+                "store it invalid with the reason in error")
+    total = 0.0
+    for value in parsed.values():
+        if not isinstance(value, int | float) or not 0.0 <= value <= 1.0 + DISTRIBUTION_TOLERANCE:
+            return f"the distribution holds {value!r}, not a probability"
+        total += value
+    if abs(total - 1.0) > DISTRIBUTION_TOLERANCE:
+        return (f"the distribution sums to {total:g}, not 1, over its labels; store it "
+                "invalid with the reason in error")
+    return None
+
+
 def _where(d: Decision) -> str:
     return f"decision of {d.agent} in match {d.match_id}, round {d.round}, phase {d.phase}"
 
 
 def decision_row(d: Decision) -> dict[str, Any]:
-    if problem := answer_problem(d.response, d.parsed, d.valid, d.error):
+    if problem := answer_problem(d.response, d.parsed, d.valid, d.error) or distribution_problem(d):
         raise AnswerRuleError(f"{_where(d)}: {problem}")
     return {
         "match_id": d.match_id,
@@ -198,7 +224,7 @@ def decision_values(d: Decision) -> list[Any]:
     path), the prompt still inline as JSON (None when there is none) and no hash yet."""
     dumps = json.dumps
     parsed = d.parsed
-    if problem := answer_problem(d.response, parsed, d.valid, d.error):
+    if problem := answer_problem(d.response, parsed, d.valid, d.error) or distribution_problem(d):
         raise AnswerRuleError(f"{_where(d)}: {problem}")
     if parsed is None:
         parsed_json = None

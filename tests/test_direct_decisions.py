@@ -471,7 +471,7 @@ def _random_direct_match(rng: Any, match_id: str, agents: tuple[str, str], n_rou
         p = rng.choice([0.0, 1.0, rng.random(), 0.1, 1 / 3])
         cooperated = rng.choice([True, False, None])
         action = 0 if cooperated else 1
-        answers.append((f"answer {p}", {"A0": p}, ("A0", "A1"), (0, 1), (p, 1.0 - p), action,
+        answers.append((f"answer {p}", {"A0": p, "A1": 1.0 - p}, ("A0", "A1"), (0, 1), (p, 1.0 - p), action,
                         rng.choice([p, p, None]), cooperated, None))
     events, rounds = [], []
     for rnd in range(1, n_rounds + 1):

@@ -113,8 +113,22 @@ def action_labels(prompt: str) -> tuple[str, ...]:
     return tuple(m.group("label") for m in labels if m is not None)
 
 
+RETRY_MARK = "\nYour previous response was:"
+"""Where a CoopEval re-ask starts repeating the rejected answer after the prompt."""
+
+
+def own_text(prompt: str) -> str:
+    """The prompt's own text: a re-ask's echo of the rejected answer (and the reason and
+    request after it) cut off, so words of the model's answer are never read as the
+    prompt's (an answer naming "A2 as an additional action" eight times once gave a
+    decision eleven labels)."""
+    return prompt.split(RETRY_MARK, 1)[0]
+
+
 def classify_prompt(prompt: str) -> PromptInfo:
-    """Map a CoopEval prompt to our answer kind and labels by its output-format section."""
+    """Map a CoopEval prompt to our answer kind and labels by its output-format section,
+    read from the prompt's own text (:func:`own_text`)."""
+    prompt = own_text(prompt)
     base = action_labels(prompt)
     if '{"M1": <true/false>' in prompt:
         count = len(_PROPOSER.findall(prompt))
