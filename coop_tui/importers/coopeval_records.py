@@ -155,6 +155,24 @@ def agent_label(agent: dict[str, Any]) -> str:
     return f"{agent['llm']['model']}({AGENT_SUFFIX.get(kind, kind.removesuffix('Agent'))})"
 
 
+def _roster(config: dict[str, Any], directory: Path) -> list[str] | None:
+    """The agents in the order CoopEval's deviation-rating LP took them for this
+    tournament: the key order of its ``deviation_ratings.json`` (CoopEval writes the
+    ratings in its LP's agent order) when the tournament has one, else config.json's
+    order (the order today's code meets them: it plays every seating in the config's
+    order and lists agent types as they first appear). A degenerate LP's vertex, so the
+    published ratings, depends on this order."""
+    path = directory / "deviation_ratings.json"
+    if path.is_file():
+        data = _read_json(path, "deviation_ratings.json")
+        if isinstance(data, dict) and data:
+            return [str(agent) for agent in data]
+    try:
+        return [agent_label(a) for a in config.get("agents") or []]
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
 def split_player(player: Any, where: str) -> tuple[str, int]:
     match = _PLAYER.match(player) if isinstance(player, str) else None
     if match is None:
@@ -508,6 +526,9 @@ def import_run_row(
                 "source": "coopeval",
                 "directory": str(directory.resolve()),
                 "config": config,
+                # the agents in the order CoopEval's own deviation-rating LP took them
+                # (DevRank "coopeval", coop_tui.analysis.coopeval_tables)
+                "roster": _roster(config, directory),
                 "published": _published(directory),
                 "checks": checks,
             },
