@@ -224,7 +224,13 @@ def test_gurobi_reproduces_more_published_ratings_than_the_highs_emulation(bundl
     ratings file's order), Gurobi gives all 24 published ratings; by name it misses three
     of run 1's Stag Hunt. HiGHS's interior point stands in for neither order everywhere."""
     from coop_tui.analysis.coopeval_devrating import coopeval_deviation_ratings
-    from coop_tui.analysis.coopeval_tables import _groups, _permuted, _rosters, _roster_permutation, _tensor
+    from coop_tui.analysis.coopeval_tables import (
+        _groups,
+        _permuted,
+        _roster_permutation,
+        _rosters,
+        _tensor,
+    )
     from coop_tui.importers.coopeval_records import _roster
     from coop_tui.store import Store
     from tests.coopeval_paper_tables import RUN_1_DEVIATION_RATINGS
