@@ -249,3 +249,24 @@ async def test_a_builder_that_fails_names_the_phase(tmp_path: Path) -> None:
     with pytest.raises(SourceError) as err:
         broken.messages(ctx, find(asked, "plan", 0, 1))
     assert "generate_plan failed building the plan prompt: ZeroDivisionError" in str(err.value)
+
+
+def test_seats_that_read_no_prompt_carry_no_tournament_copy() -> None:
+    """Strategy tournaments pay nothing for the source's facts; prompt readers get them."""
+    from coop_tui.agents.strategies import get_strategy
+    from coop_tui.agents.strategy_agent import StrategyAgent
+    from coop_tui.mechanisms import teams
+
+    mech = Teams(TeamsParams(structure="SA", teams=2, team_size=2, rounds=3, budget=8,
+                             check_budget=False))
+    agents = [StrategyAgent("tft", get_strategy("tit_for_tat")), Recorder()] * 2
+    ctx = MatchContext(run_id="r", match_id="m", game=get_game("ipd"), agents=agents,
+                       bus=EventBus(), seed=1)
+    state = teams._State(4)
+    log = teams.MatchLog(0, (0, 1))
+    state.logs.append(log)
+    strategy = mech._play_request(ctx, state, log, 0, 1, 1)
+    model = mech._play_request(ctx, state, log, 1, 1, 1)
+    assert "tournament" not in strategy.view.extra
+    facts = model.view.extra["tournament"]
+    assert facts["matches"] == (((0, 1), (), ""),) and facts["current"] == 0
