@@ -270,3 +270,23 @@ def test_seats_that_read_no_prompt_carry_no_tournament_copy() -> None:
     assert "tournament" not in strategy.view.extra
     facts = model.view.extra["tournament"]
     assert facts["matches"] == (((0, 1), (), ""),) and facts["current"] == 0
+
+
+async def test_answers_to_the_codes_prompt_are_read_by_the_codes_own_function(
+    loaded: LoadedSource, capsys: pytest.CaptureFixture[str],
+) -> None:
+    ctx, asked = await tournament()
+    play = find(asked, "play", 0, 0)
+    defect = play.labels[play.label_to_action.index(1)]
+    read = SOURCE.read_answer(loaded, ctx, play, '{"move": "action_b", "keep_playing": false}')
+    assert json.loads(read) == {"choice": defect, "leave": True}
+    cooperate = play.labels[play.label_to_action.index(0)]
+    read = SOURCE.read_answer(loaded, ctx, play, '{"Move": "HELP", "Keep_Playing": true}'.lower())
+    assert json.loads(read) == {"choice": cooperate, "leave": False}
+    # where the code would play at random, nothing was read: coop-tui asks again
+    assert SOURCE.read_answer(loaded, ctx, play, "I am not sure.") is None
+    assert capsys.readouterr().out == ""  # the code's prints never reach the screen
+    plan = find(asked, "plan", 0, 1)
+    assert SOURCE.read_answer(loaded, ctx, plan, "  stay kind  \n") == "stay kind"
+    meta = [r for r in asked if r.phase == "meta"][0]
+    assert SOURCE.read_answer(loaded, ctx, meta, "{}") is None

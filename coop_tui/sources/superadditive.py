@@ -34,6 +34,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import io
+import json
 import sys
 import types
 import typing
@@ -89,10 +92,28 @@ class _Sent(BaseException):
 
 
 class _Client:
-    """Stands in for the code's model client: keeps the prompt, calls nothing."""
+    """Stands in for the code's model client: keeps the prompt, calls nothing; with
+    ``reply`` set, hands that text back instead, so the code reads an answer its own way."""
+
+    def __init__(self, reply: str | None = None) -> None:
+        self.reply = reply
 
     def invoke(self, prompt: Any, *args: Any, **kwargs: Any) -> str:
+        if self.reply is not None:
+            return self.reply
         raise _Sent(prompt if isinstance(prompt, str) else str(prompt))
+
+
+class _Unreadable(BaseException):
+    """The code gave up reading an answer and turned to its random fallback."""
+
+
+class _NoFallback:
+    """Stands in for ``random`` while the code reads an answer: its random move is not an
+    answer, so coop-tui re-asks instead."""
+
+    def choice(self, options: Sequence[Any]) -> Any:
+        raise _Unreadable()
 
 
 class _Draws:
@@ -249,6 +270,33 @@ class SuperadditiveWording(SourceWording):
         prompt = _build(source.state, facts, request.seat, request.phase, builder)
         return ({"role": "user", "content": prompt},)
 
+    def read_answer(self, source: LoadedSource, ctx: Any, request: Any, text: str) -> str | None:
+        """An answer to the code's prompt read by the code's own function (its parser,
+        its fallbacks), in coop-tui's answer shape for ``request``: a move as ``choice``
+        (or percentages), with ``leave`` when the request asks it; plans and critiques as
+        the code keeps them. None when the code could not read it (where it would play at
+        random) or for a phase it has no reading for (the comprehension answers)."""
+        facts = request.view.extra.get("tournament")
+        builder = BUILDERS.get(request.phase)
+        if facts is None or builder is None or request.phase == "meta":
+            return None
+        try:
+            result = _build(source.state, facts, request.seat, request.phase, builder, reply=text)
+        except _Unreadable:
+            return None
+        if request.phase != "play":
+            return str(result)
+        moves = {name: a for a, name in _names(source.state["actions"], facts["cooperate"]).items()}
+        action = moves.get(result.get("move"))
+        if action is None:
+            return None
+        label = request.labels[request.label_to_action.index(action)]
+        answer: dict[str, Any] = {"choice": label} if request.kind == "choice" else {
+            lab: 100 if lab == label else 0 for lab in request.labels}
+        if request.options.get("ask_leave"):
+            answer["leave"] = not bool(result.get("keep_playing", True))
+        return json.dumps(answer)
+
     def retry_messages(self, source: LoadedSource, ctx: Any, request: Any, sent: tuple[dict[str, str], ...],
                        answer: str, reason: str) -> tuple[dict[str, str], ...]:
         """The code never asks again (an unusable answer becomes a random move); the
@@ -256,8 +304,12 @@ class SuperadditiveWording(SourceWording):
         return tuple(sent)
 
 
-def _build(state: dict[str, Any], facts: dict[str, Any], seat: int, phase: str, builder: str) -> str:
-    """Run the code's builder for ``phase`` on its state rebuilt from ``facts``."""
+def _build(
+    state: dict[str, Any], facts: dict[str, Any], seat: int, phase: str, builder: str,
+    reply: str | None = None,
+) -> Any:
+    """Run the code's builder for ``phase`` on its state rebuilt from ``facts``: the
+    prompt it sends, or with ``reply`` what it makes of that answer."""
     ns = state["ns"]
     asked = facts.get("asked", {})
     settings = {
@@ -267,6 +319,9 @@ def _build(state: dict[str, Any], facts: dict[str, Any], seat: int, phase: str, 
         "GROUP_REWARD_MULTIPLIER": 1 + float(facts["winner_bonus"]),
         "PLANNING_FREQUENCY": facts["plan_every"],
     }
+    settings["LLM"] = _Client(reply)
+    if reply is not None:
+        settings["random"] = _NoFallback()
     if phase == "meta":
         a1, a2, r1, r2 = asked["draws"]
         names = _names(state["actions"], facts["cooperate"])
@@ -283,10 +338,13 @@ def _build(state: dict[str, Any], facts: dict[str, Any], seat: int, phase: str, 
             args["critique"] = asked.get("critique") or state["no_critique"]
         elif phase == "critique":
             args["plan"] = asked.get("draft") or state["no_plan"]
-        ns[builder](**args)
+        with contextlib.redirect_stdout(io.StringIO()):  # the code prints what it read
+            result = ns[builder](**args)
+        if reply is not None:
+            return result
     except _Sent as sent:
         return sent.prompt
-    except SourceError:
+    except (SourceError, _Unreadable):
         raise
     except Exception as exc:  # the user's code: named, with the phase it was building
         raise SourceError(f"sources.{NAME}", f"{SCRIPT}: {builder} failed building the "

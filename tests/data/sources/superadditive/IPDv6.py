@@ -1,5 +1,6 @@
 """Stand-in for the paper's tournament script: same names and signatures, our own words."""
 
+import json
 import os
 import random
 from typing import Annotated, Any, Literal
@@ -198,7 +199,13 @@ def generate_next_move(player_id: int, state: MatchState, opponent_id: int,
     if COOPERATE_DEFECT_PROMPT:
         prompt = prompt.replace("action_a", "help").replace("action_b", "harm")
     response = llm.invoke(prompt)
-    return {"move": "action_a", "reasoning": response, "keep_playing": True}
+    try:
+        answer = json.loads(response.lower().replace("help", "action_a"))
+        move, keep = answer["move"], answer["keep_playing"]
+    except (ValueError, KeyError):
+        move, keep = random.choice(["action_a", "action_b"]), True
+    print(f"seat {player_id} read {move}")
+    return {"move": move, "reasoning": response, "keep_playing": keep}
 
 
 def _total(player_id: int, state: MatchState, tournament_state: TournamentState) -> int:
@@ -217,7 +224,7 @@ def generate_plan(player_id: int, state: MatchState, opponent_id: int,
         group_stats=format_group_stats(player_id, opponent_id, tournament_state),
         planner_instructions=format_planner_instructions(), old_plan=old_plan, critique=critique,
     )
-    return LLM.invoke(prompt)
+    return LLM.invoke(prompt).strip()
 
 
 def critique_plan(player_id: int, state: MatchState, opponent_id: int,
