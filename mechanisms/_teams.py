@@ -146,19 +146,29 @@ def forgiveness(log: list[tuple[int, int, float, float]], cooperate: int) -> flo
     return sum(log[i + 1][1] == cooperate for i in chances) / len(chances)
 
 
+def meta_draws(rng: np.random.Generator, n_actions: int, n_rounds: int) -> tuple[int, int, int, int]:
+    """The two actions and two rounds the battery names (a1, a2, r1, r2; rounds from 1),
+    drawn apart from the questions so a wording read from the paper's code names the
+    same ones (its prompt draws them with its own generator)."""
+    a1, a2 = (int(x) for x in rng.integers(0, n_actions, size=2))
+    r1, r2 = (int(x) for x in rng.integers(1, n_rounds + 1, size=2))
+    return a1, a2, r1, r2
+
+
 def battery(
     payoff: Any, labels: Sequence[str], log: list[tuple[int, int, float, float]],
-    cooperate: int, rng: np.random.Generator,
+    cooperate: int, rng: np.random.Generator | tuple[int, int, int, int],
 ) -> list[Question]:
     """The ten questions for one player after one match, with their truths.
 
     ``payoff(own, other)`` is the asked player's points; ``labels[a]`` names action a;
     ``log`` is the match from the asked player's side. The random actions and rounds the
-    questions name are drawn from ``rng`` (the match seed), as the public code draws them.
+    questions name are drawn from ``rng`` (the match seed), as the public code draws them,
+    or given already drawn by :func:`meta_draws`.
     """
     n_actions = len(labels)
-    a1, a2 = (int(x) for x in rng.integers(0, n_actions, size=2))
-    r1, r2 = (int(x) for x in rng.integers(1, len(log) + 1, size=2))
+    drawn = rng if isinstance(rng, tuple) else meta_draws(rng, n_actions, len(log))
+    a1, a2, r1, r2 = drawn
     all_payoffs = [payoff(i, j) for i in range(n_actions) for j in range(n_actions)]
     decoy = f"A{n_actions}" if f"A{n_actions}" not in labels else "Z"
     offered = (*labels, decoy)

@@ -65,6 +65,7 @@ from coop_tui.mechanisms._teams import (
     Round,
     battery,
     matches_per_player,
+    meta_draws,
     schedule,
     score_answer,
     team_of,
@@ -398,7 +399,8 @@ class Teams(Mechanism):
         # wrapper's personal goal would make it SA
         request = ctx.play_request(
             seat, t, position=pos, history=_moves(log, seat), total_rounds=self.p.rounds,
-            twist=twist, extra={"pairing": log.index, "co_player": log.other(seat)},
+            twist=twist, extra={"pairing": log.index, "co_player": log.other(seat),
+                                **_facts(ctx, self.p, state, log, seat)},
             goal="" if self.p.structure == "GC" else None,
             ask_leave=self.p.exit_timing == "with_move",
             numbered=False,  # the twist names the player: "Agent #k", never "Player 2"
@@ -415,7 +417,7 @@ class Teams(Mechanism):
             s = self._rules_context(ctx, state, log, seat, next_round)
             text = ctx.renderer.render("teams/exit.j2", s=s, cot=_cot(ctx, seat))
         return _request(ctx, seat, t, "exit", "approvals", text, ("leave",), {},
-                        _view(ctx, log, pos, next_round))
+                        _view(ctx, log, pos, next_round, _facts(ctx, self.p, state, log, seat)))
 
     async def _plan(self, ctx: MatchContext, state: _State, log: MatchLog, t: int, r: int) -> None:
         """Planner, critic, revision for every player of this match whose own round count
@@ -435,7 +437,9 @@ class Teams(Mechanism):
     ) -> dict[str, Any]:
         seat = log.players[pos]
         state.planned_at[seat] = state.used[seat]
-        view = _view(ctx, log, pos, r)
+
+        def view(**asked: Any) -> SeatView:
+            return _view(ctx, log, pos, r, _facts(ctx, self.p, state, log, seat, **asked))
 
         def text(template: str, **extra: Any) -> str | None:
             if not ctx.reads_prompt(seat):
@@ -449,16 +453,18 @@ class Teams(Mechanism):
         draft_d = ctx.require(await ctx.ask(_request(
             ctx, seat, t, "plan", "text",
             text("teams/plan.j2", previous_plan=state.plans[seat], critique=state.critiques[seat]),
-            (), {}, view)))
+            (), {}, view(old_plan=state.plans[seat], critique=state.critiques[seat]))))
         draft = draft_d.parsed if draft_d.valid else state.plans[seat]
         critique_d = ctx.require(await ctx.ask(_request(
-            ctx, seat, t, "critique", "text", text("teams/critique.j2", draft=draft), (), {}, view)))
+            ctx, seat, t, "critique", "text", text("teams/critique.j2", draft=draft), (), {},
+            view(draft=draft))))
         critique = critique_d.parsed if critique_d.valid else None
         final = draft
         if self.p.revised_plan:
             revised_d = ctx.require(await ctx.ask(_request(
                 ctx, seat, t, "plan", "text",
-                text("teams/plan.j2", previous_plan=draft, critique=critique), (), {}, view)))
+                text("teams/plan.j2", previous_plan=draft, critique=critique), (), {},
+                view(old_plan=draft, critique=critique))))
             if revised_d.valid:
                 final = revised_d.parsed
         state.plans[seat], state.critiques[seat] = final, critique
@@ -484,7 +490,8 @@ class Teams(Mechanism):
                 profile[pos], profile[1 - pos] = own, other
                 return float(game.payoff(profile)[pos])
 
-            questions = battery(pay, labels, log.view_of(seat), cooperate, ctx.rng("meta", log.index, seat))
+            drawn = meta_draws(ctx.rng("meta", log.index, seat), len(labels), len(log.rounds))
+            questions = battery(pay, labels, log.view_of(seat), cooperate, drawn)
             if self.p.meta_questions is not None:
                 questions = [q for q in questions if q.key in self.p.meta_questions]
             s = self._rules_context(ctx, state, log, seat, len(log.rounds)) if ctx.reads_prompt(seat) else None
@@ -500,8 +507,9 @@ class Teams(Mechanism):
                         example=example_for(q.kind, q.labels, q.options).replace("<true/false>", "false"),
                     )
                 plan.append((seat, q))
+                facts = _facts(ctx, self.p, state, log, seat, draws=drawn, question=q.key)
                 requests.append(_request(ctx, seat, t, "meta", q.kind, text, q.labels, dict(q.options),
-                                         _view(ctx, log, pos, len(log.rounds) + 1)))
+                                         _view(ctx, log, pos, len(log.rounds) + 1, facts)))
         decisions = await ctx.ask_all(requests)
         by_seat: dict[str, dict[str, Any]] = {}
         for (seat, q), d in zip(plan, decisions, strict=True):
@@ -536,10 +544,40 @@ def _moves(log: MatchLog, seat: int) -> list[Move]:
     ]
 
 
-def _view(ctx: MatchContext, log: MatchLog, pos: int, round_: int) -> SeatView:
+def _facts(
+    ctx: MatchContext, p: TeamsParams, state: _State, log: MatchLog, seat: int, **asked: Any,
+) -> dict[str, Any]:
+    """The whole tournament as a prompt-reading seat's request carries it (key
+    ``"tournament"`` of the view's extra), so a wording read from the paper's own
+    code (:mod:`coop_tui.sources.superadditive`) can rebuild the code's state from
+    the request alone: the settings, every match so far in the order played (players,
+    rounds as (actions, payoffs), how it ended), the index of this one, each player's
+    plan and critique, and what this request was asked with (``asked``: the planner's
+    old plan and critique, the critic's draft, the battery's draws). Plain data only;
+    none for seats that read no prompt, so strategy tournaments pay nothing for it."""
+    if not ctx.reads_prompt(seat):
+        return {}
+    return {"tournament": {
+        "structure": p.structure, "teams": p.teams, "team_size": p.team_size,
+        "rounds": p.rounds, "budget": p.rounds_budget, "winner_bonus": p.winner_bonus,
+        "plan_every": p.plan_every if p.planning else 0,
+        "cooperate": min(ctx.game.cooperative[0]),
+        "matches": tuple(
+            (m.players, tuple((r.actions, r.payoffs) for r in m.rounds), m.ended)
+            for m in state.logs
+        ),
+        "current": log.index,
+        "plans": tuple(state.plans), "critiques": tuple(state.critiques),
+        "asked": dict(asked),
+    }}
+
+
+def _view(
+    ctx: MatchContext, log: MatchLog, pos: int, round_: int, facts: dict[str, Any] | None = None,
+) -> SeatView:
     seat = log.players[pos]
     return SeatView(game=ctx.game, seat=pos, round=round_, history=tuple(_moves(log, seat)),
-                    extra={"pairing": log.index, "co_player": log.other(seat)})
+                    extra={"pairing": log.index, "co_player": log.other(seat), **(facts or {})})
 
 
 def _request(

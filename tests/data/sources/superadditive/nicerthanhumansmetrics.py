@@ -1,0 +1,3 @@
+"""Stand-in metrics file: building a prompt must never import it."""
+
+raise RuntimeError("the stand-in metrics file was imported")
