@@ -71,6 +71,8 @@ GAME_IDS = frozenset({
 OUR_KEYS = {"chicken_sp": "chicken"}
 """coop-tui game keys that differ from the code's id (coop-tui's ``chicken`` is another
 game)."""
+OUR_GAMES = frozenset(GAME_IDS - set(OUR_KEYS.values())) | frozenset(OUR_KEYS)
+"""coop-tui's keys of the paper's 38 games."""
 
 FIRST_MOVE_FACT = {
     "ultimatum": "offer", "third_party_punishment": "gift", "trust_berg": "sent",
@@ -135,8 +137,7 @@ class StrategicPersonalitiesWording(SourceWording):
     )
 
     def serves(self, *, mechanism: str, prompt_protocol: str, game: str) -> bool:
-        return (prompt_protocol in PROTOCOL_KEYS and mechanism in MECHANISMS
-                and code_id(game) in GAME_IDS)
+        return prompt_protocol in PROTOCOL_KEYS and mechanism in MECHANISMS and game in OUR_GAMES
 
     def load(self, root: Path) -> LoadedSource:
         check_required(root, self.name, self.required)
@@ -156,6 +157,9 @@ class StrategicPersonalitiesWording(SourceWording):
 
     def messages(self, source: LoadedSource, ctx: Any,
                  request: DecisionRequest) -> tuple[Message, ...]:
+        if ctx.game.key not in OUR_GAMES:
+            raise SourceError(f"sources.{self.name}", f"{ctx.game.key} is not one of the paper's "
+                              "games; play it with wording = \"ours\"")
         game_id = code_id(ctx.game.key)
         config = source.state["games"].get(game_id)
         if config is None:
