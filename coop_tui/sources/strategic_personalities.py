@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.conditions import CONDITIONS
 from coop_tui.sources.base import LoadedSource, Required, SourceError, SourceWording
 from coop_tui.sources.loading import check_required, git_commit, import_file, stub_module
 
@@ -239,8 +240,6 @@ def _framing(ctx: Any) -> str:
     text = getattr(ctx.policy, "condition_text", "")
     if not text:
         return "baseline"
-    from coop_tui.conditions import CONDITIONS
-
     return next((c.name for c in CONDITIONS.values() if c.text == text), "baseline")
 
 
