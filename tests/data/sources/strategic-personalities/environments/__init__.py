@@ -1,0 +1,1 @@
+"""Stand-in package for coop-tui's tests (synthetic; see engine.py)."""
