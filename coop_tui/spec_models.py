@@ -299,6 +299,17 @@ class ExperimentSpec(BaseModel):
         return v
 
 
+class MoranSpec(BaseModel):
+    """``[moran]``: how the report's Moran section (coop_tui.analysis.moran) runs; an
+    analysis setting, so it is not part of the sweep's hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    population: int = Field(default=10, ge=2, le=100_000)
+    selection: float = Field(default=1.0, gt=0, le=1000)
+    fitness: Literal["linear", "exponential"] = "linear"
+
+
 class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -314,6 +325,11 @@ class SweepSpec(BaseModel):
         default=None,
         description="how the report obtains DevRank's deviation ratings (report --devrank "
         "overrides it); none: every_optimum",
+    )
+    moran: MoranSpec | None = Field(
+        default=None,
+        description="the report's Moran section: population size, selection intensity and "
+        "fitness map (defaults 10, 1.0, linear)",
     )
     budget_usd: float | None = Field(default=None, gt=0)
     batch: bool = Field(
@@ -469,7 +485,7 @@ class Sweep:
         requests travel (``batch``: a batched run and a streamed one are the same sweep)."""
         data = public_spec(self.spec)
         for key in ("concurrency", "provider_limits", "budget_usd", "max_decisions",
-                    "max_prompt_tokens", "devrank", "batch", "batch_gather"):
+                    "max_prompt_tokens", "devrank", "moran", "batch", "batch_gather"):
             data.pop(key, None)
         # Fields added later hash as before while they keep their defaults, so runs
         # started before they existed still resume.
