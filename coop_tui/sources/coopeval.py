@@ -65,6 +65,9 @@ PROTOCOL = "coop_tui"
 CODE_LAYOUT = "system"
 """``style_message`` value of the current code's layout; any other is the published one."""
 STYLE_AGENT = {"cot": "CoTAgent", "direct": "IOAgent"}
+KEPT_GAMES = 16
+"""CoopEval game objects kept at once (a sweep's matches each hold their own game object;
+the least recently used is rebuilt when needed again)."""
 
 REQUIRED: tuple[Required, ...] = (
     Required(AGENTS, "Agent._build_retry_prompt", ("base_prompt", "bad_response", "error_reason")),
@@ -308,14 +311,18 @@ def _mechanism_key(ctx: Any, request: DecisionRequest) -> str:
 def _games(source: LoadedSource, game: Any) -> tuple[Any, Any]:
     """CoopEval's game for coop-tui's, plain and with Mediation's extra action (kept per
     game object: CoopEval's games do not change once built, but for that action)."""
-    kept = source.state.setdefault("games", {})
+    kept: dict[int, tuple[Any, Any, Any]] = source.state.setdefault("games", {})
     key = id(game)
-    if key not in kept or kept[key][0] is not game:
+    entry = kept.pop(key, None)  # put back last: the dict's order is the use order
+    if entry is None or entry[0] is not game:
         modules = source.state["modules"]
         mediated = build_game(modules, game)
         mediated.add_mediator_action()
-        kept[key] = (game, build_game(modules, game), mediated)
-    return kept[key][1], kept[key][2]
+        entry = (game, build_game(modules, game), mediated)
+        if len(kept) >= KEPT_GAMES:
+            del kept[next(iter(kept))]
+    kept[key] = entry
+    return entry[1], entry[2]
 
 
 def _fail(what: str) -> SourceError:
