@@ -29,7 +29,7 @@ from coop_tui.games import get_game
 from coop_tui.games.travelers import travelers
 from coop_tui.mechanisms import mechanism_class
 from coop_tui.sources import LoadedSource, SourceError, get, sources
-from coop_tui.sources.coopeval import REQUIRED
+from coop_tui.sources.coopeval import REQUIRED, coopeval_uid
 
 STAND_IN = Path(__file__).parent / "data" / "sources" / "coopeval"
 COT = "STAND-IN COT: reason first,\nthen answer."
@@ -185,7 +185,7 @@ def record_lines(ctx: MatchContext, events: list[Any], me: int, player: int, bef
         if not first <= e.round < before:
             continue
         lines.append(pad + f"r{e.round} " + " ".join(
-            f"{'me' if s == me else f'#{s + 1}'}:A{a}/{x:g}"
+            f"{'me' if s == me else f'#{coopeval_uid(s, 4, 2)}'}:A{a}/{x:g}"
             for s, a, x in zip(e.seats, e.actions, e.payoffs, strict=True)))
         if depth > 1:
             for s in e.seats:
@@ -221,13 +221,20 @@ async def test_reputation_shows_the_clones_records_of_the_population(
         group.insert(request.view.seat, seat)
         lines = []
         for p in group:
-            lines.append("[me]" if p == seat else f"[#{p + 1}]")
+            lines.append("[me]" if p == seat else f"[#{coopeval_uid(p, 4, 2)}]")
             lines += record_lines(ctx, events, seat, p, 3, 1, depth, "  ")
         assert text(messages) == (
             PD + f"[stand-in seat {request.view.seat + 1}]\n"
             + "TWIST: strangers, 50% odds; 2 played.\n" + "\n".join(lines) + "\n" + ANSWER)
         nested = [x for x in lines if x.startswith("    r")]
         assert bool(nested) == (order == "higher")
+
+
+def test_reputation_numbers_agents_as_coopevals_population_list() -> None:
+    # four agents in the two positions of a two-player game: seats 0-3 play Player 1,
+    # seats 4-7 Player 2; CoopEval lists agent 1 as Player 1, agent 1 as Player 2, ...
+    assert [coopeval_uid(s, 8, 2) for s in range(8)] == [1, 3, 5, 7, 2, 4, 6, 8]
+    assert [coopeval_uid(s, 6, 3) for s in range(6)] == [1, 4, 2, 5, 3, 6]
 
 
 # ---------------------------------------------------------------- designs

@@ -397,7 +397,8 @@ def _reputation_play(source: LoadedSource, ctx: Any, request: DecisionRequest) -
     position = {s: p for e in encounters for p, s in enumerate(e.seats)}
     position.update({s: p for p, s in enumerate(group)})
     players = {s: _player(s, position.get(s, 0)) for s in range(ctx.n_seats)}
-    mech.player_to_uid = {players[s]: s + 1 for s in range(ctx.n_seats)}
+    mech.player_to_uid = {players[s]: coopeval_uid(s, ctx.n_seats, game.num_players)
+                          for s in range(ctx.n_seats)}
     move = mods["games.base"].Move
     for e in encounters:
         mech.history.append(_moves(game, move, [players[s] for s in e.seats], e.actions),
@@ -414,6 +415,16 @@ def _moves(game: Any, move: Any, players: Sequence[_Player], actions: Sequence[i
     points = game.get_actions_payoff(acts)
     return [move(player=p, action=a, points=x, trace_id="")
             for p, a, x in zip(players, acts, points, strict=True)]
+
+
+def coopeval_uid(seat: int, n_seats: int, size: int) -> int:
+    """The number CoopEval gives the agent in ``seat`` ("Agent #k"). Its population lists
+    each roster agent once per game position (agent 1 as Player 1, as Player 2, ...,
+    then agent 2, ...); coop-tui's fixed seating puts one block of seats per position
+    (seat = position * agents + agent). The same roster order gives the same numbers."""
+    per_role = max(n_seats // size, 1)
+    position, agent = divmod(seat, per_role)
+    return agent * size + position + 1
 
 
 def _encounters(records: Any, before: int) -> list[Any]:
