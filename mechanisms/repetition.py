@@ -316,7 +316,7 @@ class Repetition(Mechanism):
         outcomes: dict[tuple[int, ...], tuple[Any, list[bool | None]]] = {}
         lines = [RoundLines(ctx.renderer, ctx, seat) for seat in range(ctx.n_seats)]
         # what the agents are told, for a paper's own wording (coop_tui.sources)
-        told = {"continuation": p.continuation, "history": p.history}
+        told = {"continuation": p.continuation, "history": p.history, "horizon": p.horizon}
         for t in range(1, p.rounds + 1):
             requests = [
                 ctx.play_request(

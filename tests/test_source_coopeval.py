@@ -177,6 +177,23 @@ async def test_repetition_rounds_show_the_clones_history_of_the_match(source: Lo
         "TWIST: again with 80% odds; 1 played.\nr1: P1=A0 me=A1\n" + ANSWER)
 
 
+async def test_a_known_horizon_is_refused_with_the_fix(source: LoadedSource) -> None:
+    with pytest.raises(SourceError, match='horizon = "known"'):
+        await play(source, "prisoners", "repetition", params={"rounds": 2, "horizon": "known"})
+
+
+async def test_a_builder_of_the_clone_that_fails_is_named(
+    source: LoadedSource, tmp_path: Path,
+) -> None:
+    root = copy_stand_in(tmp_path)
+    path = root / "src/coopeval/mechanisms/repetition.py"
+    path.write_text(path.read_text().replace("        out = []\n", "        out = [][0]\n", 1))
+    broken = get("coopeval").load(root)
+    with pytest.raises(SourceError, match=r"could not build the play prompt of repetition "
+                                          r"\(IndexError"):
+        await play(broken, "prisoners", "repetition", params={"rounds": 1})
+
+
 def record_lines(ctx: MatchContext, events: list[Any], me: int, player: int, before: int,
                  first: int, depth: int, pad: str) -> list[str]:
     """The stand-in's record of ``player`` as ``me`` reads it (its rule, restated)."""

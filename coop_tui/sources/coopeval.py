@@ -343,7 +343,18 @@ def scene_of(source: LoadedSource, ctx: Any, request: DecisionRequest) -> Scene:
     builder = _SCENES.get((mechanism, request.phase))
     if builder is None:
         raise _fail(f"CoopEval's code has no {request.phase!r} prompt under {mechanism!r}")
-    return builder(source, ctx, request)
+    if request.view.extra.get("horizon") == "known":
+        raise _fail("CoopEval's Repetition tells a chance of another round; horizon = "
+                    "\"known\" is the strategic personalities paper's: remove it for "
+                    "wording = \"source\"")
+    try:
+        return builder(source, ctx, request)
+    except SourceError:
+        raise
+    except Exception as exc:  # the clone's code: its failure is the user's to see, named
+        raise _fail(f"CoopEval's code could not build the {request.phase} prompt of "
+                    f"{mechanism} ({type(exc).__name__}: {exc}); check the experiment's "
+                    "parameters against CoopEval's (docs/reproducing-coopeval.md)") from exc
 
 
 def _mods(source: LoadedSource) -> Mapping[str, types.ModuleType]:
