@@ -455,7 +455,7 @@ def _seat_players(ctx: Any) -> list[_Player]:
 
 
 def _designs(
-    game: Any, extra: Mapping[str, Any], players: Sequence[_Player], value: Any,
+    extra: Mapping[str, Any], players: Sequence[_Player], value: Any,
 ) -> tuple[dict[str, Any], list[_Player]]:
     """The designs on the table keyed by their designer's name, and the designers."""
     proposers = extra.get("proposers", {})
@@ -486,7 +486,7 @@ def _mediation_vote(source: LoadedSource, ctx: Any, request: DecisionRequest) ->
     _, mediated = _games(source, ctx.game)
     mech = _mediation(source, mediated)
     players = _seat_players(ctx)
-    mech.mediators, designers = _designs(mediated, request.view.extra, players,
+    mech.mediators, designers = _designs(request.view.extra, players,
                                          lambda plan: _mediator(mediated, plan))
     player = players[request.seat]
     prompt = _captured(player, mech._collect_vote(player, designers))
@@ -530,7 +530,7 @@ def _contract_vote(source: LoadedSource, ctx: Any, request: DecisionRequest) -> 
     game, _ = _games(source, ctx.game)
     mech = _contracting(source, game)
     players = _seat_players(ctx)
-    mech.contracts, designers = _designs(game, request.view.extra, players,
+    mech.contracts, designers = _designs(request.view.extra, players,
                                          lambda terms: _contract(game, terms))
     player = players[request.seat]
     prompt = _captured(player, mech._collect_vote(player, designers))
