@@ -352,6 +352,13 @@ def test_a_missing_clone_names_the_path(tmp_path: Path) -> None:
         get("coopeval").load(tmp_path / "nowhere")
 
 
+def test_a_missing_module_names_the_file(tmp_path: Path) -> None:
+    root = copy_stand_in(tmp_path)
+    (root / "src/coopeval/mechanisms/mediation.py").unlink()
+    with pytest.raises(SourceError, match=r"mechanisms/mediation.py is missing"):
+        get("coopeval").load(root)
+
+
 def test_a_removed_function_names_the_file_and_the_function(tmp_path: Path) -> None:
     root = copy_stand_in(tmp_path)
     path = root / "src/coopeval/mechanisms/contracting.py"
