@@ -172,6 +172,7 @@ class Contracting(Mechanism):
                 ctx.phase_request(
                     seat, 1, "vote", "approvals",
                     twist=_vote_twist(r, designs, proposers, n, p.explain_steps), labels=ids,
+                    extra=_on_table(designs, proposers),
                 )
                 for seat in range(n)
             ])
@@ -184,7 +185,8 @@ class Contracting(Mechanism):
                 r, "twist/contracting_sign.j2", designs[winner], proposers[winner], n
             )
             signatures = await ctx.ask_all([
-                ctx.phase_request(seat, 1, "sign", "sign", twist=sign_twist)
+                ctx.phase_request(seat, 1, "sign", "sign", twist=sign_twist, extra={
+                    "contract": dict(designs[winner]), "proposer": proposers[winner]})
                 for seat in range(n)
             ])
             signed = [_signed(ctx.require(s)) for s in signatures]
@@ -215,9 +217,13 @@ class Contracting(Mechanism):
                 r, designs.get(winner) if winner is not None else None,
                 proposers.get(winner, 0) if winner is not None else 0, refused, n,
             )
+        # the contract voted for, its proposer and who refused it (a paper's own wording)
+        offered = {} if winner is None else {
+            "proposed": dict(designs[winner]), "proposer": proposers[winner],
+            "refused": [i + 1 for i, s in enumerate(signed) if not s]}
         decisions = await ctx.ask_all([
-            ctx.play_request(seat, 1, game=played, twist=twist,
-                             extra={"contract": dict(terms), "active": active})
+            ctx.play_request(seat, 1, game=played, twist=twist, extra={
+                "contract": dict(terms), "active": active, **offered})
             for seat in range(n)
         ])
         actions = [int(ctx.require(d).action) for d in decisions]  # type: ignore[arg-type]
@@ -237,6 +243,13 @@ class Contracting(Mechanism):
             "terms": _json_terms(terms) if active else None,
             "transfers": list(moved),
         })
+
+
+def _on_table(designs: Mapping[str, Terms], proposers: Mapping[str, int]) -> dict[str, Any]:
+    """The contracts a vote is about and who proposed each, in the request (a paper's own
+    wording, :mod:`coop_tui.sources`, renders the ballot from them)."""
+    return {"proposals": {cid: dict(t) for cid, t in designs.items()},
+            "proposers": dict(proposers)}
 
 
 def _json_terms(terms: Mapping[int, int]) -> dict[str, int]:

@@ -169,6 +169,7 @@ class Mediation(Mechanism):
                 seat, 1, "vote", "approvals",
                 twist=_vote_twist(r, plans, proposers, n),
                 labels=ids,
+                extra=_on_table(plans, proposers),
             )
             for seat in range(n)
         ])
@@ -184,7 +185,8 @@ class Mediation(Mechanism):
                 seat, 1, game=mgame, describe=game if base_view else None,
                 twist=_play_twist(r, plan, proposers[result.winner], n, base_actions, base_view,
                                   explain=p.explain_payoffs),
-                extra={"mediator": dict(plan), "delegate_action": base_actions},
+                extra={"mediator": dict(plan), "delegate_action": base_actions,
+                       "proposer": proposers[result.winner]},
             )
             for seat in range(n)
         ])
@@ -219,6 +221,13 @@ class Mediation(Mechanism):
             "cooperated": [ctx.game.is_cooperative(i, a) for i, a in enumerate(actions)],
         })
         return MatchOutcome(payoffs, {"mediator": None})
+
+
+def _on_table(designs: Mapping[str, Mapping[int, int]], proposers: Mapping[str, int]) -> dict[str, Any]:
+    """The designs a vote is about and who proposed each, in the request (a paper's own
+    wording, :mod:`coop_tui.sources`, renders the ballot from them)."""
+    return {"proposals": {pid: dict(d) for pid, d in designs.items()},
+            "proposers": dict(proposers)}
 
 
 def _vote_twist(

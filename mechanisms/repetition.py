@@ -315,12 +315,15 @@ class Repetition(Mechanism):
         # payoffs and cooperation per action profile: the game is fixed within a match
         outcomes: dict[tuple[int, ...], tuple[Any, list[bool | None]]] = {}
         lines = [RoundLines(ctx.renderer, ctx, seat) for seat in range(ctx.n_seats)]
+        # what the agents are told, for a paper's own wording (coop_tui.sources)
+        told = {"continuation": p.continuation, "history": p.history, "horizon": p.horizon}
         for t in range(1, p.rounds + 1):
             requests = [
                 ctx.play_request(
                     seat, t,
                     twist=repetition_twist(ctx.renderer, ctx, seat, t, p, lines[seat]),
                     total_rounds=p.rounds,
+                    extra=told,
                 )
                 for seat in range(ctx.n_seats)
             ]

@@ -206,6 +206,12 @@ class Reputation(Mechanism):
                             "group": g,
                             "coplayers": coplayers,
                             "coplayer_histories": {s: tuple(ctx.histories[s]) for s in coplayers},
+                            # the whole record and what agents are told, for a paper's
+                            # own wording (coop_tui.sources)
+                            "records": records,
+                            "continuation": p.continuation,
+                            "history": p.history,
+                            "order": p.order,
                         },
                     ))
             decisions = {d.seat: d for d in await ctx.ask_all(requests)}
