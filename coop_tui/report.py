@@ -29,6 +29,7 @@ from coop_tui.analysis.coopeval_tables import (
     run_devrank_mode,
 )
 from coop_tui.analysis.sections import build_sections, keys, rendered, unknown
+from coop_tui.analysis.sections import sections as all_sections
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.analysis.theory import b_star
 from coop_tui.analysis.tournament import tournament_metrics
@@ -651,8 +652,6 @@ def _table_formats(store: Store, run_id: str, fmt: str, devrank: str | None) -> 
     """``--format latex|csv``: the population tables and the report sections that have a
     LaTeX or CSV form (no experiment rows, no other sections). When none of them has
     anything, a note says so (on stderr, and as a LaTeX comment or an empty CSV)."""
-    from coop_tui.analysis.sections import sections as all_sections
-
     tables = _paper_tables(store, run_id, devrank).get("tables") or []
     wanted = [s.key for s in all_sections() if getattr(s, fmt) is not None]
     extra = build_sections(store, run_id, {}, wanted) if wanted else {}
@@ -664,7 +663,7 @@ def _table_formats(store: Store, run_id: str, fmt: str, devrank: str | None) -> 
                 "prints only those")
         print(f"coop-tui: {note}", file=sys.stderr)
         return f"% {note}\n" if fmt == "latex" else render_csv([])
-    shown = [(s, v) for s, v in rendered(extra)]
+    shown = rendered(extra)
     if fmt == "latex":
         return "".join([render_latex(tables) if tables else "",
                         *(s.latex(v) for s, v in shown if s.latex is not None)])
