@@ -255,3 +255,54 @@ def test_spread_when_the_key_is_the_only_one_varied() -> None:
     flat = _spread({"agent": "m", "mechanism": None, "matchup": None,
                     "rests": [{"ours": 0.5, "mine": 0.5}, {"ours": 0.5}]})
     assert flat["share"] is None and "nothing to share out" in spread_line("wording", flat)
+
+
+def test_by_game_on_repeated_strategy_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A key that is also a column (the game), repeated matches (Welch over matches): two
+    always-cooperating agents earn the mutual-cooperation payoff of each game per round."""
+    db = tmp_path / "games.db"
+    run_id = run_sweep({"name": "games", "seed": 3, "samples": 3,
+                        "agents": {"c": {"strategy": "always_cooperate"}},
+                        "experiments": [{"game": ["prisoners", "stag_hunt"], "mechanism": "repetition",
+                                         "rounds": 4, "matchup": "self", "agents": ["c"]}]}, db)
+    code, out, err = cli(capsys, "compare", run_id, "--by", "game", "--db", str(db), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["values"] == ["prisoners", "stag_hunt"]
+    (row,) = result["rows"]
+    assert row["game"] is None and "game" not in row["condition"]
+    assert row["cooperation"]["test"] == "welch" and row["cooperation"]["difference"] == 0.0
+    payoff = row["payoff"]
+    assert payoff["a"]["n"] == payoff["b"]["n"] == 3
+    store = Store(db)
+    pay = dict(store.db.execute(
+        "select m.game, avg(s.payoff) from seats s join matches m on m.id = s.match_id "
+        "where m.run_id = ? group by m.game", [run_id]).fetchall())
+    store.close()
+    assert payoff["difference"] == pytest.approx(pay["stag_hunt"] - pay["prisoners"])
+    assert payoff["difference"] != 0 and payoff["note"] == "no variation within either run"
+
+
+async def test_the_analysis_screen_shows_the_wording_panel(run: dict[str, Any]) -> None:
+    """The section's panel is mounted from the same render as the text report."""
+    from textual.widgets import Static
+
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.analysis import AnalysisScreen
+
+    class ScreenApp(CoopApp):
+        def on_mount(self, event: Any) -> None:
+            event.prevent_default()  # no setup screen underneath
+            self.push_screen(AnalysisScreen(self.store, run["id"]))
+
+    app = ScreenApp(run["worded"], replay_speed=0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        for _ in range(3000):  # until the report is loaded (a worker), at most a minute
+            if getattr(screen, "loaded", 0) >= 1:
+                break
+            await pilot.pause(0.02)
+        assert screen.loaded >= 1 and screen.error is None
+        panel = screen.query_one("#an-section-wording")
+        assert panel.border_title == "Per wording: differences and the share of the spread"
+        assert panel.query(Static)
