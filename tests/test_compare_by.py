@@ -171,6 +171,10 @@ def test_missing_keys_stand_for_their_default() -> None:
     found = varied_keys([{"similarity": 80}, {"similarity": 80, "wording": "mine"}])
     assert found == {"wording": ["ours", "mine"]}
     assert varied_keys([{"similarity": 80.0}, {"similarity": 80}]) == {}
+    # every key the sweep leaves out at its default (sweep._game_condition)
+    assert varied_keys([{"game": "prisoners"}, {"game": "prisoners", "answer": "choice",
+                                                "style_message": "user_end"}]) == {
+        "answer": ["mixed", "choice"], "style_message": ["system", "user_end"]}
 
 
 # ------------------------------------------------------------------ the report section

@@ -46,15 +46,18 @@ from coop_tui.analysis.compare import (
     strict_json,
 )
 from coop_tui.errors import fail
+from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.store import Store, condition_key
 from coop_tui.terminal import terminal_data
 
 __all__ = ["DEFAULTS", "KeyNotVaried", "compare_by", "compare_by_command", "key_values", "render_latex", "render_text",
            "shown", "spread_by", "varied_keys"]
 
-DEFAULTS: dict[str, Any] = {"wording": "ours", "condition": "baseline"}
+DEFAULTS: dict[str, Any] = {"wording": "ours", "condition": "baseline", "answer": "mixed",
+                            "prompt_protocol": DEFAULT_KEY, "style_message": "system"}
 """What a condition that leaves a key out played under: the keys whose default is not
-stored, so that runs made before the key existed keep their conditions."""
+stored (``sweep._game_condition``), so that runs made before the key existed keep their
+conditions."""
 
 _MEASURES = (("cooperation", "cooperation rate"), ("payoff", "mean payoff"))
 
