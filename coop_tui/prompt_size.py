@@ -106,12 +106,8 @@ def _signature(sweep: Sweep, index: int) -> str:
     cell = sweep.cells[index]
     styles = [sweep.spec.agents[n].style if sweep.spec.agents[n].kind in ("llm", "local") else "-"
               for n in cell.seats]
-    key = [cell.game, cell.game_params, cell.mechanism, cell.mechanism_params, styles,
-           cell.randomize_labels]
-    wording = getattr(cell, "wording", None)
-    if wording not in (None, "ours"):  # other words, other sizes (and a folder gets checked)
-        key.append(wording)
-    return stable_hash(key)
+    return stable_hash([cell.game, cell.game_params, cell.mechanism, cell.mechanism_params, styles,
+                        cell.randomize_labels])
 
 
 async def measure(sweep: Sweep) -> PromptSizes:

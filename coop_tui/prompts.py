@@ -140,7 +140,7 @@ WORDING_VALUES = ("ours", "source")
 paper's own code (:mod:`coop_tui.sources`). Any other value is a folder of templates."""
 
 
-def wording_folder(wording: str | None, base: Path | None = None) -> Path | None:
+def wording_path(wording: str | None, base: Path | None = None) -> Path | None:
     """The folder an experiment's ``wording`` names (``~`` expanded, relative to the sweep
     file's folder ``base``), or None for our own words and the paper's source."""
     if wording is None or wording in WORDING_VALUES:

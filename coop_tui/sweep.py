@@ -52,7 +52,7 @@ from coop_tui.events import (
 from coop_tui.grounded.stages import experiment_stages, needs_inputs, resolve_params
 from coop_tui.inputs import changed_input
 from coop_tui.mechanisms import mechanism_class
-from coop_tui.prompts import PromptRenderer, UnsafeTemplate, wording_folder
+from coop_tui.prompts import PromptRenderer, UnsafeTemplate, wording_path
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
@@ -438,7 +438,7 @@ def _templates(sweep: Sweep) -> Path | None:
 def cell_renderer(renderer: PromptRenderer, cell: Cell, base: Path | None) -> PromptRenderer:
     """The renderer of one cell's prompts: the run's, with the folder of the experiment's
     own wording (``wording = "PATH"``) searched first when it names one."""
-    folder = wording_folder(getattr(cell, "wording", None), base)
+    folder = wording_path(getattr(cell, "wording", None), base)
     return renderer if folder is None else renderer.overlaid(folder)
 
 

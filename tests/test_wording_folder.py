@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from coop_tui.errors import SpecError
-from coop_tui.prompts import PromptRenderer, check_wording_folder, template_slots, wording_folder
+from coop_tui.prompts import PromptRenderer, check_wording_folder, template_slots, wording_path
 from coop_tui.spec import build_sweep
 from coop_tui.spec_models import Cell
 from coop_tui.store import Store
@@ -125,10 +125,10 @@ def test_the_overlay_sits_over_the_sweeps_templates(tmp_path: Path) -> None:
 
 
 def test_which_wording_values_name_a_folder(tmp_path: Path) -> None:
-    assert wording_folder("ours") is None and wording_folder("source") is None
-    assert wording_folder(None) is None
-    assert wording_folder("mine", tmp_path) == tmp_path / "mine"
-    assert wording_folder(str(FOLDER), tmp_path) == FOLDER
+    assert wording_path("ours") is None and wording_path("source") is None
+    assert wording_path(None) is None
+    assert wording_path("mine", tmp_path) == tmp_path / "mine"
+    assert wording_path(str(FOLDER), tmp_path) == FOLDER
     cell = Cell(experiment=0, game="prisoners", game_params={}, mechanism="none",
                 mechanism_params={}, seats=("a", "b"), matchup="self", samples=1,
                 randomize_labels=False, max_attempts=3, on_invalid="fail")
