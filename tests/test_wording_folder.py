@@ -203,3 +203,44 @@ def test_the_folder_is_fingerprinted_so_resume_notices_an_edit() -> None:
              if Path(p).is_relative_to(FOLDER)}
     assert {"game.j2", "answer/mixed_plain.j2", "twist/similarity_percentage.j2",
             "twist/similarity_percentage_updated.j2"} <= found
+
+
+HAS_FIELD = "wording" in {f.name for f in dataclasses.fields(Cell)}
+
+
+def _worded_answer(body: dict[str, Any]) -> str:
+    """Under the stand-in wording the model always cooperates; under ours only when told
+    the other is at least 50% similar."""
+    text = last_user_message(body)
+    told = re.search(r"(\d+)% similar to", text)
+    coop = 100 if "Stand-in" in text or (told and int(told.group(1)) >= 50) else 0
+    return json.dumps({"A0": coop, "A1": 100 - coop})
+
+
+@pytest.mark.skipif(not HAS_FIELD, reason="the experiment field `wording` is another branch's; "
+                    "this runs once both are merged")
+def test_wording_as_an_axis_compared_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``wording = ["ours", FOLDER]`` is a grid axis: ``compare --by wording`` prints the
+    per-condition differences and the report's section shares out the spread."""
+    from coop_tui.api import run_sweep as run_sweep_sync
+    from coop_tui.cli import main
+
+    db = tmp_path / "axis.db"
+    with LoopbackServer(latency=0.0, chunks=1, answer=_worded_answer) as s:
+        run_id = run_sweep_sync({
+            "name": "wording-axis", "seed": 4, "samples": 6,
+            "agents": {"m": {"model": "openai/loopback", "api_base": s.url, "api_key": "sk-test",
+                             "style": "direct"}},
+            "experiments": [{"game": "prisoners", "mechanism": "similarity", "matchup": "self",
+                             "agents": ["m"], "similarity": [20, 80],
+                             "wording": ["ours", str(FOLDER)]}]}, db)
+    capsys.readouterr()
+    assert main(["compare", run_id, "--by", "wording", "--db", str(db), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["values"] == ["ours", str(FOLDER)]
+    by_sim = {r["condition"]["similarity"]: r["cooperation"] for r in result["rows"]}
+    assert by_sim[20.0]["difference"] == 1.0 and by_sim[20.0]["different"]
+    assert by_sim[80.0]["difference"] == 0.0
+    assert main(["report", run_id, "--db", str(db), "--json"]) == 0
+    (spread,) = json.loads(capsys.readouterr().out)["wording"]["spread"]
+    assert spread["share"] == pytest.approx(2 / 3) and spread["main_share"] == pytest.approx(1 / 3)
