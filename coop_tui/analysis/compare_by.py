@@ -50,7 +50,7 @@ from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.store import Store, condition_key
 from coop_tui.terminal import terminal_data
 
-__all__ = ["DEFAULTS", "KeyNotVaried", "compare_by", "compare_by_command", "key_values", "render_latex", "render_text",
+__all__ = ["DEFAULTS", "KeyNotVaried", "Loaded", "compare_by", "compare_by_command", "key_values", "render_latex", "render_text",
            "shown", "spread_by", "varied_keys"]
 
 DEFAULTS: dict[str, Any] = {"wording": "ours", "condition": "baseline", "answer": "mixed",
@@ -60,6 +60,10 @@ stored (``sweep._game_condition``), so that runs made before the key existed kee
 conditions."""
 
 _MEASURES = (("cooperation", "cooperation rate"), ("payoff", "mean payoff"))
+
+Loaded = tuple[dict[Any, Any], dict[tuple[Any, ...], str | None]]
+"""A run's cells and condition fields, as :func:`coop_tui.analysis.compare.run_cells` reads
+them once for both :func:`compare_by` and :func:`spread_by`."""
 
 
 class KeyNotVaried(ValueError):
@@ -150,7 +154,7 @@ def _groups(cells: dict[Any, Any], parsed: dict[tuple[Any, ...], dict[str, Any]]
     return groups
 
 
-def spread_by(store: Store, run_id: str, key: str) -> list[dict[str, Any]]:
+def spread_by(store: Store, run_id: str, key: str, *, loaded: Loaded | None = None) -> list[dict[str, Any]]:
     """How much of the spread of cooperation between conditions is due to ``key``: one
     entry per agent, mechanism and matchup (the other keys, the game included, vary
     inside it).
@@ -170,7 +174,7 @@ def spread_by(store: Store, run_id: str, key: str) -> list[dict[str, Any]]:
     ``key_points``, the key's own spread (highest minus lowest value) averaged over the
     rests that have two values, and ``other_points``, the spread the other keys make
     (highest minus lowest rest) averaged over the key's values."""
-    cells, conds = run_cells(store, run_id)
+    cells, conds = loaded or run_cells(store, run_id)
     out: dict[str, dict[str, Any]] = {}
     for group in _groups(cells, _conditions(conds), key).values():
         rates = {v: math.fsum(c.coop) / len(c.coop) for v, c in group["by_value"].items() if c.coop}
@@ -210,14 +214,15 @@ def _spread(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_by(store: Store, run_id: str, key: str, *, base: str | None = None,
-               against: str = "all") -> dict[str, Any]:
+               against: str = "all", loaded: Loaded | None = None) -> dict[str, Any]:
     """Every pair of values of ``key`` (``against = "all"``), or each value against the
     first (``"first"``) or against ``base`` (its text as shown), per rest of the
     condition and agent: rates, differences B − A, intervals and Holm-adjusted p-values.
 
     :class:`KeyNotVaried` when the run holds ``key`` at one value; ``ValueError`` naming
-    the values when ``base`` is none of them."""
-    cells, conds = run_cells(store, run_id)
+    the values when ``base`` is none of them. ``loaded``: the run's cells as
+    :func:`coop_tui.analysis.compare.run_cells` read them (read here when not given)."""
+    cells, conds = loaded or run_cells(store, run_id)
     parsed = _conditions(conds)
     varied = varied_keys(list(parsed.values()))
     if key not in varied:

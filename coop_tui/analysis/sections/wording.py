@@ -41,14 +41,16 @@ def build_axis(store: Store, run_id: str, key: str) -> dict[str, Any] | None:
     the spread lines; None when the run does not vary the key."""
     if not _mentions(store, run_id, key):
         return None
+    from coop_tui.analysis.compare import run_cells
     from coop_tui.analysis.compare_by import KeyNotVaried, compare_by, spread_by
 
+    loaded = run_cells(store, run_id)  # read once for both
     try:
-        comparison = compare_by(store, run_id, key, against="first")
+        comparison = compare_by(store, run_id, key, against="first", loaded=loaded)
     except KeyNotVaried:
         return None
     return {"key": key, "values": comparison["values"], "comparison": comparison,
-            "spread": spread_by(store, run_id, key)}
+            "spread": spread_by(store, run_id, key, loaded=loaded)}
 
 
 def spread_line(key: str, entry: dict[str, Any]) -> str:
