@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--format", dest="report_format", choices=["text", "json", "latex", "csv"], default=None,
         help="text (default) or json for the whole report; latex or csv for the paper-style "
-        "population tables only (Mean / Fitness / DevRank, mean ± SE over replicates)",
+        "population tables (Mean / Fitness / DevRank, mean ± SE over replicates) and the "
+        "per-wording section only",
     )
     rep.add_argument(
         "--sections", metavar="KEY,...",
@@ -85,10 +86,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(rep)
 
-    cmp = sub.add_parser("compare", help="are two runs different? cooperation and payoffs per "
-                         "shared condition, with intervals and Holm-corrected p-values")
+    cmp = sub.add_parser("compare", help="are two runs different (or, with --by, the values of one "
+                         "condition key within a run)? cooperation and payoffs per shared "
+                         "condition, with intervals and Holm-corrected p-values")
     cmp.add_argument("run_a", metavar="RUN_A", help="run id, id prefix or name (the baseline)")
-    cmp.add_argument("run_b", metavar="RUN_B", help="run id, id prefix or name (compared with A)")
+    cmp.add_argument("run_b", metavar="RUN_B", nargs="?", default=None,
+                     help="run id, id prefix or name (compared with A); not with --by")
+    cmp.add_argument("--by", metavar="KEY", default=None,
+                     help="compare the values of this condition key within RUN_A (similarity, "
+                     "framing, wording, ...), the other keys held fixed: every pair of values")
+    cmp.add_argument("--base", metavar="VALUE", default=None,
+                     help="with --by: each value against this one instead of every pair")
     cmp.add_argument("--db-b", metavar="PATH", default=None,
                      help="the database RUN_B is in (default: the same as RUN_A's, --db)")
     cmp.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
@@ -204,6 +212,21 @@ def _db_path(args: argparse.Namespace) -> Path:
     return Path(args.db).expanduser() if getattr(args, "db", None) else default_db_path()
 
 
+def _compare_by(args: argparse.Namespace, fmt: str) -> int:
+    """``compare RUN --by KEY [--base VALUE]``: one run, so no RUN_B and no --db-b."""
+    from coop_tui.analysis.compare_by import compare_by_command
+    from coop_tui.report import print_in_full
+
+    if args.by is None:
+        return fail("--base: only with --by KEY; add --by or drop --base")
+    if args.run_b is not None:
+        return fail(f"RUN_B: --by compares values within one run; drop {args.run_b!r} or drop --by")
+    if args.db_b is not None:
+        return fail("--db-b: --by compares values within one run; drop --db-b")
+    return compare_by_command(_db_path(args), args.run_a, args.by, base=args.base, fmt=fmt,
+                              print_text=print_in_full)
+
+
 def _load_dotenv() -> None:
     """API keys may sit in a ``.env`` file in the working directory; the environment wins."""
     env_file = Path(".env")
@@ -301,6 +324,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.json and args.compare_format not in (None, "json"):
             return fail(f"--json asks for JSON and --format for {args.compare_format}; give one of them")
         fmt = "json" if args.json else (args.compare_format or "text")
+        if args.by is not None or args.base is not None:
+            return _compare_by(args, fmt)
+        if args.run_b is None:
+            return fail("RUN_B: compare needs a second run, or --by KEY to compare the values "
+                        "of one condition key within RUN_A")
         db_b = Path(args.db_b).expanduser() if args.db_b else None
         return compare_command(_db_path(args), args.run_a, args.run_b, db_b=db_b, fmt=fmt,
                                print_text=print_in_full)

@@ -9,6 +9,7 @@ mapping from shown label to game action travels with the request and is stored.
 from __future__ import annotations
 
 import itertools
+import stat
 import tomllib
 import traceback
 from collections.abc import Callable, Sequence
@@ -61,6 +62,22 @@ class PromptRenderer:
             self._search.insert(0, str(template_dir))
         self.template_dir = Path(template_dir) if template_dir else None
         self._made: Any = None
+        self._overlays: dict[str, PromptRenderer] = {}
+
+    def overlaid(self, folder: Path | str) -> PromptRenderer:
+        """This renderer with ``folder`` searched first: an experiment's own wording
+        (``wording = "PATH"``) over the sweep's ``templates`` over the shipped ones, in the
+        same sandbox. One renderer per folder (its compiled templates are kept), checked
+        once (:func:`check_wording_folder`)."""
+        key = str(folder)
+        found = self._overlays.get(key)
+        if found is None:
+            check_wording_folder(Path(folder))
+            found = PromptRenderer()
+            found._search = [key, *self._search]
+            found.template_dir = Path(folder)
+            self._overlays[key] = found
+        return found
 
     @property
     def _env(self) -> Any:
@@ -116,6 +133,54 @@ class PromptRenderer:
         assert loader is not None
         src, _, _ = loader.get_source(self._env, name)
         return src
+
+
+WORDING_VALUES = ("ours", "source")
+"""The values of an experiment's ``wording`` that name no folder: our templates, or the
+paper's own code (:mod:`coop_tui.sources`). Any other value is a folder of templates."""
+
+
+def wording_path(wording: str | None, base: Path | None = None) -> Path | None:
+    """The folder an experiment's ``wording`` names (``~`` expanded, relative to the sweep
+    file's folder ``base``), or None for our own words and the paper's source."""
+    if wording is None or wording in WORDING_VALUES:
+        return None
+    path = Path(wording).expanduser()
+    return base / path if base is not None and not path.is_absolute() else path
+
+
+def template_slots() -> list[str]:
+    """Every template a folder of one's own wording may replace: the shipped templates'
+    paths under ``data/prompts`` (``twist/similarity_percentage_updated.j2``, ...)."""
+    root = default_template_dir()
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.j2"))
+
+
+def check_wording_folder(folder: Path) -> list[str]:
+    """The slots a wording folder fills; :class:`SpecError` on the field ``wording``
+    naming the file and the fix for a folder that is missing or fills none, a template
+    named after no slot (a typo would silently leave ours in place) or one that is not a
+    regular file (a FIFO would hang the first render)."""
+    if not folder.is_dir():
+        raise SpecError("wording", f"{folder} is not a folder; give a folder of templates "
+                        "named after the slots (see docs/reproducing-similarity.md)")
+    slots = set(template_slots())
+    found = []
+    for path in sorted(itertools.islice(folder.rglob("*.j2"), 10 * len(slots))):
+        name = path.relative_to(folder).as_posix()
+        if name not in slots:
+            same = sorted(s for s in slots if s.rsplit("/", 1)[-1] == path.name)
+            hint = (f"did you mean {' or '.join(same)}?" if same else
+                    "for example game.j2 or twist/similarity_percentage_updated.j2")
+            raise SpecError("wording", f"{path}: names no template slot; name it after the "
+                            f"template it replaces, as a path under data/prompts ({hint})")
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise SpecError("wording", f"{path}: is not a regular file; a template must be one")
+        found.append(name)
+    if not found:
+        raise SpecError("wording", f"{folder} holds no template (.j2 file); put your wording in "
+                        "files named after the slots (see docs/reproducing-similarity.md)")
+    return found
 
 
 def _jinja2() -> Any:

@@ -29,6 +29,7 @@ from coop_tui.analysis.coopeval_tables import (
     run_devrank_mode,
 )
 from coop_tui.analysis.sections import build_sections, keys, rendered, unknown
+from coop_tui.analysis.sections import sections as all_sections
 from coop_tui.analysis.stats import wilson_interval
 from coop_tui.analysis.theory import b_star
 from coop_tui.analysis.tournament import tournament_metrics
@@ -630,19 +631,9 @@ def report_command(
     if run is None:
         return fail(f"no run {ref!r} in {db_path}" if ref else f"no runs in {db_path}")
     if fmt in ("latex", "csv"):
-        # the tables alone: no experiment rows, no report sections
-        tables = _paper_tables(store, run["id"], devrank).get("tables")
-        read_cache.forget()
-        if not tables:
-            # nothing is wrong with the run: the tables have nothing to say, and say so
-            note = (f"run {run['id']} has no population tables (no cross-play tournament or "
-                    f"Reputation population); --format {fmt} prints only those")
-            print(f"coop-tui: {note}", file=sys.stderr)
-            print(f"% {note}\n" if fmt == "latex" else render_csv([]), end="")
-            return 0
+        out = _table_formats(store, run["id"], fmt, devrank)
         # data for a file, but it may be read on a terminal: control characters of imported
         # names shown as escapes (newlines kept), names kept whole
-        out = (render_latex if fmt == "latex" else render_csv)(tables)
         print(terminal_text(out, markup=False, lines=True), end="")
         return 0
     report = build_report(store, run["id"], wanted, devrank=devrank)
@@ -655,6 +646,28 @@ def report_command(
         limit = None if sys.stdout.isatty() else FILE_NAME_WIDTH
         print_in_full(render_text(terminal_data(report, short_names(report, limit))))
     return 0
+
+
+def _table_formats(store: Store, run_id: str, fmt: str, devrank: str | None) -> str:
+    """``--format latex|csv``: the population tables and the report sections that have a
+    LaTeX or CSV form (no experiment rows, no other sections). When none of them has
+    anything, a note says so (on stderr, and as a LaTeX comment or an empty CSV)."""
+    tables = _paper_tables(store, run_id, devrank).get("tables") or []
+    wanted = [s.key for s in all_sections() if getattr(s, fmt) is not None]
+    extra = build_sections(store, run_id, {}, wanted) if wanted else {}
+    read_cache.forget()
+    if not tables and not extra:
+        # nothing is wrong with the run: the tables have nothing to say, and say so
+        note = (f"run {run_id} has no population tables (no cross-play tournament or "
+                f"Reputation population) and no section with a {fmt} form; --format {fmt} "
+                "prints only those")
+        print(f"coop-tui: {note}", file=sys.stderr)
+        return f"% {note}\n" if fmt == "latex" else render_csv([])
+    shown = rendered(extra)
+    if fmt == "latex":
+        return "".join([render_latex(tables) if tables else "",
+                        *(s.latex(v) for s, v in shown if s.latex is not None)])
+    return render_csv(tables, [row for s, v in shown if s.csv is not None for row in s.csv(v)])
 
 
 def print_in_full(renderable: Any) -> None:

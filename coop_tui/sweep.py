@@ -52,7 +52,7 @@ from coop_tui.events import (
 from coop_tui.grounded.stages import experiment_stages, needs_inputs, resolve_params
 from coop_tui.inputs import changed_input
 from coop_tui.mechanisms import mechanism_class
-from coop_tui.prompts import PromptRenderer, UnsafeTemplate
+from coop_tui.prompts import PromptRenderer, UnsafeTemplate, wording_path
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
@@ -271,6 +271,10 @@ async def run_sweep(
     """
     if concurrency is not None:
         sweep.spec.concurrency = concurrency
+    renderer = PromptRenderer(_templates(sweep))
+    base = sweep.source.parent if sweep.source else None
+    for cell in sweep.cells:  # a bad folder of one's own wording stops before the run is written
+        cell_renderer(renderer, cell, base)
     bus = bus or EventBus()
     previous = None
     if resume:
@@ -316,9 +320,7 @@ async def run_sweep(
             await close_agents(agents.values())
         raise
     hub = start_batches(agents, store, bus, sweep.spec.batch_gather)
-    renderer = PromptRenderer(_templates(sweep))
     designs = DesignBook()  # one per run: designs shared by a tournament's matches
-    base = sweep.source.parent if sweep.source else None
     started = time.perf_counter()
     bus.emit(
         RunStarted(run_id, sweep.name, sweep.total_matches, estimate_decisions(sweep), public_spec(sweep.spec))
@@ -433,6 +435,13 @@ def _templates(sweep: Sweep) -> Path | None:
     return p
 
 
+def cell_renderer(renderer: PromptRenderer, cell: Cell, base: Path | None) -> PromptRenderer:
+    """The renderer of one cell's prompts: the run's, with the folder of the experiment's
+    own wording (``wording = "PATH"``) searched first when it names one."""
+    folder = wording_path(getattr(cell, "wording", None), base)
+    return renderer if folder is None else renderer.overlaid(folder)
+
+
 def match_id_for(run_id: str, match_key: str) -> str:
     return stable_hash([run_id, match_key])[:16]
 
@@ -523,7 +532,7 @@ async def play_cell(
         bus=bus,
         seed=seed,
         sample=sample,
-        renderer=renderer,
+        renderer=cell_renderer(renderer, cell, base or (sweep.source.parent if sweep.source else None)),
         policy=DecisionPolicy(
             max_attempts=cell.max_attempts,
             on_invalid=cell.on_invalid,

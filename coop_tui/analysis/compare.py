@@ -44,8 +44,8 @@ from coop_tui.errors import fail
 from coop_tui.store import Store
 from coop_tui.terminal import terminal_data, terminal_text
 
-__all__ = ["ALPHA", "compare_command", "compare_runs", "holm", "open_run", "render_latex", "render_text",
-           "welch", "fisher_counts"]
+__all__ = ["ALPHA", "compare_cells", "compare_command", "compare_runs", "correct_rows", "holm",
+           "open_run", "render_latex", "render_text", "run_cells", "welch", "fisher_counts"]
 
 ALPHA = 0.05
 """The family-wise error rate Holm's correction holds the pair's tests to."""
@@ -263,6 +263,31 @@ def _order(key: Key) -> tuple[str, ...]:
     return tuple("" if part is None else str(part) for part in key)
 
 
+def compare_cells(a: _Cell, b: _Cell) -> dict[str, Any]:
+    """B against A for one agent in one condition: the cooperation and payoff tests (each
+    None when a side has no values), before Holm's correction."""
+    return {"cooperation": _cooperation(a, b), "payoff": _payoff(a, b)}
+
+
+def correct_rows(rows: list[dict[str, Any]]) -> int:
+    """Holm's correction over every test of ``rows`` (their ``cooperation`` and ``payoff``),
+    in place: each test gets ``p_holm`` and ``different``, each row ``different``. Returns
+    the number of tests with a p-value (what the correction counted)."""
+    tests = [row[m] for row in rows for m in ("cooperation", "payoff") if row[m] is not None]
+    for test, adjusted in zip(tests, holm([t["p"] for t in tests]), strict=True):
+        test["p_holm"] = adjusted
+        test["different"] = adjusted is not None and adjusted < ALPHA
+    for row in rows:
+        row["different"] = any((row[m] or {}).get("different") for m in ("cooperation", "payoff"))
+    return sum(1 for t in tests if t["p"] is not None)
+
+
+def run_cells(store: Store, run_id: str) -> tuple[dict[Key, _Cell], dict[tuple[Any, ...], str | None]]:
+    """The run's per-match values by (mechanism, matchup, game, condition key, agent), and
+    each condition's JSON fields by the first four (what :func:`compare_runs` reads)."""
+    return _cells(store, run_id)
+
+
 def compare_runs(store_a: Store, run_a: str, store_b: Store, run_b: str) -> dict[str, Any]:
     """Run B against run A per shared condition and agent: rates, differences B − A,
     intervals, p-values and Holm-adjusted p-values (see the module's docstring)."""
@@ -272,20 +297,14 @@ def compare_runs(store_a: Store, run_a: str, store_b: Store, run_b: str) -> dict
     rows = []
     for key in shared:
         row = _describe(key, conds_a)
-        row["cooperation"] = _cooperation(cells_a[key], cells_b[key])
-        row["payoff"] = _payoff(cells_a[key], cells_b[key])
+        row.update(compare_cells(cells_a[key], cells_b[key]))
         rows.append(row)
-    tests = [row[m] for row in rows for m in ("cooperation", "payoff") if row[m] is not None]
-    for test, adjusted in zip(tests, holm([t["p"] for t in tests]), strict=True):
-        test["p_holm"] = adjusted
-        test["different"] = adjusted is not None and adjusted < ALPHA
-    for row in rows:
-        row["different"] = any((row[m] or {}).get("different") for m in ("cooperation", "payoff"))
+    n_tests = correct_rows(rows)
     out: dict[str, Any] = {
         "runs": {"a": _run_info(store_a, run_a), "b": _run_info(store_b, run_b)},
         "alpha": ALPHA,
         "correction": "holm",
-        "tests": sum(1 for t in tests if t["p"] is not None),
+        "tests": n_tests,
         "shared": rows,
         "only_a": [_describe(k, conds_a) for k in sorted(set(cells_a) - set(cells_b), key=_order)],
         "only_b": [_describe(k, conds_b) for k in sorted(set(cells_b) - set(cells_a), key=_order)],

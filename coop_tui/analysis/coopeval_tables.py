@@ -622,13 +622,16 @@ def _tex(text: str) -> str:
     return text.replace("_", "\\_").replace("&", "\\&").replace("%", "\\%")
 
 
-def render_csv(cells: list[dict[str, Any]]) -> str:
-
+def render_csv(cells: list[dict[str, Any]], extra: Sequence[dict[str, Any]] = ()) -> str:
+    """The tables' cells as CSV rows, then ``extra`` rows (report sections'); the header
+    gains the columns the extra rows bring, in the order they first appear."""
     buf = io.StringIO()
     fields = ["table", "mechanism", "order", "metric", "agent", "value", "se", "n", "condition"]
+    for row in extra:
+        fields += [k for k in row if k not in fields]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
-    for c in cells:
+    for c in [*cells, *extra]:
         writer.writerow({k: c.get(k) for k in fields})
     return buf.getvalue()
 

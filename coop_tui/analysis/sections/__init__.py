@@ -62,6 +62,12 @@ class Section:
     order: int = 100
     inputs: Callable[[Store, str], Any] | None = None
     version: int = 1
+    latex: Callable[[Any], str] | None = None
+    """The value as LaTeX, for ``report --format latex`` (which prints only the population
+    tables and the sections that give this)."""
+    csv: Callable[[Any], list[dict[str, Any]]] | None = None
+    """The value as rows (a ``table`` column naming them), appended to ``report --format
+    csv``; columns the population tables lack are added to the header."""
 
     @property
     def stored(self) -> bool:
