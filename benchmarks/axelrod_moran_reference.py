@@ -1,0 +1,84 @@
+"""Reference fixation frequencies for the Moran section, from the Axelrod library.
+
+``tests/data/axelrod_moran_reference.json`` holds the mean payoffs coop-tui stored for the
+strategies tournament ``tests/data/moran_strategies.toml`` (``agents``, ``payoffs``:
+row agent's mean payoff against the column agent). This script feeds exactly those
+payoffs to Axelrod's ``ApproximateMoranProcess`` (every pair's match outcome is the
+stored pair of means, so no match is played), runs it ``RUNS`` times from one invader
+among ``population - 1`` residents for every ordered pair, and writes the share of runs
+the invader fixed in under ``fixation``. ``tests/test_moran.py`` checks coop-tui's exact
+fixation probabilities against them. Run it with an interpreter that has ``axelrod``
+(coop-tui does not depend on it)::
+
+    python -m venv /tmp/axl && /tmp/axl/bin/pip install axelrod torch==2.13.0
+    /tmp/axl/bin/python benchmarks/axelrod_moran_reference.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+import time
+from pathlib import Path
+
+import axelrod as axl
+from axelrod.moran import ApproximateMoranProcess
+from axelrod.random_ import Pdf
+
+REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "axelrod_moran_reference.json"
+RUNS = 10_000
+SEED = 2026
+
+
+def named_player(name: str) -> axl.Player:
+    """A placeholder player whose only use is its name: the outcomes are cached."""
+    cls = type(f"Stored_{name}", (axl.Cooperator,), {"name": name})
+    return cls()
+
+
+class StoredOutcome(Pdf):
+    """Axelrod's outcome distribution with its one outcome: a pair's stored means. Sampling
+    a one-point distribution needs no random draw, and NumPy's weighted choice per pair
+    per step was nearly all of the process's time (16 s for 200 runs)."""
+
+    def sample(self):
+        return self.sample_space[0]
+
+
+def fixation_share(agents: list[str], payoffs: list[list[float]], invader: int, resident: int,
+                   population: int, runs: int, seed: int) -> float:
+    outcomes = {}
+    for i in (invader, resident):
+        for j in (invader, resident):
+            outcomes[(agents[i], agents[j])] = StoredOutcome(Counter({(payoffs[i][j], payoffs[j][i]): 1}))
+    fixed = 0
+    for run in range(runs):
+        players = [named_player(agents[invader])] + [named_player(agents[resident])
+                                                      for _ in range(population - 1)]
+        process = ApproximateMoranProcess(players, outcomes, seed=seed + run)
+        process.play()
+        fixed += process.winning_strategy_name == agents[invader]
+    return fixed / runs
+
+
+def main() -> None:
+    data = json.loads(REFERENCE.read_text())
+    agents, payoffs, population = data["agents"], data["payoffs"], data["population"]
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    fixation: dict[str, dict[str, float]] = {}
+    for i, invader in enumerate(agents):
+        for j, resident in enumerate(agents):
+            if i == j:
+                continue
+            started = time.perf_counter()
+            share = fixation_share(agents, payoffs, i, j, population, runs, SEED + 1000 * (i * len(agents) + j))
+            fixation.setdefault(invader, {})[resident] = share
+            print(f"{invader} invading {resident}: {share:.4f} ({time.perf_counter() - started:.1f} s)",
+                  flush=True)
+    data.update(runs=runs, seed=SEED, fixation=fixation, axelrod=axl.__version__)
+    REFERENCE.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
