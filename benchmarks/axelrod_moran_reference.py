@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
 import time
+from collections import Counter
 from pathlib import Path
 
 import axelrod as axl
