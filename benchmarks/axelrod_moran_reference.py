@@ -17,6 +17,7 @@ fixation probabilities against them. Run it with an interpreter that has ``axelr
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import time
 from collections import Counter
@@ -32,8 +33,10 @@ SEED = 2026
 
 
 def named_player(name: str) -> axl.Player:
-    """A placeholder player whose only use is its name: the outcomes are cached."""
-    cls = type(f"Stored_{name}", (axl.Cooperator,), {"name": name})
+    """A placeholder player whose only use is its name: the outcomes are cached. Its repr
+    is the name alone (the process looks outcomes up by ``str(player)`` for every pair at
+    every step, and Axelrod's repr, which formats parameters, took a fifth of the time)."""
+    cls = type(f"Stored_{name}", (axl.Cooperator,), {"name": name, "__repr__": lambda self: name})
     return cls()
 
 
@@ -66,16 +69,17 @@ def main() -> None:
     data = json.loads(REFERENCE.read_text())
     agents, payoffs, population = data["agents"], data["payoffs"], data["population"]
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    pairs = [(i, j) for i in range(len(agents)) for j in range(len(agents)) if i != j]
+    jobs = [(agents, payoffs, i, j, population, runs, SEED + 1000 * (i * len(agents) + j))
+            for i, j in pairs]
+    started = time.perf_counter()
+    with multiprocessing.Pool() as pool:  # one pair per task; the pairs are independent
+        shares = pool.starmap(fixation_share, jobs)
     fixation: dict[str, dict[str, float]] = {}
-    for i, invader in enumerate(agents):
-        for j, resident in enumerate(agents):
-            if i == j:
-                continue
-            started = time.perf_counter()
-            share = fixation_share(agents, payoffs, i, j, population, runs, SEED + 1000 * (i * len(agents) + j))
-            fixation.setdefault(invader, {})[resident] = share
-            print(f"{invader} invading {resident}: {share:.4f} ({time.perf_counter() - started:.1f} s)",
-                  flush=True)
+    for (i, j), share in zip(pairs, shares, strict=True):
+        fixation.setdefault(agents[i], {})[agents[j]] = share
+        print(f"{agents[i]} invading {agents[j]}: {share:.4f}")
+    print(f"{len(pairs)} pairs x {runs} runs in {time.perf_counter() - started:.0f} s")
     data.update(runs=runs, seed=SEED, fixation=fixation, axelrod=axl.__version__)
     REFERENCE.write_text(json.dumps(data, indent=1) + "\n")
 
