@@ -576,3 +576,27 @@ def test_an_unknown_batch_status_counts_as_pending_with_a_warning(
     assert set(server.batch_book.submitted.values()) == {1}
     warned = [r.getMessage() for r in caplog.records if "'deliberating'" in r.getMessage()]
     assert len(warned) == 3 and "counts as pending" in warned[0]  # once per batch
+
+
+def test_a_batch_whose_state_cannot_be_learnt_is_never_sent_again(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polling fails in a row (the batch answers 404): the batch may still complete, so its
+    requests fail in this run instead of going into a new batch, the ledger keeps it
+    pending, and ``--resume`` polls it again and uses its answers: every request sent once."""
+    import coop_tui.agents.batch as batch_module
+
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    monkeypatch.setattr(batch_module, "MAX_POLL_FAILURES", 3)
+    server.configure(batch_lost=True)
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true")
+    db = tmp_path / "lost.db"
+    summary = run_in_process(sweep, db)
+    assert summary.status == "failed"
+    assert batch_sizes(server) == [8] and set(server.batch_book.submitted.values()) == {1}
+    assert rows(db, "select status from batches") == [("pending",)]
+    server.configure(batch_lost=False)
+    assert run_in_process(sweep, db, resume=True).status == "done"
+    assert set(server.batch_book.submitted.values()) == {1}
+    assert batch_sizes(server) == [8, 4, 4]
+    assert count(db, "select count(*) from decisions where valid = 1") == DECISIONS
