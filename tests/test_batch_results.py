@@ -24,6 +24,7 @@ from coop_tui.agents.batch_results import (
     line_limit,
     openai_outcome,
     read_result_lines,
+    read_result_stream,
 )
 
 MAX_CHARS = 50
@@ -136,3 +137,17 @@ def test_an_oversized_line_is_refused_by_its_head() -> None:
     refused: Any = out.outcomes["ck-c"]
     assert refused.text == "" and not refused.retryable
     assert "refused, and only this refusal stored" in refused.error
+
+
+def test_a_results_file_that_goes_on_is_cut_after_twice_its_requests() -> None:
+    """A file of endless lines naming requests the batch never sent: read up to two lines
+    per request (and 16 more), then cut, the cut named; the real answer before it kept."""
+    data = good_line("ck-a", "ok") + b"\n" + (good_line("ck-stranger", "x") + b"\n") * 10_000
+
+    async def read() -> Any:
+        return await read_result_stream(_chunks(data, 4096), openai_outcome,
+                                        max_chars=MAX_CHARS, expected={"ck-a", "ck-b"})
+
+    out = asyncio.run(read())
+    assert out.outcomes["ck-a"].text == "ok" and out.strangers == 2 * 2 + 16 - 1
+    assert out.bad == ["the file goes on past 20 lines; the rest was not read"]

@@ -49,10 +49,8 @@ from coop_tui.agents.batch_results import (
     Outcome,
     ResultLines,
     anthropic_outcome,
-    bounded_lines,
-    line_limit,
     openai_outcome,
-    read_result_lines,
+    read_result_stream,
 )
 from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.decisions import ASKING, DEFAULT_MAX_ANSWER_CHARS
@@ -223,10 +221,8 @@ class OpenAIBatches:
             if not file_id:
                 continue
             async with self.client.files.with_streaming_response.content(file_id) as response:
-                lines = [line async for line in bounded_lines(response.iter_bytes(),
-                                                              line_limit(max_chars))]
-            read_result_lines(lines, openai_outcome, max_chars=max_chars, expected=expected,
-                              into=out)
+                await read_result_stream(response.iter_bytes(), openai_outcome,
+                                         max_chars=max_chars, expected=expected, into=out)
         reason = None
         if batch.status != "completed":
             errors = getattr(getattr(batch, "errors", None), "data", None) or []
@@ -297,9 +293,8 @@ class AnthropicBatches:
         line by line, each line bounded."""
         stream = self.client.messages.batches.with_streaming_response.results(batch.id)
         async with stream as response:
-            lines = [line async for line in bounded_lines(response.iter_bytes(),
-                                                          line_limit(max_chars))]
-        out = read_result_lines(lines, anthropic_outcome, max_chars=max_chars, expected=expected)
+            out = await read_result_stream(response.iter_bytes(), anthropic_outcome,
+                                           max_chars=max_chars, expected=expected)
         return "ended", out, None
 
     async def find(self, tag: str) -> str | None:

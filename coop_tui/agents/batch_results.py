@@ -22,6 +22,8 @@ LINE_SLACK = 64 * 1024
 """Bytes a results line may carry beyond its answer: ids, usage, the request's envelope."""
 HEAD_BYTES = 4096
 """Bytes of an oversized line searched for its ``custom_id`` (both APIs put it first)."""
+EXTRA_LINES = 16
+"""Lines a results file may hold beyond two per request (blank lines, a stray error)."""
 MAX_BAD_SHOWN = 3
 """Bad lines named in the reason given to the requests left without an answer."""
 _CUSTOM_ID = re.compile(rb'"custom_id"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
@@ -186,9 +188,30 @@ def oversized(what: str, max_chars: int) -> Outcome:
                          "stored", retryable=False)
 
 
+async def read_result_stream(
+    chunks: AsyncIterator[bytes], parse: Callable[[dict[str, Any]], Outcome], *,
+    max_chars: int, expected: Collection[str], into: ResultLines | None = None,
+) -> ResultLines:
+    """A results file as it downloads, line by line (each bounded), never more lines
+    than the batch could answer (twice its requests, and some): a file that goes on is
+    cut there, and the cut named among the bad lines."""
+    out = into if into is not None else ResultLines()
+    most = 2 * len(expected) + EXTRA_LINES
+    number = 0
+    async for line in bounded_lines(chunks, line_limit(max_chars)):
+        number += 1
+        if number > most:
+            out.bad.append(f"the file goes on past {most:,} lines; the rest was not read")
+            break
+        read_result_lines([line], parse, max_chars=max_chars, expected=expected, into=out,
+                          first=number)
+    return out
+
+
 def read_result_lines(
     lines: Iterable[bytes], parse: Callable[[dict[str, Any]], Outcome], *,
     max_chars: int, expected: Collection[str] | None = None, into: ResultLines | None = None,
+    first: int = 1,
 ) -> ResultLines:
     """Every line of a results file (already cut at :func:`line_limit`: a line that was
     longer arrives as its first bytes plus one byte more) as outcomes and reasons.
@@ -197,7 +220,7 @@ def read_result_lines(
     fails that request with the reason; one that names none is counted in ``bad``."""
     out = into if into is not None else ResultLines()
     limit = line_limit(max_chars)
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=first):
         if not raw.strip():
             continue
         if len(raw) > limit:
