@@ -157,7 +157,7 @@ def check_run_fits(conn: sqlite3.Connection, run: SourceRun, where: str) -> None
         except SpecError:
             raise SpecError(where, f"run {run.id} is labelled slice {run.shard!r}, which is not "
                                    "K/N; merge the database the slice was played into") from None
-    planned = _planned_keys(run, shard)
+    planned = _planned_keys(run, shard, where)
     if planned is None:
         return
     part = f"slice {shard}" if shard else "the whole sweep"
@@ -176,16 +176,22 @@ def check_run_fits(conn: sqlite3.Connection, run: SourceRun, where: str) -> None
                                "into")
 
 
-def _planned_keys(run: SourceRun, shard: Shard | None) -> set[str] | None:
+def _planned_keys(run: SourceRun, shard: Shard | None, where: str) -> set[str] | None:
     """The match keys of ``run``'s slice (or whole sweep) by the plan of its stored sweep,
-    or None when that sweep cannot be rebuilt here with the run's own hash."""
+    or None when that sweep cannot be rebuilt here (it reads files not at hand). A stored
+    sweep that rebuilds to another hash than the run's was edited: refused."""
     try:
         sweep = build_sweep(json.loads(run.spec), check_keys=False)
-        if sweep.hash != run.sweep_hash:
-            return None
+    except Exception:  # noqa: BLE001 - a sweep reading files not at hand: not checked
+        return None
+    if sweep.hash != run.sweep_hash:
+        raise SpecError(where, f"run {run.id}'s stored sweep is not the sweep of its hash "
+                               f"({sweep.hash} against {run.sweep_hash}): it was edited; merge "
+                               "the database the slice was played into")
+    try:
         plan = slice_plan(sweep, shard) if shard is not None else sweep.whole_plan()
         return {cell.match_key(slot) for cell, slot in plan}
-    except Exception:  # noqa: BLE001 - a sweep reading files not at hand: not checked
+    except Exception:  # noqa: BLE001 - as above
         return None
 
 

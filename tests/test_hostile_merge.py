@@ -358,3 +358,20 @@ def test_a_source_that_is_not_a_regular_file_is_refused(
     out = tmp_path / "m.sqlite"
     assert main(["merge", str(source), "--db", str(out)]) == 2
     assert str(source) in said(capsys) and not out.exists()
+
+
+def test_a_slice_whose_stored_sweep_was_edited_is_refused(
+    slices: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Editing the stored sweep to fit a relabelled slice's plan changes its hash."""
+    first, _ = slices
+    (spec,) = rows(first, "select spec from runs")[0]
+    data = json.loads(spec)
+    data["seed"] = data.get("seed", 0) + 1
+    conn = sqlite3.connect(first)
+    conn.execute("update runs set spec = ?", [json.dumps(data)])
+    conn.commit()
+    conn.close()
+    out = tmp_path / "m.sqlite"
+    assert main(["merge", str(first), "--db", str(out)]) == 2
+    assert "stored sweep is not the sweep of its hash" in said(capsys) and not out.exists()
