@@ -65,23 +65,33 @@ def fixation_share(agents: list[str], payoffs: list[list[float]], invader: int, 
     return fixed / runs
 
 
+CHECKED = ("alld", "tft", "alt")
+"""The invaders and residents checked: defection, reciprocity and a cycle. Ten thousand
+runs of Axelrod's process per ordered pair cost about four CPU minutes a pair, so the
+reference covers these three (six ordered pairs), not all twenty pairs of the five."""
+
+
 def main() -> None:
     data = json.loads(REFERENCE.read_text())
     agents, payoffs, population = data["agents"], data["payoffs"], data["population"]
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
-    pairs = [(i, j) for i in range(len(agents)) for j in range(len(agents)) if i != j]
+    checked = [agents.index(a) for a in CHECKED]
+    pairs = [(i, j) for i in checked for j in checked if i != j]
     jobs = [(agents, payoffs, i, j, population, runs, SEED + 1000 * (i * len(agents) + j))
             for i, j in pairs]
     started = time.perf_counter()
+    fixation: dict[str, dict[str, float]] = data.get("fixation") or {}
     with multiprocessing.Pool() as pool:  # one pair per task; the pairs are independent
-        shares = pool.starmap(fixation_share, jobs)
-    fixation: dict[str, dict[str, float]] = {}
-    for (i, j), share in zip(pairs, shares, strict=True):
-        fixation.setdefault(agents[i], {})[agents[j]] = share
-        print(f"{agents[i]} invading {agents[j]}: {share:.4f}")
-    print(f"{len(pairs)} pairs x {runs} runs in {time.perf_counter() - started:.0f} s")
-    data.update(runs=runs, seed=SEED, fixation=fixation, axelrod=axl.__version__)
-    REFERENCE.write_text(json.dumps(data, indent=1) + "\n")
+        for (i, j), share in zip(pairs, pool.imap(_share, jobs), strict=True):
+            fixation.setdefault(agents[i], {})[agents[j]] = share
+            print(f"{agents[i]} invading {agents[j]}: {share:.4f} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+            data.update(runs=runs, seed=SEED, fixation=fixation, axelrod=axl.__version__)
+            REFERENCE.write_text(json.dumps(data, indent=1) + "\n")  # each pair kept as it ends
+
+
+def _share(job: tuple) -> float:
+    return fixation_share(*job)
 
 
 if __name__ == "__main__":
