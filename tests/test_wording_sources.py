@@ -356,3 +356,20 @@ def test_dry_run_prints_the_first_message_in_the_sources_wording(
     assert f"[user]\n{MARK}: seat 1 of Prisoner's Dilemma, round 1." in out
     assert out.count(MARK + ":") == 1  # our own wording is not printed
     assert not db.exists()
+
+
+async def test_a_stored_answer_is_reused_only_for_the_same_words(
+    toy: ToySource, clone: Path, tmp_path: Path, server: LoopbackServer,
+) -> None:
+    data = sweep_data(server.url, clone, wording="source")
+    store = Store(tmp_path / "k.db")
+    await run_sweep(build_sweep(data, check_keys=False), store)
+    asked = len(server.chat_requests)
+    same = await run_sweep(build_sweep(data, check_keys=False), store)  # a new run, same words
+    assert len(server.chat_requests) == asked and same.reused == 2
+    path = clone / "toy_prompts.py"  # the clone words its question differently now
+    path.write_text(path.read_text().replace("answer with one JSON object", "reply with a JSON object"))
+    changed = await run_sweep(build_sweep(data, check_keys=False), store)
+    assert changed.reused == 0 and len(server.chat_requests) == asked + 4
+    assert all("reply with a JSON object" in d.prompt[0]["content"]
+               for m in store.matches(changed.run_id) for d in store.decisions(m["id"]) if d.seat == 0)
