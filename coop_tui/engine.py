@@ -34,6 +34,7 @@ from coop_tui.decisions import (
     Move,
     SeatView,
 )
+from coop_tui.errors import SpecError
 from coop_tui.events import (
     DIRECT_ROUNDS_CHUNK,
     AnswerRejected,
@@ -112,12 +113,31 @@ class MessageSource(Protocol):
     (``wording = "source"``): a :class:`coop_tui.sources.LoadedSource`, handed to the
     match on its policy so the engine never imports a paper's adapter."""
 
+    @property
+    def name(self) -> str: ...
+
     def messages(self, ctx: Any, request: DecisionRequest) -> tuple[Message, ...]: ...
 
     def retry_messages(
         self, ctx: Any, request: DecisionRequest, sent: tuple[Message, ...],
         answer: str, reason: str,
     ) -> tuple[Message, ...]: ...
+
+
+class SourceFailed(SpecError):
+    """The paper's code failed to build a request's messages. Every match of the cell
+    would fail the same way, so the sweep stops (exit 2), as for an unsafe template; the
+    dry run's probes meet it before any model is asked."""
+
+
+def _source_failed(source: MessageSource, request: DecisionRequest, exc: Exception) -> SourceFailed:
+    what = "" if isinstance(exc, SpecError) else f"{type(exc).__name__}: "
+    return SourceFailed(
+        f"sources.{source.name}",
+        f"the paper's code failed to word the {request.phase} request of round "
+        f"{request.round}, seat {request.seat + 1}: {what}{exc}; check the clone (the tested "
+        f'commit is in docs/wording.md) or use wording = "ours" for this experiment',
+    )
 
 
 class MatchAborted(Exception):
@@ -701,7 +721,11 @@ class MatchContext:
         source = self.policy.source
         if source is None or not request.messages:
             return request
-        return replace(request, messages=tuple(source.messages(self, request)))
+        try:
+            messages = tuple(source.messages(self, request))
+        except Exception as exc:  # the user's code: any failure is theirs to see, named
+            raise _source_failed(source, request, exc) from exc
+        return replace(request, messages=messages)
 
     def _answers_directly(self, request: DecisionRequest) -> bool:
         """A strategy asked without a prompt: its answer is free, instant and the same on
@@ -1109,9 +1133,13 @@ class MatchContext:
         ours (the answer as the assistant's turn, then ``retry.j2`` or the protocol's own,
         with the reasoning instruction once at its end under ``style_message =
         "user_end"``)."""
-        if self.policy.source is not None:
-            return [dict(m) for m in self.policy.source.retry_messages(
-                self, request, tuple(sent), answer, reason)]
+        source = self.policy.source
+        if source is not None:
+            try:
+                again = source.retry_messages(self, request, tuple(sent), answer, reason)
+            except Exception as exc:  # the user's code, as in worded()
+                raise _source_failed(source, request, exc) from exc
+            return [dict(m) for m in again]
         text = self.renderer.render(
             self.protocol.retry_template(request.options),
             reason=reason,

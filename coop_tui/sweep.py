@@ -29,6 +29,7 @@ from coop_tui.engine import (
     MatchAborted,
     MatchContext,
     MatchStopped,
+    SourceFailed,
     derived_seed,
     let_loop_run,
     stable_hash,
@@ -592,8 +593,8 @@ async def play_cell(
     except Exception as exc:  # provider gave up after retries, a bug, ...
         if _is_storage_error(exc):
             raise  # the database cannot record anything more: end the run, not the match
-        if isinstance(exc, UnsafeTemplate):
-            raise  # every match renders the same template: stop the sweep, exit 2
+        if isinstance(exc, UnsafeTemplate | SourceFailed):
+            raise  # every match renders the same template / source: stop the sweep, exit 2
         error = scrub(f"{type(exc).__name__}: {exc}")  # provider bodies may echo credentials
         retries = getattr(exc, "retries", 0)
         info = {"transport_retries": retries} if isinstance(retries, int) and retries else {}

@@ -373,3 +373,29 @@ async def test_a_stored_answer_is_reused_only_for_the_same_words(
     assert changed.reused == 0 and len(server.chat_requests) == asked + 4
     assert all("reply with a JSON object" in d.prompt[0]["content"]
                for m in store.matches(changed.run_id) for d in store.decisions(m["id"]) if d.seat == 0)
+
+
+class FailingToySource(ToySource):
+    """The stand-in adapter with a bug that shows from the second round on."""
+
+    def messages(self, source: LoadedSource, ctx: Any, request: DecisionRequest) -> tuple[Message, ...]:
+        if request.round > 1:
+            raise KeyError("round_history")
+        return super().messages(source, ctx, request)
+
+
+def test_a_source_that_fails_mid_match_stops_before_any_model_call(
+    clone: Path, tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    unregister = paper_sources.register(FailingToySource(git_commit(clone, TOY_FILES)))
+    try:
+        sweep_file = tmp_path / "fails.toml"
+        sweep_file.write_text(_toml(sweep_data(server.url, clone, wording="source")))
+        db = tmp_path / "fails.db"
+        code = main(["--batch", str(sweep_file), "--db", str(db)])
+    finally:
+        unregister()
+    err = capsys.readouterr().err
+    assert code == 2 and not db.exists() and server.chat_requests == []
+    assert "sources.toy: the paper's code failed to word the play request of round 2, seat 1: " \
+        "KeyError: 'round_history'" in err
