@@ -399,3 +399,30 @@ def test_a_source_that_fails_mid_match_stops_before_any_model_call(
     assert code == 2 and not db.exists() and server.chat_requests == []
     assert "sources.toy: the paper's code failed to word the play request of round 2, seat 1: " \
         "KeyError: 'round_history'" in err
+
+
+def test_slices_merge_with_their_source_and_only_at_one_commit(
+    toy: ToySource, clone: Path, tmp_path: Path, server: LoopbackServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sweep_file = tmp_path / "sliced.toml"
+    sweep_file.write_text(_toml(sweep_data(server.url, None, wording=["ours", "source"])))
+    dbs = [tmp_path / f"slice{k}.db" for k in (1, 2)]
+    for k, db in enumerate(dbs, start=1):
+        assert main(["--batch", str(sweep_file), "--db", str(db), "--shard", f"{k}/2",
+                     "--source", f"toy={clone}"]) == 0
+    merged = tmp_path / "merged.db"
+    assert main(["merge", *map(str, dbs), "--db", str(merged)]) == 0
+    with sqlite3.connect(merged) as db:
+        (recorded,) = db.execute("select sources from runs").fetchone()
+    assert json.loads(recorded)["toy"]["commit"] == toy.tested_commit
+    path = clone / "toy_prompts.py"  # slice 2 again, from another checkout
+    path.write_text(path.read_text() + "\n# another checkout\n")
+    other = tmp_path / "slice2-other.db"
+    assert main(["--batch", str(sweep_file), "--db", str(other), "--shard", "2/2",
+                 "--source", f"toy={clone}"]) == 0
+    capsys.readouterr()
+    assert main(["merge", str(dbs[0]), str(other), "--db", str(tmp_path / "refused.db")]) == 2
+    err = capsys.readouterr().err
+    assert "the toy source at commit" in err and toy.tested_commit in err
+    assert not (tmp_path / "refused.db").exists()
