@@ -8,6 +8,7 @@ files' hash is its commit). Models are the loopback server's; strategies fill ot
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -329,13 +330,19 @@ def test_the_report_shows_the_recorded_source(toy: ToySource, clone: Path, tmp_p
                                               server: LoopbackServer) -> None:
     import asyncio
 
-    from coop_tui.report import build_report
+    from rich.console import Console
+
+    from coop_tui.report import build_report, render_text
 
     store = Store(tmp_path / "p.db")
     summary = asyncio.run(run_sweep(
         build_sweep(sweep_data(server.url, clone, wording="source"), check_keys=False), store))
     report = build_report(store, summary.run_id)
     assert report["run"]["sources"]["toy"]["commit"] == toy.tested_commit
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(render_text(report))
+    assert (f"wording from the toy source: {clone.resolve()} at commit {toy.tested_commit}\n"
+            in console.export_text())
     plain = Store(tmp_path / "q.db")
     other = asyncio.run(run_sweep(build_sweep(sweep_data(server.url, None), check_keys=False), plain))
     assert "sources" not in build_report(plain, other.run_id)["run"]
@@ -426,3 +433,19 @@ def test_slices_merge_with_their_source_and_only_at_one_commit(
     err = capsys.readouterr().err
     assert "the toy source at commit" in err and toy.tested_commit in err
     assert not (tmp_path / "refused.db").exists()
+
+
+def test_the_commit_warning_is_printed_before_the_estimate(
+    clone: Path, tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    unregister = paper_sources.register(ToySource("1" * 40))
+    try:
+        sweep_file = tmp_path / "warn.toml"
+        sweep_file.write_text(_toml(sweep_data(server.url, clone, wording="source")))
+        assert main(["--batch", str(sweep_file), "--db", str(tmp_path / "w.db"), "--dry-run"]) == 0
+    finally:
+        unregister()
+    out = capsys.readouterr().out
+    warning = out.index(f"is at commit {git_commit(clone, TOY_FILES)}, but coop-tui was checked "
+                        f"against {'1' * 40} of example/toy-paper")
+    assert warning < out.index("matches, ~")
