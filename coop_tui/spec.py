@@ -271,7 +271,10 @@ def build_sweep(
 
 # ----------------------------------------------------------------- paper sources
 def check_source_names(paths: Mapping[str, str], where: str) -> None:
-    """Every name under ``[sources]`` (or ``--source``) is a known paper source."""
+    """Every name under ``[sources]`` (or ``--source``) is a known paper source (the
+    adapters are imported only when some source is named)."""
+    if not paths:
+        return
     known = paper_sources.sources()
     for name in paths:
         if name not in known:
