@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shard", metavar="K/N", help="with --batch: play only the K-th of N disjoint "
                         "slices of the sweep (a cluster array job: one database per slice, "
                         "joined by `coop-tui merge`)")
+    parser.add_argument("--source", action="append", metavar="NAME=PATH", default=None,
+                        dest="paper_sources",
+                        help="with --batch: the clone of a paper's code read where an experiment "
+                        'sets wording = "source" (overrides the sweep\'s [sources]; repeatable; '
+                        "see docs/wording.md)")
     parser.add_argument("--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -293,6 +298,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.concurrency is not None and args.concurrency < 1:
         return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
+    if args.paper_sources and not args.batch:
+        return fail("--source: names a paper's clone for a sweep; give the sweep with --batch FILE")
     if args.shard is not None and not args.batch:
         return fail("--shard: slices a sweep; give the sweep with --batch FILE")
     if args.batch:
@@ -301,6 +308,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         from coop_tui.shipped import resolve_sweep_file
 
         shard = parse_shard(args.shard) if args.shard is not None else None
+        sources: dict[str, str] = {}
+        for item in args.paper_sources or []:
+            name, eq, where = item.partition("=")
+            if not eq or not name.strip() or not where.strip():
+                return fail(f"--source: {item!r} is not NAME=PATH; write e.g. "
+                            "--source coopeval=~/src/CoopEval")
+            sources[name.strip()] = where.strip()
 
         sweep_file, shipped = resolve_sweep_file(args.batch)
         if shipped:
@@ -308,6 +322,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_batch(
             sweep_file, _db_path(args), resume=args.resume,
             concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run, shard=shard,
+            sources=sources,
         )
     if args.command == "report":
         from coop_tui.report import report_command

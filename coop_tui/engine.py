@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,6 +34,7 @@ from coop_tui.decisions import (
     Move,
     SeatView,
 )
+from coop_tui.errors import SpecError
 from coop_tui.events import (
     DIRECT_ROUNDS_CHUNK,
     AnswerRejected,
@@ -106,6 +108,38 @@ class DecisionLookup(Protocol):
     def find_content(self, content_key: str) -> Decision | None: ...
 
 
+class MessageSource(Protocol):
+    """A paper's own code building the messages of a request, in place of our templates
+    (``wording = "source"``): a :class:`coop_tui.sources.LoadedSource`, handed to the
+    match on its policy so the engine never imports a paper's adapter."""
+
+    @property
+    def name(self) -> str: ...
+
+    def messages(self, ctx: Any, request: DecisionRequest) -> tuple[Message, ...]: ...
+
+    def retry_messages(
+        self, ctx: Any, request: DecisionRequest, sent: tuple[Message, ...],
+        answer: str, reason: str,
+    ) -> tuple[Message, ...]: ...
+
+
+class SourceFailed(SpecError):
+    """The paper's code failed to build a request's messages. Every match of the cell
+    would fail the same way, so the sweep stops (exit 2), as for an unsafe template; the
+    dry run's probes meet it before any model is asked."""
+
+
+def _source_failed(source: MessageSource, request: DecisionRequest, exc: Exception) -> SourceFailed:
+    what = "" if isinstance(exc, SpecError) else f"{type(exc).__name__}: "
+    return SourceFailed(
+        f"sources.{source.name}",
+        f"the paper's code failed to word the {request.phase} request of round "
+        f"{request.round}, seat {request.seat + 1}: {what}{exc}; check the clone (the tested "
+        f'commit is in docs/wording.md) or use wording = "ours" for this experiment',
+    )
+
+
 class MatchAborted(Exception):
     """A decision could not be completed and the run's policy says stop the match."""
 
@@ -147,6 +181,12 @@ class DecisionPolicy:
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
     with the reason recorded. Prompts grow with history, so the dry run's check of the
     first prompt cannot cover them all."""
+    source: MessageSource | None = None
+    """``wording = "source"``: the paper's code that words every prompt a seat reads (its
+    first attempt and its re-asks) from the request our templates built; None: our words."""
+    wording_folder: Path | None = None
+    """``wording = "<folder>"``: the user's own templates the prompts are worded from (a
+    template overlay reads it); None: our words or a source's."""
 
 
 YIELD_EVERY_S = 0.02
@@ -490,14 +530,35 @@ class MatchContext:
         return self.renderer.render(f"answer/{kind}_{style}.j2", **values)
 
     def _system_style(self, style: str, seat: int | None) -> bool:
-        """Whether an agent of ``style`` in ``seat`` gets its reasoning instruction as a
-        system message (CoopEval's layout): the protocol allows it under the study's
-        style_message, the style has a ``system/<style>.j2`` template, and a model is in
-        the seat (a person reads one prompt, as before)."""
+        """Whether an agent of ``style`` in ``seat`` gets its reasoning instruction apart
+        from the answer instructions (CoopEval's layouts: a system message, or the end of
+        the user message), so the answer is asked for in the format alone."""
+        return self._reasoning_place(style, seat) is not None
+
+    def _reasoning_place(self, style: str, seat: int | None) -> str | None:
+        """Where the reasoning instruction (``system/<style>.j2``) of an agent of ``style``
+        in ``seat`` goes: "system" (a system message of its own, CoopEval's current code),
+        "end" (appended to the user message, the published CoopEval study) or None (among
+        the answer instructions). Apart only when the protocol allows it under the study's
+        style_message, the style has the template and a model is in the seat (a person
+        reads one prompt, as before)."""
         if seat is not None and getattr(self.agents[seat], "kind", "") == "human":
-            return False
-        return (self.protocol.reasoning_as_system(self.policy.style_message)
-                and self.renderer.has(f"system/{style}.j2"))
+            return None
+        if not self.renderer.has(f"system/{style}.j2"):
+            return None
+        if self.protocol.reasoning_as_system(self.policy.style_message):
+            return "system"
+        if self.protocol.reasoning_at_end(self.policy.style_message):
+            return "end"
+        return None
+
+    def _end_reasoning(self, seat: int) -> str | None:
+        """The reasoning instruction appended to the end of ``seat``'s user messages (the
+        published CoopEval study's layout), or None when it goes elsewhere."""
+        style = self._style(seat)
+        if self._reasoning_place(style, seat) != "end":
+            return None
+        return self.renderer.render(f"system/{style}.j2")
 
     def answer_form(self, kind: str) -> dict[str, str]:
         """The protocol's answer-form options for ``kind`` (``{"form": "tag"}`` for
@@ -508,9 +569,12 @@ class MatchContext:
         """The messages a prompt is sent as (:meth:`PromptProtocol.messages`), with the
         system message of ``seat``'s style when it gets one."""
         style = self._style(seat) if seat is not None else ""
-        reasoning = None
-        if style and self._system_style(style, seat):
-            reasoning = self.renderer.render(f"system/{style}.j2")
+        place = self._reasoning_place(style, seat) if style else None
+        if place is None:
+            return self.protocol.messages(text, None)
+        reasoning = self.renderer.render(f"system/{style}.j2")
+        if place == "end":
+            return self.protocol.messages(_at_end(text, reasoning), None)
         return self.protocol.messages(text, reasoning)
 
     def _game_text(
@@ -623,6 +687,7 @@ class MatchContext:
             if self.stopped:
                 raise MatchStopped()
             return self._record(self._strategy_decision(agent, request))
+        request = self.worded(request)
         cache_key, content_key = self._keys(request, shared)
         reusable = agent.kind not in ("human",)
         asked_again = False
@@ -646,6 +711,21 @@ class MatchContext:
         decision = await self._ask_fresh(agent, request, cache_key, content_key)
         decision.asked_again = asked_again
         return self._record(decision)
+
+    def worded(self, request: DecisionRequest) -> DecisionRequest:
+        """``request`` with the messages the paper's code builds for it when the study
+        reads a source (``wording = "source"``), else as it is. Every request a seat
+        reads passes here before its keys are computed, so the content key, the stored
+        prompt and what is sent are all the source's; a seat that reads no prompt (a
+        strategy) has no messages and none are asked for."""
+        source = self.policy.source
+        if source is None or not request.messages:
+            return request
+        try:
+            messages = tuple(source.messages(self, request))
+        except Exception as exc:  # the user's code: any failure is theirs to see, named
+            raise _source_failed(source, request, exc) from exc
+        return replace(request, messages=messages)
 
     def _answers_directly(self, request: DecisionRequest) -> bool:
         """A strategy asked without a prompt: its answer is free, instant and the same on
@@ -996,20 +1076,8 @@ class MatchContext:
                         self.match_id, request.seat, request.round, request.phase, attempt, exc.reason
                     )
                 )
-                messages = messages + [
-                    {"role": "assistant", "content": scrub(reply.parse_text)},
-                    {
-                        "role": "user",
-                        "content": self.renderer.render(
-                            self.protocol.retry_template(request.options),
-                            reason=exc.reason,
-                            example=_retry_example(request),
-                            kind=request.kind,
-                            labels=request.labels,
-                            options=request.options,
-                        ),
-                    },
-                ]
+                messages = self._reask_messages(request, messages, scrub(reply.parse_text),
+                                                exc.reason)
         if last_reply is None:  # nothing was sent: the first prompt is over the limit
             last_reply = AgentReply(text="", latency_ms=0.0)
             all_tokens = {"in": False, "out": False}
@@ -1056,6 +1124,34 @@ class MatchContext:
         if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
+
+    def _reask_messages(
+        self, request: DecisionRequest, sent: list[Message], answer: str, reason: str,
+    ) -> list[Message]:
+        """The whole message list of the next attempt after ``answer`` (sent as ``sent``)
+        was refused for ``reason``: the source's re-ask when the study reads one, else
+        ours (the answer as the assistant's turn, then ``retry.j2`` or the protocol's own,
+        with the reasoning instruction once at its end under ``style_message =
+        "user_end"``)."""
+        source = self.policy.source
+        if source is not None:
+            try:
+                again = source.retry_messages(self, request, tuple(sent), answer, reason)
+            except Exception as exc:  # the user's code, as in worded()
+                raise _source_failed(source, request, exc) from exc
+            return [dict(m) for m in again]
+        text = self.renderer.render(
+            self.protocol.retry_template(request.options),
+            reason=reason,
+            example=_retry_example(request),
+            kind=request.kind,
+            labels=request.labels,
+            options=request.options,
+        )
+        reasoning = self._end_reasoning(request.seat)
+        if reasoning is not None:
+            text = _at_end(text, reasoning)
+        return [*sent, {"role": "assistant", "content": answer}, {"role": "user", "content": text}]
 
     def _oversize(self, messages: Sequence[Message]) -> str | None:
         """Why these messages must not be sent (over ``max_prompt_tokens``), or None."""
@@ -1218,6 +1314,12 @@ def _payoffs_text(game: Game, pos: int, labellings: tuple[Labelling, ...],
     """The payoff description only changes with the game, the seat, the labels and the
     rule the protocol states (None: the game's own)."""
     return payoff_description(game, pos, labellings, rule)
+
+
+def _at_end(text: str, reasoning: str) -> str:
+    """``text`` with the reasoning instruction after it, a blank line between (how the
+    published CoopEval study's prompts end)."""
+    return text.rstrip("\n") + "\n\n" + reasoning
 
 
 def _retry_example(request: DecisionRequest) -> str:

@@ -48,7 +48,7 @@ from coop_tui.sweep import match_id_for, new_run_id
 from coop_tui.terminal import terminal_text
 
 SWEEP_RUNS = (
-    "select id, name, sweep_hash, inputs, shard, status, seed, spec, finished_at from runs"
+    "select id, name, sweep_hash, inputs, shard, status, seed, spec, finished_at, sources from runs"
     " where kind = 'sweep' and coalesce(sweep_hash, '') != '' order by created_at, id"
 )
 """The runs a merge copies: sweeps (not imports, judge passes, re-asks or played games)."""
@@ -69,6 +69,8 @@ class SourceRun:
     seed: int
     spec: str
     finished_at: float | None
+    sources: str | None = None
+    """The paper sources the run read (``wording = "source"``): {name: clone, commit}."""
 
 
 @dataclass
@@ -215,11 +217,27 @@ def check_compatible(sources: list[Source], existing: list[SourceRun], out: Path
                             f"different sweep file than run {other.id} in {other_path} (sweep "
                             f"hash {run.sweep_hash} against {other.sweep_hash}); merge each "
                             "into its own database, or give one sweep another name")
+        moved = _changed_source(other.sources, run.sources)
+        if moved is not None:
+            raise SpecError(str(path), f"run {run.id} of sweep {run.name!r} read {moved} than run "
+                            f"{other.id} in {other_path}: the slices did not play one experiment; "
+                            "play them again from the same checkout")
         changed = _changed_input(other.inputs, run.inputs)
         if changed is not None:
             raise SpecError(str(path), f"run {run.id} of sweep {run.name!r} read another version "
                             f"of {changed} than run {other.id} in {other_path}: the slices "
                             "did not play one experiment; play them again from the same files")
+
+
+def _changed_source(a: str | None, b: str | None) -> str | None:
+    """What differs between two runs' paper sources (a commit, or a source only one of
+    them read), in words, or None."""
+    left, right = json.loads(a or "{}"), json.loads(b or "{}")
+    for name in sorted(set(left) | set(right)):
+        was, now = left.get(name, {}).get("commit"), right.get(name, {}).get("commit")
+        if was != now:
+            return f"the {name} source at commit {now or '(none)'}, not {was or '(none)'},"
+    return None
 
 
 def _changed_input(a: str | None, b: str | None) -> str | None:
@@ -296,9 +314,10 @@ def target_run(conn: sqlite3.Connection, run: SourceRun) -> tuple[str, bool]:
     run_id = new_run_id()
     conn.execute(
         "insert into runs (id, name, kind, status, seed, sweep_hash, spec, created_at,"
-        " finished_at, error, inputs, shard) values (?, ?, 'sweep', 'running', ?, ?, ?, ?, null,"
-        " null, ?, null)",
-        [run_id, run.name, run.seed, run.sweep_hash, run.spec, time.time(), run.inputs],
+        " finished_at, error, inputs, shard, sources) values (?, ?, 'sweep', 'running', ?, ?, ?, ?,"
+        " null, null, ?, null, ?)",
+        [run_id, run.name, run.seed, run.sweep_hash, run.spec, time.time(), run.inputs,
+         run.sources],
     )
     return run_id, True
 

@@ -679,5 +679,14 @@ def m220_run_lease_watch_channel(db: sqlite_utils.Database) -> None:
             db["run_leases"].add_column(column, str)
 
 
+@migration
+def m230_run_sources(db: sqlite_utils.Database) -> None:
+    # A run whose prompts are worded by a paper's own code (wording = "source") records
+    # each clone it read: {name: {name, path, commit, tested_commit}} as JSON (NULL: none).
+    # The report shows it; --resume refuses when a commit changed since the run began.
+    if "sources" not in db["runs"].columns_dict:
+        db["runs"].add_column("sources", str)
+
+
 if __name__ == "__main__":
     sys.stdout.write(f"wrote {write_schema_snapshot()}\n")

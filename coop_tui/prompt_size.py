@@ -56,6 +56,9 @@ class PromptSizes:
     mean_by_cell: dict[int, dict[int, float]] = field(default_factory=dict)
     largest_by_cell: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
     """(tokens, the seat's request number it was) of the longest request."""
+    first_messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """Per probed grid point, the messages of the first request its first model seat got
+    (``--dry-run`` shows them where a cell is worded by a source or folder)."""
     probed: int = 0
     distinct: int = 0
 
@@ -76,13 +79,15 @@ class _Probe:
     a request it cannot answer, or the end of the budget, stops the match."""
 
     def __init__(self, name: str, kind: str, style: str, seen: dict[int, list[int]],
-                 budget: list[int]) -> None:
+                 budget: list[int], firsts: dict[int, list[dict[str, Any]]] | None = None) -> None:
         self.name, self.kind, self.style = name, kind, style
         self.spec: dict[str, Any] = {"probe": name}
         self._seen, self._budget = seen, budget
+        self._firsts = firsts if firsts is not None else {}
 
     async def reply(self, request: Any, messages: list[dict[str, Any]], sink: Any) -> Any:
         self._seen.setdefault(request.seat, []).append(estimate_tokens(messages))
+        self._firsts.setdefault(request.seat, [dict(m) for m in messages])
         self._budget[0] -= 1
         answer = _simplest_answer(request)
         if answer is None or self._budget[0] <= 0:
@@ -106,8 +111,11 @@ def _signature(sweep: Sweep, index: int) -> str:
     cell = sweep.cells[index]
     styles = [sweep.spec.agents[n].style if sweep.spec.agents[n].kind in ("llm", "local") else "-"
               for n in cell.seats]
-    return stable_hash([cell.game, cell.game_params, cell.mechanism, cell.mechanism_params, styles,
-                        cell.randomize_labels])
+    parts = [cell.game, cell.game_params, cell.mechanism, cell.mechanism_params, styles,
+             cell.randomize_labels]
+    if cell.wording != "ours":  # a source's words are measured (and shown) on their own
+        parts.append(cell.wording)
+    return stable_hash(parts)
 
 
 async def measure(sweep: Sweep) -> PromptSizes:
@@ -131,13 +139,14 @@ async def measure(sweep: Sweep) -> PromptSizes:
     for n, i in enumerate(reps):
         cell = sweep.cells[i]
         seen: dict[int, list[int]] = {}
+        firsts: dict[int, list[dict[str, Any]]] = {}
         # every probe renders at least its first requests, whatever the others used
         cell_budget = [max(budget[0] // max(len(reps) - n, 1), 2 * len(cell.seats) + 1)]
         agents = {}
         for name in set(cell.seats):
             spec = sweep.spec.agents[name]
             style = spec.style if spec.kind in ("llm", "local") else "direct"
-            agents[name] = _Probe(name, spec.kind, style, seen, cell_budget)
+            agents[name] = _Probe(name, spec.kind, style, seen, cell_budget, firsts)
         before = cell_budget[0]
         await play_cell(
             cell, 0, run_id="probe", sweep=sweep, agents=agents, bus=EventBus(), store=None,
@@ -151,6 +160,8 @@ async def measure(sweep: Sweep) -> PromptSizes:
             sizes.by_cell[member] = first
             sizes.mean_by_cell[member] = mean
             sizes.largest_by_cell[member] = largest
+            if firsts:
+                sizes.first_messages[member] = firsts[min(firsts)]
         sizes.probed += 1
     return sizes
 

@@ -215,6 +215,7 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
             "status": run["status"],
             "kind": run["kind"],
             "created_at": run["created_at"],
+            **_run_sources(run),
         },
         "counts": counts,
         "coverage": run_coverage(db.conn, run),
@@ -227,6 +228,14 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
     out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
     read_cache.forget()  # shared within one report; a long-running TUI need not hold them
     return out
+
+
+def _run_sources(run: dict[str, Any]) -> dict[str, Any]:
+    """``{"sources": {...}}`` when the run's prompts were worded by a paper's own code
+    (name, clone, commit and tested commit of each), else nothing (the report of every
+    other run stays as it was)."""
+    raw = run.get("sources")
+    return {"sources": json.loads(raw)} if raw else {}
 
 
 def _paper_tables(store: Store, run_id: str, devrank: str | None = None) -> dict[str, Any]:
@@ -434,6 +443,11 @@ def render_text(report: dict[str, Any]) -> Any:
     cover = report.get("coverage")
     if cover:
         parts.append(Text(coverage_line(cover), style="yellow"))
+    for name, src in sorted((run.get("sources") or {}).items()):
+        tested = "" if src.get("commit") == src.get("tested_commit") else (
+            f" (coop-tui was checked against {src.get('tested_commit')})")
+        parts.append(Text(f"wording from the {name} source: {src.get('path')} at commit "
+                          f"{src.get('commit')}{tested}"))
     failures = report.get("failures") or []
     if failures:
         ftable = Table(title="failed matches by reason", title_justify="left")

@@ -57,7 +57,7 @@ from coop_tui.events import (
     direct_decision_count,
 )
 from coop_tui.mechanisms._designs import shared_design_count, shared_designs_by_agent
-from coop_tui.prompt_size import check_prompt_sizes, measure_sync
+from coop_tui.prompt_size import PromptSizes, check_prompt_sizes, measure_sync
 from coop_tui.redact import scrub
 from coop_tui.shards import Shard, apply_shard
 from coop_tui.spec import SpecError, Sweep, api_keys, batched, decisions_per_match, load_sweep
@@ -306,6 +306,30 @@ def print_api_keys(sweep: Sweep, console: Console) -> None:
                       f"{terminal_text(', '.join(agents))})", highlight=False, soft_wrap=True)
 
 
+def print_worded_prompts(sweep: Sweep, sizes: PromptSizes, console: Console) -> None:
+    """``--dry-run``: the first message of each cell worded by a paper's code or the
+    user's own templates, as it would be sent, so the wording is seen before any model
+    is asked. Cells whose first message is the same are shown once."""
+    shown: dict[str, list[str]] = {}
+    for i, cell in enumerate(sweep.cells):
+        messages = sizes.first_messages.get(i)
+        if cell.wording == "ours" or not messages:
+            continue
+        whose = (f"the {cell.wording_source} source" if cell.wording_source
+                 else f"the folder {cell.wording}")
+        where = (f"experiment {cell.experiment}: {cell.game} / {cell.mechanism}, "
+                 f"seats {', '.join(cell.seats)} ({whose})")
+        first = messages[0]
+        text = f"[{first.get('role')}]\n{first.get('content')}"
+        shown.setdefault(text, []).append(where)
+    for text, cells in shown.items():
+        more = f" and {len(cells) - 1} more cell(s)" if len(cells) > 1 else ""
+        console.print(f"first message of {cells[0]}{more}:", style="bold", markup=False,
+                      highlight=False, soft_wrap=True)
+        console.print(terminal_text(text, markup=False, lines=True), markup=False, highlight=False,
+                      soft_wrap=True)
+
+
 def run_batch(
     path: Path,
     db_path: Path,
@@ -316,13 +340,18 @@ def run_batch(
     dry_run: bool = False,
     console: Console | None = None,
     shard: Shard | None = None,
+    sources: dict[str, str] | None = None,
 ) -> int:
-    """Validate, estimate and play a sweep file (or its slice ``shard``) into ``db_path``."""
+    """Validate, estimate and play a sweep file (or its slice ``shard``) into ``db_path``;
+    ``sources`` (``--source NAME=PATH``) override the file's ``[sources]``."""
     console = console or Console(stderr=False)
     check_database_path(db_path)  # a device, FIFO or folder: refused before any read of it
     # SpecError -> exit 2 before anything is written; a dry run sends nothing, so it needs
     # no API key: it lists the keys a real run will need instead
-    sweep = apply_shard(load_sweep(path, check_keys=not dry_run), shard)
+    sweep = apply_shard(load_sweep(path, check_keys=not dry_run, sources=sources), shard)
+    for warning in sweep.warnings:  # a source at another commit than the tested one
+        console.print(terminal_text(warning, markup=False), style="yellow", highlight=False,
+                      markup=False, soft_wrap=True)
     sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
     check_prompt_sizes(sweep, sizes)
     est = estimate(sweep, sizes)
@@ -360,6 +389,7 @@ def run_batch(
         console.print(terminal_text(warning, markup=False), style="yellow", highlight=False,
                       markup=False, soft_wrap=True)
     if dry_run:
+        print_worded_prompts(sweep, sizes, console)
         print_api_keys(sweep, console)
         print_wall_time(sweep, db_path, est, console)
         return 0

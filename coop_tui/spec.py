@@ -17,7 +17,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from coop_tui import redact
+from coop_tui import sources as paper_sources
 from coop_tui.agents.strategies import StrategyError, get_strategy
 from coop_tui.conditions import get_condition
 from coop_tui.decisions import SeatView
@@ -231,18 +232,29 @@ def _unique_key_loader() -> Any:
     return UniqueKeyLoader
 
 
-def load_sweep(path: Path | str, *, check_keys: bool = True) -> Sweep:
+def load_sweep(
+    path: Path | str, *, check_keys: bool = True, sources: Mapping[str, str] | None = None,
+) -> Sweep:
+    """Read, check and expand a sweep file; ``sources`` (``--source NAME=PATH``) override
+    its ``[sources]`` table."""
     path = Path(path)
     data = read_sweep_file(path)
-    sweep = build_sweep(data, source=path, check_keys=check_keys)
+    sweep = build_sweep(data, source=path, check_keys=check_keys, sources=sources)
     return sweep
 
 
-def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys: bool = True) -> Sweep:
+def build_sweep(
+    data: dict[str, Any], *, source: Path | None = None, check_keys: bool = True,
+    sources: Mapping[str, str] | None = None,
+) -> Sweep:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         raise spec_error_from(exc) from None
+    if sources:
+        check_source_names(sources, "--source")
+        spec.sources = {**spec.sources, **sources}
+    check_source_names(spec.sources, "sources")
     sweep = Sweep(spec=spec, source=source)
     for name, agent in spec.agents.items():
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
@@ -259,9 +271,96 @@ def build_sweep(data: dict[str, Any], *, source: Path | None = None, check_keys:
         if not tdir.is_dir():
             raise SpecError("templates", f"folder {tdir} does not exist; point it at a copy of data/prompts")
     _check_decision_bound(sweep)
-
-    sweep.inputs = fingerprints(data, source.parent if source else None)
+    # a source's clone is recorded by its commit (below), not fingerprinted file by file
+    sweep.inputs = fingerprints({k: v for k, v in data.items() if k != "sources"},
+                                source.parent if source else None)
+    load_wording_sources(sweep)  # last: the user's code runs only for a sweep that is valid
     return sweep
+
+
+# ----------------------------------------------------------------- paper sources
+def check_source_names(paths: Mapping[str, str], where: str) -> None:
+    """Every name under ``[sources]`` (or ``--source``) is a known paper source (the
+    adapters are imported only when some source is named)."""
+    if not paths:
+        return
+    known = paper_sources.sources()
+    for name in paths:
+        if name not in known:
+            listed = ", ".join(known) or "none is installed"
+            field = f"{where}.{name}" if where == "sources" else where
+            raise SpecError(field, f"{name!r} is not a paper source; use one of: {listed}")
+
+
+def _serving_source(where: str, exp_mechanism: str, protocol: str, game: Any,
+                    paths: Mapping[str, str]) -> str:
+    """The name of the one paper source that serves this cell (``wording = "source"``);
+    a SpecError naming the fix when none does or its clone is not named."""
+    serving = [name for name, wording in paper_sources.sources().items()
+               if wording.serves(mechanism=exp_mechanism, prompt_protocol=protocol, game=game.key)]
+    if not serving:
+        raise SpecError(
+            f"{where}.wording",
+            f'"source": no paper source builds prompts for mechanism {exp_mechanism!r}, '
+            f"prompt_protocol {protocol!r}, game {game.key!r} (sources: "
+            f"{', '.join(paper_sources.sources()) or 'none'}); use wording = \"ours\" there, "
+            "or the paper's own mechanism and protocol",
+        )
+    if len(serving) > 1:
+        raise SpecError(f"{where}.wording", f'"source": the sources {", ".join(serving)} all '
+                        "serve this cell; coop-tui cannot tell which paper's words you mean")
+    name = serving[0]
+    if name not in paths:
+        repo = paper_sources.get(name).repository
+        raise SpecError(
+            f"{where}.wording",
+            f'"source" here reads the {name} source: name your clone of {repo} under '
+            f'[sources] ({name} = "~/path/to/clone") or with --source {name}=PATH',
+        )
+    return name
+
+
+def load_wording_sources(sweep: Sweep) -> None:
+    """Check and load each source some cell reads, before anything runs or is written
+    (SpecError, exit 2, naming the file and the fix); a clone at another commit than the
+    tested one adds a warning to ``sweep.warnings``."""
+    needed = sorted({c.wording_source for c in sweep.cells if c.wording_source})
+    for name in needed:
+        loaded = paper_sources.open_source(name, sweep.spec.sources[name])
+        sweep.wording_sources[name] = loaded
+        warning = paper_sources.commit_warning(loaded)
+        if warning:
+            sweep.warnings.append(warning)
+
+
+def _wordings(where: str, exp: ExperimentSpec, base: Path | None) -> list[str]:
+    """The experiment's wording values (one, or a grid axis): "ours", "source" or an
+    existing folder of the user's templates."""
+    values = exp.wording if isinstance(exp.wording, list) else [exp.wording]
+    if not values:
+        raise SpecError(f"{where}.wording", "is an empty list; give at least one value")
+    if len(set(values)) != len(values):
+        raise SpecError(f"{where}.wording", "lists a value twice; list each once")
+    for value in values:
+        if value in ("ours", "source"):
+            continue
+        folder = _resolve(value, base)
+        if not folder.is_dir():
+            raise SpecError(
+                f"{where}.wording",
+                f'{value!r} is neither "ours", "source" nor an existing folder of templates '
+                f"({folder} {'is not a folder' if folder.exists() else 'does not exist'}); "
+                "give one of those",
+            )
+    return values
+
+
+def wording_folder(cell: Cell, base: Path | None) -> Path | None:
+    """The folder of the user's own templates a cell's prompts are worded from (None for
+    "ours" and "source")."""
+    if cell.wording in ("ours", "source"):
+        return None
+    return _resolve(cell.wording, base)
 
 
 def _check_decision_bound(sweep: Sweep) -> None:
@@ -500,8 +599,9 @@ def _expand(
     cells: list[Cell] = []
     names = list(axes)
     sources = exp.similarity_source if isinstance(exp.similarity_source, list) else [exp.similarity_source]
-    for game_ref, scale, bonus, answer, condition, source in itertools.product(
-        games, scales, bonuses, answers, conditions, sources
+    wordings = _wordings(where, exp, base)
+    for game_ref, scale, bonus, answer, condition, source, wording in itertools.product(
+        games, scales, bonuses, answers, conditions, sources, wordings
     ):
         scale = _condition_scale(where, condition, scale)
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
@@ -510,6 +610,8 @@ def _expand(
             gp["scale"] = scale
         if bonus is not None:
             gp["bonus"] = bonus
+        wording_source = (None if wording != "source" else _serving_source(
+            where, exp.mechanism, exp.prompt_protocol, game, sweep.sources))
         for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
             params = dict(fixed, **dict(zip(names, combo, strict=True)))
             try:
@@ -557,6 +659,8 @@ def _expand(
                         style_message=exp.style_message,
                         source=source,
                         source_run=exp.source_run,
+                        wording=wording,
+                        wording_source=wording_source,
                     )
                 )
     seen: set[str] = set()

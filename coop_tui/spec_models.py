@@ -232,11 +232,19 @@ class ExperimentSpec(BaseModel):
         + "; ".join(f'"{p.name}": {p.summary}' for p in protocols())
         + " (coop_tui.protocols; an older name is accepted and stored as before)",
     )
-    style_message: Literal["system", "user"] = Field(
+    style_message: Literal["system", "user", "user_end"] = Field(
         default="system",
-        description='"system" (CoopEval): the reasoning instruction of cot / direct agents '
-        'is sent as a system message and the user message is the same for both; "user": '
-        "everything in one user message, the reasoning instruction among the answer's",
+        description='"system" (CoopEval\'s current code): the reasoning instruction of cot / '
+        "direct agents is sent as a system message and the user message is the same for both; "
+        '"user_end" (the published CoopEval study): that instruction appended at the end of '
+        'the user message (and once after the text of a re-ask); "user": everything in one '
+        "user message, the reasoning instruction among the answer's",
+    )
+    wording: str | list[str] = Field(
+        default="ours",
+        description='whose words the prompts are in: "ours" (coop-tui\'s templates), "source" '
+        "(the paper's own code, from the clone named under [sources]) or the path of a folder "
+        "of your own templates; a list is a grid axis (see docs/wording.md)",
     )
     opponents: list[str] = Field(
         default_factory=list,
@@ -350,6 +358,11 @@ class SweepSpec(BaseModel):
                                description="refuse sweeps estimated to make more decisions")
     max_prompt_tokens: int = Field(default=DEFAULT_MAX_PROMPT_TOKENS, ge=1, le=10**8,
                                    description="refuse prompts estimated to be longer")
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="the user's clone of each paper's public code, by source name (coopeval, "
+        'strategic_personalities, superadditive), read where an experiment sets wording = "source"',
+    )
     agents: dict[str, AgentSpec]
     experiments: list[ExperimentSpec] = Field(min_length=1)
 
@@ -409,6 +422,10 @@ class Cell:
     """the similarity signals paper: the similarity source whose matrix this match is told (grounded.stages)."""
     source_run: str | None = None
     """The stored run the source is read from (None: this run)."""
+    wording: str = "ours"
+    """Whose words: "ours", "source" or a folder of the user's templates (as written)."""
+    wording_source: str | None = None
+    """With wording "source": the name of the paper source whose code builds the messages."""
 
     # A cell's matches are numbered by one *slot* index, replicate-major:
     # slot = replicate * samples + sample. With one replicate the slot is the sample,
@@ -464,6 +481,8 @@ class Cell:
             data["src"] = self.source
         if self.source_run is not None:
             data["srun"] = self.source_run
+        if self.wording != "ours":
+            data["w"] = self.wording
         return data
 
 
@@ -474,6 +493,12 @@ class Sweep:
     cells: list[Cell] = field(default_factory=list)
     inputs: dict[str, str] = field(default_factory=dict)
     """{path: sha256} of every other file the sweep names (see :mod:`coop_tui.inputs`)."""
+    wording_sources: dict[str, Any] = field(default_factory=dict)
+    """The paper sources the cells with wording "source" read, loaded and checked when the
+    sweep was built: {name: :class:`coop_tui.sources.LoadedSource`}."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know before it runs but need not stop it (a source at another
+    commit than the tested one)."""
 
     @property
     def name(self) -> str:
@@ -492,6 +517,12 @@ class Sweep:
         for key, default in (("replicates", 1), ("answers", "lenient")):
             if data.get(key) == default:
                 data.pop(key)
+        # where the clones are is not what results depend on: their commits are recorded
+        # on the run and checked on --resume
+        data.pop("sources", None)
+        for exp in data.get("experiments", []):
+            if exp.get("wording") == "ours":
+                exp.pop("wording")
         for agent in data.get("agents", {}).values():
             for key in NOT_IN_CONTENT_KEY:
                 agent.pop(key, None)

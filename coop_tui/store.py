@@ -616,6 +616,7 @@ class Store:
     def create_run(
         self, run_id: str, name: str, *, kind: str, seed: int, sweep_hash: str, spec: dict[str, Any],
         inputs: dict[str, str] | None = None, shard: str | None = None,
+        sources: dict[str, dict[str, str]] | None = None,
     ) -> None:
         row = {
             "id": run_id,
@@ -630,6 +631,7 @@ class Store:
             "error": None,
             "inputs": json.dumps(inputs, sort_keys=True) if inputs else None,
             "shard": shard,
+            "sources": json.dumps(sources, sort_keys=True) if sources else None,
         }
         # plain SQL: sqlite-utils' insert would import it (and pandas) into every batch
         with self._own_transaction():

@@ -29,6 +29,7 @@ from coop_tui.engine import (
     MatchAborted,
     MatchContext,
     MatchStopped,
+    SourceFailed,
     derived_seed,
     let_loop_run,
     stable_hash,
@@ -55,7 +56,16 @@ from coop_tui.mechanisms import mechanism_class
 from coop_tui.prompts import PromptRenderer, TemplateFailed, wording_path
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
-from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
+from coop_tui.sources import record as source_record
+from coop_tui.spec import (
+    Cell,
+    Sweep,
+    batched,
+    cell_game,
+    estimate_decisions,
+    public_spec,
+    wording_folder,
+)
 from coop_tui.store import Store
 
 
@@ -219,6 +229,7 @@ def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
             "or give it another name",
         )
 
+    _check_sources_unchanged(previous, sweep)
     recorded = json.loads(previous.get("inputs") or "{}")
     changed = changed_input(recorded)
     if changed is not None:
@@ -229,6 +240,28 @@ def check_resumable(previous: dict[str, Any], sweep: Sweep) -> None:
             "used the old version. Restore the file to continue the run, or run without "
             "--resume (a new run reuses identical finished decisions)",
         )
+
+
+def source_records(sweep: Sweep) -> dict[str, dict[str, str]]:
+    """What the run stores about each paper source it reads: {name: name, clone, commit,
+    tested commit}."""
+    return {name: source_record(loaded) for name, loaded in sorted(sweep.wording_sources.items())}
+
+
+def _check_sources_unchanged(previous: dict[str, Any], sweep: Sweep) -> None:
+    """A run that read a paper's code resumes only at the commit it began with: another
+    commit may word the remaining matches differently from the finished ones."""
+    recorded = json.loads(previous.get("sources") or "{}")
+    for name, was in sorted(recorded.items()):
+        now = sweep.wording_sources.get(name)
+        if now is not None and now.commit != was.get("commit"):
+            raise SpecError(
+                "--resume",
+                f"the {name} source at {now.root} is at commit {now.commit}, but run "
+                f"{previous['id']} began with commit {was.get('commit')}; its finished matches "
+                f"used that version. Check it out again (git -C {now.root} checkout "
+                f"{was.get('commit')}) to continue the run, or run without --resume",
+            )
 
 
 async def close_agents(agents: Any) -> None:
@@ -290,6 +323,7 @@ async def run_sweep(
         store.create_run(
             run_id, sweep.name, kind=kind, seed=sweep.spec.seed, sweep_hash=sweep.hash,
             spec=public_spec(sweep.spec), inputs=sweep.inputs, shard=sweep.shard,
+            sources=source_records(sweep),
         )
         lease = RunLease(store, run_id)
         lease.acquire()  # no contention on a new run; renewed while it plays, released at the end
@@ -544,6 +578,8 @@ async def play_cell(
             prompt_protocol=cell.prompt_protocol,
             style_message=cell.style_message,
             max_prompt_tokens=sweep.spec.max_prompt_tokens if limit_prompts else None,
+            source=sweep.wording_sources.get(cell.wording_source) if cell.wording_source else None,
+            wording_folder=wording_folder(cell, base),
         ),
         lookup=store,
         pause=pause,
@@ -566,8 +602,8 @@ async def play_cell(
     except Exception as exc:  # provider gave up after retries, a bug, ...
         if _is_storage_error(exc):
             raise  # the database cannot record anything more: end the run, not the match
-        if isinstance(exc, TemplateFailed):
-            raise  # every match renders the same template: stop the sweep, exit 2
+        if isinstance(exc, TemplateFailed | SourceFailed):
+            raise  # every match renders the same template / source: stop the sweep, exit 2
         error = scrub(f"{type(exc).__name__}: {exc}")  # provider bodies may echo credentials
         retries = getattr(exc, "retries", 0)
         info = {"transport_retries": retries} if isinstance(retries, int) and retries else {}
@@ -605,6 +641,8 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["style_message"] = cell.style_message
     if cell.source is not None:  # the similarity signals paper: scores computed from this source
         condition["similarity_source"] = cell.source
+    if cell.wording != "ours":  # other words, other answers: never pooled with ours
+        condition["wording"] = cell.wording
     return condition
 
 

@@ -108,7 +108,10 @@ horizon = "known"
 BEFORE = {
     "strategic-personalities": "fe626882f79f85e1f33a70124d83fe4b49c6ddc0f65e1463bce7942bf65db0fa",
     "strategic-personalities-offline": "ad5c64acb6f12bdf20dd95ea7cac385f70b306325003b6a5f06d06b1da67afed",
-    "coopeval-offline": "54870b78367ea6699425ac4182e4f2e40b81bb03f9a2f3ed7e02bc7681e9a4cd",
+    # the study file's style_message = "user_end" (the published study's layout) moved the
+    # direct agent's instruction into its user message and joined the match condition, so
+    # the seeded histories differ too: mean prompt 493.9 -> 494.5 tokens, calls unchanged
+    "coopeval-offline": "5f13aabd344d5ccba9b1d60f0ef67e31b14cbaec2675d234ac59b11d257ef799",
     "superadditive-offline": "43c2b582b3ccdaec2711efb29bed9a45f8befa17c2248c23e9a258a8e70e2b8f",
     "strategies-prisoners": "45bb8ceedb66840bb5162a6d1c3cba59e91a0607fb2e5addb4c8899619c099e5",
     "variants": "9f494f3296e00467fd9c37faa3ddf2d673829506bcc3e40f6886745aa1712e49",

@@ -54,6 +54,12 @@ class PromptProtocol(ABC):
         ``style_message`` setting. The engine still keeps a person's prompt in one
         message and needs the style's template to exist."""
 
+    def reasoning_at_end(self, style_message: str) -> bool:
+        """Whether a ``cot`` / ``direct`` agent's reasoning instruction may be appended to
+        the end of the user message (and of each re-ask) under the study's
+        ``style_message``, apart from the answer instructions. No by default."""
+        return False
+
     def messages(self, text: str, reasoning: str | None) -> tuple[Message, ...]:
         """The messages one rendered prompt is sent as. Text holding the rules mark is
         split there (the rules as the system message, the rest as the user message);

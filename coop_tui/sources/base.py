@@ -58,6 +58,11 @@ class LoadedSource:
     commit: str
     state: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def name(self) -> str:
+        """The source's name (``sources.<name>`` in errors)."""
+        return self.wording.name
+
     def messages(self, ctx: Any, request: DecisionRequest) -> tuple[Message, ...]:
         return self.wording.messages(self, ctx, request)
 
