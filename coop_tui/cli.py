@@ -196,9 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "when stdout is not a terminal)")
     _db_arg(wat)
 
-    lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
-                         "sweep and study files")
-    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs", "studies"])
+    lst = sub.add_parser("list", help="list games, strategies, mechanisms, plugin agents, "
+                         "installed plugins, runs or the shipped sweep and study files")
+    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "agents", "plugins",
+                                      "runs", "studies"])
     lst.add_argument("--json", action="store_true",
                      help="print a JSON list of objects (piped text output is tab-separated "
                      "with every value in full)")

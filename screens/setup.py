@@ -183,6 +183,8 @@ class SetupScreen(NavScreen):
         self.error: ValueError | None = None
         self.last_saved: Path | None = None
         self.headless_proc: Any = None
+        self.plugin_agents: list[str] = []
+        """Agents installed plugins registered, listed under the seats when there are any."""
         self._built_mechanism = ""
         self.param_memory: dict[str, dict[str, Any]] = {
             "similarity": dict(MatchSetup.preset().params), self.setup.mechanism: dict(self.setup.params)}
@@ -243,7 +245,10 @@ class SetupScreen(NavScreen):
         from coop_tui.games import game_keys
         from coop_tui.mechanisms import mechanism_keys
 
+        from coop_tui.agents.custom import agent_names
+
         games, mechanisms, strategies = game_keys(), mechanism_keys(), strategy_names()
+        self.plugin_agents = agent_names()
         from coop_tui.mechanisms import mechanism_class
 
         # pipeline stages (benchmark answers, similarity judgements) run from sweep files
@@ -255,9 +260,13 @@ class SetupScreen(NavScreen):
 
     async def _fill_form(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
         s = self.setup
-        self.suggester.extend(strategies)
+        self.suggester.extend([*strategies, *self.plugin_agents])
         rest = self.query_one("#rest", Vertical)
         await rest.remove_children()
+        if self.plugin_agents:  # installed plugins' agents: typed in a seat like a strategy
+            names = ", ".join(terminal_text(n, markup=False) for n in self.plugin_agents)
+            await rest.mount(Static(Text(f"plugin agents: {names}", style="dim"),
+                                    id="plugin-agents"))
         await rest.mount_all([
             Static("Game", classes="section"),
             Row(Label("game"), Select([(k, k) for k in games], value=s.game if s.game in games else games[0],
