@@ -16,7 +16,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from coop_tui.agents.custom import agent_class, agent_names, agent_summary
 from coop_tui.agents.strategies import get_strategy, strategy_aliases, strategy_names
+from coop_tui.analysis.sections import keys as section_keys
+from coop_tui.plugins import plugin_records
 from coop_tui.shipped import shipped_sweeps
 from coop_tui.store import Store
 from coop_tui.terminal import NAME_WIDTH, terminal_text
@@ -74,8 +77,6 @@ def mechanism_rows() -> list[dict[str, Any]]:
 
 def agent_rows() -> list[dict[str, Any]]:
     """Agent classes installed plugins registered (``agent = "<name>"`` in a sweep)."""
-    from coop_tui.agents.custom import agent_class, agent_names, agent_summary
-
     return [{"name": name, "class": f"{cls.__module__}:{cls.__qualname__}",
              "what_it_does": agent_summary(name)}
             for name in agent_names() for cls in [agent_class(name)]]
@@ -86,13 +87,10 @@ def plugin_rows() -> list[dict[str, Any]]:
 
     Each registry is asked once, so each group's entry points are loaded (or refused)
     exactly as a sweep would load them."""
-    from coop_tui.agents.custom import agent_names
-    from coop_tui.analysis.sections import keys
     from coop_tui.games import game_keys
     from coop_tui.mechanisms import mechanism_keys
-    from coop_tui.plugins import plugin_records
 
-    game_keys(), mechanism_keys(), strategy_names(), agent_names(), keys()
+    game_keys(), mechanism_keys(), strategy_names(), agent_names(), section_keys()
     return [{**r.row(), "error": r.error or ""} for r in plugin_records()]
 
 

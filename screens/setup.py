@@ -28,6 +28,7 @@ from textual.css.query import NoMatches
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
+from coop_tui.agents.custom import agent_names
 from coop_tui.agents.strategies import strategy_names
 from coop_tui.errors import SpecError, database_message
 from coop_tui.screens.widgets import NavScreen, PayoffTable, optional_screen
@@ -244,8 +245,6 @@ class SetupScreen(NavScreen):
         """Import the registries off the UI thread, then fill the form on it."""
         from coop_tui.games import game_keys
         from coop_tui.mechanisms import mechanism_keys
-
-        from coop_tui.agents.custom import agent_names
 
         games, mechanisms, strategies = game_keys(), mechanism_keys(), strategy_names()
         self.plugin_agents = agent_names()
