@@ -334,3 +334,57 @@ def test_an_installed_plugin_wheel_extends_every_registry(venv: Path, tmp_path: 
     assert {agent for agent, _ in shown["decisions"]} == {"kind_example", "alternate_example"}
     assert all(text == '{"A0": 100, "A1": 0}' for agent, text in shown["decisions"]
                if agent == "kind_example")
+
+
+# ------------------------------------------------------------------ the setup screen
+class ListedAgent:
+    """Answers every request with the first action (a stand-in plugin agent)."""
+
+    async def decide(self, request: Any) -> str:
+        return custom.play_answer(request, [1.0])
+
+
+@pytest.mark.slow
+async def test_the_setup_screen_lists_plugin_agents_and_games(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What installed plugins registered (the same registries the entry points fill)
+    shows in the setup form: the game among the games, the agent under the seats and in
+    the seat's completions; a plugin agent typed into a seat plays the match."""
+    from textual.widgets import Select, Static
+
+    from coop_tui import games
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.live import LiveScreen
+
+    family = games.game_family("prisoners")
+    monkeypatch.setitem(games._REGISTRY, "plug_listed_game",
+                        games.GameFamily("plug_listed_game", family.factory, family.defaults))
+    monkeypatch.setitem(custom._REGISTRY, "plug_listed_agent", ListedAgent)
+    app = CoopApp(tmp_path / "t.db", sweep_dir=tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        setup = app.screen
+        await setup.wait_ready()
+        options = [value for _, value in setup.query_one("#game", Select)._options]
+        assert "plug_listed_game" in options
+        assert "plug_listed_agent" in str(setup.query_one("#plugin-agents", Static).render())
+        assert await setup.suggester.get_suggestion("plug_list") == "plug_listed_agent"
+        setup.query_one("#game", Select).value = "plug_listed_game"
+        setup.query_one("#mechanism", Select).value = "none"
+        for _ in range(3000):  # a hang guard, not a timing check
+            if setup._built_mechanism == "none":
+                break
+            await pilot.pause(0.02)
+        for field in setup.query("#seats Input"):
+            field.value = "plug_listed_agent"
+        await setup.wait_ready()
+        assert setup.error is None
+        setup.action_start()
+        for _ in range(6000):
+            if isinstance(app.screen, LiveScreen):
+                break
+            await pilot.pause(0.02)
+        live = app.screen
+        assert isinstance(live, LiveScreen)
+        await live.wait_finished()
+        played = [(d.agent, d.response) for d in app.store.decisions(live.session.match_id)]
+    assert played == [("plug_listed_agent", '{"A0": 100, "A1": 0}')] * 2
