@@ -69,6 +69,21 @@ class PluginWarning(UserWarning):
     """An installed plugin failed to load (the rest of coop-tui is unaffected)."""
 
 
+_format_warning = warnings.formatwarning
+
+
+def _format(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+            line: str | None = None) -> str:
+    """A plugin's failure reads as one line naming it, not as a warning from our source
+    line (the user did not write that line and cannot act on it)."""
+    if issubclass(category, PluginWarning):
+        return f"coop-tui: warning: {message}\n"
+    return _format_warning(message, category, filename, lineno, line)
+
+
+warnings.formatwarning = _format
+
+
 def import_plugins(package: str, path: Iterable[str], skip: Collection[str] = (),
                    group: str | None = None) -> None:
     """Import every plugin module of ``package`` (once per process), then the entry

@@ -163,6 +163,8 @@ def test_a_broken_plugin_is_one_warning_and_the_others_load(
     assert len(caught) == 1
     message = str(caught[0].message)
     assert "broken-plugin" in message and "RuntimeError: needs a missing setting" in message
+    shown = warnings.formatwarning(caught[0].message, plugins.PluginWarning, __file__, 1)
+    assert shown == f"coop-tui: warning: {message}\n"  # one line, no source line of ours
     assert [ep.name for ep, _ in loaded] == ["fine"]
     records = {r.name: r for r in plugins.plugin_records() if r.group == group}
     assert records["fine"].error is None and records["fine"].version == "1.2"
