@@ -10,16 +10,61 @@ connection, created the first time it is asked for.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+from coop_tui.errors import SpecError
+from coop_tui.inputs import file_kind
 
 BUSY_TIMEOUT = 30.0
 """Seconds a connection waits for another connection's write lock before SQLite gives up
 with "database is locked". Serve tabs, the TUI and several ``--batch`` sweeps share one
 database; each holds the lock for one short transaction at a time."""
+
+
+DATABASE_MODE = 0o600
+"""Permissions of a new database file (before the umask, which may only make them
+stricter). A database holds every prompt and answer of its runs: another local user has
+no business reading it. SQLite gives its ``-wal`` and ``-shm`` files the same mode. To
+share one, make the file first with the mode wanted (an empty file is a new database)."""
+
+
+def check_database_path(path: Path | str, field: str = "--db") -> None:
+    """Refuse a database path that exists and is not a regular file (a symlink to one is
+    fine), before SQLite opens it: SQLite would write ``/dev/null-journal`` beside a
+    device, block on a FIFO, or fail on a directory with a message about something else."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # absent (made below), or unreadable: SQLite's own error says which
+        return
+    if not stat.S_ISREG(mode):
+        raise SpecError(field, f"{path} is {file_kind(mode)}, not a database file; give the path "
+                               "of a database file (a new one is made where none exists)")
+
+
+def create_private(path: Path | str) -> None:
+    """Make ``path`` an empty file of :data:`DATABASE_MODE` when it does not exist (SQLite
+    would make it 0644 under the usual umask). An existing file keeps its mode."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DATABASE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def shared_mode() -> int:
+    """The mode a file the user makes to share (an export, a figure) gets: what ``open``
+    would give it under the user's umask. Temporary files renamed into place are born
+    0600, so they are given this mode before the rename."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def use_wal(conn: sqlite3.Connection) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from coop_tui.database import shared_mode
 from coop_tui.errors import fail
 from coop_tui.store import Store, game_spec_sql
 
@@ -139,12 +140,14 @@ def require_parquet_engine() -> None:
 
 def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file beside ``path``, then rename it to ``path`` (one step on
-    the same file system): readers see the old file or the whole new one."""
+    the same file system): readers see the old file or the whole new one. The file ends
+    with the mode the user's umask gives any file they make (docs/storage.md)."""
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(fd)
     part = Path(name)
     try:
         write(part)
+        os.chmod(part, shared_mode())  # born 0600 by mkstemp; an export is made to share
         os.replace(part, path)
     except BaseException:
         with contextlib.suppress(OSError):

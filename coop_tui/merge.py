@@ -36,11 +36,13 @@ from pathlib import Path
 from coop_tui import summaries
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
-from coop_tui.database import BUSY_TIMEOUT
+from coop_tui.database import BUSY_TIMEOUT, check_database_path
 from coop_tui.errors import SpecError, database_message
 from coop_tui.hashing import stable_hash
 from coop_tui.migrations import MIGRATIONS, NewerDatabaseError, applied_migrations, check_not_newer
 from coop_tui.runner import open_store
+from coop_tui.shards import Shard, parse_shard, slice_plan
+from coop_tui.spec import build_sweep
 from coop_tui.store import CHEAP_KINDS, DECISION_COLUMNS, SPILL_ROWS, Store
 from coop_tui.sweep import match_id_for, new_run_id
 from coop_tui.terminal import terminal_text
@@ -125,6 +127,9 @@ def read_source(path: Path, *, target: bool = False) -> Source:
                                    f"version to upgrade it (coop-tui list runs --db {path}), then merge")
         rows = conn.execute(SWEEP_RUNS).fetchall()
         others = conn.execute("select count(*) from runs").fetchone()[0] - len(rows)
+        if not target:
+            for row in rows:
+                check_run_fits(conn, SourceRun(*row), where)
     except NewerDatabaseError as exc:
         raise SpecError(where, f"was {exc}") from None
     except sqlite3.Error as exc:
@@ -134,10 +139,73 @@ def read_source(path: Path, *, target: bool = False) -> Source:
     return Source(path, [SourceRun(*row) for row in rows], skipped=others)
 
 
+def check_run_fits(conn: sqlite3.Connection, run: SourceRun, where: str) -> None:
+    """A source run is what it says: every match has its key, its slice label is K/N, and
+    its matches are those of that slice of the sweep's plan (the plan rebuilt from the
+    stored sweep; skipped when it cannot be, e.g. files it reads are elsewhere). A slice
+    relabelled as another would otherwise be merged as the slice it is not."""
+    unkeyed = conn.execute("select id from matches where run_id = ? and coalesce(match_key, '')"
+                           " = '' limit 1", [run.id]).fetchone()
+    if unkeyed is not None:
+        raise SpecError(where, f"run {run.id} has a match without a match_key ({unkeyed[0]}): it "
+                               "was not written by a sweep, or was edited since; merge the "
+                               "database the slice was played into")
+    shard = None
+    if run.shard is not None:
+        try:
+            shard = parse_shard(run.shard)
+        except SpecError:
+            raise SpecError(where, f"run {run.id} is labelled slice {run.shard!r}, which is not "
+                                   "K/N; merge the database the slice was played into") from None
+    planned = _planned_keys(run, shard, where)
+    if planned is None:
+        return
+    part = f"slice {shard}" if shard else "the whole sweep"
+    held = 0
+    for (key,) in conn.execute("select match_key from matches where run_id = ?", [run.id]):
+        held += 1
+        if key not in planned:
+            raise SpecError(where, f"run {run.id} says it is {part} of sweep {run.name!r}, but "
+                                   f"its match {key!r} is not in {part}'s plan: it was "
+                                   "relabelled or edited; merge the database the slice was "
+                                   "played into")
+    if run.status == "done" and held < len(planned):
+        raise SpecError(where, f"run {run.id} says it finished {part} of sweep {run.name!r}, "
+                               f"but holds {held} of its {len(planned)} matches: it was "
+                               "relabelled or edited; merge the database the slice was played "
+                               "into")
+
+
+def _planned_keys(run: SourceRun, shard: Shard | None, where: str) -> set[str] | None:
+    """The match keys of ``run``'s slice (or whole sweep) by the plan of its stored sweep,
+    or None when that sweep cannot be rebuilt here (it reads files not at hand). A stored
+    sweep that rebuilds to another hash than the run's was edited: refused."""
+    try:
+        sweep = build_sweep(json.loads(run.spec), check_keys=False)
+    except Exception:  # noqa: BLE001 - a sweep reading files not at hand: not checked
+        return None
+    if sweep.hash != run.sweep_hash:
+        raise SpecError(where, f"run {run.id}'s stored sweep is not the sweep of its hash "
+                               f"({sweep.hash} against {run.sweep_hash}): it was edited; merge "
+                               "the database the slice was played into")
+    try:
+        plan = slice_plan(sweep, shard) if shard is not None else sweep.whole_plan()
+        return {cell.match_key(slot) for cell, slot in plan}
+    except Exception:  # noqa: BLE001 - as above
+        return None
+
+
 def check_compatible(sources: list[Source], existing: list[SourceRun], out: Path) -> None:
     """One sweep name, one sweep: two runs named alike but made from different sweep files
     (or from one file whose game, item or template files changed in between) cannot be
     one run, and two runs of one name in one database would be ambiguous to every command."""
+    merging = {r.name for s in sources for r in s.runs}
+    for run in existing:
+        if run.shard is not None and run.name in merging:
+            raise SpecError(str(out), f"holds slice {run.shard} of sweep {run.name!r} (run "
+                            f"{run.id}) itself: merging beside it would leave two runs named "
+                            f"{run.name!r}; merge every slice, this one too, into a new database "
+                            f"(coop-tui merge {out} ... --db merged.sqlite)")
     seen: dict[str, tuple[SourceRun, Path]] = {}
     for path, run in [(out, r) for r in existing] + [(s.path, r) for s in sources for r in s.runs]:
         first = seen.setdefault(run.name, (run, path))
@@ -163,18 +231,33 @@ def _changed_input(a: str | None, b: str | None) -> str | None:
     return None
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file's device and inode (one file under every name, hard links included)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def check_paths(paths: list[Path], out: Path) -> None:
-    """The sources are distinct files, and OUT is none of them."""
-    seen: dict[Path, Path] = {}
+    """The sources are distinct files, and OUT is none of them: compared by inode, so a
+    hard link or a symlink to OUT is OUT (SQLite would wait on its own lock, then fail)."""
+    check_database_path(out)
+    target = _identity(out)
+    seen: dict[tuple[int, int], Path] = {}
     for path in paths:
-        real = path.resolve()
-        if out.exists() and path.exists() and real == out.resolve():
-            raise SpecError(str(path), "is the --db the merge writes to; give another --db "
-                                       "(a new file is made) or leave this one out")
-        if real in seen:
-            raise SpecError(str(path), f"is given twice (also as {seen[real]}); give each "
+        same = _identity(path)
+        if same is None:
+            continue  # read_source says it is missing
+        if same == target:
+            linked = "" if path.resolve() == out.resolve() else " (the same file under another name)"
+            raise SpecError(str(path), f"is the --db the merge writes to{linked}; give another "
+                                       "--db (a new file is made) or leave this one out")
+        if same in seen:
+            raise SpecError(str(path), f"is given twice (also as {seen[same]}); give each "
                                        "database once")
-        seen[real] = path
+        seen[same] = path
 
 
 def existing_runs(out: Path) -> list[SourceRun]:

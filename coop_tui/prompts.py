@@ -8,11 +8,14 @@ mapping from shown label to game action travels with the request and is stored.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
+import math
 import stat
+import time
 import tomllib
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -38,9 +41,96 @@ def default_template_dir() -> Path:
     return data_dir() / "prompts"
 
 
-class UnsafeTemplate(SpecError):
+RENDER_STEPS = 1_000_000
+"""Steps of ``range`` loops one render may take in all: nested loops multiply (two of the
+sandbox's largest ranges are 10^10 steps, hours of rendering)."""
+RENDER_SECONDS = 10.0
+"""Seconds one render may take (the shipped templates take well under a millisecond)."""
+RENDER_CHARS = 4_000_000
+"""Characters one render may produce, and one ``*`` or ``**`` of a template may make: a
+prompt past it would be refused by every provider anyway."""
+
+
+class TemplateFailed(SpecError):
+    """A template that cannot render: every match renders it, so the sweep stops (exit 2)
+    at the first failure, in a dry run as in a real one, naming the file and line."""
+
+
+class UnsafeTemplate(TemplateFailed):
     """A template reached for what the sandbox keeps from templates (Python internals,
     functions that change data): the sweep stops before anything more is rendered."""
+
+
+class BrokenTemplate(TemplateFailed):
+    """A template whose rendering fails (an undefined variable, a wrong type) or passes the
+    bounds (:data:`RENDER_STEPS`, :data:`RENDER_SECONDS`, :data:`RENDER_CHARS`)."""
+
+
+class _TooMuch(Exception):
+    """A render passed one of its bounds (turned into :class:`BrokenTemplate`)."""
+
+
+class _Budget:
+    """What one render may still spend: loop steps, and time up to a deadline."""
+
+    def __init__(self) -> None:
+        self.steps = RENDER_STEPS
+        self.deadline = time.monotonic() + RENDER_SECONDS
+
+    def spend(self, steps: int = 1) -> None:
+        self.steps -= steps
+        if self.steps < 0:
+            raise _TooMuch(f"its loops took more than {RENDER_STEPS:,} steps")
+        if self.steps % 1024 == 0 and time.monotonic() > self.deadline:
+            raise _TooMuch(f"it rendered for more than {RENDER_SECONDS:g} s")
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("render_budget",
+                                                                         default=None)
+
+
+class _CountedRange:
+    """The sandbox's ``range`` (at most 100,000 items) whose iteration pays each step from
+    the render's budget, so nested loops end instead of running for hours. Otherwise a
+    range: its length, items and membership are free."""
+
+    def __init__(self, *args: int) -> None:
+        self.steps = _jinja2().sandbox.safe_range(*args)
+
+    def __iter__(self) -> Iterator[int]:
+        budget = _BUDGET.get()
+        for value in self.steps:
+            if budget is not None:
+                budget.spend()
+            yield value
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.steps[index]
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.steps
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str | bytes | list | tuple) else 0
+
+
+def _bounded_binop(env: Any, context: Any, operator: str, left: Any, right: Any) -> Any:
+    """``*`` and ``**`` of a template, refused before they make something past
+    :data:`RENDER_CHARS` (``'x' * 10**12`` would allocate a terabyte; ``10 ** 10 ** 10``
+    would compute for hours)."""
+    if operator == "**" and isinstance(left, int | float) and isinstance(right, int | float):
+        magnitude = abs(float(right)) * math.log10(max(abs(float(left)), 2.0))
+        if magnitude > 10_000:
+            raise _TooMuch(f"a power in it has about {magnitude:,.0f} digits")
+    if operator == "*":
+        sized, count = (left, right) if _size(left) else (right, left)
+        if isinstance(count, int) and _size(sized) * max(count, 0) > RENDER_CHARS:
+            raise _TooMuch(f"an expression in it would make {_size(sized) * count:,} items")
+    return env.binop_table[operator](left, right)
 
 
 def _template_line(exc: BaseException, filename: str | None) -> int | None:
@@ -85,39 +175,65 @@ class PromptRenderer:
         strategies renders none, and importing Jinja2 would be a tenth of its start-up."""
         if self._made is None:
             jinja2 = _jinja2()
-            self._made = jinja2.sandbox.ImmutableSandboxedEnvironment(
+            self._made = _BoundedSandbox(
                 loader=jinja2.FileSystemLoader(self._search),
                 undefined=jinja2.StrictUndefined,
                 keep_trailing_newline=False,
                 autoescape=False,
             )
             self._made.filters["points"] = points  # "1 point", "3 points"
+            self._made.globals["range"] = _CountedRange
         return self._made
 
     def render(self, name: str, **context: Any) -> str:
-        """The rendered template; :class:`UnsafeTemplate` (a :class:`SpecError`, exit 2)
-        naming the file and line when it reaches outside the sandbox."""
-        return self._render(self._env.get_template(name), name, context)
+        """The rendered template; :class:`UnsafeTemplate` or :class:`BrokenTemplate` (a
+        :class:`SpecError`, exit 2) naming the file and line when it reaches outside the
+        sandbox, fails, or passes its bounds."""
+        return self._render(self._template(name), name, context)
 
     def bound(self, name: str) -> Callable[..., str]:
         """``render`` of one template found once: for a template rendered thousands of
         times in a row (a repeated game's history lines), where looking it up again
         (a file check each time) costs as much as rendering it."""
-        template = self._env.get_template(name)
+        template = self._template(name)
         return lambda **context: self._render(template, name, context)
 
-    def _render(self, template: Any, name: str, context: dict[str, Any]) -> str:
-        """Render a Jinja2 template (found by name) in the sandbox."""
+    def _template(self, name: str) -> Any:
         try:
-            return template.render(**context).strip()
+            return self._env.get_template(name)
+        except _jinja2().TemplateSyntaxError as exc:
+            raise BrokenTemplate("templates", f"{exc.filename or name}:{exc.lineno}: the "
+                                 f"template does not parse ({exc.message}); fix it") from None
+
+    def _render(self, template: Any, name: str, context: dict[str, Any]) -> str:
+        """Render a Jinja2 template (found by name) in the sandbox, within its bounds."""
+        token = _BUDGET.set(budget := _Budget())
+        try:
+            out: list[str] = []
+            size = 0
+            for chunk in template.generate(**context):
+                out.append(chunk)
+                size += len(chunk)
+                if size > RENDER_CHARS:
+                    raise _TooMuch(f"it rendered more than {RENDER_CHARS:,} characters")
+                budget.spend(0)
+            return "".join(out).strip()
         except _jinja2().exceptions.SecurityError as exc:
-            where = template.filename or name
-            line = _template_line(exc, template.filename)
-            at = f"{where}:{line}" if line else where
             raise UnsafeTemplate(
-                "templates", f"{at}: the template reaches outside what a prompt template may "
-                f"use ({exc}); remove that expression (templates read their values, nothing more)",
+                "templates", f"{_at(exc, template, name)}: the template reaches outside what a "
+                f"prompt template may use ({exc}); remove that expression (templates read "
+                "their values, nothing more)",
             ) from None
+        except _TooMuch as exc:
+            raise BrokenTemplate("templates", f"{_at(exc, template, name)}: the template was "
+                                 f"stopped: {exc}; simplify it") from None
+        except (_jinja2().TemplateError, ArithmeticError, MemoryError, TypeError, ValueError,
+                LookupError, AttributeError, RecursionError) as exc:
+            said = str(exc) or type(exc).__name__
+            raise BrokenTemplate("templates", f"{_at(exc, template, name)}: the template "
+                                 f"failed to render ({said}); fix it") from None
+        finally:
+            _BUDGET.reset(token)
 
     def has(self, name: str) -> bool:
         """Whether a template of this name exists (a custom folder or the shipped one)."""
@@ -181,6 +297,29 @@ def check_wording_folder(folder: Path) -> list[str]:
         raise SpecError("wording", f"{folder} holds no template (.j2 file); put your wording in "
                         "files named after the slots (see docs/reproducing-similarity.md)")
     return found
+def _at(exc: BaseException, template: Any, name: str) -> str:
+    """``file:line`` of the template line being rendered when ``exc`` was raised."""
+    where = template.filename or name
+    line = _template_line(exc, template.filename)
+    return f"{where}:{line}" if line else where
+
+
+def _bounded_sandbox_class() -> Any:
+    """The immutable sandbox with ``*`` and ``**`` bounded (made on first use, like the
+    import of Jinja2 itself)."""
+    sandbox = _jinja2().sandbox
+
+    class Bounded(sandbox.ImmutableSandboxedEnvironment):  # type: ignore[misc, name-defined]
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            return _bounded_binop(self, context, operator, left, right)
+
+    return Bounded
+
+
+def _BoundedSandbox(**options: Any) -> Any:  # noqa: N802 - stands for the class
+    return _bounded_sandbox_class()(**options)
 
 
 def _jinja2() -> Any:

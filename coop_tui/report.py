@@ -35,6 +35,7 @@ from coop_tui.analysis.theory import b_star
 from coop_tui.analysis.tournament import tournament_metrics
 from coop_tui.errors import fail
 from coop_tui.games import game_from_spec
+from coop_tui.slices import run_coverage
 from coop_tui.store import Store
 
 
@@ -216,6 +217,7 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
             "created_at": run["created_at"],
         },
         "counts": counts,
+        "coverage": run_coverage(db.conn, run),
         "failures": store.failure_groups(run_id),
         "experiments": out_exps,
         "mechanisms": actions_report(store, run_id),
@@ -399,6 +401,20 @@ def _answer_rules(db: Any, run_id: str, experiments: dict[int, dict[str, Any]]) 
             experiments[exp]["answers"] = ",".join(sorted(found))
 
 
+def coverage_line(cover: dict[str, Any]) -> str:
+    """The report's word on a run that holds only some slices of its sweep: its counts
+    are the slices', not the sweep's."""
+    held = ", ".join(cover["held"]) or "none finished"
+    line = f"slices of {cover['slices']}: this run holds {held}"
+    if cover["missing"]:
+        shown = ", ".join(cover["missing"][:8]) + (
+            f" and {len(cover['missing']) - 8} more" if len(cover["missing"]) > 8 else "")
+        line += f"; missing {shown} (play them, then coop-tui merge)"
+    if cover["unfinished"]:
+        line += f"; unfinished {', '.join(cover['unfinished'])}"
+    return line
+
+
 def render_text(report: dict[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
@@ -415,6 +431,9 @@ def render_text(report: dict[str, Any]) -> Any:
             f"cost ${c['cost_usd']:.4f}"
         )
     )
+    cover = report.get("coverage")
+    if cover:
+        parts.append(Text(coverage_line(cover), style="yellow"))
     failures = report.get("failures") or []
     if failures:
         ftable = Table(title="failed matches by reason", title_justify="left")

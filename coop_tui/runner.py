@@ -40,7 +40,7 @@ from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
 from coop_tui.calibration import call_speed, embedded_agents, wall_time_text
 from coop_tui.channel import Publisher
-from coop_tui.database import BUSY_TIMEOUT
+from coop_tui.database import BUSY_TIMEOUT, check_database_path
 from coop_tui.errors import database_message
 from coop_tui.eta import CallClock
 from coop_tui.events import (
@@ -319,6 +319,7 @@ def run_batch(
 ) -> int:
     """Validate, estimate and play a sweep file (or its slice ``shard``) into ``db_path``."""
     console = console or Console(stderr=False)
+    check_database_path(db_path)  # a device, FIFO or folder: refused before any read of it
     # SpecError -> exit 2 before anything is written; a dry run sends nothing, so it needs
     # no API key: it lists the keys a real run will need instead
     sweep = apply_shard(load_sweep(path, check_keys=not dry_run), shard)
@@ -545,6 +546,7 @@ def _close_quietly(store: Any) -> None:
 
 def open_store(db_path: Path) -> Any:
     """The database, or one clear error naming ``--db`` (a folder, no permission, ...)."""
+    check_database_path(db_path)
     if db_path.exists() and not os.access(db_path, os.W_OK):
         raise SpecError("--db", database_message(sqlite3.OperationalError("readonly"), db_path))
     try:

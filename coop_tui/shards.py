@@ -24,17 +24,14 @@ size and needs no memory beyond the shared units seen so far.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from coop_tui.errors import SpecError
 from coop_tui.grounded.stages import experiment_stages
+from coop_tui.slices import MAX_SHARDS, SHARD_PATTERN
 from coop_tui.spec import Cell, Sweep
 
-SHARD_PATTERN = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
-MAX_SHARDS = 100_000
-"""More slices than any cluster's array job (SLURM's MaxArraySize is 1001 by default)."""
 PIPELINE_UNIT = "pipeline"
 """The unit key of every staged experiment of a sweep (they share one slice)."""
 
@@ -121,5 +118,6 @@ def apply_shard(sweep: Sweep, shard: Shard | None) -> Sweep:
     sweep.shard = str(shard)
     sweep.plan = lambda s: slice_plan(s, shard, staged)
     return sweep
+
 
 

@@ -23,9 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from coop_tui import summaries
-from coop_tui.database import BUSY_TIMEOUT, Database, immediate, use_wal
+from coop_tui.database import (
+    BUSY_TIMEOUT,
+    Database,
+    check_database_path,
+    create_private,
+    immediate,
+    use_wal,
+)
 from coop_tui.decisions import Attempt, Decision
-from coop_tui.errors import failure_reason
+from coop_tui.errors import SpecError, failure_reason
 from coop_tui.events import (
     DecisionDone,
     DirectDecisions,
@@ -458,7 +465,9 @@ class Store:
         self.path = Path(path)
         if not create and not self.path.exists():
             raise FileNotFoundError(f"no database at {self.path}")
+        check_database_path(self.path)  # every command opens its database here
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(self.path)
         conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
         try:  # before anything that writes (even WAL mode changes the file's header)
             check_not_newer(applied_migrations(conn))
@@ -818,17 +827,25 @@ class Store:
         return float(row[0])
 
     def resolve_run(self, ref: str | None) -> dict[str, Any] | None:
-        """A run by id, id prefix or name; the latest run when ``ref`` is None."""
+        """A run by id, id prefix or name; the latest run when ``ref`` is None. A prefix of
+        several ids that names no run raises SpecError listing them: "no such run" would
+        send the user looking for a run that is there."""
         if ref is None:
             return self.latest_run()
         run = self.run(ref)
         if run:
             return run
-        rows = list(self.db.query("select * from runs where id like ? escape '\\' limit 2",
-                                  [like_escape(ref) + "%"])) if ref else []
+        rows = list(self.db.query("select * from runs where id like ? escape '\\'"
+                                  " order by id limit 6", [like_escape(ref) + "%"])) if ref else []
         if len(rows) == 1:
             return rows[0]
-        return self.latest_run(name=ref)
+        named = self.latest_run(name=ref)
+        if named is not None or len(rows) < 2:
+            return named
+        shown = ", ".join(f"{r['id']} ({r['name']})" for r in rows[:5])
+        more = " and more" if len(rows) > 5 else ""
+        raise SpecError("run", f"{ref!r} is the start of several run ids: {shown}{more}; give "
+                               "more of the id")
 
     def delete_run(self, run_id: str) -> None:
         self.flush_folds()

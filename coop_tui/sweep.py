@@ -52,7 +52,7 @@ from coop_tui.events import (
 from coop_tui.grounded.stages import experiment_stages, needs_inputs, resolve_params
 from coop_tui.inputs import changed_input
 from coop_tui.mechanisms import mechanism_class
-from coop_tui.prompts import PromptRenderer, UnsafeTemplate, wording_path
+from coop_tui.prompts import PromptRenderer, TemplateFailed, wording_path
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
@@ -566,7 +566,7 @@ async def play_cell(
     except Exception as exc:  # provider gave up after retries, a bug, ...
         if _is_storage_error(exc):
             raise  # the database cannot record anything more: end the run, not the match
-        if isinstance(exc, UnsafeTemplate):
+        if isinstance(exc, TemplateFailed):
             raise  # every match renders the same template: stop the sweep, exit 2
         error = scrub(f"{type(exc).__name__}: {exc}")  # provider bodies may echo credentials
         retries = getattr(exc, "retries", 0)

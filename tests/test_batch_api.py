@@ -9,6 +9,7 @@ the server, not by our own bookkeeping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -413,3 +414,189 @@ def test_a_judge_with_batch_sends_every_item_of_the_pass_in_one_batch(tmp_path: 
                       " join runs r on r.id = m.run_id where r.kind = 'judge' and d.reused = 0")
     assert len(judge_batches) == 1 and len(srv.batch_book.inputs[judge_batches[0]]) == asked
     assert set(srv.batch_book.submitted.values()) == {1}
+
+
+# ----------------------------------------------------------------- hostile results files
+def run_in_process(sweep_path: Path, db: Path, *, resume: bool = False,
+                   stop_when_pending: bool = False) -> Any:
+    """Play the sweep in this process. ``stop_when_pending``: cancel the run as soon as
+    its first batch is pending (the batch stays with the provider, as after a kill) and
+    return None. The ``wait_for`` only keeps a regression (polling for good) from hanging
+    the suite."""
+    from coop_tui.events import BatchProgress, EventBus
+
+    async def play() -> Any:
+        bus, pending = EventBus(), asyncio.Event()
+        bus.subscribe(lambda e: pending.set() if isinstance(e, BatchProgress) and e.pending
+                      else None)
+        store = Store(db)
+        try:
+            task = asyncio.ensure_future(run_sweep(load_sweep(sweep_path), store, bus=bus,
+                                                   resume=resume))
+            if not stop_when_pending:
+                return await asyncio.wait_for(task, 60)
+            await asyncio.wait_for(pending.wait(), 60)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return None
+        finally:
+            store.close()
+
+    return asyncio.run(play())
+
+
+def first_batch_only(edit: Any) -> Any:
+    """An output edit applied to the first batch that ends, the later ones left alone."""
+    calls: list[int] = []
+
+    def once(lines: list[bytes]) -> list[bytes] | None:
+        calls.append(1)
+        return edit(lines) if len(calls) == 1 else lines
+
+    return once
+
+
+def plant_bad_lines(lines: list[bytes]) -> list[bytes]:
+    """The first answer's line made not JSON, and a line that is JSON but not an object."""
+    return [b"{not json", *lines[1:], b"[]"]
+
+
+@pytest.mark.parametrize(("model", "resume"), [("openai/loopback", False),
+                                               ("openai/loopback", True),
+                                               ("anthropic/claude-loop", False)])
+def test_a_results_line_that_is_not_a_json_object_fails_only_its_request(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str,
+    resume: bool,
+) -> None:
+    """``{not json`` and ``[]`` in a batch's output: the seven good answers are stored,
+    the request whose line was spoilt gets the reason and is asked again in the next batch,
+    and the sweep finishes (it used to poll that batch for good). The same when the batch
+    ends while nobody polls it and ``--resume`` reads it."""
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    if model.startswith("anthropic/"):
+        pytest.importorskip("anthropic")
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true", model=model,
+                        agent_extra="max_tokens = 300")
+    db = tmp_path / "bad-line.db"
+    if resume:
+        server.configure(batch_hold=True)
+        run_in_process(sweep, db, stop_when_pending=True)
+        assert count(db, "select count(*) from batches where status = 'pending'") == 1
+        server.configure(batch_hold=False)
+    server.configure(batch_output_edit=first_batch_only(plant_bad_lines))
+    summary = run_in_process(sweep, db, resume=resume)
+    assert summary.status == "done"
+    assert count(db, "select count(*) from decisions where valid = 1") == DECISIONS
+    assert Counter(server.batch_book.submitted.values()) == {1: DECISIONS - 1, 2: 1}
+    reasons = [r[0] for r in rows(db, "select error from batch_requests where error is not null")]
+    assert len(reasons) == 1
+    assert "line 1 is not JSON" in reasons[0] and "is not a JSON object" in reasons[0]
+    assert count(db, "select count(*) from batch_requests where result is not null") == DECISIONS
+
+
+def test_a_results_file_that_cannot_be_read_ends_its_batch_with_the_reason(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output file of the first batch cannot be downloaded (404): after a few tries the
+    batch ends with that error, its requests go into a new batch, the sweep finishes."""
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    server.configure(batch_output_edit=first_batch_only(lambda lines: None))
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true")
+    db = tmp_path / "unreadable.db"
+    assert run_in_process(sweep, db).status == "done"
+    assert batch_sizes(server) == [8, 8, 4, 4]
+    [(status, error)] = rows(db, "select status, error from batches where status != 'completed'")
+    assert status == "unreadable" and "could not be read (3 tries)" in error
+    assert count(db, "select count(*) from decisions where valid = 1") == DECISIONS
+
+
+def test_a_repeated_custom_id_keeps_its_first_answer_and_is_counted(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    first: dict[str, Any] = {}
+
+    def repeat_first(lines: list[bytes]) -> list[bytes]:
+        line = json.loads(lines[0])
+        first.update(line)
+        other = json.loads(lines[0])
+        other["response"]["body"]["choices"][0]["message"]["content"] = '{"A0": 0, "A1": 100} late'
+        return [lines[0], *lines[1:], json.dumps(other).encode(), json.dumps(other).encode()]
+
+    server.configure(batch_output_edit=first_batch_only(repeat_first))
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true")
+    db = tmp_path / "dup.db"
+    assert run_in_process(sweep, db).status == "done"
+    kept = rows(db, f"select result from batch_requests where custom_id = '{first['custom_id']}'")
+    answer = first["response"]["body"]["choices"][0]["message"]["content"]
+    assert json.loads(kept[0][0])["text"] == answer
+    assert any("2 result line(s) repeated a custom_id" in r.getMessage() for r in caplog.records)
+    assert set(server.batch_book.submitted.values()) == {1}
+
+
+@pytest.mark.parametrize("size", [5_000, 400_000])
+def test_an_oversized_batch_answer_is_refused_and_only_the_refusal_stored(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """An answer past ``max_answer_chars`` (here 1,000): under the line bound it is read
+    and refused; past it (400,000 characters) it is refused from the line's first bytes.
+    Either way ``batch_requests`` keeps the refusal, never the payload."""
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+
+    def grow_first(lines: list[bytes]) -> list[bytes]:
+        line = json.loads(lines[0])
+        line["response"]["body"]["choices"][0]["message"]["content"] = "Z" * size
+        return [json.dumps(line).encode(), *lines[1:]]
+
+    server.configure(batch_output_edit=first_batch_only(grow_first))
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true",
+                        agent_extra="max_answer_chars = 1000")
+    db = tmp_path / "big.db"
+    run_in_process(sweep, db)
+    [(result, error)] = rows(db, "select result, error from batch_requests where error is not null")
+    assert result is None and "refused, and only this refusal stored" in error
+    assert count(db, "select max(length(coalesce(result, ''))) from batch_requests") < 1000
+    assert b"Z" * 1000 not in db_bytes(db)
+
+
+def test_an_unknown_batch_status_counts_as_pending_with_a_warning(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A status coop-tui does not know (a provider adds one tomorrow) is pending: the batch
+    is polled on until it ends, nothing is sent twice, and the log names the status."""
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    server.configure(batch_status="deliberating", batch_polls=3)
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true")
+    db = tmp_path / "unknown.db"
+    assert run_in_process(sweep, db).status == "done"
+    assert batch_sizes(server) == [8, 4, 4]
+    assert set(server.batch_book.submitted.values()) == {1}
+    warned = [r.getMessage() for r in caplog.records if "'deliberating'" in r.getMessage()]
+    assert len(warned) == 3 and "counts as pending" in warned[0]  # once per batch
+
+
+def test_a_batch_whose_state_cannot_be_learnt_is_never_sent_again(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polling fails in a row (the batch answers 404): the batch may still complete, so its
+    requests fail in this run instead of going into a new batch, the ledger keeps it
+    pending, and ``--resume`` polls it again and uses its answers: every request sent once."""
+    import coop_tui.agents.batch as batch_module
+
+    monkeypatch.setenv("LOOPBACK_KEY", SECRET)
+    monkeypatch.setattr(batch_module, "MAX_POLL_FAILURES", 3)
+    server.configure(batch_lost=True)
+    sweep = write_sweep(tmp_path / "s.toml", server.url, sweep_extra="batch = true")
+    db = tmp_path / "lost.db"
+    summary = run_in_process(sweep, db)
+    assert summary.status == "failed"
+    assert batch_sizes(server) == [8] and set(server.batch_book.submitted.values()) == {1}
+    assert rows(db, "select status from batches") == [("pending",)]
+    server.configure(batch_lost=False)
+    assert run_in_process(sweep, db, resume=True).status == "done"
+    assert set(server.batch_book.submitted.values()) == {1}
+    assert batch_sizes(server) == [8, 4, 4]
+    assert count(db, "select count(*) from decisions where valid = 1") == DECISIONS

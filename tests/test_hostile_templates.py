@@ -4,7 +4,9 @@ Templates render in Jinja2's immutable sandbox. A template that reaches for Pyth
 internals (the classic ``cycler.__init__.__globals__.os`` escape) stops the sweep with exit
 2 and a message naming the template file and line, on ``--dry-run`` (which renders the real
 prompts to measure them) and on a real ``--batch``; the command it tried to run never ran
-and nothing is written.
+and nothing is written. So does one that cannot render (an undefined variable), or passes
+the render's bounds (an expression of a terabyte, nested loops of 10^10 steps): the dry run
+used to swallow the error while it measured prompt sizes, and hang on the loops.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from coop_tui.prompts import PromptRenderer, UnsafeTemplate, default_template_dir
+from coop_tui.prompts import BrokenTemplate, PromptRenderer, UnsafeTemplate, default_template_dir
 from coop_tui.testing.server import LoopbackServer
 
 ESCAPES = {
+    "undefined": "{{{{ a_variable_nobody_sets }}}}{{# {marker} #}}",
+    "terabyte": "{{{{ 'x' * 10**12 }}}}{{# {marker} #}}",
+    "nested-loop": "{{% for a in range(100000) %}}{{% for b in range(100000) %}}{{% endfor %}}"
+                   "{{% endfor %}}{{# {marker} #}}",
     "cycler": "{{{{ cycler.__init__.__globals__.os.system('touch {marker}') }}}}",
     "lipsum": "{{{{ lipsum.__globals__['os'].popen('touch {marker}').read() }}}}",
     "subclasses": "{{{{ ''.__class__.__mro__[1].__subclasses__() }}}}{{# {marker} #}}",
@@ -97,3 +103,14 @@ def test_the_refusal_is_a_spec_error_naming_the_file(tmp_path: Path) -> None:
     assert caught.value.field == "templates"
     assert f"{tmp_path / 'mine' / 'game.j2'}:{line}" in str(caught.value)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("broken", ["undefined", "terabyte", "nested-loop"])
+def test_a_broken_template_is_a_spec_error_naming_file_and_line(tmp_path: Path, broken: str) -> None:
+    line = _hostile_templates(tmp_path / "mine", broken, tmp_path / "unused")
+    renderer = PromptRenderer(tmp_path / "mine")
+    with pytest.raises(BrokenTemplate) as caught:
+        renderer.render("game.j2", n_players=2, labels=["A0", "A1"], payoff_description="-",
+                        seat_number=1)
+    assert caught.value.field == "templates"
+    assert f"{tmp_path / 'mine' / 'game.j2'}:{line}" in str(caught.value)

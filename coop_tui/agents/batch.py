@@ -45,8 +45,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.agents.batch_results import (
+    Outcome,
+    ResultLines,
+    anthropic_outcome,
+    openai_outcome,
+    read_result_stream,
+)
 from coop_tui.database import BUSY_TIMEOUT
-from coop_tui.decisions import ASKING
+from coop_tui.decisions import ASKING, DEFAULT_MAX_ANSWER_CHARS
 from coop_tui.hashing import stable_hash
 from coop_tui.redact import scrub
 
@@ -65,52 +72,21 @@ MAX_POLL_S = 300.0
 MAX_POLL_FAILURES = 12
 """Polls of one batch that may fail in a row (the provider unreachable, the batch unknown)
 before its requests are asked again in a new batch."""
+MAX_RESULT_FAILURES = 3
+"""Times the results of an ended batch may fail to be read before the batch ends with that
+error (its requests are then asked again in a new batch): the batch has ended, so polling
+it longer would only repeat the same failure."""
 PENDING_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 """OpenAI batch states in which its results are not there yet."""
+ENDED_STATES = frozenset({"completed", "failed", "expired", "cancelled"})
+"""OpenAI batch states in which it has ended. Any other status (one a provider adds later)
+counts as pending, with a warning naming it: taking it as ended would send every request
+again while the batch may still complete."""
 
 log = logging.getLogger(__name__)
 
 _MATCH: contextvars.ContextVar[object | None] = contextvars.ContextVar("batch_match", default=None)
 """The playing match of the current task (set by :meth:`BatchHub.playing`)."""
-
-
-@dataclass
-class Outcome:
-    """One request's result from a batch: a ``chat.completion``-like answer, or why not."""
-
-    text: str = ""
-    reasoning: str = ""
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    finish_reason: str | None = None
-    model: str | None = None
-    error: str | None = None
-
-    def to_json(self) -> str:
-        return json.dumps(self.__dict__)
-
-    @classmethod
-    def from_json(cls, text: str) -> Outcome:
-        return cls(**json.loads(text))
-
-
-def outcome_of_completion(body: dict[str, Any]) -> Outcome:
-    """An OpenAI ``chat.completion`` body as an :class:`Outcome`."""
-    choices = body.get("choices") or [{}]
-    message = choices[0].get("message") or {}
-    usage = body.get("usage") or {}
-    return Outcome(
-        text=str(message.get("content") or ""),
-        reasoning=str(message.get("reasoning_content") or message.get("reasoning") or ""),
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
-        finish_reason=choices[0].get("finish_reason") or "stop",
-        model=body.get("model"),
-    )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and 0 <= value < 10**9 else None
 
 
 def custom_id(body: dict[str, Any]) -> str:
@@ -187,6 +163,13 @@ class BatchLedger:
                 "update batch_requests set error = ? where tag = ? and result is null"
                 " and error is null", [scrub(reason or "no result for this request"), tag])
 
+    def requests(self, tag: str) -> set[str]:
+        """The ``custom_id`` of every request sent in the batch ``tag``: a results line
+        naming another is ignored."""
+        with self._conn() as conn:
+            return {r[0] for r in conn.execute(
+                "select custom_id from batch_requests where tag = ?", [tag])}
+
     def unfinished(self) -> list[dict[str, Any]]:
         with self._conn() as conn:
             rows = conn.execute(
@@ -200,6 +183,8 @@ class OpenAIBatches:
     """OpenAI's Batch API (and OpenAI-compatible servers offering it) through the SDK."""
 
     name = "openai"
+    pending_states = PENDING_STATES
+    ended_states = ENDED_STATES
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
 
@@ -222,22 +207,22 @@ class OpenAIBatches:
             metadata={"coop_tui_tag": tag})
         return batch.id
 
-    async def state(self, batch_id: str) -> tuple[bool, Any]:
-        """(ended, the batch object)."""
+    async def state(self, batch_id: str) -> tuple[str, Any]:
+        """(the batch's status, the batch object)."""
         batch = await self.client.batches.retrieve(batch_id)
-        return batch.status not in PENDING_STATES, batch
+        return str(batch.status), batch
 
-    async def results(self, batch: Any) -> tuple[str, dict[str, Outcome], str | None]:
-        """(status, outcome per custom_id, the batch's own failure reason or None)."""
-        out: dict[str, Outcome] = {}
+    async def results(self, batch: Any, max_chars: int,
+                      expected: set[str]) -> tuple[str, ResultLines, str | None]:
+        """(status, what the output and error files held, the batch's own failure reason
+        or None). Each file is streamed, line by line, each line bounded."""
+        out = ResultLines()
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            content = await self.client.files.content(file_id)
-            for raw in content.text.splitlines():
-                if raw.strip():
-                    cid, outcome = _openai_line(json.loads(raw))
-                    out[cid] = outcome
+            async with self.client.files.with_streaming_response.content(file_id) as response:
+                await read_result_stream(response.iter_bytes(), openai_outcome,
+                                         max_chars=max_chars, expected=expected, into=out)
         reason = None
         if batch.status != "completed":
             errors = getattr(getattr(batch, "errors", None), "data", None) or []
@@ -262,24 +247,12 @@ class OpenAIBatches:
         await self.client.close()
 
 
-def _openai_line(line: dict[str, Any]) -> tuple[str, Outcome]:
-    cid = str(line.get("custom_id"))
-    response = line.get("response") or {}
-    error = line.get("error")
-    if error or response.get("status_code") != 200:
-        body = response.get("body") or {}
-        said = (error or body.get("error") or {}).get("message") if isinstance(
-            error or body.get("error"), dict) else str(error or body)
-        status = response.get("status_code")
-        return cid, Outcome(error=f"the request failed in its batch"
-                            f"{f' (HTTP {status})' if status else ''}: {said}")
-    return cid, outcome_of_completion(response.get("body") or {})
-
-
 class AnthropicBatches:
     """Anthropic's Message Batches through the ``anthropic`` SDK (an optional extra)."""
 
     name = "anthropic"
+    pending_states = frozenset({"in_progress", "canceling"})
+    ended_states = frozenset({"ended"})
     max_requests = 100_000
     max_bytes = 256 * 1024 * 1024
 
@@ -310,27 +283,18 @@ class AnthropicBatches:
         batch = await self.client.messages.batches.create(requests=lines)  # type: ignore[arg-type]
         return batch.id
 
-    async def state(self, batch_id: str) -> tuple[bool, Any]:
+    async def state(self, batch_id: str) -> tuple[str, Any]:
         batch = await self.client.messages.batches.retrieve(batch_id)
-        return batch.processing_status == "ended", batch
+        return str(batch.processing_status), batch
 
-    async def results(self, batch: Any) -> tuple[str, dict[str, Outcome], str | None]:
-        out: dict[str, Outcome] = {}
-        async for item in await self.client.messages.batches.results(batch.id):
-            result = item.result
-            if result.type == "succeeded":
-                message = result.message
-                out[item.custom_id] = Outcome(
-                    text="".join(getattr(b, "text", "") for b in message.content),
-                    input_tokens=_count(message.usage.input_tokens),
-                    output_tokens=_count(message.usage.output_tokens),
-                    finish_reason=message.stop_reason or "stop", model=message.model)
-            elif result.type == "errored":
-                inner = getattr(result.error, "error", None)
-                said = getattr(inner, "message", None) or str(result.error)
-                out[item.custom_id] = Outcome(error=f"the request failed in its batch: {said}")
-            else:
-                out[item.custom_id] = Outcome(error=f"the request was {result.type} in its batch")
+    async def results(self, batch: Any, max_chars: int,
+                      expected: set[str]) -> tuple[str, ResultLines, str | None]:
+        """The results file read raw (the SDK's decoder would stop at the first bad line),
+        line by line, each line bounded."""
+        stream = self.client.messages.batches.with_streaming_response.results(batch.id)
+        async with stream as response:
+            out = await read_result_stream(response.iter_bytes(), anthropic_outcome,
+                                           max_chars=max_chars, expected=expected)
         return "ended", out, None
 
     async def find(self, tag: str) -> str | None:
@@ -556,35 +520,80 @@ class BatchHub:
         task.add_done_callback(self._tasks.discard)
 
     async def _poll(self, agent: Any, running: _Running, first: float) -> None:
-        """Poll one batch with a doubling interval; answer its requests when it ends."""
+        """Poll one batch with a doubling interval; answer its requests when it ends.
+
+        Two counts that never reset each other: status calls failing in a row (reset by a
+        status call that answers), and failed reads of an ended batch's results (reset by
+        nothing: the batch has ended, and a status call answering says nothing about its
+        results file; resetting that count on it let one bad file be polled for good)."""
         client = self._client(agent)
         delay, pause = first, max(agent.batch_poll, 0.01)
-        failures = 0
+        failures = unreadable = 0
+        warned: set[str] = set()
         while True:
             if delay:
                 await asyncio.sleep(delay)
             delay = min(max(delay, pause) * 2, MAX_POLL_S) if delay else pause
             try:
-                ended, batch = await client.state(running.batch_id)
-                failures = 0
-                if not ended:
-                    self._report()  # the oldest pending batch's age moves on
-                    continue
-                status, results, reason = await client.results(batch)
+                status, batch = await client.state(running.batch_id)
             except Exception as exc:  # noqa: BLE001 - a poll that fails is tried again later
                 failures += 1
                 said = scrub(agent._key.scrub(str(exc)))  # noqa: SLF001
                 if failures < MAX_POLL_FAILURES:
                     self._say(agent, f"polling batch {running.batch_id} failed; trying again: {said}")
                     continue
-                status, results = "unreachable", {}
-                reason = f"polling batch {running.batch_id} failed {failures} times in a row: {said}"
-            self.ledger.ended(running.tag, status, results, reason)
-            self._running.pop(running.tag, None)
-            self.done += 1
-            _answer(running.waiters, results, reason)
-            self._report()
+                self._give_up(agent, running, f"polling batch {running.batch_id} failed {failures} "
+                              f"times in a row: {said}")
+                return
+            failures = 0
+            if status not in client.ended_states:
+                if status not in client.pending_states and status not in warned:
+                    warned.add(status)
+                    self._say(agent, f"batch {running.batch_id} has the status {status[:60]!r}, "
+                              "which coop-tui does not know; it counts as pending and is polled "
+                              "on (nothing is sent again while it may still complete)")
+                self._report()  # the oldest pending batch's age moves on
+                continue
+            try:
+                status, results, reason = await client.results(
+                    batch, getattr(agent, "max_answer_chars", DEFAULT_MAX_ANSWER_CHARS),
+                    self.ledger.requests(running.tag))
+            except Exception as exc:  # noqa: BLE001 - the file is read again, a few times
+                unreadable += 1
+                said = scrub(agent._key.scrub(str(exc)))  # noqa: SLF001
+                if unreadable < MAX_RESULT_FAILURES:
+                    self._say(agent, f"reading the results of batch {running.batch_id} failed; "
+                              f"trying again: {said}")
+                    continue
+                status, results = "unreadable", ResultLines()
+                reason = (f"the results of batch {running.batch_id} could not be read "
+                          f"({unreadable} tries): {said}")
+            self._end(agent, running, status, results, reason)
             return
+
+    def _end(self, agent: Any, running: _Running, status: str, results: ResultLines,
+             reason: str | None) -> None:
+        """The batch ended: its answers stored and handed out; a request without one gets
+        the batch's reason, or what was wrong in its results file."""
+        for warning in results.warnings():
+            self._say(agent, f"batch {running.batch_id}: {warning}")
+        reason = reason or results.missing_reason()
+        self.ledger.ended(running.tag, status, results.outcomes, reason)
+        self._running.pop(running.tag, None)
+        self.done += 1
+        _answer(running.waiters, results.outcomes, reason)
+        self._report()
+
+    def _give_up(self, agent: Any, running: _Running, said: str) -> None:
+        """Stop polling a batch whose state cannot be learnt. It may still complete, so
+        its requests are not sent again: they fail (not to be retried in this process),
+        and the ledger keeps the batch pending, so ``--resume`` polls it again."""
+        self._say(agent, said)
+        self._running.pop(running.tag, None)
+        _answer(running.waiters, {}, None, final=Outcome(
+            error=f"{said}; the batch may still complete, so its requests are not sent again "
+                  "(--resume polls it)", retryable=False))
+        self._report()
 
     @staticmethod
     def _say(agent: Any, message: str) -> None:
@@ -609,9 +618,9 @@ class BatchHub:
 
 
 def _answer(waiters: dict[str, list[asyncio.Future[Outcome]]], results: dict[str, Outcome],
-            reason: str | None) -> None:
+            reason: str | None, final: Outcome | None = None) -> None:
     for cid, futures in waiters.items():
-        outcome = results.get(cid) or Outcome(
+        outcome = final or results.get(cid) or Outcome(
             error=reason or "the batch ended without a result for this request")
         for future in futures:
             if not future.done():

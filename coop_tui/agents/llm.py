@@ -766,6 +766,9 @@ class LLMAgent:
                     raise ProviderError(f"{self._where()}: {exc}", retries=retries) from None
                 return _Call(state, waited, 0.0, retries)
             message = scrub(self._key.scrub(outcome.error))
+            if not outcome.retryable:  # refused, or its batch may still complete
+                raise ProviderError(f"{self._where()}: {message}", retries=retries,
+                                    retryable=True)
             if retries >= self.max_retries:
                 raise ProviderError(
                     f"{self._where()}: gave up after {retries} retries through the Batch "

@@ -12,6 +12,12 @@ set. Outcomes come from ``batch_script`` (one entry per created batch, in order:
 "completed", "expired", "failed"); a request whose line ``batch_fail`` names (a callable
 of the request body returning an error message, or None) fails alone inside its batch.
 ``submitted`` counts how often each ``custom_id`` was sent, over every batch.
+
+Hostile results: ``batch_output_edit`` (a callable of the output file's lines, as bytes
+without their newlines) returns the lines to serve instead, to plant a line that is not
+JSON, a repeated ``custom_id`` or an oversized answer; returning None serves an output file
+id that does not exist (its download answers 404). ``batch_status`` replaces the status a
+batch in progress reports (a status coop-tui does not know).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from typing import Any
 
 Answer = Callable[[dict[str, Any], int], dict[str, Any]]
 """(chat request body, index) -> a ``chat.completion`` object (the server's answer)."""
+Edit = Callable[[list[bytes]], list[bytes] | None]
+"""The results file's lines -> the lines to serve instead, or None for no file at all."""
 
 
 def multipart_fields(raw: bytes, content_type: str) -> dict[str, bytes]:
@@ -112,7 +120,8 @@ class BatchBook:
         return {k: v for k, v in self.batches[batch_id].items() if not k.startswith("_")}
 
     def retrieve(self, batch_id: str, *, polls: int, hold: bool, answer: Answer,
-                 fail: Any) -> dict[str, Any] | None:
+                 fail: Any, edit: Edit | None = None,
+                 status: str | None = None) -> dict[str, Any] | None:
         """The batch after one more poll: it ends on the poll after ``polls`` in-progress
         answers, unless held."""
         batch = self.batches.get(batch_id)
@@ -124,11 +133,35 @@ class BatchBook:
                 batch["status"] = "in_progress"
             else:
                 self._finish_openai(batch_id, answer, fail)
+                self._edit(batch, "output_file_id", edit)
         elif batch["_api"] == "anthropic" and batch["processing_status"] == "in_progress":
             self.polls[batch_id] += 1
             if not hold and self.polls[batch_id] > polls:
                 self._finish_anthropic(batch_id, answer, fail)
-        return self.public(batch_id)
+                self._edit(batch, "_results", edit)
+        shown = self.public(batch_id)
+        for key in ("status", "processing_status"):
+            if status and shown.get(key) == "in_progress":
+                shown[key] = status
+        return shown
+
+    def _edit(self, batch: dict[str, Any], which: str, edit: Edit | None) -> None:
+        """Serve ``edit``'s lines in place of the batch's results (see the module's doc)."""
+        if edit is None:
+            return
+        file_id = batch.get(which) if which != "_results" else f"results-{batch['id']}"
+        lines = self.files.get(file_id, b"").splitlines() if file_id else []
+        served = edit(lines)
+        if served is None:
+            self.files.pop(file_id or "", None)
+            if which == "output_file_id":
+                batch[which] = "file-gone"
+            return
+        data = b"".join(line + b"\n" for line in served)
+        if which == "output_file_id":
+            batch[which] = self.upload(data, "batch_output")["id"]
+        else:
+            self.files[f"results-{batch['id']}"] = data
 
     def _finish_openai(self, batch_id: str, answer: Answer, fail: Any) -> None:
         batch = self.batches[batch_id]

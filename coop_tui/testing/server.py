@@ -121,6 +121,15 @@ class ServerConfig:
     """Outcomes of the batches in creation order: "completed" (or None), "expired", "failed"."""
     batch_fail: Callable[[dict[str, Any]], str | None] | None = None
     """``callable(chat body) -> error message or None``: that request fails in its batch."""
+    batch_output_edit: Callable[[list[bytes]], list[bytes] | None] | None = None
+    """``callable(result lines) -> lines served instead``, or None for a results file that
+    cannot be downloaded (see :mod:`.batches`): bad lines, repeats, oversized answers."""
+    batch_lost: bool = False
+    """While set, retrieving a batch answers 404: its state cannot be learnt (the batch goes
+    on; clearing this lets it be polled again)."""
+    batch_status: str | None = None
+    """The status a batch in progress reports instead of ``in_progress`` (one coop-tui
+    does not know)."""
 
 
 @dataclass(eq=False)
@@ -506,8 +515,9 @@ class LoopbackServer:
                 await self._send_json(writer, 200, None, keep, raw=data)
                 return
         elif len(parts) in (2, 3) and parts[-1].startswith(("batch_", "msgbatch_")):
-            found = book.retrieve(parts[-1], polls=cfg.batch_polls, hold=cfg.batch_hold,
-                                  answer=answer, fail=cfg.batch_fail)
+            found = None if cfg.batch_lost else book.retrieve(parts[-1], polls=cfg.batch_polls, hold=cfg.batch_hold,
+                                  answer=answer, fail=cfg.batch_fail,
+                                  edit=cfg.batch_output_edit, status=cfg.batch_status)
         if found is None:
             await self._send_error(writer, 404, f"no such object at {record.path}",
                                    "not_found_error", keep)
