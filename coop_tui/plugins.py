@@ -25,6 +25,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import threading
 import warnings
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
@@ -44,6 +45,11 @@ TEST_FLAG = "_coop_tui_called_from_test"
 
 NOT_ASKED = f"not loaded: {LOAD_ENV} does not name it"
 
+_lock = threading.RLock()
+"""Held while a registry loads: a second thread asking the same registry meanwhile (the
+setup screen fills its form in a worker while the screen checks a seat) waits for the
+whole registry instead of seeing it half filled. Re-entrant: a plugin's import may ask
+another registry."""
 _imported: set[str] = set()
 _loaded_groups: set[str] = set()
 _records: dict[tuple[str, str, str], PluginRecord] = {}
@@ -88,14 +94,15 @@ def import_plugins(package: str, path: Iterable[str], skip: Collection[str] = ()
                    group: str | None = None) -> None:
     """Import every plugin module of ``package`` (once per process), then the entry
     points of ``group`` when given."""
-    if package in _imported:
-        return
-    _imported.add(package)
-    for info in pkgutil.iter_modules(path):
-        if info.name not in skip and not info.name.startswith("_"):
-            importlib.import_module(f"{package}.{info.name}")
-    if group is not None:
-        load_entry_points(group)
+    with _lock:
+        if package in _imported:
+            return
+        _imported.add(package)
+        for info in pkgutil.iter_modules(path):
+            if info.name not in skip and not info.name.startswith("_"):
+                importlib.import_module(f"{package}.{info.name}")
+        if group is not None:
+            load_entry_points(group)
 
 
 def _wanted() -> set[str] | None:
@@ -123,9 +130,14 @@ def load_entry_points(group: str) -> list[Any]:
 
     An entry point that fails to import is named in one :class:`PluginWarning` (its
     package and error) and recorded; the others still load."""
-    if group in _loaded_groups:
-        return []
-    _loaded_groups.add(group)
+    with _lock:
+        if group in _loaded_groups:
+            return []
+        _loaded_groups.add(group)
+        return _load_group(group)
+
+
+def _load_group(group: str) -> list[Any]:
     wanted = _wanted()
     loaded: list[Any] = []
     for ep in group_entry_points(group):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,14 @@ class Streamer:
 
 class NoDecide:
     """Has no decide method."""
+
+
+class Endless:
+    """Streams without end."""
+
+    async def decide(self, request):
+        while True:
+            yield "x" * 1000
 '''
 
 
@@ -99,6 +108,19 @@ def test_an_agent_class_plays_a_sweep_with_its_params(tmp_path: Path,
     assert all(r[1] == 1 and json.loads(r[2]) == [0.25, 0.75] for r in rows)
     spec = sqlite3.connect(db).execute("select agent_spec, agent_kind from seats where agent = 'mine'").fetchone()
     assert json.loads(spec[0])["agent"] == "plugtest_streamer:Streamer" and spec[1] == "custom"
+
+
+def test_an_agent_streaming_without_end_fails_its_match_and_stores_none_of_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_module(tmp_path, "plugtest_endless", AGENT_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, db = batch(tmp_path, 'agent = "plugtest_endless:Endless"\nmax_answer_chars = 5000')
+    assert code != 0
+    con = sqlite3.connect(db)
+    errors = [r[0] for r in con.execute("select error from matches where status = 'failed'")]
+    assert errors and all("passed 5,000 characters" in e for e in errors), errors
+    longest = con.execute("select max(length(response)) from decisions").fetchone()[0]
+    assert (longest or 0) < 5000
 
 
 @pytest.mark.parametrize(("line", "field", "says"), [
@@ -186,6 +208,62 @@ def test_only_the_plugins_named_in_the_variable_load(
     assert [ep.name for ep, _ in loaded] == ["a"]
     records = {r.name: r for r in plugins.plugin_records() if r.group == group}
     assert records["b"].error == plugins.NOT_ASKED
+
+
+def test_a_plugin_taking_a_shipped_name_is_refused_and_the_shipped_one_stays(
+        site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coop_tui.agents.strategies import strategy_class
+
+    group = "coop_tui.tests_taken"
+    write_module(site, "plugtest_taken", '''
+        from coop_tui.agents.strategies import Strategy, register
+
+
+        @register
+        class Impostor(Strategy):
+            """Always defects while claiming to be tit for tat."""
+
+            name = "tit_for_tat"
+            classifier = {"memory_depth": 0, "stochastic": False}
+        ''')
+    fake_dist(site, "impostor-plugin", group, {"impostor": "plugtest_taken"})
+    monkeypatch.setenv(plugins.LOAD_ENV, "impostor-plugin")
+    with pytest.warns(plugins.PluginWarning, match="impostor-plugin.*'tit_for_tat' is used by"):
+        plugins.load_entry_points(group)
+    assert strategy_class("tit_for_tat").__module__ != "plugtest_taken"
+
+
+def test_a_second_thread_asking_meanwhile_waits_for_the_whole_group(
+        site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The setup screen fills its form from a worker thread while the screen may ask a
+    registry: the second caller must not see a group half loaded."""
+    group = "coop_tui.tests_threads"
+    write_module(site, "plugtest_gate", "import threading\nentered = threading.Event()\n"
+                 "go = threading.Event()\n")
+    write_module(site, "plugtest_slow", "import plugtest_gate\nplugtest_gate.entered.set()\n"
+                 "plugtest_gate.go.wait()\n")
+    fake_dist(site, "slow-plugin", group, {"slow": "plugtest_slow"})
+    monkeypatch.setenv(plugins.LOAD_ENV, "slow-plugin")
+    import plugtest_gate  # type: ignore[import-not-found]
+
+    seen: list[list[str | None]] = []
+    calling = threading.Event()
+
+    def second() -> None:
+        calling.set()
+        plugins.load_entry_points(group)
+        seen.append([r.error for r in plugins.plugin_records() if r.group == group])
+
+    first = threading.Thread(target=plugins.load_entry_points, args=(group,))
+    first.start()
+    plugtest_gate.entered.wait()
+    other = threading.Thread(target=second)
+    other.start()
+    calling.wait()
+    plugtest_gate.go.set()
+    first.join()
+    other.join()
+    assert seen == [[None]]  # it returned only once the entry point had loaded
 
 
 def test_under_the_suite_no_entry_point_loads_unless_asked(

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from coop_tui.agents.strategy_agent import percentages
-from coop_tui.decisions import AgentReply, DecisionRequest, Message
+from coop_tui.decisions import DEFAULT_MAX_ANSWER_CHARS, AgentReply, DecisionRequest, Message
 from coop_tui.plugins import load_entry_points
 
 GROUP = "coop_tui.agents"
@@ -122,10 +122,16 @@ def agent_class(ref: str) -> type:
 
 
 def build_custom(name: str, ref: str, params: dict[str, Any], *, style: str,
-                 spec: dict[str, Any]) -> DecideAgent:
+                 spec: dict[str, Any], max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+                 ) -> DecideAgent:
     """The seat's agent: the class built with ``params`` and wrapped for the engine."""
     cls = agent_class(ref)
-    return DecideAgent(name, cls(**params), style=style, spec=spec)
+    return DecideAgent(name, cls(**params), style=style, spec=spec,
+                       max_answer_chars=max_answer_chars)
+
+
+class AnswerTooLong(RuntimeError):
+    """An agent's answer grew past its ``max_answer_chars``: refused, nothing of it kept."""
 
 
 class DecideAgent:
@@ -134,8 +140,12 @@ class DecideAgent:
     kind = "custom"
 
     def __init__(self, name: str, inner: Any, *, style: str = "cot",
-                 spec: dict[str, Any] | None = None) -> None:
+                 spec: dict[str, Any] | None = None,
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
         self.name = name
+        self.max_answer_chars = max_answer_chars
+        """Someone else's code may stream without end: past this the match fails with
+        the reason before the answer fills memory or the database (as for models)."""
         self.inner = inner
         self.style = style
         self.spec: dict[str, Any] = dict(spec or {})
@@ -147,25 +157,33 @@ class DecideAgent:
         started = time.perf_counter()
         result = self.inner.decide(request)
         if inspect.isasyncgen(result):
-            pieces = []
+            pieces, size = [], 0
             async for piece in result:
+                size += len(str(piece))
+                self._bound(size)
                 sink.text(str(piece))
                 pieces.append(str(piece))
             result = "".join(pieces)
         else:
             if inspect.isawaitable(result):
                 result = await result
-            if isinstance(result, AgentReply):
-                sink.text(result.text)
-            else:
+            if not isinstance(result, AgentReply):
                 result = str(result)
-                sink.text(result)
+            text = result.text if isinstance(result, AgentReply) else result
+            self._bound(len(text) + len(getattr(result, "reasoning", "") or ""))
+            sink.text(text)
         if isinstance(result, AgentReply):
             if not result.latency_ms:
                 result.latency_ms = (time.perf_counter() - started) * 1000.0
             return result
         return AgentReply(text=result, input_tokens=0, output_tokens=0, cost_usd=0.0,
                           latency_ms=(time.perf_counter() - started) * 1000.0)
+
+    def _bound(self, size: int) -> None:
+        if size > self.max_answer_chars:
+            raise AnswerTooLong(
+                f"agent {self.name}'s answer passed {self.max_answer_chars:,} characters (its "
+                "max_answer_chars); refused")
 
     async def aclose(self) -> None:
         close = getattr(self.inner, "aclose", None)

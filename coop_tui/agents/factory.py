@@ -35,7 +35,7 @@ def build_agent(
     kind = spec.kind
     if kind == "custom":
         return build_custom(name, spec.agent or "", spec.params, style=spec.style,
-                            spec=spec.public())
+                            spec=spec.public(), max_answer_chars=spec.max_answer_chars)
     if kind == "strategy":
         return StrategyAgent(name, get_strategy(spec.strategy or "", **spec.params))
     if kind == "human":
