@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from coop_tui.terminal import terminal_text
+
 GROUPS = ("coop_tui.games", "coop_tui.strategies", "coop_tui.mechanisms", "coop_tui.agents",
           "coop_tui.report_sections")
 """The entry-point groups coop-tui reads, one per registry."""
@@ -151,9 +153,11 @@ def _load_group(group: str) -> list[Any]:
         except Exception as exc:  # noqa: BLE001 - any failure of someone else's code
             error = f"{type(exc).__name__}: {exc}"
             _records[key] = PluginRecord(group, ep.name, dist, version, ep.value, error)
-            warnings.warn(f"plugin {dist} ({group} entry point {ep.name!r} = {ep.value}) "
-                          f"failed to load and is left out: {error}", PluginWarning,
-                          stacklevel=2)
+            # someone else's names and messages: shown, never obeyed by the terminal
+            text = terminal_text(f"plugin {dist} ({group} entry point {ep.name!r} = "
+                                 f"{ep.value}) failed to load and is left out: {error}",
+                                 markup=False)
+            warnings.warn(text, PluginWarning, stacklevel=2)
             continue
         _records[key] = PluginRecord(group, ep.name, dist, version, ep.value)
         loaded.append((ep, obj))

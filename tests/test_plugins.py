@@ -266,6 +266,24 @@ def test_a_second_thread_asking_meanwhile_waits_for_the_whole_group(
     assert seen == [[None]]  # it returned only once the entry point had loaded
 
 
+def test_a_plugins_hostile_names_and_errors_are_shown_not_obeyed(
+        site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from coop_tui.listing import list_command
+
+    group = "coop_tui.tests_hostile"
+    write_module(site, "plugtest_hostile", "raise ValueError('\\x1b]0;owned\\x07\\x1b[2J')\n")
+    fake_dist(site, "hostile-plugin", group, {"hostile": "plugtest_hostile"})
+    monkeypatch.setenv(plugins.LOAD_ENV, "hostile-plugin")
+    with pytest.warns(plugins.PluginWarning) as caught:
+        plugins.load_entry_points(group)
+    assert "\x1b" not in str(caught[0].message) and "\\x1b]0;owned" in str(caught[0].message)
+    evil = type("Evil", (), {"__doc__": "\x1b[31mred\x1b[0m agent", "decide": lambda s, r: ""})
+    monkeypatch.setitem(custom._REGISTRY, "evil\x1b[2J", evil)
+    assert list_command("agents", site / "none.db") == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "evil\\x1b[2J" in out
+
+
 def test_under_the_suite_no_entry_point_loads_unless_asked(
         site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     group = "coop_tui.tests_guard"
