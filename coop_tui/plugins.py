@@ -32,8 +32,6 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from coop_tui.terminal import terminal_text
-
 GROUPS = ("coop_tui.games", "coop_tui.strategies", "coop_tui.mechanisms", "coop_tui.agents",
           "coop_tui.report_sections")
 """The entry-point groups coop-tui reads, one per registry."""
@@ -154,6 +152,9 @@ def _load_group(group: str) -> list[Any]:
             error = f"{type(exc).__name__}: {exc}"
             _records[key] = PluginRecord(group, ep.name, dist, version, ep.value, error)
             # someone else's names and messages: shown, never obeyed by the terminal
+            # (imported here: it brings rich, which a registry's importers need not load)
+            from coop_tui.terminal import terminal_text
+
             text = terminal_text(f"plugin {dist} ({group} entry point {ep.name!r} = "
                                  f"{ep.value}) failed to load and is left out: {error}",
                                  markup=False)
