@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     play = sub.add_parser("play", help="play a game yourself against an agent")
     play.add_argument("--game", default="prisoners", help="game key or game file")
-    play.add_argument("--opponent", default="tit_for_tat", help="a strategy name or a model string")
+    play.add_argument("--opponent", default="tit_for_tat", help="a strategy name, a model string or an agent class "
+                      "(package.module:Class, or a plugin agent's name)")
     play.add_argument("--rounds", type=int, default=1, help="rounds to play")
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
     _db_arg(play)
