@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     play = sub.add_parser("play", help="play a game yourself against an agent")
     play.add_argument("--game", default="prisoners", help="game key or game file")
-    play.add_argument("--opponent", default="tit_for_tat", help="a strategy name or a model string")
+    play.add_argument("--opponent", default="tit_for_tat", help="a strategy name, a model string or an agent class "
+                      "(package.module:Class, or a plugin agent's name)")
     play.add_argument("--rounds", type=int, default=1, help="rounds to play")
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
     _db_arg(play)
@@ -201,9 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "when stdout is not a terminal)")
     _db_arg(wat)
 
-    lst = sub.add_parser("list", help="list games, strategies, mechanisms, runs or the shipped "
-                         "sweep and study files")
-    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "runs", "studies"])
+    lst = sub.add_parser("list", help="list games, strategies, mechanisms, plugin agents, "
+                         "installed plugins, runs or the shipped sweep and study files")
+    lst.add_argument("what", choices=["games", "strategies", "mechanisms", "agents", "plugins",
+                                      "runs", "studies"])
     lst.add_argument("--json", action="store_true",
                      help="print a JSON list of objects (piped text output is tab-separated "
                      "with every value in full)")

@@ -16,7 +16,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from coop_tui.agents.custom import agent_class, agent_names, agent_summary
 from coop_tui.agents.strategies import get_strategy, strategy_aliases, strategy_names
+from coop_tui.analysis.sections import keys as section_keys
+from coop_tui.plugins import plugin_records
 from coop_tui.shipped import shipped_sweeps
 from coop_tui.store import Store
 from coop_tui.terminal import NAME_WIDTH, terminal_text
@@ -27,6 +30,8 @@ COLUMNS = {
     "mechanisms": ("key", "title", "parameters"),
     "runs": ("id", "name", "kind", "status", "matches"),
     "studies": ("name", "folder", "path"),
+    "agents": ("name", "class", "what it does"),
+    "plugins": ("group", "name", "dist", "version", "error"),
 }
 """The columns of each listing (and the keys of its JSON objects, spaces as "_")."""
 
@@ -70,6 +75,25 @@ def mechanism_rows() -> list[dict[str, Any]]:
             for key in mechanism_keys()]
 
 
+def agent_rows() -> list[dict[str, Any]]:
+    """Agent classes installed plugins registered (``agent = "<name>"`` in a sweep)."""
+    return [{"name": name, "class": f"{cls.__module__}:{cls.__qualname__}",
+             "what_it_does": agent_summary(name)}
+            for name in agent_names() for cls in [agent_class(name)]]
+
+
+def plugin_rows() -> list[dict[str, Any]]:
+    """Every installed entry point of coop-tui's groups, loaded or not, with its error.
+
+    Each registry is asked once, so each group's entry points are loaded (or refused)
+    exactly as a sweep would load them."""
+    from coop_tui.games import game_keys
+    from coop_tui.mechanisms import mechanism_keys
+
+    game_keys(), mechanism_keys(), strategy_names(), agent_names(), section_keys()
+    return [{**r.row(), "error": r.error or ""} for r in plugin_records()]
+
+
 def run_rows(db_path: Path) -> list[dict[str, Any]]:
     store = Store(db_path)
     try:
@@ -105,7 +129,8 @@ def list_command(what: str, db_path: Path, *, as_json: bool = False) -> int:
             rows = run_rows(db_path)
     else:
         rows = {"games": game_rows, "strategies": strategy_rows,
-                "mechanisms": mechanism_rows, "studies": study_rows}[what]()
+                "mechanisms": mechanism_rows, "studies": study_rows,
+                "agents": agent_rows, "plugins": plugin_rows}[what]()
     if as_json:
         print(json.dumps(rows, indent=2, default=str))
         return 0

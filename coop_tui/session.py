@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.custom import agent_names, is_class_ref
 from coop_tui.agents.strategies import strategy_aliases, strategy_names
 from coop_tui.decisions import DecisionRequest, Message
 from coop_tui.errors import SpecError
@@ -118,13 +119,17 @@ def agent_entry(text: str, *, max_tokens: int | None = None, temperature: float 
         if temperature is not None:
             entry["temperature"] = temperature
         return entry
+    if value.startswith("agent:"):
+        return {"agent": value.split(":", 1)[1].strip()}
+    if is_class_ref(value) or value in agent_names():  # a class with decide(), or a plugin's
+        return {"agent": value}
 
     close = difflib.get_close_matches(key, strategy_names(), n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise SpecError(
         field_name,
-        f"{value!r} is not a strategy, 'human' or a provider/model string; {hint}"
-        "e.g. local/smollm2, tit_for_tat, human, openai/gpt-4o-mini",
+        f"{value!r} is not a strategy, 'human', a provider/model string or an agent class; "
+        f"{hint}e.g. local/smollm2, tit_for_tat, human, openai/gpt-4o-mini, package.module:Class",
     )
 
 

@@ -12,6 +12,7 @@ those, a list of lists is the axis).
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import itertools
 import json
 import math
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 
 from coop_tui import redact
 from coop_tui import sources as paper_sources
+from coop_tui.agents.custom import AgentRefError, agent_class, is_class_ref
 from coop_tui.agents.strategies import StrategyError, get_strategy
 from coop_tui.conditions import get_condition
 from coop_tui.decisions import SeatView
@@ -443,8 +445,29 @@ def api_keys(spec: SweepSpec) -> list[tuple[str, list[str], bool]]:
     return [(source, agents, present) for source, (agents, present) in found.items()]
 
 
+def _check_custom(where: str, agent: AgentSpec) -> None:
+    """An ``agent = ...`` class must import and accept its params before anything runs."""
+    try:
+        cls = agent_class(agent.agent or "")
+    except AgentRefError as exc:
+        raise SpecError(f"{where}.agent", str(exc)) from None
+    try:
+        inspect.signature(cls).bind(**agent.params)
+    except TypeError as exc:
+        raise SpecError(f"{where}.params", f"{agent.agent}: {exc}") from None
+    except ValueError:  # a constructor without a readable signature: checked when built
+        pass
+
+
 def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | None) -> None:
     where = f"agents.{name}"
+    if agent.strategy and is_class_ref(agent.strategy):
+        raise SpecError(f"{where}.strategy", (
+            f"{agent.strategy!r} names a class, not a shipped strategy; an agent class with "
+            f"decide(request) goes in `agent = {agent.strategy!r}` instead of `strategy =` "
+            "(docs/plugins.md)"))
+    if agent.agent:
+        _check_custom(where, agent)
     if agent.strategy:
         try:
             get_strategy(agent.strategy, **agent.params)

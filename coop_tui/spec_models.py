@@ -59,8 +59,15 @@ class AgentSpec(BaseModel):
 
     model: str | None = Field(default=None, description="provider/model, or local/smollm2")
     strategy: str | None = None
+    agent: str | None = Field(
+        default=None,
+        description='a class with decide(request): "package.module:Class", or a plugin '
+        "agent's name (coop-tui list agents)",
+    )
     human: bool = False
-    params: dict[str, Any] = Field(default_factory=dict, description="strategy parameters")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="strategy parameters, or an agent class's constructor's"
+    )
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
@@ -134,6 +141,8 @@ class AgentSpec(BaseModel):
     def kind(self) -> str:
         if self.human:
             return "human"
+        if self.agent:
+            return "custom"
         if self.strategy:
             return "strategy"
         if self.model and (self.model.startswith("local/") or self.model.startswith("local:")):
@@ -151,7 +160,7 @@ class AgentSpec(BaseModel):
         data = self.model_dump(exclude={"api_key"}, exclude_none=True, exclude_defaults=True)
         if "api_base" in data:  # the agent connects with the credentials; nothing else sees them
             data["api_base"] = redact.strip_userinfo(data["api_base"])
-        if self.kind in ("llm", "local"):
+        if self.kind in ("llm", "local", "custom"):
             data.setdefault("style", self.style)
         return data
 
@@ -381,10 +390,10 @@ class SweepSpec(BaseModel):
             problem = name_problem(name)
             if problem:
                 raise ValueError(f"an agent name {problem}")
-            kinds = [bool(a.model), bool(a.strategy), a.human]
+            kinds = [bool(a.model), bool(a.strategy), bool(a.agent), a.human]
             if sum(kinds) != 1:
                 raise ValueError(
-                    f"agent {name!r} must set exactly one of model, strategy or human"
+                    f"agent {name!r} must set exactly one of model, strategy, agent or human"
                 )
         return agents
 

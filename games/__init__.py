@@ -67,7 +67,7 @@ def register_game(key: str) -> Callable[[Callable[..., Game]], Callable[..., Gam
 
 
 def _load_all() -> None:
-    import_plugins(__name__, __path__, _NOT_FAMILIES)
+    import_plugins(__name__, __path__, _NOT_FAMILIES, group="coop_tui.games")
 
 
 def game_keys() -> list[str]:

@@ -24,7 +24,7 @@ def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
 
 
 def _load_all() -> None:
-    import_plugins(__name__, __path__, ("base",))
+    import_plugins(__name__, __path__, ("base",), group="coop_tui.mechanisms")
 
 
 def mechanism_keys() -> list[str]:

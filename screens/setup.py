@@ -28,6 +28,7 @@ from textual.css.query import NoMatches
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
+from coop_tui.agents.custom import agent_names
 from coop_tui.agents.strategies import strategy_names
 from coop_tui.errors import SpecError, database_message
 from coop_tui.screens.widgets import NavScreen, PayoffTable, optional_screen
@@ -183,6 +184,8 @@ class SetupScreen(NavScreen):
         self.error: ValueError | None = None
         self.last_saved: Path | None = None
         self.headless_proc: Any = None
+        self.plugin_agents: list[str] = []
+        """Agents installed plugins registered, listed under the seats when there are any."""
         self._built_mechanism = ""
         self.param_memory: dict[str, dict[str, Any]] = {
             "similarity": dict(MatchSetup.preset().params), self.setup.mechanism: dict(self.setup.params)}
@@ -244,6 +247,7 @@ class SetupScreen(NavScreen):
         from coop_tui.mechanisms import mechanism_keys
 
         games, mechanisms, strategies = game_keys(), mechanism_keys(), strategy_names()
+        self.plugin_agents = agent_names()
         from coop_tui.mechanisms import mechanism_class
 
         # pipeline stages (benchmark answers, similarity judgements) run from sweep files
@@ -255,9 +259,13 @@ class SetupScreen(NavScreen):
 
     async def _fill_form(self, games: list[str], mechanisms: list[str], strategies: list[str]) -> None:
         s = self.setup
-        self.suggester.extend(strategies)
+        self.suggester.extend([*strategies, *self.plugin_agents])
         rest = self.query_one("#rest", Vertical)
         await rest.remove_children()
+        if self.plugin_agents:  # installed plugins' agents: typed in a seat like a strategy
+            names = ", ".join(terminal_text(n, markup=False) for n in self.plugin_agents)
+            await rest.mount(Static(Text(f"plugin agents: {names}", style="dim"),
+                                    id="plugin-agents"))
         await rest.mount_all([
             Static("Game", classes="section"),
             Row(Label("game"), Select([(k, k) for k in games], value=s.game if s.game in games else games[0],

@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
+from coop_tui.plugins import LOAD_ENV, TEST_FLAG
 from coop_tui.testing.server import LoopbackServer
+
+# Installed plugins stay out of the suite (llm's and Datasette's guard): in this process
+# by the flag, in the commands tests start by the variable, which names no plugin. A test
+# that wants one sets the variable to its name (tests/test_plugins.py).
+setattr(sys, TEST_FLAG, True)
+os.environ[LOAD_ENV] = ""
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coop_tui.agents.custom import build_custom
 from coop_tui.agents.human import HumanAgent
 from coop_tui.agents.llm import LLMAgent
 from coop_tui.agents.local import LocalAgent
@@ -32,6 +33,9 @@ def build_agent(
     (per endpoint, unless the agent's own ``max_concurrency`` is smaller); ``batch``: its
     decisions go through the provider's Batch API (the agent's or the sweep's ``batch``)."""
     kind = spec.kind
+    if kind == "custom":
+        return build_custom(name, spec.agent or "", spec.params, style=spec.style,
+                            spec=spec.public(), max_answer_chars=spec.max_answer_chars)
     if kind == "strategy":
         return StrategyAgent(name, get_strategy(spec.strategy or "", **spec.params))
     if kind == "human":

@@ -38,7 +38,7 @@ __all__ = [
 
 
 def _load() -> None:
-    import_plugins(__name__, __path__, ("base",))
+    import_plugins(__name__, __path__, ("base",), group="coop_tui.strategies")
 
 
 def _key(name: str) -> str:

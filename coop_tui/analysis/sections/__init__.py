@@ -87,7 +87,7 @@ def register(section: Section) -> Section:
 
 def sections() -> list[Section]:
     """Every registered section, in display order."""
-    import_plugins(__name__, __path__)
+    import_plugins(__name__, __path__, group="coop_tui.report_sections")
     return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.key))
 
 
