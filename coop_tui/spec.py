@@ -308,16 +308,19 @@ def _serving_source(where: str, exp_mechanism: str, protocol: str, game: Any,
             f"{', '.join(paper_sources.sources()) or 'none'}); use wording = \"ours\" there, "
             "or the paper's own mechanism and protocol",
         )
-    if len(serving) > 1:
-        raise SpecError(f"{where}.wording", f'"source": the sources {", ".join(serving)} all '
-                        "serve this cell; coop-tui cannot tell which paper's words you mean")
-    name = serving[0]
+    named = [name for name in serving if name in paths]
+    if len(named) > 1:  # several papers play this cell and the sweep names the clones of each
+        raise SpecError(f"{where}.wording", f'"source": the sources {", ".join(named)} all '
+                        "serve this cell; name only the clone of the paper whose words you mean")
+    name = named[0] if named else serving[0]
     if name not in paths:
-        repo = paper_sources.get(name).repository
+        ways = "; or ".join(
+            f'{n} = "~/path/to/clone" (or --source {n}=PATH) for a clone of '
+            f"{paper_sources.get(n).repository}" for n in serving)
         raise SpecError(
             f"{where}.wording",
-            f'"source" here reads the {name} source: name your clone of {repo} under '
-            f'[sources] ({name} = "~/path/to/clone") or with --source {name}=PATH',
+            f'"source" here reads a paper\'s clone that the sweep does not name: put under '
+            f"[sources] {ways}",
         )
     return name
 

@@ -192,11 +192,11 @@ def test_source_wording_needs_a_serving_source_and_its_clone(toy: ToySource, clo
         build_sweep(sweep_data("http://127.0.0.1:9/v1", None, wording="source"), check_keys=False)
     assert err.value.field == "experiments[0].wording"
     assert "--source toy=PATH" in str(err.value) and "[sources]" in str(err.value)
-    data = sweep_data("http://127.0.0.1:9/v1", clone, wording="source", game="stag_hunt")
+    data = sweep_data("http://127.0.0.1:9/v1", clone, wording="source", game="chicken")
     with pytest.raises(SpecError) as err:
         build_sweep(data, check_keys=False)
     assert err.value.field == "experiments[0].wording"
-    assert "no paper source builds prompts" in str(err.value) and "'stag_hunt'" in str(err.value)
+    assert "no paper source builds prompts" in str(err.value) and "'chicken'" in str(err.value)
 
 
 def test_a_clone_at_another_commit_warns_naming_both(clone: Path) -> None:
