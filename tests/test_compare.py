@@ -165,6 +165,23 @@ def test_bad_input(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureF
     assert code == 2 and "--json" in err
 
 
+def test_a_bad_second_database_is_named_not_the_first(runs: dict[str, Any], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Each error names the file it is about: a damaged --db-b is not the user's --db."""
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database, it only has the name of one\n" * 200)
+    before = bad.read_bytes()
+    code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(runs["db"]),
+                         "--db-b", str(bad))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--db-b:" in err and str(bad) in err, err
+    assert str(runs["db"]) not in err and "another --db-b path" in err, err
+    assert bad.read_bytes() == before  # nothing written
+    code, _, err = cli(capsys, "compare", runs["a"], "nope", "--db", str(runs["db"]),
+                       "--db-b", str(runs["db2"]))
+    assert code == 2 and "--db-b: no run 'nope'" in err and str(runs["db2"]) in err, err
+
+
 @pytest.mark.parametrize("source, data", [
     ("strategic-personalities", "strategic_personalities.sample.csv.gz"),
     ("coopeval", "coopeval_sample/no_mechanism_prisoners_dilemma"),
