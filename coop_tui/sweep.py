@@ -56,7 +56,7 @@ from coop_tui.prompts import PromptRenderer, UnsafeTemplate
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
-from coop_tui.store import Store
+from coop_tui.store import LEASE_STALE_S, Store
 
 
 def new_run_id() -> str:
@@ -622,8 +622,6 @@ def game_spec(game: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------- one writer per run
 LEASE_HEARTBEAT_S = 5.0
 """How often a running sweep renews its lease."""
-LEASE_STALE_S = 60.0
-"""A lease not renewed for this long belongs to a process that is gone or hung."""
 
 
 class RunLease:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from coop_tui.channel import decode, subscribe
+from coop_tui.channel import Malformed, Skipped, decode, subscribe
 from coop_tui.errors import SpecError
 from coop_tui.eta import CallClock
 from coop_tui.events import (
@@ -39,11 +39,13 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
-from coop_tui.store import Store, condition_key
+from coop_tui.store import LEASE_STALE_S, Store, condition_key
 from coop_tui.terminal import terminal_text
 
-SILENT = ("running, but publishing no events (a run of the TUI or of an older coop-tui):"
-          " the numbers are the database's")
+SILENT = "publishing no events (a run of the TUI or of an older coop-tui)"
+"""Why a live run is followed through the database (one of the reasons; see ``follow``)."""
+POLL_S = 2.0
+"""How often a watcher that cannot follow a live sweep's events reads the database."""
 SETTLE_CHECKS, SETTLE_STEP_S = 60, 0.05
 """How long a watcher waits for a sweep that hung up to be gone or done (3 s at most)."""
 CURVE_POINTS = 400
@@ -111,7 +113,11 @@ class WatchState:
         """Matches in flight: id -> experiment, game, condition key, agents, label."""
         self.started_at = time.monotonic()
         self.status = "running"
-        """running / ended / gone / silent (running, but publishing nothing)"""
+        """running / ended / gone / silent (running, but followed through the database)"""
+        self.why_silent = SILENT
+        """Why a silent run's events cannot be followed."""
+        self.skipped = 0
+        """Channel lines skipped: malformed, or too long to read."""
         self.ended = ""
         """How the sweep ended (its run status and error), once it has."""
         self.connected = False
@@ -119,6 +125,11 @@ class WatchState:
         self.dropped = 0
         self.lagging = 0
         self.cost = 0.0
+
+    def quiet(self, why: str) -> None:
+        """The sweep runs but its events cannot be followed (``why``): the numbers come
+        from the database."""
+        self.status, self.why_silent = "silent", why
 
     # ------------------------------------------------------------ from the database
     def load(self, store: Store) -> None:
@@ -171,6 +182,8 @@ class WatchState:
         now = time.monotonic() if now is None else now
         self.clock.observe(event, now)
         if isinstance(event, MatchStarted):
+            if event.match_id in self.running:  # read from the database, then streamed
+                return
             key = condition_key(event.condition)
             self.experiment(event.experiment).running += 1
             self.condition(event.experiment, key, event.game, event.mechanism)
@@ -259,8 +272,12 @@ class WatchState:
         rate = self.calls_per_minute(now)
         per_minute = f"{rate:.1f} calls/min" if rate is not None else "calls/min ?"
         state = {"running": "running", "ended": f"sweep ended ({self.ended})",
-                 "gone": "sweep process is gone", "silent": SILENT}[self.status]
+                 "gone": "sweep process is gone",
+                 "silent": f"running, but {self.why_silent}: the numbers are the database's",
+                 }[self.status]
         lag = f"  {self.dropped} deltas dropped" if self.dropped else ""
+        if self.skipped:
+            lag += f"  {self.skipped} malformed lines skipped"
         return (f"{state}  spend {spend}  {per_minute}  {self.clock.describe(now)}"
                 f"  {len(self.running)} matches running{lag}")
 
@@ -302,7 +319,13 @@ def end_state(store: Store, run_id: str) -> tuple[str, str]:
     lease = store.lease(run_id)
     run = store.run(run_id) or {}
     if lease is not None and not lease["alive"]:
-        return "gone", f"process {lease['pid']} no longer runs; continue with --resume"
+        age = time.time() - float(lease["heartbeat"] or 0)
+        if age > LEASE_STALE_S:
+            why = (f"process {lease['pid']} on {lease['host']} stopped renewing its lease "
+                   f"{age:.0f} s ago")
+        else:
+            why = f"process {lease['pid']} no longer runs"
+        return "gone", f"{why}; continue with --resume"
     status = str(run.get("status") or "?")
     if status == "running" and lease is None:
         return "gone", "the run is marked running but no process holds it; continue with --resume"
@@ -310,39 +333,74 @@ def end_state(store: Store, run_id: str) -> tuple[str, str]:
     return "ended", status + (f": {error}" if error else "")
 
 
+def take(state: WatchState, data: dict[str, Any] | Skipped) -> Event | dict[str, Any] | None:
+    """One wire object counted into ``state``: the event it carries (applied), a control
+    line to hand on, or None. A line that is not a well-formed event is skipped and
+    counted (``state.skipped``); an event type this version does not know is ignored (a
+    newer sweep may publish more)."""
+    if isinstance(data, Skipped):
+        state.skipped += 1
+        return None
+    kind = data.get("type")
+    if kind in ("dropped", "lagging"):  # the publisher's counts of what it dropped for us
+        count = data.get("count" if kind == "dropped" else "dropped")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            state.skipped += 1
+            return None
+        state.dropped = count
+        if kind == "dropped":
+            return None
+        state.lagging += 1
+        return data
+    if kind == "hello":
+        state.connected = True
+        return data
+    try:
+        event = decode(data)
+    except Malformed:
+        state.skipped += 1
+        return None
+    if event is not None:
+        state.apply(event)
+    return event
+
+
 async def follow(store: Store, state: WatchState) -> AsyncIterator[Event | dict[str, Any]]:
     """The run's published events (and control lines as dicts) until the sweep ends; the
-    state is updated before each is handed on, and its end state set at the end."""
+    state is updated before each is handed on, and its end state set at the end.
+
+    A sweep that is alive (:func:`~coop_tui.store.lease_alive`: its heartbeat, and on this
+    host its pid) but cannot be followed, because it runs on another host sharing the
+    database file, publishes nothing, or its socket cannot be reached, is followed through
+    the database instead (a ``reloaded`` control line each time) until it ends."""
     lease = store.lease(state.run_id)
     address = (lease or {}).get("channel") or ""
-    if lease is not None and lease["alive"] and not address:
-        state.status = "silent"
-        return
-    if address:
+    if lease is not None and lease["alive"] and not lease["here"]:
+        state.quiet(f"its events reach only a watcher on {lease['host']}, where process "
+                    f"{lease['pid']} plays it")
+    elif lease is not None and lease["alive"] and not address:
+        state.quiet(SILENT)
+    elif address:
         try:
             async for data in subscribe(address):
-                kind = data.get("type")
-                if kind == "lagging":  # too slow: the database has what was missed
-                    state.lagging += 1
-                    state.dropped = int(data.get("dropped") or 0)
+                item = take(state, data)
+                if isinstance(item, dict) and item.get("type") in ("hello", "lagging"):
+                    # subscribed (what ended before is in the database, not on the stream)
+                    # or too slow (the database has what was missed): read it again
                     state.load(store)
-                    yield data
-                    continue
-                if kind == "dropped":
-                    state.dropped = int(data.get("count") or 0)
-                    continue
-                if kind == "hello":
-                    state.connected = True
-                event = decode(data)
-                if event is None:
-                    yield data
-                    continue
-                state.apply(event)
-                yield event
+                if item is not None:
+                    yield item
         except OSError:
             pass  # nothing listens: ended or gone, the lease row says which
     if state.status != "ended" or not state.ended:
-        await _settled(store, state.run_id)
+        if state.status != "silent":
+            await _settled(store, state.run_id)
+        while (lease := store.lease(state.run_id)) is not None and lease["alive"]:
+            if state.status != "silent":
+                state.quiet("running, but its event channel cannot be reached")
+            state.load(store)
+            yield {"type": "reloaded"}
+            await asyncio.sleep(POLL_S)
         state.status, state.ended = end_state(store, state.run_id)
         if state.status == "gone":
             state.ended = ""
@@ -400,10 +458,14 @@ async def watch_plain(db_path: Path, ref: str | None, out: TextIO) -> int:
         write = _writer(out)
         for line in state.summary_lines():
             write(line)
+        said = ""
         async for event in follow(store, state):
             line = event_line(event, lambda mid: f"match {mid[:8]}")
             if line is not None:
                 write(line)
+            if state.status == "silent" and state.why_silent != said:  # once per reason
+                said = state.why_silent
+                write(state.headline())
         for line in state.summary_lines():
             write(line)
         if state.status == "gone":
