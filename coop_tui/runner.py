@@ -157,13 +157,17 @@ class ProgressView:
     The ETA comes from model calls (:mod:`coop_tui.eta`), not from matches: ``calls`` is
     the estimate's ``model_calls`` (worked out from the sweep when not given)."""
 
-    def __init__(self, sweep: Sweep, console: Console, calls: int | None = None) -> None:
+    def __init__(self, sweep: Sweep, console: Console, calls: int | None = None,
+                 concurrency: int | None = None) -> None:
         self.console = console
         self.models = {name for name, a in sweep.spec.agents.items() if a.kind in ("llm", "local")}
         """Agents whose decisions are model calls (what the estimate counts); strategies'
         and people's decisions are counted as moves."""
         total_calls = estimate(sweep)["model_calls"] if calls is None else calls
-        self.clock = CallClock(total_calls, sweep.total_matches, self.models)
+        # a provider batch holds no slot of the sweep's concurrency: no bound then
+        limit = None if any(batched(a, sweep.spec) for a in sweep.spec.agents.values()) else (
+            concurrency or sweep.spec.concurrency)
+        self.clock = CallClock(total_calls, sweep.total_matches, self.models, limit=limit)
         self.eta = EtaColumn(self.clock)
         self.progress = Progress(
             SpinnerColumn(),
@@ -369,7 +373,7 @@ def run_batch(
     store = open_store(db_path)
     console.print(f"database: {db_path}")
     bus = EventBus()
-    view = ProgressView(sweep, console, est["model_calls"])
+    view = ProgressView(sweep, console, est["model_calls"], concurrency)
     bus.subscribe(view)
     seen_run: list[str] = []
 
@@ -442,6 +446,7 @@ def watch_plan(view: ProgressView) -> dict[str, Any]:
                         for exp, task in view.tasks.items()},
         "model_calls": view.clock.calls_total,
         "models": sorted(view.models),
+        "concurrency": view.clock.limit,
     }
 
 

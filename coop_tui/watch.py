@@ -107,7 +107,11 @@ class WatchState:
             for k, v in (plan.get("experiments") or {}).items()
         }
         self.matches_total = int(plan.get("matches_total") or 0)
-        self.clock = CallClock(int(plan.get("model_calls") or 0), self.matches_total, self.models)
+        limit = plan.get("concurrency")
+        self.limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+        """The sweep's concurrency (calls asked beyond it wait for a slot)."""
+        self.clock = CallClock(int(plan.get("model_calls") or 0), self.matches_total, self.models,
+                               limit=self.limit)
         self.conditions: dict[tuple[int, str], Condition] = {}
         self.running: dict[str, dict[str, Any]] = {}
         """Matches in flight: id -> experiment, game, condition key, agents, label."""
@@ -173,7 +177,8 @@ class WatchState:
         }
         self.cost = sum(e.cost for e in self.experiments.values())
         done = sum(e.done + e.failed for e in self.experiments.values())
-        self.clock = CallClock(self.clock.calls_total, self.matches_total, self.models)
+        self.clock = CallClock(self.clock.calls_total, self.matches_total, self.models,
+                               limit=self.limit)
         self.clock.skip(done)
 
     # ------------------------------------------------------------ from the stream
