@@ -320,3 +320,20 @@ async def test_a_match_opened_part_way_fills_in_its_earlier_rounds_from_the_data
     session.stop()
     await asyncio.wait_for(task, DEADLINE)
     store.close()
+
+
+def test_the_documented_plain_mode_grep_finds_reasoning_and_answers() -> None:
+    """docs/cli.md pipes ``watch --plain`` into grep to see what the models write: its
+    pattern matches both labels (a chain-of-thought written in the answer's text is an
+    ``answer:`` piece)."""
+    import re
+
+    from coop_tui.events import ReasoningDelta, TextDelta
+    from coop_tui.watch import event_line
+
+    docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    (line,) = [x for x in docs.splitlines() if "watch --plain" in x and "| grep" in x]
+    pattern = re.search(r"grep (?:-E )?'([^']+)'", line)
+    assert pattern, line
+    for event in (ReasoningDelta("m1", 0, "first I think"), TextDelta("m1", 0, "I cooperate")):
+        assert re.search(pattern.group(1), event_line(event, lambda mid: mid) or ""), event
