@@ -472,3 +472,30 @@ def test_a_narrow_table_wraps_the_condition_not_the_numbers(runs: dict[str, Any]
     text = console.export_text()
     assert "…" not in text and "Holm p" in text and "[-100.0%, -72.6%]" in text
     assert max(len(line) for line in text.splitlines()) <= 110
+
+
+def test_the_readmes_compare_example_compares(tmp_path: Path) -> None:
+    """The README's example: one sweep, then the same sweep with one field changed, then
+    ``compare`` of the two by name. It must find shared conditions (an example of two
+    unrelated runs printed "the runs share no condition")."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    repo = Path(__file__).parent.parent
+    block = (repo / "README.md").read_text().split("**Headless sweeps**", 1)[1].split("```", 2)[1]
+    lines = block.replace("\\\n", " ").splitlines()
+    wanted = [line.split("  #", 1)[0].strip() for line in lines
+              if "strategies-prisoners" in line or "coin" in line]
+    assert len(wanted) == 4 and wanted[-1].startswith("coop-tui compare"), wanted
+    (tmp_path / "data" / "sweeps").mkdir(parents=True)
+    shutil.copy(repo / "data" / "sweeps" / "strategies-prisoners.toml", tmp_path / "data" / "sweeps")
+    env = {**os.environ, "COOP_TUI_DB": str(tmp_path / "readme.db"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in wanted:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr)
+    assert "share no condition" not in done.stdout + done.stderr
+    assert "coin-0.8" in done.stdout and "similarity=100" in done.stdout
