@@ -395,8 +395,9 @@ async def follow(store: Store, state: WatchState) -> AsyncIterator[Event | dict[
                     state.load(store)
                 if item is not None:
                     yield item
-        except OSError:
-            pass  # nothing listens: ended or gone, the lease row says which
+        except (OSError, ValueError):
+            pass  # nothing listens (ended or gone, the lease row says which), or the row
+            # names no local socket (tampered): the database is followed instead
     if state.status != "ended" or not state.ended:
         if state.status != "silent":
             await _settled(store, state.run_id)

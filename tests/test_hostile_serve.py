@@ -261,11 +261,13 @@ def test_a_framed_or_other_origin_request_is_refused_even_with_the_cookie(served
         asyncio.run(_page_status(f"{served.origin}/", {**cookie, "Origin": other_port})),
         asyncio.run(_handshake_status(served, headers={
             **cookie, "Origin": served.origin, "Sec-Fetch-Site": "same-site"})),
+        # a value no browser sends today is not taken for our own page
+        asyncio.run(_page_status(served.url, {"Sec-Fetch-Site": "some-future-value"})),
     ]
     _assert_refused(served, statuses, before, "")
     lines = _refusals(served)[before:]
     assert sum("Sec-Fetch-Dest 'iframe'" in line for line in lines) == 2, lines
-    assert sum("Sec-Fetch-Site" in line for line in lines) == 3, lines
+    assert sum("Sec-Fetch-Site" in line for line in lines) == 4, lines
     assert "not this server's page" in lines[4], lines
     # what a browser sends for the printed URL, its page's files and its websocket goes on
     assert asyncio.run(_page_status(served.url, {"Sec-Fetch-Site": "none",
@@ -296,6 +298,31 @@ def test_the_token_never_reaches_the_log(served: Served) -> None:
                          if not line.startswith("open http"))
     assert _token(served) not in logged
     assert "GET /?token=***" in logged
+
+
+def test_an_oversized_request_is_refused_and_the_server_lives_on(served: Served) -> None:
+    huge = "x" * 100_000
+    assert asyncio.run(_page_status(f"{served.url}&pad={huge}")) >= 400
+    assert asyncio.run(_page_status(served.url, {"X-Pad": huge})) >= 400
+    assert asyncio.run(_page_status(served.url)) == 200  # still serving
+    assert served.sessions() == 0 and served.children() == []
+
+
+def test_another_servers_token_and_cookie_are_refused(served: Served, tmp_path: Path) -> None:
+    """A second server (a restart, or another port of the same host) has its own token and
+    cookie: the browser sends both servers' cookies to each, and each takes only its own."""
+    other = _start(tmp_path)
+    try:
+        theirs = _cookie(other)
+    finally:
+        _stop(other.proc)
+    assert _token(other) != _token(served) and theirs != _cookie(served)
+    before = len(_refusals(served))
+    statuses = [asyncio.run(_page_status(f"{served.origin}/?token={_token(other)}")),
+                asyncio.run(_page_status(f"{served.origin}/", theirs))]
+    _assert_refused(served, statuses, before, "token")
+    both = {"Cookie": f"{theirs['Cookie']}; {_cookie(served)['Cookie']}"}
+    assert asyncio.run(_page_status(f"{served.origin}/", both)) == 200
 
 
 async def _open_session(served: Served) -> tuple[int, str, bytes]:

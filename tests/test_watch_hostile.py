@@ -337,3 +337,40 @@ def test_the_documented_plain_mode_grep_finds_reasoning_and_answers() -> None:
     assert pattern, line
     for event in (ReasoningDelta("m1", 0, "first I think"), TextDelta("m1", 0, "I cooperate")):
         assert re.search(pattern.group(1), event_line(event, lambda mid: mid) or ""), event
+
+
+async def test_a_tampered_channel_address_is_followed_through_the_database(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lease row whose channel is not a local socket (``tcp:...``) is not connected to;
+    the live sweep is followed through the database until it ends."""
+    monkeypatch.setattr(watch, "POLL_S", 0.01)
+    db = tmp_path / "w.db"
+    running_run(db)
+    lease(db, pid=os.getpid(), host=socket.gethostname(), age=0.0,
+          channel_address="tcp:203.0.113.9:80")
+    out = Lines("cannot be reached")
+    task = asyncio.create_task(watch_plain(db, None, out))
+    await asyncio.wait_for(out.seen.wait(), DEADLINE)
+    Store(db).set_run_status("r1", "stopped")
+    with sqlite3.connect(db) as conn:
+        conn.execute("delete from run_leases")
+    conn.close()
+    assert await asyncio.wait_for(task, DEADLINE) == 0
+    assert "sweep ended (stopped)" in out.getvalue()
+
+
+async def test_hostile_text_on_the_channel_is_shown_escaped_in_the_plain_mode(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    running_run(db)
+    sock = tmp_path / "s.sock"
+    lines = [HELLO, wire({"type": "ReasoningDelta", "match_id": "m1\x1b[2J", "seat": 0,
+                          "text": "\x1b]0;pwned\x07 and \x1b[31mred"}),
+             wire({"type": "RunDone", "run_id": "r1", "status": "done"})]
+    server, _ = await stand_in(sock, lines)
+    lease(db, pid=os.getpid(), host=socket.gethostname(), age=0.0, channel_address=f"unix:{sock}")
+    out = io.StringIO()
+    assert await asyncio.wait_for(watch_plain(db, None, out), DEADLINE) == 0
+    server.close()
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;pwned\\x07" in text
