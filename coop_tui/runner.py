@@ -151,6 +151,11 @@ class EtaColumn(ProgressColumn):
         return Text(self.clock.describe(time.monotonic()) + "  ", no_wrap=True, overflow="ellipsis")
 
 
+NAME_COLUMN = 36
+"""The widest an experiment's name is shown on a progress row (longer ones wrap)."""
+BAR_WIDTH = 20
+
+
 class ProgressView:
     """Overall and per-experiment bars with ETA, failures, retries and cost.
 
@@ -169,14 +174,19 @@ class ProgressView:
             concurrency or sweep.spec.concurrency)
         self.clock = CallClock(total_calls, sweep.total_matches, self.models, limit=limit)
         self.eta = EtaColumn(self.clock)
+        digits = 2 * len(str(sweep.total_matches)) + 1
         self.progress = Progress(
             SpinnerColumn(),
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
+            # a long experiment name wraps within its column; the counts and the time keep
+            # their width (a narrow or piped terminal cut them to "4… 0…")
+            TextColumn("[bold]{task.description}", table_column=Column(
+                no_wrap=False, overflow="fold", min_width=20, max_width=NAME_COLUMN)),
+            BarColumn(bar_width=BAR_WIDTH),
+            MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=digits)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
             self.eta,
-            TextColumn("{task.fields[stats]}"),
+            TextColumn("{task.fields[stats]}", table_column=Column(no_wrap=True,
+                                                                    overflow="ellipsis")),
             console=console,
             transient=False,
         )

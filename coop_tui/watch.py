@@ -73,6 +73,8 @@ class Condition:
     """Cooperation so far in one condition of one experiment, and its curve."""
 
     label: str
+    parts: tuple[str, str, str] = ("", "", "")
+    """Its game, mechanism and condition key (for :func:`distinct_labels`)."""
     cooperated: float = 0.0
     counted: int = 0
     curve: list[float] = field(default_factory=list)
@@ -85,8 +87,29 @@ class Condition:
 
 def condition_label(game: str, mechanism: str, key: str) -> str:
     """``prisoners · repeated · rounds=5`` (the key drops the game, shown first)."""
-    words = [w for w in key.split(" ") if not w.startswith("game=") and w != "-"]
-    return " · ".join(p for p in (game, mechanism, " ".join(words)) if p)
+    return " · ".join(p for p in (game, mechanism, " ".join(_key_words(key))) if p)
+
+
+def _key_words(key: str) -> list[str]:
+    return [w for w in key.split(" ") if not w.startswith("game=") and w != "-"]
+
+
+def distinct_labels(parts: dict[Any, tuple[str, str, str]]) -> dict[Any, str]:
+    """Labels of conditions (game, mechanism, key) that lead with what tells them apart:
+    ``similarity=50 · prisoners · similarity · framing=similar ...``. A label is cut to
+    fit a column or a legend, and conditions that differ only in their last field (the
+    key's fields are sorted) would all read ``framing=similar prompt…``."""
+    if len(parts) < 2:  # nothing to tell apart
+        return {k: condition_label(*p) for k, p in parts.items()}
+    words = {k: [game, mechanism, *_key_words(key)] for k, (game, mechanism, key) in parts.items()}
+    common = set.intersection(*(set(w) for w in words.values()))
+    labels = {}
+    for k, ws in words.items():
+        differ = " ".join(w for w in ws if w and w not in common)
+        game, mechanism, key = parts[k]
+        plain = condition_label(game, mechanism, key)
+        labels[k] = f"{differ} · {plain}" if differ and differ != plain else plain
+    return labels
 
 
 class WatchState:
@@ -252,8 +275,18 @@ class WatchState:
     def condition(self, experiment: Any, key: str, game: str, mechanism: str) -> Condition:
         ckey = (int(experiment or 0), key)
         if ckey not in self.conditions:
-            self.conditions[ckey] = Condition(condition_label(game, mechanism, key))
+            self.conditions[ckey] = Condition(condition_label(game, mechanism, key),
+                                              (game, mechanism, key))
         return self.conditions[ckey]
+
+    def labels(self) -> dict[tuple[int, str], str]:
+        """Each condition's label, leading with what tells it from the others."""
+        return distinct_labels({k: c.parts for k, c in self.conditions.items()})
+
+    def match_label(self, info: dict[str, Any], labels: dict[tuple[int, str], str]) -> str:
+        """A running match: its agents and its condition's label from ``labels``."""
+        label = labels.get((int(info.get("experiment") or 0), str(info.get("key"))))
+        return f"{info.get('agents', '')} · {label}" if label else str(info.get("label", ""))
 
     @staticmethod
     def _match_label(game: str, mechanism: str, key: str, agents: str) -> str:
@@ -289,6 +322,7 @@ class WatchState:
     def summary_lines(self) -> list[str]:
         """The dashboard as plain lines (the text mode prints them at attach and end)."""
         lines = [f"run {self.run_id} {self.name}: {self.headline()}"]
+        labels = self.labels()
         for index, exp in sorted(self.experiments.items()):
             invalid, retries = self.rates(exp)
             lines.append(
@@ -296,10 +330,10 @@ class WatchState:
                 f"{exp.running} running, {exp.failed} failed of {exp.total or '?'}; "
                 f"decisions {exp.decisions}, model calls {exp.calls}, "
                 f"invalid {_percent(invalid)}, retries {_percent(retries)}, ${exp.cost:.4f}")
-            for (e, _key), c in sorted(self.conditions.items()):
+            for (e, key), c in sorted(self.conditions.items()):
                 if e == index:
                     lines.append(f"    cooperation {_percent(c.rate)} "
-                                 f"({c.counted} moves)  {c.label}")
+                                 f"({c.counted} moves)  {labels[(e, key)]}")
         return lines
 
 

@@ -163,24 +163,25 @@ class WatchScreen(NavScreen):
                          _pct(invalid), _pct(retries), f"${exp.cost:.4f}")
         conds = self.query_one("#watch-conditions", DataTable)
         conds.clear()
-        for _key, c in sorted(state.conditions.items()):
-            conds.add_row(_cell(c.label, 48), _pct(c.rate), str(c.counted))
-        self._plot()
+        labels = state.labels()  # what tells the conditions apart comes first: cut last
+        for key, c in sorted(state.conditions.items()):
+            conds.add_row(_cell(labels[key], 48), _pct(c.rate), str(c.counted))
+        self._plot(labels)
         running = self.query_one("#watch-running", DataTable)
         keys = [str(k.value) for k in running.rows]
         if keys != list(state.running):
             running.clear()
             for mid, info in state.running.items():
-                running.add_row(_cell(info["label"], 110), mid[:12], key=mid)
+                running.add_row(_cell(state.match_label(info, labels), 110), mid[:12], key=mid)
 
-    def _plot(self) -> None:
+    def _plot(self, labels: dict[tuple[int, str], str]) -> None:
         plot = self.query_one("#watch-curve", PlotextPlot).plt
         plot.clear_data()
         plot.title("cooperation so far, per finished match")
         plot.ylim(-0.05, 1.4)  # a rate of 0 or 1 clear of the frame; the legend above 1
-        for _key, c in sorted(self.state.conditions.items()):
+        for key, c in sorted(self.state.conditions.items()):
             if c.curve:
-                plot.plot(list(range(1, len(c.curve) + 1)), c.curve, label=_cell(c.label, 30))
+                plot.plot(list(range(1, len(c.curve) + 1)), c.curve, label=_cell(labels[key], 30))
         self.query_one("#watch-curve", PlotextPlot).refresh()
 
     # ------------------------------------------------------------ match panes

@@ -374,3 +374,56 @@ async def test_hostile_text_on_the_channel_is_shown_escaped_in_the_plain_mode(tm
     text = out.getvalue()
     assert "\x1b" not in text and "\x07" not in text
     assert "\\x1b]0;pwned\\x07" in text
+
+
+# ------------------------------------------------------------------ long names
+def test_conditions_lead_with_what_tells_them_apart() -> None:
+    """Three conditions that differ only in their last field: cut to a legend's 30
+    characters or a column's 48, each still says which it is."""
+    from coop_tui.terminal import terminal_text
+
+    state = WatchState({"id": "r1"}, None)
+    for i, level in enumerate((0, 50, 100)):
+        state.apply(MatchStarted("r1", f"m{i}", 0, "prisoners", "similarity", ("a", "b"), {
+            "framing": "similar", "prompt": "percentage_updated_with_a_long_name",
+            "similarity": level}))
+    labels = state.labels()
+    for width in (30, 48):
+        shown = {terminal_text(label, markup=False, limit=width) for label in labels.values()}
+        assert len(shown) == 3, shown
+    assert sorted(label.split(" · ")[0] for label in labels.values()) == [
+        "similarity=0", "similarity=100", "similarity=50"]
+    running = [state.match_label(info, labels) for info in state.running.values()]
+    assert all(line.startswith("a vs b · similarity=") for line in running), running
+    assert sum("cooperation" in line and "similarity=50 ·" in line
+               for line in state.summary_lines()) == 1
+    alone = WatchState({"id": "r1"}, None)  # one condition: nothing to lead with
+    alone.apply(MatchStarted("r1", "m0", 0, "prisoners", "none", ("a", "b"), {"rounds": 3}))
+    assert list(alone.labels().values()) == ["prisoners · none · rounds=3"]
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_a_long_experiment_name_leaves_the_counts_and_the_time_whole(width: int) -> None:
+    """The progress rows, on a terminal or piped: a long experiment name wraps in its
+    column and the done/total and elapsed columns are never cut."""
+    from rich.console import Console
+
+    from coop_tui.runner import ProgressView
+    from coop_tui.spec import build_sweep
+
+    name = "the model against tit for tat under the similar framing, similarity 100"
+    sweep = build_sweep({"name": "n", "seed": 1, "samples": 12,
+                         "agents": {"tft": {"strategy": "tit_for_tat"},
+                                    "alld": {"strategy": "always_defect"}},
+                         "experiments": [{"name": name, "game": "prisoners", "mechanism": "none",
+                                          "agents": ["tft"], "opponents": ["alld"],
+                                          "matchup": "versus"}]})
+    out = io.StringIO()
+    view = ProgressView(sweep, Console(file=out, width=width))
+    view.progress.start()
+    view.progress.stop()
+    text = out.getvalue()
+    rows = [line for line in text.splitlines() if "0/12" in line]
+    assert len(rows) == 2 and all("0:00:00" in row for row in rows), text
+    assert "…" not in "".join(rows[1:]).split("0/12")[0]
+    assert " ".join(" ".join(text.split()).split()).count("similarity 100") == 1, text
