@@ -921,5 +921,11 @@ class WatchSession(ReplaySession):
         waiting, self._waiting = self._waiting or [], None
         for event in waiting:
             self.feed(event)
+        ended = self.store.match(self.match_id or "") if self.store else None
+        if ended and ended.get("status") not in (None, "running") and not self._over.is_set():
+            # it ended before this view opened: its end is in the database, not the stream
+            payoffs = tuple(json.loads(ended["payoffs"])) if ended.get("payoffs") else ()
+            self.feed(MatchDone(self.match_id or "", payoffs, status=ended["status"],
+                                error=ended.get("error")))
         self.replayed.set()
         await self._over.wait()

@@ -310,13 +310,17 @@ async def test_a_match_opened_part_way_fills_in_its_earlier_rounds_from_the_data
     totals = [sum(r["payoff"] for r in rounds if r["seat"] == seat) for seat in (0, 1)]
     session = WatchSession(store, match["id"])
     seen: list[RoundDone] = []
+    ends: list[MatchDone] = []
     session.bus.subscribe(lambda e: seen.append(e) if isinstance(e, RoundDone) else None)
+    session.bus.subscribe(lambda e: ends.append(e) if isinstance(e, MatchDone) else None)
     task = asyncio.create_task(session.run())
     await asyncio.wait_for(session.replayed.wait(), DEADLINE)
     assert [r.round for r in seen] == [1, 2, 3, 4]
     assert [sum(r.payoffs[s] for r in seen) for s in (0, 1)] == totals
     session.feed(seen[-1])  # round 4 again, as the stream publishes it: already shown
     assert len(seen) == 4
+    # it ended before the view opened: its end comes from the database, not a wait forever
+    assert [(e.status, list(e.payoffs)) for e in ends] == [("done", json.loads(match["payoffs"]))]
     session.stop()
     await asyncio.wait_for(task, DEADLINE)
     store.close()
@@ -427,3 +431,21 @@ def test_a_long_experiment_name_leaves_the_counts_and_the_time_whole(width: int)
     assert len(rows) == 2 and all("0:00:00" in row for row in rows), text
     assert "…" not in "".join(rows[1:]).split("0/12")[0]
     assert " ".join(" ".join(text.split()).split()).count("similarity 100") == 1, text
+
+
+
+def test_following_never_reopens_a_match_seen_to_end(tmp_path: Path) -> None:
+    """``f`` opens the first running match not seen to end: a match the dashboard still
+    lists but whose view saw its end is skipped (it was reopened again and again)."""
+    from coop_tui.screens.watch import WatchScreen as Screen
+
+    db = tmp_path / "w.db"
+    running_run(db)
+    store = Store(db)
+    screen = Screen(store, store.run("r1"))
+    screen.state.running = {"m1": {}, "m2": {}}
+    screen._session_event(MatchDone("m1", (1.0, 1.0)))
+    assert screen._next_running() == "m2"
+    screen._session_event(MatchDone("m2", (1.0, 1.0)))
+    assert screen._next_running() is None
+    store.close()
