@@ -28,12 +28,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
+import glob
 import json
 import os
 import shutil
+import socket
 import stat
 import tempfile
 import threading
+import types
+import typing
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -66,7 +71,12 @@ QUEUE_LINES = 2000
 MAX_SOCKET_PATH = 100
 """Bytes of a socket path that every ``AF_UNIX`` (108 on Linux, 104 on macOS) accepts."""
 LINE_LIMIT = 16 * 1024 * 1024
-"""The longest line a watcher reads (a decision with a long answer fits many times)."""
+"""The longest line a watcher reads; a longer one is skipped (and counted), never fatal."""
+WIRE_TEXT_CHARS = 200_000
+"""The most characters of one text (an answer, its reasoning, a delta) put on the wire.
+JSON writes a character in at most 12 bytes, so a decision's texts stay far below
+``LINE_LIMIT``; a longer answer is cut here only, its whole text is in the database."""
+CUT_MARK = " … [cut on the watch channel: {n} characters; the whole text is in the database]"
 CLOSE_GRACE_S = 0.5
 """How long the publisher lets watchers read what is queued when the sweep ends."""
 
@@ -109,7 +119,21 @@ def encode(event: Event) -> list[bytes]:
 
 
 def _line(data: dict[str, Any]) -> bytes:
-    return (json.dumps(scrub_data(data), default=_plain, separators=(",", ":")) + "\n").encode()
+    return (json.dumps(_cut(scrub_data(data)), default=_plain, separators=(",", ":"))
+            + "\n").encode()
+
+
+def _cut(value: Any) -> Any:
+    """``value`` with every string longer than ``WIRE_TEXT_CHARS`` cut (see there)."""
+    if isinstance(value, str):
+        if len(value) <= WIRE_TEXT_CHARS:
+            return value
+        return value[:WIRE_TEXT_CHARS] + CUT_MARK.format(n=len(value))
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -122,36 +146,93 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+class Malformed(ValueError):
+    """A wire object of a known type whose fields are missing or of the wrong type."""
+
+
 def decode(data: dict[str, Any]) -> Event | None:
-    """The event a wire object describes; None for control lines and unknown types."""
+    """The event a wire object describes; None for control lines and unknown types.
+
+    The object comes from another process, so every field is checked against the event's
+    annotations before an event is built: :class:`Malformed` names the first that does
+    not fit (a watcher skips and counts such lines)."""
     cls = EVENT_TYPES.get(str(data.get("type")))
     if cls is None:
         return None
     if cls is DecisionDone:
-        return DecisionDone(decision_from(data.get("decision") or {}))
-    if cls is DecisionStarted:
-        return DecisionStarted(data["match_id"], int(data["seat"]), int(data["round"]),
-                               str(data["phase"]), int(data["attempt"]), (), str(data["agent"]))
-    values = {}
+        body = data.get("decision")
+        if not isinstance(body, dict):
+            raise Malformed("DecisionDone without a decision object")
+        return DecisionDone(decision_from(body))
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.name in data:
-            value = data[f.name]
-            values[f.name] = tuple(value) if isinstance(value, list) and "tuple" in str(f.type) else value
+        if f.name == "messages" and cls is DecisionStarted:  # the prompt stays in the database
+            values[f.name] = ()
+        elif f.name in data:
+            values[f.name] = _fitted(cls.__name__, f.name, data[f.name], hints[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise Malformed(f"{cls.__name__} without {f.name}")
     return cls(**values)
 
 
 def decision_from(body: dict[str, Any]) -> Decision:
-    """A :class:`Decision` rebuilt from its wire fields (no prompt, no cache key)."""
-    values = {f: body.get(f) for f in DECISION_FIELDS if f in body}
-    for name in ("labels", "label_to_action", "distribution"):
-        if isinstance(values.get(name), list):
-            values[name] = tuple(values[name])
+    """A :class:`Decision` rebuilt from its wire fields (no prompt, no cache key);
+    :class:`Malformed` when a field is of the wrong type."""
+    hints = _hints(Decision)
+    values = {f: _fitted("decision", f, body[f], hints[f]) for f in DECISION_FIELDS if f in body}
     values.setdefault("labels", ())
     values.setdefault("label_to_action", ())
     return Decision(prompt=[], cache_key="", content_key="", **{  # type: ignore[arg-type]
         "match_id": "", "round": 0, "phase": "play", "seat": 0, "kind": "mixed", "agent": "",
         "response": "", "reasoning": "", "parsed": None, "valid": False, "attempts": 1,
         "error": None, **values})
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _fitted(what: str, name: str, value: Any, hint: Any) -> Any:
+    """``value`` as the field ``name`` holds it (a JSON list as a tuple), or
+    :class:`Malformed` when JSON's value cannot be of the annotated type."""
+    if not _fits(value, hint):
+        raise Malformed(f"{what}.{name}: {type(value).__name__} where {hint} belongs")
+    if isinstance(value, list) and typing.get_origin(hint) in (tuple, types.UnionType,
+                                                              typing.Union):
+        return tuple(value)
+    return value
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from JSON can be of type ``hint`` (the subset of Python's
+    types the events use: scalars, Literal, Optional/unions, tuples, lists, dicts)."""
+    if hint is Any:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is tuple or origin is list:
+        if not isinstance(value, list):
+            return False
+        inner = args[0] if args else Any
+        return all(_fits(v, inner) for v in value)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict)
+    return False  # a type no wire field carries (a message, an attempt): refused
 
 
 # ------------------------------------------------------------------ where the socket lives
@@ -164,6 +245,39 @@ def socket_path(db_path: Path, pid: int | None = None) -> tuple[Path, Path | Non
         return beside, None
     folder = Path(tempfile.mkdtemp(prefix="coop-tui-watch-"))  # 0700, this user's only
     return folder / "sweep.sock", folder
+
+
+def remove_dead_sockets(db_path: Path) -> list[Path]:
+    """Remove the sockets beside ``db_path`` that nobody listens on any more (a sweep
+    killed with ``kill -9`` leaves its socket behind); the paths removed.
+
+    Only this user's sockets with the channel's name are looked at, and one is dead when a
+    connection to it is refused: a pid in the name may have been reused, a refused
+    connection cannot lie. A live sweep's socket accepts, and is left alone."""
+    folder = db_path.resolve().parent
+    removed = []
+    for path in folder.glob(f".{glob.escape(db_path.name)}.watch-*.sock"):
+        with contextlib.suppress(OSError):
+            info = path.lstat()
+            if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+                continue
+            if not _listens(path):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _listens(path: Path) -> bool:
+    """Whether a process accepts connections on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.setblocking(False)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:  # a full backlog, a path too long to name: not ours to judge
+            return True
+    return True
 
 
 # ------------------------------------------------------------------ the publisher
@@ -233,9 +347,7 @@ class Publisher:
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
         path, self._folder = socket_path(self.db_path)
-        with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISSOCK(path.lstat().st_mode):  # a dead sweep's socket with our pid
-                path.unlink()
+        remove_dead_sockets(self.db_path)
         old = os.umask(0o177)  # born 0600: no moment where another user could connect
         try:
             self._server = await asyncio.start_unix_server(self._serve, path=str(path),
@@ -337,23 +449,60 @@ def socket_of(address: str) -> Path:
     return Path(address[len("unix:"):])
 
 
-async def subscribe(address: str) -> AsyncIterator[dict[str, Any]]:
-    """Every line a sweep publishes, as parsed JSON, until it hangs up.
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """A line the watcher could not take (longer than ``LINE_LIMIT``, or not a JSON
+    object): counted by the watcher, never fatal."""
+
+    reason: str
+
+
+async def subscribe(address: str, *, limit: int = LINE_LIMIT) -> AsyncIterator[dict[str, Any] | Skipped]:
+    """Every line a sweep publishes, as parsed JSON, until it hangs up; a line over
+    ``limit`` bytes or that is not a JSON object comes as :class:`Skipped`.
+
+    Lines are framed here rather than with ``StreamReader.readline``, whose limit raises
+    and leaves the rest of the long line to be read as if it were the next one.
 
     Raises ``OSError`` (refused, missing) when nothing listens at ``address``: the sweep
     ended or its process is gone.
     """
-    reader, writer = await asyncio.open_unix_connection(str(socket_of(address)), limit=LINE_LIMIT)
+    reader, writer = await asyncio.open_unix_connection(str(socket_of(address)))
     try:
-        while True:
-            raw = await reader.readline()
-            if not raw:
-                return
-            with contextlib.suppress(ValueError):
-                data = json.loads(raw)
-                if isinstance(data, dict):
-                    yield data
+        async for line in _lines(reader, limit):
+            if line is None:
+                yield Skipped(f"a line over {limit} bytes")
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError:
+                yield Skipped("a line that is not JSON")
+                continue
+            yield data if isinstance(data, dict) else Skipped("a line that is not a JSON object")
     finally:
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
+
+
+async def _lines(reader: asyncio.StreamReader, limit: int) -> AsyncIterator[bytes | None]:
+    """The newline-terminated lines of ``reader``; None for each one over ``limit`` bytes,
+    whose bytes are dropped as they arrive (memory stays within ``limit``)."""
+    held = bytearray()
+    over = False
+    while chunk := await reader.read(65536):
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            if over or len(held) + end - start > limit:
+                yield None
+            else:
+                held += chunk[start:end]
+                yield bytes(held)
+            held.clear()
+            over = False
+            start = end + 1
+        if not over:
+            held += chunk[start:]
+            if len(held) > limit:
+                held.clear()
+                over = True

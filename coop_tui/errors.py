@@ -121,21 +121,22 @@ def failure_summary(groups: dict[str, dict]) -> str:
     return ", ".join(f"{reason}: {g['count']}" for reason, g in ordered)
 
 
-def database_message(exc: BaseException, path: object) -> str:
-    """One sentence for a SQLite failure: what is wrong with the file and what to do."""
+def database_message(exc: BaseException, path: object, *, flag: str = "--db") -> str:
+    """One sentence for a SQLite failure: what is wrong with the file and what to do
+    (``flag`` is the option that named the file: ``compare --db-b`` is not ``--db``)."""
     text = str(exc)
     lowered = text.lower()
     if "newer coop-tui" in lowered:
         return f"the database {path} was {text}"
     if "readonly" in lowered or "read-only" in lowered:
-        return f"the database {path} is read-only; give a writable --db path or fix its permissions"
+        return f"the database {path} is read-only; give a writable {flag} path or fix its permissions"
     if "full" in lowered:
         return f"the database {path} cannot grow: the disk (or its size limit) is full; free space"
     if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
         return (f"{path} is damaged or not a coop-tui database ({text}); restore it from a "
-                "backup or give another --db path")
+                f"backup or give another {flag} path")
     if "locked" in lowered or "busy" in lowered:
         return f"the database {path} is locked by another process ({text}); try again when it is done"
     if "unable to open" in lowered:
-        return f"cannot open the database {path} ({text}); give a writable file path with --db"
+        return f"cannot open the database {path} ({text}); give a writable file path with {flag}"
     return f"the database {path} failed: {text}"

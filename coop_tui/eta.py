@@ -59,8 +59,12 @@ class CallClock:
     """Model calls answered, in flight and left, and the time left at the measured rate."""
 
     def __init__(self, calls_total: int, matches_total: int, models: Iterable[str] | None,
-                 *, window: int = WINDOW) -> None:
+                 *, window: int = WINDOW, limit: int | None = None) -> None:
         self.calls_total = calls_total
+        self.limit = limit
+        """Calls that can be in flight at once (the sweep's ``concurrency``); None: no
+        bound known. A call is counted from the moment it is asked, which is before it
+        holds a slot, so more may be asked than are sent: those are shown as waiting."""
         self.matches_total = matches_total
         self.models = None if models is None else frozenset(models)
         """Agents whose decisions are model calls (what the estimate counts); None: every
@@ -149,7 +153,12 @@ class CallClock:
         eta = "?" if left is None else clock_text(left)
         if not self.by_calls:
             return f"eta {eta} (from matches: no model agent)"
-        return f"eta {eta}  model calls {self.calls_done}/{self.calls_total}, {self.calls_in_flight} in flight"
+        asked = self.calls_in_flight
+        if self.limit is not None and asked > self.limit:
+            flight = f"{self.limit} in flight, {asked - self.limit} waiting for a slot"
+        else:
+            flight = f"{asked} in flight"
+        return f"eta {eta}  model calls {self.calls_done}/{self.calls_total}, {flight}"
 
 
 def clock_text(seconds: float) -> str:

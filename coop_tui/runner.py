@@ -151,28 +151,42 @@ class EtaColumn(ProgressColumn):
         return Text(self.clock.describe(time.monotonic()) + "  ", no_wrap=True, overflow="ellipsis")
 
 
+NAME_COLUMN = 36
+"""The widest an experiment's name is shown on a progress row (longer ones wrap)."""
+BAR_WIDTH = 20
+
+
 class ProgressView:
     """Overall and per-experiment bars with ETA, failures, retries and cost.
 
     The ETA comes from model calls (:mod:`coop_tui.eta`), not from matches: ``calls`` is
     the estimate's ``model_calls`` (worked out from the sweep when not given)."""
 
-    def __init__(self, sweep: Sweep, console: Console, calls: int | None = None) -> None:
+    def __init__(self, sweep: Sweep, console: Console, calls: int | None = None,
+                 concurrency: int | None = None) -> None:
         self.console = console
         self.models = {name for name, a in sweep.spec.agents.items() if a.kind in ("llm", "local")}
         """Agents whose decisions are model calls (what the estimate counts); strategies'
         and people's decisions are counted as moves."""
         total_calls = estimate(sweep)["model_calls"] if calls is None else calls
-        self.clock = CallClock(total_calls, sweep.total_matches, self.models)
+        # a provider batch holds no slot of the sweep's concurrency: no bound then
+        limit = None if any(batched(a, sweep.spec) for a in sweep.spec.agents.values()) else (
+            concurrency or sweep.spec.concurrency)
+        self.clock = CallClock(total_calls, sweep.total_matches, self.models, limit=limit)
         self.eta = EtaColumn(self.clock)
+        digits = 2 * len(str(sweep.total_matches)) + 1
         self.progress = Progress(
             SpinnerColumn(),
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
+            # a long experiment name wraps within its column; the counts and the time keep
+            # their width (a narrow or piped terminal cut them to "4… 0…")
+            TextColumn("[bold]{task.description}", table_column=Column(
+                no_wrap=False, overflow="fold", min_width=20, max_width=NAME_COLUMN)),
+            BarColumn(bar_width=BAR_WIDTH),
+            MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=digits)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
             self.eta,
-            TextColumn("{task.fields[stats]}"),
+            TextColumn("{task.fields[stats]}", table_column=Column(no_wrap=True,
+                                                                    overflow="ellipsis")),
             console=console,
             transient=False,
         )
@@ -400,7 +414,7 @@ def run_batch(
     store = open_store(db_path)
     console.print(f"database: {db_path}")
     bus = EventBus()
-    view = ProgressView(sweep, console, est["model_calls"])
+    view = ProgressView(sweep, console, est["model_calls"], concurrency)
     bus.subscribe(view)
     seen_run: list[str] = []
 
@@ -473,6 +487,7 @@ def watch_plan(view: ProgressView) -> dict[str, Any]:
                         for exp, task in view.tasks.items()},
         "model_calls": view.clock.calls_total,
         "models": sorted(view.models),
+        "concurrency": view.clock.limit,
     }
 
 

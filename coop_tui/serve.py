@@ -8,8 +8,16 @@ person who started it, the way Jupyter does:
 
 - a secret token (random at each start, or ``--token``) printed once, in the URL to open;
   the page and the websocket refuse a request without it, and the first page load sets
-  an HttpOnly, SameSite=Strict cookie that carries it afterwards (xterm.js cannot put it
-  in the websocket's URL);
+  an HttpOnly, SameSite=Strict cookie that stands for it afterwards (xterm.js cannot put
+  it in the websocket's URL). Browsers send a cookie to every port of a host, so its name
+  and value are random per server start (a cookie another server set is not ours, ours
+  is not the token) and a request a browser marks as coming from another origin is
+  refused (below);
+- nothing frames the page (``X-Frame-Options: DENY``, CSP ``frame-ancestors 'none'``),
+  and a request a browser sends for a frame, or from another origin (``Sec-Fetch-Site``
+  ``same-site``/``cross-site``: a page on another port of 127.0.0.1 is same-site, and
+  SameSite=Strict lets its requests carry our cookie), or with another ``Origin``, is
+  refused: no other page can drive or show the TUI;
 - every request names in ``Host`` a name the server answers to (loopback names, ``--host``,
   with the port): a page on an attacker's domain that re-resolves to 127.0.0.1 (DNS
   rebinding) names its own domain and is refused;
@@ -17,7 +25,8 @@ person who started it, the way Jupyter does:
   open in the same browser cannot drive a session.
 
 A refused request gets 403 and one line on stderr, before textual-serve sees it, so no app
-process is started for it. The server listens on 127.0.0.1 unless ``--host`` says
+process is started for it. The token never reaches a log: the access log and every other
+log line are scrubbed of it, and the page sends no ``Referer`` (which would carry it). The server listens on 127.0.0.1 unless ``--host`` says
 otherwise; binding elsewhere prints a warning.
 """
 
@@ -27,6 +36,7 @@ import asyncio
 import contextlib
 import copy
 import hmac
+import logging
 import re
 import secrets
 import shlex
@@ -41,6 +51,7 @@ from typing import Any
 from aiohttp import web
 
 from coop_tui.errors import fail
+from coop_tui.redact import register_secret, scrub
 from coop_tui.terminal import terminal_text
 
 INSTALL_HINT = "textual-serve is not installed; install the serve extra: pip install 'coop-tui[serve]'"
@@ -90,6 +101,19 @@ def accepted_hosts(host: str, port: int) -> frozenset[str]:
     return frozenset(out)
 
 
+FRAMED = frozenset({"iframe", "frame", "embed", "object", "fencedframe"})
+"""``Sec-Fetch-Dest`` values of a request for a page inside another page."""
+OWN_SITE = frozenset({"same-origin", "none"})
+"""``Sec-Fetch-Site`` values of a request from our own page or typed by the user."""
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+"""Sent with every response: never framed, never a Referer carrying the token."""
+
+
 @dataclass(frozen=True)
 class Gate:
     """Who may use the server: the token's holder, through a name the server answers to,
@@ -98,21 +122,48 @@ class Gate:
     token: str
     hosts: frozenset[str]
     cookie: str
+    """The cookie's name: random per start (browsers share cookies between ports)."""
+    cookie_value: str
+    """What the cookie holds: random per start, not the token (a cookie sent to another
+    port of this host must not give away the URL)."""
+
+    @classmethod
+    def new(cls, token: str, hosts: frozenset[str]) -> Gate:
+        return cls(token, hosts, f"coop_tui_{secrets.token_hex(8)}", secrets.token_urlsafe(32))
 
     def refusal(self, request: web.Request) -> str | None:
         """Why ``request`` is refused, or None when it may go on."""
         host = (request.headers.get("Host") or "").lower()
         if host not in self.hosts:
             return f"Host {host!r} is not a name this server answers to"
-        given = request.query.get("token") or request.cookies.get(self.cookie)
+        why = self._foreign(request, host)
+        if why is not None:
+            return why
+        given = request.query.get("token")
+        if given is not None:
+            expected = self.token
+        else:
+            given, expected = request.cookies.get(self.cookie), self.cookie_value
         if not given:
             return "no token (open the URL the server printed)"
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        if not hmac.compare_digest(given.encode(), expected.encode()):
             return "wrong token"
-        if request.path == "/ws":
-            origin = request.headers.get("Origin")
-            if origin != f"http://{host}":
-                return f"websocket from origin {origin!r}, not this server's page"
+        return None
+
+    @staticmethod
+    def _foreign(request: web.Request, host: str) -> str | None:
+        """Why a request comes from another page than ours (framed, another origin),
+        or None. Browsers say where a request comes from in ``Sec-Fetch-*`` and
+        ``Origin``; a client that sends neither is judged by the token alone."""
+        dest = request.headers.get("Sec-Fetch-Dest", "").lower()
+        if dest in FRAMED:
+            return f"a request for a page inside another page (Sec-Fetch-Dest {dest!r})"
+        site = request.headers.get("Sec-Fetch-Site", "").lower()
+        if site and site not in OWN_SITE:
+            return f"a request from another origin (Sec-Fetch-Site {site!r})"
+        origin = request.headers.get("Origin")
+        if (request.path == "/ws" or origin is not None) and origin != f"http://{host}":
+            return f"a request from origin {origin!r}, not this server's page"
         return None
 
     def middleware(self) -> Any:
@@ -126,14 +177,40 @@ class Gate:
                 peer = request.remote or "?"
                 line = f"coop-tui serve: refused {request.method} {request.path} from {peer}: {why}"
                 # the path and headers are the requester's: shown escaped, and cut
-                print(terminal_text(line, markup=False, limit=500), file=sys.stderr, flush=True)
-                return web.Response(status=403, text="403: forbidden; open the URL coop-tui serve printed\n")
+                print(terminal_text(scrub(line), markup=False, limit=500), file=sys.stderr,
+                      flush=True)
+                return web.Response(status=403, headers=SECURITY_HEADERS,
+                                    text="403: forbidden; open the URL coop-tui serve printed\n")
             response = await handler(request)
-            if "token" in request.query and request.path == "/" and not response.prepared:
-                response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+            if not response.prepared:  # a websocket's handshake has gone out already
+                response.headers.update(SECURITY_HEADERS)
+                if "token" in request.query and request.path == "/":
+                    response.set_cookie(self.cookie, self.cookie_value, httponly=True,
+                                        samesite="Strict", path="/")
             return response
 
         return guard
+
+
+class ScrubFilter(logging.Filter):
+    """Masks registered secrets in a log record: aiohttp's access log writes each
+    request line (``GET /?token=...``) and its ``Referer``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = scrub(record.getMessage()), ()
+        for name, value in list(vars(record).items()):
+            if isinstance(value, str) and name not in ("msg", "name", "levelname"):
+                setattr(record, name, scrub(value))
+        return True
+
+
+def scrub_logs() -> None:
+    """Scrub every handler the root logger writes to (textual-serve's rich handler), and
+    keep its tracebacks from printing local variables (a token among them)."""
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(ScrubFilter())
+        if hasattr(handler, "tracebacks_show_locals"):
+            handler.tracebacks_show_locals = False
 
 
 def serve_command(db: Path, *, host: str, port: int, token: str | None = None) -> int:
@@ -153,8 +230,9 @@ def serve_command(db: Path, *, host: str, port: int, token: str | None = None) -
             "keys in this environment",
             file=sys.stderr,
         )
-    gate = Gate(token or secrets.token_urlsafe(32), accepted_hosts(host, port),
-                f"coop_tui_token_{port}")
+    gate = Gate.new(token or secrets.token_urlsafe(32), accepted_hosts(host, port))
+    register_secret(gate.token)  # every log line, refusal and traceback is scrubbed of it
+    register_secret(gate.cookie_value)
     shown_host = "127.0.0.1" if host in WILDCARD else _url_host(host)
     open_url = f"http://{shown_host}:{port}/?token={gate.token}"
 
@@ -171,6 +249,7 @@ def serve_command(db: Path, *, host: str, port: int, token: str | None = None) -
             (its own line comes before, while the port is still closed)."""
             self.debug = debug
             self.initialize_logging()
+            scrub_logs()
             loop = asyncio.new_event_loop()
             with contextlib.suppress(NotImplementedError):  # Windows' loops have none
                 loop.add_signal_handler(signal.SIGINT, self.request_exit)

@@ -707,21 +707,10 @@ class ReplaySession(Session):
             await self._stream(d.seat, d.response, pace, False)
         self.bus.emit(DecisionDone(d))
 
-    async def run(self) -> None:
-        from coop_tui.engine import MatchStopped
-
-        self._task = asyncio.current_task()
-        self.status = "paused" if self.paused else "running"
+    async def _replay_stored(self, decisions: list[Any]) -> set[int]:
+        """Re-emit stored ``decisions`` with the rounds (and phases) they complete, in
+        play order; the rounds whose ``RoundDone`` was emitted."""
         mid = self.match_id or ""
-        m = self.match
-        self.bus.emit(
-            MatchStarted(
-                run_id=m["run_id"], match_id=mid, experiment=m["experiment"] or 0, game=m["game"],
-                mechanism=m["mechanism"], seats=tuple(self.seat_names), condition=self.condition,
-                sample=m["sample"] or 0, seed=m["seed"] or 0, info={"replay": True},
-            )
-        )
-        decisions = self.store.decisions(mid)
         rounds: dict[int, list[dict[str, Any]]] = {}
         for r in self.store.rounds(mid):
             rounds.setdefault(r["round"], []).append(r)
@@ -736,26 +725,45 @@ class ReplaySession(Session):
             else:
                 groups.append([d])
         played = {d.round for d in decisions if d.phase == "play"}
-        try:
-            for i, group in enumerate(groups):
-                await asyncio.gather(*(self._replay_decision(d) for d in group))
-                rnd, phase = group[0].round, group[0].phase
-                # a move-by-move game (strategic personalities) names its phases by move: its round is
-                # complete after the round's last move
-                last_of_round = i + 1 == len(groups) or groups[i + 1][0].round != rnd
-                if rnd in rounds and (phase == "play" or (last_of_round and rnd not in played)):
-                    rows = sorted(rounds.pop(rnd), key=lambda r: r["seat"])
-                    info = json.loads(rows[0]["info"] or "{}") if rows[0].get("info") else {}
-                    self.bus.emit(
-                        RoundDone(
-                            mid, rnd, tuple(r["action"] for r in rows), tuple(r["payoff"] for r in rows),
-                            tuple(r["seat"] for r in rows), info,
-                        )
+        done: set[int] = set()
+        for i, group in enumerate(groups):
+            await asyncio.gather(*(self._replay_decision(d) for d in group))
+            rnd, phase = group[0].round, group[0].phase
+            # a move-by-move game (strategic personalities) names its phases by move: its round is
+            # complete after the round's last move
+            last_of_round = i + 1 == len(groups) or groups[i + 1][0].round != rnd
+            if rnd in rounds and (phase == "play" or (last_of_round and rnd not in played)):
+                rows = sorted(rounds.pop(rnd), key=lambda r: r["seat"])
+                info = json.loads(rows[0]["info"] or "{}") if rows[0].get("info") else {}
+                self.bus.emit(
+                    RoundDone(
+                        mid, rnd, tuple(r["action"] for r in rows), tuple(r["payoff"] for r in rows),
+                        tuple(r["seat"] for r in rows), info,
                     )
-                elif (rnd, phase) in phases:
-                    p = phases.pop((rnd, phase))
-                    self.bus.emit(PhaseDone(mid, rnd, phase, json.loads(p["info"] or "{}")))
-                await self._wait(0.05 / self.speed if self.speed > 0 else 0)
+                )
+                done.add(rnd)
+            elif (rnd, phase) in phases:
+                p = phases.pop((rnd, phase))
+                self.bus.emit(PhaseDone(mid, rnd, phase, json.loads(p["info"] or "{}")))
+            await self._wait(0.05 / self.speed if self.speed > 0 else 0)
+        return done
+
+    async def run(self) -> None:
+        from coop_tui.engine import MatchStopped
+
+        self._task = asyncio.current_task()
+        self.status = "paused" if self.paused else "running"
+        mid = self.match_id or ""
+        m = self.match
+        self.bus.emit(
+            MatchStarted(
+                run_id=m["run_id"], match_id=mid, experiment=m["experiment"] or 0, game=m["game"],
+                mechanism=m["mechanism"], seats=tuple(self.seat_names), condition=self.condition,
+                sample=m["sample"] or 0, seed=m["seed"] or 0, info={"replay": True},
+            )
+        )
+        try:
+            await self._replay_stored(self.store.decisions(mid))
         except (MatchStopped, asyncio.CancelledError):
             self.status = "stopped"
             self.bus.emit(MatchDone(mid, (), status="stopped", error="replay stopped"))
@@ -855,6 +863,10 @@ class WatchSession(ReplaySession):
         self._asking: set[int] = set()
         """Seats whose current question this view has seen asked (its own block)."""
         self._last_round: dict[int, int] = {}
+        self._rounds_shown: set[int] = set()
+        """Rounds whose end this view has shown (from the database or the stream)."""
+        self.replayed = asyncio.Event()
+        """Set once what the database held is shown and fed events go straight on."""
         self._over = asyncio.Event()
 
     def feed(self, event: Event) -> None:
@@ -867,6 +879,10 @@ class WatchSession(ReplaySession):
             self._asking.discard(event.decision.seat)
             if key in self._shown:
                 return
+        elif isinstance(event, RoundDone):
+            if event.round in self._rounds_shown:  # replayed from the database already
+                return
+            self._rounds_shown.add(event.round)
         elif isinstance(event, DecisionStarted):
             self._asking.add(event.seat)
         elif isinstance(event, TextDelta | ReasoningDelta) and event.seat not in self._asking:
@@ -901,11 +917,20 @@ class WatchSession(ReplaySession):
                 info={"watch": True},
             )
         )
-        for d in self.store.decisions(self.match_id or "") if self.store else []:
+        decisions = self.store.decisions(self.match_id or "") if self.store else []
+        for d in decisions:
             self._shown.add((d.round, d.phase, d.seat))
             self._last_round[d.seat] = max(self._last_round.get(d.seat, 0), d.round)
-            await self._replay_decision(d)
+        # the rounds too: the totals and the round timeline start at round 1, not here
+        self._rounds_shown = await self._replay_stored(decisions)
         waiting, self._waiting = self._waiting or [], None
         for event in waiting:
             self.feed(event)
+        ended = self.store.match(self.match_id or "") if self.store else None
+        if ended and ended.get("status") not in (None, "running") and not self._over.is_set():
+            # it ended before this view opened: its end is in the database, not the stream
+            payoffs = tuple(json.loads(ended["payoffs"])) if ended.get("payoffs") else ()
+            self.feed(MatchDone(self.match_id or "", payoffs, status=ended["status"],
+                                error=ended.get("error")))
+        self.replayed.set()
         await self._over.wait()

@@ -59,6 +59,10 @@ from coop_tui.migrations import migration as migration
 from coop_tui.redact import scrub
 
 DB_ENV = "COOP_TUI_DB"
+LEASE_STALE_S = 60.0
+"""A lease not renewed for this long belongs to a process that is gone or hung (the
+sweep renews it every few seconds). ``--resume`` takes such a lease over, and ``watch``
+calls its sweep gone: both read liveness from :func:`lease_alive`."""
 
 
 def default_db_path() -> Path:
@@ -68,6 +72,21 @@ def default_db_path() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "coop-tui" / "coop-tui.db"
+
+
+def lease_alive(pid: Any, host: Any, heartbeat: Any, *, now: float | None = None,
+                stale_after: float = LEASE_STALE_S) -> bool:
+    """Whether a lease row belongs to a process that still plays its run: a recent
+    heartbeat, and on this host a running pid. The heartbeat comes first because a pid is
+    reused (a killed sweep's number may belong to any process a minute later) and says
+    nothing on another host that shares the database file."""
+    now = time.time() if now is None else now
+    try:
+        fresh = now - float(heartbeat or 0) <= stale_after
+        mine = str(host) == socket.gethostname()
+        return fresh and (not mine or process_alive(int(pid)))
+    except (TypeError, ValueError):  # a row no sweep wrote: nobody holds it
+        return False
 
 
 def process_alive(pid: int) -> bool:
@@ -664,12 +683,10 @@ class Store:
             row = conn.execute(
                 "select pid, host, heartbeat, token from run_leases where run_id = ?", [run_id]
             ).fetchone()
-            if row is not None and row[3] != token:
-                fresh = now - float(row[2] or 0) <= stale_after
-                alive = row[1] != host or process_alive(int(row[0]))
-                if fresh and alive:
-                    conn.execute("rollback")
-                    return {"pid": row[0], "host": row[1], "heartbeat": row[2]}
+            if row is not None and row[3] != token and lease_alive(
+                    row[0], row[1], row[2], now=now, stale_after=stale_after):
+                conn.execute("rollback")
+                return {"pid": row[0], "host": row[1], "heartbeat": row[2]}
             conn.execute(
                 "insert or replace into run_leases (run_id, pid, host, token, heartbeat, taken_at)"
                 " values (?, ?, ?, ?, ?, ?)",
@@ -708,8 +725,9 @@ class Store:
 
     def lease(self, run_id: str) -> dict[str, Any] | None:
         """The run's lease row (pid, host, heartbeat, channel, plan), None when no process
-        holds it; ``alive`` says whether its process still runs (always True on another
-        host, where only the heartbeat can tell)."""
+        holds it; ``alive`` says whether its process still plays it (:func:`lease_alive`:
+        the heartbeat, and on this host the pid), ``here`` whether it runs on this host
+        (only then can its socket be reached)."""
         row = self.db.execute(
             "select pid, host, heartbeat, channel, plan from run_leases where run_id = ?", [run_id]
         ).fetchone()
@@ -720,17 +738,18 @@ class Store:
             plan_data = json.loads(plan) if plan else {}
         except ValueError:
             plan_data = {}
-        alive = host != socket.gethostname() or process_alive(int(pid))
         return {"pid": pid, "host": host, "heartbeat": heartbeat, "channel": channel or "",
-                "plan": plan_data if isinstance(plan_data, dict) else {}, "alive": alive}
+                "plan": plan_data if isinstance(plan_data, dict) else {},
+                "alive": lease_alive(pid, host, heartbeat),
+                "here": str(host) == socket.gethostname()}
 
     def live_runs(self) -> set[str]:
         """Runs a live process is playing and publishing (a lease naming a channel)."""
         rows = self.db.execute(
-            "select run_id, pid, host from run_leases where coalesce(channel, '') != ''"
+            "select run_id, pid, host, heartbeat from run_leases"
+            " where coalesce(channel, '') != ''"
         ).fetchall()
-        here = socket.gethostname()
-        return {run_id for run_id, pid, host in rows if host != here or process_alive(int(pid))}
+        return {run_id for run_id, pid, host, beat in rows if lease_alive(pid, host, beat)}
 
     def running_run(self) -> dict[str, Any] | None:
         """The newest run whose status is still ``running`` (what ``watch`` attaches to)."""

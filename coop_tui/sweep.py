@@ -66,7 +66,7 @@ from coop_tui.spec import (
     public_spec,
     wording_folder,
 )
-from coop_tui.store import Store
+from coop_tui.store import LEASE_STALE_S, Store
 
 
 def new_run_id() -> str:
@@ -669,8 +669,6 @@ def game_spec(game: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------- one writer per run
 LEASE_HEARTBEAT_S = 5.0
 """How often a running sweep renews its lease."""
-LEASE_STALE_S = 60.0
-"""A lease not renewed for this long belongs to a process that is gone or hung."""
 
 
 class RunLease:

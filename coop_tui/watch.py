@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from coop_tui.channel import decode, subscribe
+from coop_tui.channel import Malformed, Skipped, decode, subscribe
 from coop_tui.errors import SpecError
 from coop_tui.eta import CallClock
 from coop_tui.events import (
@@ -39,11 +39,13 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
-from coop_tui.store import Store, condition_key
+from coop_tui.store import LEASE_STALE_S, Store, condition_key
 from coop_tui.terminal import terminal_text
 
-SILENT = ("running, but publishing no events (a run of the TUI or of an older coop-tui):"
-          " the numbers are the database's")
+SILENT = "publishing no events (a run of the TUI or of an older coop-tui)"
+"""Why a live run is followed through the database (one of the reasons; see ``follow``)."""
+POLL_S = 2.0
+"""How often a watcher that cannot follow a live sweep's events reads the database."""
 SETTLE_CHECKS, SETTLE_STEP_S = 60, 0.05
 """How long a watcher waits for a sweep that hung up to be gone or done (3 s at most)."""
 CURVE_POINTS = 400
@@ -71,6 +73,8 @@ class Condition:
     """Cooperation so far in one condition of one experiment, and its curve."""
 
     label: str
+    parts: tuple[str, str, str] = ("", "", "")
+    """Its game, mechanism and condition key (for :func:`distinct_labels`)."""
     cooperated: float = 0.0
     counted: int = 0
     curve: list[float] = field(default_factory=list)
@@ -83,8 +87,29 @@ class Condition:
 
 def condition_label(game: str, mechanism: str, key: str) -> str:
     """``prisoners · repeated · rounds=5`` (the key drops the game, shown first)."""
-    words = [w for w in key.split(" ") if not w.startswith("game=") and w != "-"]
-    return " · ".join(p for p in (game, mechanism, " ".join(words)) if p)
+    return " · ".join(p for p in (game, mechanism, " ".join(_key_words(key))) if p)
+
+
+def _key_words(key: str) -> list[str]:
+    return [w for w in key.split(" ") if not w.startswith("game=") and w != "-"]
+
+
+def distinct_labels(parts: dict[Any, tuple[str, str, str]]) -> dict[Any, str]:
+    """Labels of conditions (game, mechanism, key) that lead with what tells them apart:
+    ``similarity=50 · prisoners · similarity · framing=similar ...``. A label is cut to
+    fit a column or a legend, and conditions that differ only in their last field (the
+    key's fields are sorted) would all read ``framing=similar prompt…``."""
+    if len(parts) < 2:  # nothing to tell apart
+        return {k: condition_label(*p) for k, p in parts.items()}
+    words = {k: [game, mechanism, *_key_words(key)] for k, (game, mechanism, key) in parts.items()}
+    common = set.intersection(*(set(w) for w in words.values()))
+    labels = {}
+    for k, ws in words.items():
+        differ = " ".join(w for w in ws if w and w not in common)
+        game, mechanism, key = parts[k]
+        plain = condition_label(game, mechanism, key)
+        labels[k] = f"{differ} · {plain}" if differ and differ != plain else plain
+    return labels
 
 
 class WatchState:
@@ -105,13 +130,21 @@ class WatchState:
             for k, v in (plan.get("experiments") or {}).items()
         }
         self.matches_total = int(plan.get("matches_total") or 0)
-        self.clock = CallClock(int(plan.get("model_calls") or 0), self.matches_total, self.models)
+        limit = plan.get("concurrency")
+        self.limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+        """The sweep's concurrency (calls asked beyond it wait for a slot)."""
+        self.clock = CallClock(int(plan.get("model_calls") or 0), self.matches_total, self.models,
+                               limit=self.limit)
         self.conditions: dict[tuple[int, str], Condition] = {}
         self.running: dict[str, dict[str, Any]] = {}
         """Matches in flight: id -> experiment, game, condition key, agents, label."""
         self.started_at = time.monotonic()
         self.status = "running"
-        """running / ended / gone / silent (running, but publishing nothing)"""
+        """running / ended / gone / silent (running, but followed through the database)"""
+        self.why_silent = SILENT
+        """Why a silent run's events cannot be followed."""
+        self.skipped = 0
+        """Channel lines skipped: malformed, or too long to read."""
         self.ended = ""
         """How the sweep ended (its run status and error), once it has."""
         self.connected = False
@@ -119,6 +152,11 @@ class WatchState:
         self.dropped = 0
         self.lagging = 0
         self.cost = 0.0
+
+    def quiet(self, why: str) -> None:
+        """The sweep runs but its events cannot be followed (``why``): the numbers come
+        from the database."""
+        self.status, self.why_silent = "silent", why
 
     # ------------------------------------------------------------ from the database
     def load(self, store: Store) -> None:
@@ -162,7 +200,8 @@ class WatchState:
         }
         self.cost = sum(e.cost for e in self.experiments.values())
         done = sum(e.done + e.failed for e in self.experiments.values())
-        self.clock = CallClock(self.clock.calls_total, self.matches_total, self.models)
+        self.clock = CallClock(self.clock.calls_total, self.matches_total, self.models,
+                               limit=self.limit)
         self.clock.skip(done)
 
     # ------------------------------------------------------------ from the stream
@@ -171,6 +210,8 @@ class WatchState:
         now = time.monotonic() if now is None else now
         self.clock.observe(event, now)
         if isinstance(event, MatchStarted):
+            if event.match_id in self.running:  # read from the database, then streamed
+                return
             key = condition_key(event.condition)
             self.experiment(event.experiment).running += 1
             self.condition(event.experiment, key, event.game, event.mechanism)
@@ -234,8 +275,18 @@ class WatchState:
     def condition(self, experiment: Any, key: str, game: str, mechanism: str) -> Condition:
         ckey = (int(experiment or 0), key)
         if ckey not in self.conditions:
-            self.conditions[ckey] = Condition(condition_label(game, mechanism, key))
+            self.conditions[ckey] = Condition(condition_label(game, mechanism, key),
+                                              (game, mechanism, key))
         return self.conditions[ckey]
+
+    def labels(self) -> dict[tuple[int, str], str]:
+        """Each condition's label, leading with what tells it from the others."""
+        return distinct_labels({k: c.parts for k, c in self.conditions.items()})
+
+    def match_label(self, info: dict[str, Any], labels: dict[tuple[int, str], str]) -> str:
+        """A running match: its agents and its condition's label from ``labels``."""
+        label = labels.get((int(info.get("experiment") or 0), str(info.get("key"))))
+        return f"{info.get('agents', '')} · {label}" if label else str(info.get("label", ""))
 
     @staticmethod
     def _match_label(game: str, mechanism: str, key: str, agents: str) -> str:
@@ -259,14 +310,19 @@ class WatchState:
         rate = self.calls_per_minute(now)
         per_minute = f"{rate:.1f} calls/min" if rate is not None else "calls/min ?"
         state = {"running": "running", "ended": f"sweep ended ({self.ended})",
-                 "gone": "sweep process is gone", "silent": SILENT}[self.status]
+                 "gone": "sweep process is gone",
+                 "silent": f"running, but {self.why_silent}: the numbers are the database's",
+                 }[self.status]
         lag = f"  {self.dropped} deltas dropped" if self.dropped else ""
+        if self.skipped:
+            lag += f"  {self.skipped} malformed lines skipped"
         return (f"{state}  spend {spend}  {per_minute}  {self.clock.describe(now)}"
                 f"  {len(self.running)} matches running{lag}")
 
     def summary_lines(self) -> list[str]:
         """The dashboard as plain lines (the text mode prints them at attach and end)."""
         lines = [f"run {self.run_id} {self.name}: {self.headline()}"]
+        labels = self.labels()
         for index, exp in sorted(self.experiments.items()):
             invalid, retries = self.rates(exp)
             lines.append(
@@ -274,10 +330,10 @@ class WatchState:
                 f"{exp.running} running, {exp.failed} failed of {exp.total or '?'}; "
                 f"decisions {exp.decisions}, model calls {exp.calls}, "
                 f"invalid {_percent(invalid)}, retries {_percent(retries)}, ${exp.cost:.4f}")
-            for (e, _key), c in sorted(self.conditions.items()):
+            for (e, key), c in sorted(self.conditions.items()):
                 if e == index:
                     lines.append(f"    cooperation {_percent(c.rate)} "
-                                 f"({c.counted} moves)  {c.label}")
+                                 f"({c.counted} moves)  {labels[(e, key)]}")
         return lines
 
 
@@ -302,7 +358,13 @@ def end_state(store: Store, run_id: str) -> tuple[str, str]:
     lease = store.lease(run_id)
     run = store.run(run_id) or {}
     if lease is not None and not lease["alive"]:
-        return "gone", f"process {lease['pid']} no longer runs; continue with --resume"
+        age = time.time() - float(lease["heartbeat"] or 0)
+        if age > LEASE_STALE_S:
+            why = (f"process {lease['pid']} on {lease['host']} stopped renewing its lease "
+                   f"{age:.0f} s ago")
+        else:
+            why = f"process {lease['pid']} no longer runs"
+        return "gone", f"{why}; continue with --resume"
     status = str(run.get("status") or "?")
     if status == "running" and lease is None:
         return "gone", "the run is marked running but no process holds it; continue with --resume"
@@ -310,39 +372,75 @@ def end_state(store: Store, run_id: str) -> tuple[str, str]:
     return "ended", status + (f": {error}" if error else "")
 
 
+def take(state: WatchState, data: dict[str, Any] | Skipped) -> Event | dict[str, Any] | None:
+    """One wire object counted into ``state``: the event it carries (applied), a control
+    line to hand on, or None. A line that is not a well-formed event is skipped and
+    counted (``state.skipped``); an event type this version does not know is ignored (a
+    newer sweep may publish more)."""
+    if isinstance(data, Skipped):
+        state.skipped += 1
+        return None
+    kind = data.get("type")
+    if kind in ("dropped", "lagging"):  # the publisher's counts of what it dropped for us
+        count = data.get("count" if kind == "dropped" else "dropped")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            state.skipped += 1
+            return None
+        state.dropped = count
+        if kind == "dropped":
+            return None
+        state.lagging += 1
+        return data
+    if kind == "hello":
+        state.connected = True
+        return data
+    try:
+        event = decode(data)
+    except Malformed:
+        state.skipped += 1
+        return None
+    if event is not None:
+        state.apply(event)
+    return event
+
+
 async def follow(store: Store, state: WatchState) -> AsyncIterator[Event | dict[str, Any]]:
     """The run's published events (and control lines as dicts) until the sweep ends; the
-    state is updated before each is handed on, and its end state set at the end."""
+    state is updated before each is handed on, and its end state set at the end.
+
+    A sweep that is alive (:func:`~coop_tui.store.lease_alive`: its heartbeat, and on this
+    host its pid) but cannot be followed, because it runs on another host sharing the
+    database file, publishes nothing, or its socket cannot be reached, is followed through
+    the database instead (a ``reloaded`` control line each time) until it ends."""
     lease = store.lease(state.run_id)
     address = (lease or {}).get("channel") or ""
-    if lease is not None and lease["alive"] and not address:
-        state.status = "silent"
-        return
-    if address:
+    if lease is not None and lease["alive"] and not lease["here"]:
+        state.quiet(f"its events reach only a watcher on {lease['host']}, where process "
+                    f"{lease['pid']} plays it")
+    elif lease is not None and lease["alive"] and not address:
+        state.quiet(SILENT)
+    elif address:
         try:
             async for data in subscribe(address):
-                kind = data.get("type")
-                if kind == "lagging":  # too slow: the database has what was missed
-                    state.lagging += 1
-                    state.dropped = int(data.get("dropped") or 0)
+                item = take(state, data)
+                if isinstance(item, dict) and item.get("type") in ("hello", "lagging"):
+                    # subscribed (what ended before is in the database, not on the stream)
+                    # or too slow (the database has what was missed): read it again
                     state.load(store)
-                    yield data
-                    continue
-                if kind == "dropped":
-                    state.dropped = int(data.get("count") or 0)
-                    continue
-                if kind == "hello":
-                    state.connected = True
-                event = decode(data)
-                if event is None:
-                    yield data
-                    continue
-                state.apply(event)
-                yield event
-        except OSError:
-            pass  # nothing listens: ended or gone, the lease row says which
+                if item is not None:
+                    yield item
+        except (OSError, ValueError):
+            pass  # nothing listens (ended or gone, the lease row says which), or the row
+            # names no local socket (tampered): the database is followed instead
     if state.status != "ended" or not state.ended:
-        await _settled(store, state.run_id)
+        if state.status != "silent":
+            await _settled(store, state.run_id)
+        while (lease := store.lease(state.run_id)) is not None and lease["alive"]:
+            if state.status != "silent":
+                state.quiet("running, but its event channel cannot be reached")
+            state.load(store)
+            yield {"type": "reloaded"}
+            await asyncio.sleep(POLL_S)
         state.status, state.ended = end_state(store, state.run_id)
         if state.status == "gone":
             state.ended = ""
@@ -400,10 +498,14 @@ async def watch_plain(db_path: Path, ref: str | None, out: TextIO) -> int:
         write = _writer(out)
         for line in state.summary_lines():
             write(line)
+        said = ""
         async for event in follow(store, state):
             line = event_line(event, lambda mid: f"match {mid[:8]}")
             if line is not None:
                 write(line)
+            if state.status == "silent" and state.why_silent != said:  # once per reason
+                said = state.why_silent
+                write(state.headline())
         for line in state.summary_lines():
             write(line)
         if state.status == "gone":

@@ -74,6 +74,8 @@ class WatchScreen(NavScreen):
         self.root = root
         self.state = WatchState(run, store.lease(run["id"]))
         self.following = False
+        self.ended: set[str] = set()
+        """Matches whose end an opened view has seen."""
         self.session: WatchSession | None = None
         self.live: LiveScreen | None = None
         self._dirty = True
@@ -139,9 +141,7 @@ class WatchScreen(NavScreen):
         if mid is None and hasattr(event, "decision"):
             mid = event.decision.match_id  # type: ignore[attr-defined]
         if self.session is not None and mid == self.session.match_id:
-            self.session.feed(event)
-            if isinstance(event, MatchDone) and self.following:
-                self.call_later(self._follow_next)
+            self.session.feed(event)  # its end reaches _session_event
         elif isinstance(event, MatchStarted) and self.following and self.session is None:
             self.call_later(self._follow_next)
 
@@ -163,40 +163,56 @@ class WatchScreen(NavScreen):
                          _pct(invalid), _pct(retries), f"${exp.cost:.4f}")
         conds = self.query_one("#watch-conditions", DataTable)
         conds.clear()
-        for _key, c in sorted(state.conditions.items()):
-            conds.add_row(_cell(c.label, 48), _pct(c.rate), str(c.counted))
-        self._plot()
+        labels = state.labels()  # what tells the conditions apart comes first: cut last
+        for key, c in sorted(state.conditions.items()):
+            conds.add_row(_cell(labels[key], 48), _pct(c.rate), str(c.counted))
+        self._plot(labels)
         running = self.query_one("#watch-running", DataTable)
         keys = [str(k.value) for k in running.rows]
         if keys != list(state.running):
             running.clear()
             for mid, info in state.running.items():
-                running.add_row(_cell(info["label"], 110), mid[:12], key=mid)
+                running.add_row(_cell(state.match_label(info, labels), 110), mid[:12], key=mid)
 
-    def _plot(self) -> None:
+    def _plot(self, labels: dict[tuple[int, str], str]) -> None:
         plot = self.query_one("#watch-curve", PlotextPlot).plt
         plot.clear_data()
         plot.title("cooperation so far, per finished match")
         plot.ylim(-0.05, 1.4)  # a rate of 0 or 1 clear of the frame; the legend above 1
-        for _key, c in sorted(self.state.conditions.items()):
+        for key, c in sorted(self.state.conditions.items()):
             if c.curve:
-                plot.plot(list(range(1, len(c.curve) + 1)), c.curve, label=_cell(c.label, 30))
+                plot.plot(list(range(1, len(c.curve) + 1)), c.curve, label=_cell(labels[key], 30))
         self.query_one("#watch-curve", PlotextPlot).refresh()
 
     # ------------------------------------------------------------ match panes
     def open_match(self, match_id: str) -> LiveScreen:
         """Show one running match in the live screen's panes."""
         self.session = WatchSession(self.store, match_id)
+        self.session.bus.subscribe(self._session_event)
         self.live = LiveScreen(self.session)
         self.app.push_screen(self.live)
         return self.live
+
+    def _session_event(self, event: Event) -> None:
+        """The open match's end, streamed or (when it ended before it was opened) read
+        from the database: in follow mode, move on."""
+        if isinstance(event, MatchDone):
+            self.ended.add(event.match_id)
+            if self.following:
+                self.call_later(self._follow_next)
+
+    def _next_running(self) -> str | None:
+        """The first running match not seen to end (the dashboard may still list one
+        whose end it has not read: following must not reopen it)."""
+        return next((mid for mid in self.state.running if mid not in self.ended), None)
 
     def _follow_next(self) -> None:
         if self.live is not None and self.app.screen is self.live:
             self.app.pop_screen()
         self.session = self.live = None
-        if self.state.running and self.following:
-            self.open_match(next(iter(self.state.running)))
+        following = self._next_running() if self.following else None
+        if following is not None:
+            self.open_match(following)
 
     def on_screen_resume(self) -> None:
         """Back from a match's panes: that match is no longer fed."""
@@ -216,10 +232,11 @@ class WatchScreen(NavScreen):
 
     def action_follow(self) -> None:
         self.following = True
-        if not self.state.running:
+        following = self._next_running()
+        if following is None:
             self.notify("following: the next match to start opens", timeout=3)
             return
-        self.open_match(next(iter(self.state.running)))
+        self.open_match(following)
 
     def action_back(self) -> None:
         if self.root:

@@ -165,6 +165,23 @@ def test_bad_input(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureF
     assert code == 2 and "--json" in err
 
 
+def test_a_bad_second_database_is_named_not_the_first(runs: dict[str, Any], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Each error names the file it is about: a damaged --db-b is not the user's --db."""
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database, it only has the name of one\n" * 200)
+    before = bad.read_bytes()
+    code, out, err = cli(capsys, "compare", runs["a"], runs["b"], "--db", str(runs["db"]),
+                         "--db-b", str(bad))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--db-b:" in err and str(bad) in err, err
+    assert str(runs["db"]) not in err and "another --db-b path" in err, err
+    assert bad.read_bytes() == before  # nothing written
+    code, _, err = cli(capsys, "compare", runs["a"], "nope", "--db", str(runs["db"]),
+                       "--db-b", str(runs["db2"]))
+    assert code == 2 and "--db-b: no run 'nope'" in err and str(runs["db2"]) in err, err
+
+
 @pytest.mark.parametrize("source, data", [
     ("strategic-personalities", "strategic_personalities.sample.csv.gz"),
     ("coopeval", "coopeval_sample/no_mechanism_prisoners_dilemma"),
@@ -455,3 +472,27 @@ def test_a_narrow_table_wraps_the_condition_not_the_numbers(runs: dict[str, Any]
     text = console.export_text()
     assert "…" not in text and "Holm p" in text and "[-100.0%, -72.6%]" in text
     assert max(len(line) for line in text.splitlines()) <= 110
+
+
+def test_the_readmes_compare_example_compares(tmp_path: Path) -> None:
+    """The README's example: one sweep, then the same sweep with one field changed, then
+    ``compare`` of the two by name. It must find shared conditions (an example of two
+    unrelated runs printed "the runs share no condition")."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).parent.parent
+    block = (repo / "README.md").read_text().split("**Headless sweeps**", 1)[1].split("```", 2)[1]
+    wanted = [line.split("  #", 1)[0].strip() for line in block.splitlines()
+              if "strategies-prisoners" in line or "coin" in line]
+    assert len(wanted) == 3 and wanted[-1].startswith("coop-tui compare"), wanted
+    (tmp_path / "data").symlink_to(repo / "data")
+    env = {**os.environ, "COOP_TUI_DB": str(tmp_path / "readme.db"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in wanted:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr)
+    assert "share no condition" not in done.stdout + done.stderr
+    assert "strategies-coin-0.8" in done.stdout and "similarity=100" in done.stdout

@@ -249,3 +249,25 @@ def test_the_batch_line_counts_a_call_in_flight_while_it_is_awaited(tmp_path: Pa
     assert proc.returncode == 0, text
     assert "eta ?  model calls 0/1, 1 in flight" in text
     assert re.search(r"eta 0:00:00\s+model calls 1/1, 0 in flight", text), text
+
+
+def test_calls_asked_beyond_the_concurrency_are_waiting_not_in_flight() -> None:
+    """With ``concurrency = 2`` four matches may each ask for both seats at once: eight
+    calls are asked, two are sent; the rest wait for a slot (they were shown as
+    "8 in flight")."""
+    from coop_tui.events import DecisionStarted
+    from coop_tui.watch import WatchState
+
+    bounded, unbounded = CallClock(100, 10, ["m"], limit=2), CallClock(100, 10, ["m"])
+    for clock in (bounded, unbounded):
+        for match in range(4):
+            for seat in (0, 1):
+                clock.observe(DecisionStarted(f"m{match}", seat, 1, "play", 1, (), "m"), 0.0)
+    assert "2 in flight, 6 waiting for a slot" in bounded.describe(1.0)
+    assert "8 in flight" in unbounded.describe(1.0)  # no bound known (provider batches)
+    state = WatchState({"id": "r"}, {"plan": {"models": ["m"], "model_calls": 100, "concurrency": 2}})
+    for match in range(4):
+        state.apply(DecisionStarted(f"m{match}", 0, 1, "play", 1, (), "m"), now=0.0)
+    assert "2 in flight, 2 waiting for a slot" in state.headline(now=1.0)
+    hostile = WatchState({"id": "r"}, {"plan": {"concurrency": "lots"}})  # from the lease row
+    assert hostile.limit is None

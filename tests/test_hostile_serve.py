@@ -142,6 +142,21 @@ def _token(served: Served) -> str:
     return served.url.split("token=", 1)[1]
 
 
+async def _page_cookie(served: Served) -> tuple[str, str]:
+    """The name and value of the cookie the printed URL's page sets."""
+    async with aiohttp.ClientSession() as http, http.get(served.url) as page:
+        assert page.status == 200
+        (morsel,) = page.cookies.values()
+        return morsel.key, morsel.value
+
+
+def _cookie(served: Served, value: str | None = None) -> dict[str, str]:
+    """A ``Cookie`` header as the browser sends it after loading the printed URL
+    (``value`` instead of the cookie's own)."""
+    name, own = asyncio.run(_page_cookie(served))
+    return {"Cookie": f"{name}={own if value is None else value}"}
+
+
 def _assert_refused(served: Served, statuses: list[int], before: int, why: str) -> None:
     assert statuses == [403] * len(statuses)
     lines = _refusals(served, before + len(statuses))[before:]
@@ -172,7 +187,10 @@ def test_a_wrong_token_is_refused_page_and_websocket(served: Served) -> None:
         asyncio.run(_page_status(f"{served.origin}/?token={wrong}")),
         asyncio.run(_handshake_status(served, f"?token={wrong}", {"Origin": served.origin})),
         asyncio.run(_handshake_status(served, headers={
-            "Origin": served.origin, "Cookie": f"coop_tui_token_{served.port}={wrong}"})),
+            "Origin": served.origin, **_cookie(served, wrong)})),
+        # the cookie holds a value of its own: the URL's token in it is wrong too
+        asyncio.run(_handshake_status(served, headers={
+            "Origin": served.origin, **_cookie(served, _token(served))})),
     ]
     _assert_refused(served, statuses, before, "wrong token")
 
@@ -201,8 +219,8 @@ def test_a_refusal_line_shows_a_hostile_path_escaped(served: Served) -> None:
 
 
 def test_a_websocket_from_a_foreign_origin_is_refused_even_with_the_token(served: Served) -> None:
+    cookie = _cookie(served)
     before = len(_refusals(served))
-    cookie = {"Cookie": f"coop_tui_token_{served.port}={_token(served)}"}
     statuses = [
         asyncio.run(_handshake_status(served, headers={**cookie, "Origin": "http://evil.example"})),
         asyncio.run(_handshake_status(served, headers={**cookie, "Origin": "null"})),
@@ -211,6 +229,100 @@ def test_a_websocket_from_a_foreign_origin_is_refused_even_with_the_token(served
             **cookie, "Origin": f"http://127.0.0.1:{served.port + 1}"})),
     ]
     _assert_refused(served, statuses, before, "not this server's page")
+
+
+async def _headers(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str]]:
+    async with aiohttp.ClientSession() as http, http.get(url, headers=headers or {}) as response:
+        return response.status, dict(response.headers)
+
+
+def test_no_page_of_the_server_can_be_framed(served: Served) -> None:
+    """A page on another port of 127.0.0.1 framing the TUI could click in it: the browser
+    is told never to frame any answer, the page's and a refusal's alike."""
+    for url in (served.url, f"{served.origin}/static/js/textual.js", f"{served.origin}/"):
+        status, headers = asyncio.run(_headers(url))
+        assert headers.get("X-Frame-Options") == "DENY", (url, status)
+        assert "frame-ancestors 'none'" in headers.get("Content-Security-Policy", ""), url
+        assert headers.get("Referrer-Policy") == "no-referrer", url  # no token in a Referer
+
+
+def test_a_framed_or_other_origin_request_is_refused_even_with_the_cookie(served: Served) -> None:
+    """Browsers send a cookie to every port of a host, and SameSite=Strict lets a page on
+    another port of 127.0.0.1 (same site) send ours: what the browser says about where a
+    request comes from decides, with the cookie or the token."""
+    cookie = _cookie(served)
+    other_port = f"http://127.0.0.1:{served.port + 1}"
+    before = len(_refusals(served))
+    statuses = [
+        asyncio.run(_page_status(f"{served.origin}/", {**cookie, "Sec-Fetch-Dest": "iframe"})),
+        asyncio.run(_page_status(served.url, {"Sec-Fetch-Dest": "iframe", "Sec-Fetch-Site": "same-origin"})),
+        asyncio.run(_page_status(f"{served.origin}/", {**cookie, "Sec-Fetch-Site": "same-site"})),
+        asyncio.run(_page_status(served.url, {"Sec-Fetch-Site": "cross-site"})),
+        asyncio.run(_page_status(f"{served.origin}/", {**cookie, "Origin": other_port})),
+        asyncio.run(_handshake_status(served, headers={
+            **cookie, "Origin": served.origin, "Sec-Fetch-Site": "same-site"})),
+        # a value no browser sends today is not taken for our own page
+        asyncio.run(_page_status(served.url, {"Sec-Fetch-Site": "some-future-value"})),
+    ]
+    _assert_refused(served, statuses, before, "")
+    lines = _refusals(served)[before:]
+    assert sum("Sec-Fetch-Dest 'iframe'" in line for line in lines) == 2, lines
+    assert sum("Sec-Fetch-Site" in line for line in lines) == 4, lines
+    assert "not this server's page" in lines[4], lines
+    # what a browser sends for the printed URL, its page's files and its websocket goes on
+    assert asyncio.run(_page_status(served.url, {"Sec-Fetch-Site": "none",
+                                                 "Sec-Fetch-Dest": "document"})) == 200
+    assert asyncio.run(_page_status(f"{served.origin}/static/js/textual.js", {
+        **cookie, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Dest": "script"})) == 200
+
+
+def test_the_cookie_is_not_the_token_nor_named_by_the_port(served: Served) -> None:
+    name, value = asyncio.run(_page_cookie(served))
+    assert value != _token(served) and len(value) >= 32
+    assert str(served.port) not in name
+    before = len(_refusals(served))  # the old per-port cookie holding the token: refused
+    status = asyncio.run(_page_status(f"{served.origin}/", {
+        "Cookie": f"coop_tui_token_{served.port}={_token(served)}"}))
+    _assert_refused(served, [status], before, "no token")
+
+
+def test_the_token_never_reaches_the_log(served: Served) -> None:
+    """aiohttp's access log writes each request line: the URL's token is masked in it."""
+    assert asyncio.run(_page_status(served.url)) == 200
+    with served.arrived:
+        assert served.arrived.wait_for(
+            lambda: any("GET /?token=" in line for line in served.out + served.err),
+            EVENT_TIMEOUT), served.out
+        # every line but the one that prints the URL to open
+        logged = "".join(line for line in served.out + served.err
+                         if not line.startswith("open http"))
+    assert _token(served) not in logged
+    assert "GET /?token=***" in logged
+
+
+def test_an_oversized_request_is_refused_and_the_server_lives_on(served: Served) -> None:
+    huge = "x" * 100_000
+    assert asyncio.run(_page_status(f"{served.url}&pad={huge}")) >= 400
+    assert asyncio.run(_page_status(served.url, {"X-Pad": huge})) >= 400
+    assert asyncio.run(_page_status(served.url)) == 200  # still serving
+    assert served.sessions() == 0 and served.children() == []
+
+
+def test_another_servers_token_and_cookie_are_refused(served: Served, tmp_path: Path) -> None:
+    """A second server (a restart, or another port of the same host) has its own token and
+    cookie: the browser sends both servers' cookies to each, and each takes only its own."""
+    other = _start(tmp_path)
+    try:
+        theirs = _cookie(other)
+    finally:
+        _stop(other.proc)
+    assert _token(other) != _token(served) and theirs != _cookie(served)
+    before = len(_refusals(served))
+    statuses = [asyncio.run(_page_status(f"{served.origin}/?token={_token(other)}")),
+                asyncio.run(_page_status(f"{served.origin}/", theirs))]
+    _assert_refused(served, statuses, before, "token")
+    both = {"Cookie": f"{theirs['Cookie']}; {_cookie(served)['Cookie']}"}
+    assert asyncio.run(_page_status(f"{served.origin}/", both)) == 200
 
 
 async def _open_session(served: Served) -> tuple[int, str, bytes]:

@@ -240,3 +240,20 @@ def test_a_provider_judge_without_its_key_is_refused_before_anything_is_written(
     assert done.returncode == 2
     assert "--judge: no API key for anthropic/claude-sonnet-4-5: set ANTHROPIC_API_KEY" in done.stderr
     assert snapshot(db) == before
+
+
+def test_a_dry_run_with_a_provider_judge_needs_no_key_and_names_the_one_it_will(
+        db: Path, tmp_path: Path) -> None:
+    """A dry run sends nothing, like ``--batch --dry-run``: it says which key the real pass
+    needs instead of refusing."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    before = snapshot(db)
+    done = subprocess.run(
+        [sys.executable, "-m", "coop_tui.cli", "judge", "--judge", "anthropic/claude-sonnet-4-5",
+         "--rubric", "justifications", "--db", str(db), "--dry-run"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ANTHROPIC_API_KEY (not set: set it before the real pass)" in done.stdout
+    assert snapshot(db) == before

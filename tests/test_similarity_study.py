@@ -61,6 +61,31 @@ def test_paper_study_validates_with_user_supplied_benchmarks(tmp_path: Path) -> 
     assert dossier.count("Question ") == 150 and dossier.count("Their reasoning:") == 150
 
 
+def test_the_study_without_its_benchmarks_says_where_they_come_from(tmp_path: Path) -> None:
+    """The published benchmarks are not shipped: the dry run's one error names the file,
+    what it is and the page that says where to get it; that page lists every file the
+    study reads."""
+    import subprocess
+    import sys
+
+    shutil.copy(STUDIES / "similarity.toml", tmp_path / "similarity.toml")
+    done = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", "similarity.toml",
+                           "--dry-run", "--db", str(tmp_path / "s.db")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "TRAIT (Lee et al., 2025)" in done.stderr
+    assert f"save it as {tmp_path / 'benchmarks' / 'trait.jsonl'}" in done.stderr
+    assert "docs/reproducing-similarity.md#where-the-benchmarks-come-from" in done.stderr
+    assert not (tmp_path / "s.db").exists()
+    page = (STUDIES.parents[1] / "docs" / "reproducing-similarity.md").read_text()
+    section = page.split("### Where the benchmarks come from", 1)[1].split("\n## ", 1)[0]
+    files = {ref for ref in read_sweep_file(STUDIES / "similarity.toml").__repr__().split("'")
+             if ref.startswith("benchmarks/")}
+    assert files == {"benchmarks/trait.jsonl", "benchmarks/hle.jsonl",
+                     "benchmarks/moral_choice.jsonl", "benchmarks/newcomb.jsonl"}
+    assert all(f"`{ref}`" in section for ref in files)
+
+
 def test_offline_study_is_valid_as_shipped() -> None:
     sweep = load_sweep(STUDIES / "similarity-offline.toml")
     assert {c.mechanism for c in sweep.cells} == {"benchmark", "score", "similarity"}

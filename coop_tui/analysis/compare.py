@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from scipy import stats as sps
 
 from coop_tui.analysis.paper_tables import has_trials
 from coop_tui.analysis.stats import wilson_interval
-from coop_tui.errors import fail
+from coop_tui.errors import database_message, fail
 from coop_tui.store import Store
 from coop_tui.terminal import terminal_data, terminal_text
 
@@ -468,11 +469,14 @@ def open_run(path: Path, ref: str | None, flag: str) -> tuple[Store, str] | int:
     """The store and the resolved run id, or the exit code of a message naming the fix."""
     if not path.exists():
         return fail(f"{flag}: no database at {path}; run a sweep first or pass {flag} PATH")
-    store = Store(path)
-    run = store.resolve_run(ref)
+    try:  # each database is opened here, so a failure names its own flag and file
+        store = Store(path)
+        run = store.resolve_run(ref)
+    except (sqlite3.Error, OSError) as exc:
+        return fail(f"{flag}: {database_message(exc, path, flag=flag)}")
     if run is None:
         which = f"no run {ref!r}" if ref else "no runs"
-        return fail(f"{which} in {path}; `coop-tui list runs --db {path}` lists them")
+        return fail(f"{flag}: {which} in {path}; `coop-tui list runs --db {path}` lists them")
     return store, run["id"]
 
 

@@ -106,9 +106,26 @@ def _path_of(ref: str, base: Path | None) -> Path:
         path = base / path
     if path.suffix != ".jsonl" or not path.is_file():
         demos = sorted(p.stem for p in demo_dir().glob("*.jsonl"))
+        where = ""
+        if path.suffix == ".jsonl" and path.stem in PUBLISHED:
+            # the similarity study's benchmarks: published by their authors, not shipped
+            target = (base / path if base is not None and not path.is_absolute() else path).absolute()
+            where = (f"; {path.stem} is {PUBLISHED[path.stem]}, not shipped with coop-tui: "
+                     f"convert it to the item format and save it as {target} "
+                     "(docs/reproducing-similarity.md#where-the-benchmarks-come-from)")
         raise SpecError(
             "benchmark",
             f"{ref!r} is neither a built-in domain ({', '.join(BUILTIN)}, or die / coin), a "
-            f"demo set ({', '.join(demos)}) nor an existing .jsonl item file",
+            f"demo set ({', '.join(demos)}) nor an existing .jsonl item file{where}",
         )
     return path
+
+
+PUBLISHED = {
+    "trait": "TRAIT (Lee et al., 2025), a personality questionnaire",
+    "hle": "Humanity's Last Exam (Center for AI Safety, Scale AI et al., 2026)",
+    "moral_choice": "MoralChoice (Scherrer et al., 2023)",
+    "newcomb": "the Newcomb-like problems of Oesterheld et al. (2025, arXiv:2411.10588)",
+}
+"""The published benchmarks the similarity signals paper's study reads from files: what
+each one is, for the error that names a missing one."""

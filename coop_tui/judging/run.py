@@ -104,8 +104,11 @@ class JudgeStats:
 
 
 # ----------------------------------------------------------------- choosing the judge
-def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
-    """``--judge``: an agent table of ``--agents FILE`` by name, else a model string."""
+def resolve_judge(ref: str, agents_file: str | None, *,
+                  check_keys: bool = True) -> tuple[str, AgentSpec]:
+    """``--judge``: an agent table of ``--agents FILE`` by name, else a model string.
+    ``check_keys``: False for a dry run, which sends nothing (it says which key a real
+    pass needs instead, as a sweep's dry run does)."""
     from pydantic import ValidationError
 
     from coop_tui.spec import (
@@ -133,7 +136,7 @@ def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
             except ValidationError as exc:
                 raise spec_error_from(exc, f"agents.{ref}") from None
             _check_judge(ref, spec, f"agents.{ref}")
-            _check_agent(ref, spec, check_keys=True, base=base)
+            _check_agent(ref, spec, check_keys=check_keys, base=base)
             check_batch(ref, spec)
             return ref, spec
         if "/" not in ref:
@@ -146,10 +149,23 @@ def resolve_judge(ref: str, agents_file: str | None) -> tuple[str, AgentSpec]:
     spec = AgentSpec(model=ref)
     _check_judge(ref, spec, "--judge")
     try:
-        _check_agent(ref, spec, check_keys=True, base=base)
+        _check_agent(ref, spec, check_keys=check_keys, base=base)
     except SpecError as exc:
         raise SpecError("--judge", exc.message) from None
     return ref, spec
+
+
+def _print_judge_key(name: str, spec: AgentSpec, console: Console) -> None:
+    """A dry run's line on the API key a real pass needs (its variable, never its value)."""
+    from coop_tui.spec import needs_key
+    from coop_tui.spec_models import PROVIDER_KEY_ENV
+
+    if not needs_key(spec):
+        return
+    env = spec.api_key_env or PROVIDER_KEY_ENV.get(spec.provider) or "an API key"
+    there = "set" if spec.resolve_key() is not None else "not set: set it before the real pass"
+    console.print(f"API key for the judge {name}: {env} ({there})", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 def _check_judge(name: str, spec: AgentSpec, where: str) -> None:
@@ -418,7 +434,7 @@ def judge_command(
     if phase not in PHASES_WITH_TEXT:
         raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
     rubric = load_rubric(rubric_ref).with_protocol(protocol)
-    judge_name, spec = resolve_judge(judge, agents_file)
+    judge_name, spec = resolve_judge(judge, agents_file, check_keys=not dry_run)
     spec = protocol_spec(spec, rubric)
     if not db_path.exists():
         return fail(f"--db: no database at {db_path}; run a sweep or import a run first")
@@ -453,6 +469,8 @@ def judge_command(
     if dry_run or n == 0:
         if n == 0:
             console.print(f"nothing to ask: judge run {run_id} is complete")
+        if dry_run:
+            _print_judge_key(judge_name, spec, console)
         return 0
     confirm = (est["cost_usd"] or 0) > 1.0 and not assume_yes and sys.stdin.isatty()
     if confirm and console.input("Start? [y/N] ").strip().lower() not in ("y", "yes"):
