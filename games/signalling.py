@@ -121,8 +121,14 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
 
 
 @register_game("cheap_talk")
-def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
-    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (strategic personalities)."""
+def cheap_talk(bias: int = 1, rounds: int = 20, told: str = "") -> ProtocolGame:
+    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (strategic personalities).
+
+    ``told = "code"`` (the strategic personalities protocol's default) states the payoffs
+    as the paper's code does, as preferences (the Receiver does best at the state, the
+    Sender prefers an action higher by the bias); ``"ours"`` states the points lost per
+    step. Under both, the Sender's ideal action is capped at 5, the highest there is."""
+    how = told_param(told)
     b = as_int("bias", bias, minimum=0, maximum=4)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space_msg = NumberSpace("message", 1, 5, decimals_allowed=False)
@@ -133,6 +139,13 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
         "need not be true. The Receiver then chooses an action from 1 to 5. The Receiver loses "
         f"one point per step its action is away from the state; the Sender loses one point per "
         f"step the action is away from the state plus {b}."
+    )
+    step = "one" if b == 1 else f"{b}"
+    code_rules = (
+        "Every round a hidden state from 1 to 5 is drawn. Player 1 (the Sender) sees it and "
+        "sends Player 2 (the Receiver) a message that costs nothing. The Receiver then "
+        "chooses an action from 1 to 5. The Receiver does best when the action equals the "
+        f"state; the Sender would rather have the action {step} higher than the state."
     )
 
     async def play(turn: Turn) -> RoundResult:
@@ -155,5 +168,6 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
         "both; with a bias, full truth-telling is not an equilibrium.",
         moves=("message 1-5", "action 1-5"), roles=("Player 1, the Sender",
                                                    "Player 2, the Receiver"),
-        called="a Cheap Talk Game", rules=rules, protocol=play, rounds=r, params={"bias": b},
+        called="a Cheap Talk Game", rules=rules, code_rules=code_rules, protocol=play, rounds=r,
+        params={"bias": b, **told_params(how)},
     )

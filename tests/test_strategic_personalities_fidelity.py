@@ -183,6 +183,10 @@ async def test_cheap_talk_caps_the_senders_ideal_action_at_5(
         assert wanted == min(5, state + 1)
         states.add(state)
     assert 5 in states and len(states) >= 3  # seed 3 draws state 5 among its 20 rounds
+    rules = text(senders[0]).split("This is round")[0]
+    assert "would rather have the action one higher" in rules and "point per step" not in rules
+    ours = text((await play(tmp_path, model, two("cheap_talk", told="ours")))[0])
+    assert "loses one point per step" in ours
 
 
 # ------------------------------------------------------------ alternating offers
