@@ -329,6 +329,8 @@ class MatchContext:
             )
         if self.policy.randomize_labels == "trial":
             letters = trial_letters(n, self.rng("trial-letters", n))
+            if self.game.fixed_option_order and n == self._counts[seat % len(self._counts)]:
+                return Labelling(letters, tuple(range(n)))  # the game's own moves, in order
             return trial_labelling(letters, self.rng("label-order", round_, seat, phase))
         return Labelling.neutral(n, self.rng("labels", round_, seat, phase))
 

@@ -706,6 +706,25 @@ def _parse_choice(
     return _parse_choice_object(text, labels, by_norm, with_leave)
 
 
+_TAGGED_NUMBER = re.compile(r"[\s*`\"'(\[]*(-?\d+(?:\.\d+)?)[\s*`\"'.)\]]*")
+
+
+def _tagged_counter(text: str, labels: Sequence[str],
+                    opts: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(label, note) when the request takes a number in place of an option
+    (``number_is``: the label a number stands for, such as the responder's counter-demand
+    in the strategic personalities paper's alternating offers, which its code asks for as
+    "accept" or a number) and the last ``<answer>`` tag holds one number; else None."""
+    label = opts.get("number_is")
+    if label not in labels:
+        return None
+    tags = _ANSWER_TAG.findall(text or "")
+    found = _TAGGED_NUMBER.fullmatch(tags[-1]) if tags else None
+    if found is None:
+        return None
+    return label, f"the number {found.group(1)} in the <answer> tag, read as {label}"
+
+
 def _tag_options(labels: Sequence[str]) -> str:
     """The options as a tag names them: letters as "Option J", answer words ("accept")
     alone."""
@@ -795,6 +814,9 @@ def _parse_other(
     kind: str, text: str, labels: Sequence[str], opts: Mapping[str, Any]
 ) -> tuple[Any, str | None]:
     if kind == "choice":
+        counter = _tagged_counter(text, labels, opts)
+        if counter is not None:
+            return counter
         try:
             return _parse_choice(text, labels)
         except ParseError:

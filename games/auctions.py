@@ -23,6 +23,8 @@ from coop_tui.games.kinds import (
     Turn,
     points_summaries,
     protocol_game,
+    told_param,
+    told_params,
 )
 
 
@@ -46,7 +48,9 @@ def _winner(turn: Turn, bids: list[float]) -> int:
     return tied[int(turn.rng("tie").integers(len(tied)))] if len(tied) > 1 else tied[0]
 
 
-def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) -> ProtocolGame:
+def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int,
+                told: str) -> ProtocolGame:
+    how = told_param(told)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     lo = as_int("value_min", low, minimum=0)
     hi = as_int("value_max", high, minimum=lo)
@@ -58,10 +62,17 @@ def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) 
         f"a sealed bid from 0 to 100 at the same time. The highest bid wins and pays {price}: "
         "the winner earns its value minus that price, the loser earns 0."
     )
+    # the code names a private value but never its range, nor that a new one comes each round
+    code_rules = (
+        "You and one other bidder each want an item, and each of you has a private value for "
+        f"it. Both submit a sealed bid at the same time. The highest bid wins and pays {price}: "
+        "the winner earns its value minus that price, the loser earns 0."
+    )
 
     async def play(turn: Turn) -> RoundResult:
         values = [float(v) for v in turn.rng("values").integers(lo, hi + 1, size=2)]
-        asks = [(s, "bid", f"Your private value for the item this round is {values[s]:g}. "
+        when = "" if turn.as_code else " this round"  # the code does not say it is redrawn
+        asks = [(s, "bid", f"Your private value for the item{when} is {values[s]:g}. "
                  "How much do you bid (0 to 100)?", space, {"value": values[s]})
                 for s in range(2)]
         bids = await turn.numbers(asks)
@@ -78,21 +89,24 @@ def _value_game(key: str, second_price: bool, rounds: int, low: int, high: int) 
         f"{price}." + (" Bidding one's value is dominant." if second_price else
                        " Equilibrium: bid half the value."),
         moves=("bid 0-100",) * 2, roles=("Player 1, a bidder", "Player 2, a bidder"),
-        rules=rules, protocol=play, rounds=r, params={"value_min": lo, "value_max": hi},
+        rules=rules, code_rules=code_rules, protocol=play, rounds=r,
+        params={"value_min": lo, "value_max": hi, **told_params(how)},
         called_by_code=f"a {'second' if second_price else 'first'}-price sealed-bid auction",
     )
 
 
 @register_game("auction_first_price")
-def auction_first_price(rounds: int = 15, value_min: int = 20, value_max: int = 80) -> ProtocolGame:
+def auction_first_price(rounds: int = 15, value_min: int = 20, value_max: int = 80,
+                  told: str = "") -> ProtocolGame:
     """First-price sealed-bid auction, private values 20-80, bids 0-100 (strategic personalities)."""
-    return _value_game("auction_first_price", False, rounds, value_min, value_max)
+    return _value_game("auction_first_price", False, rounds, value_min, value_max, told)
 
 
 @register_game("auction_vickrey")
-def auction_vickrey(rounds: int = 15, value_min: int = 20, value_max: int = 80) -> ProtocolGame:
+def auction_vickrey(rounds: int = 15, value_min: int = 20, value_max: int = 80,
+                  told: str = "") -> ProtocolGame:
     """Second-price (Vickrey) auction, private values 20-80, bids 0-100 (strategic personalities)."""
-    return _value_game("auction_vickrey", True, rounds, value_min, value_max)
+    return _value_game("auction_vickrey", True, rounds, value_min, value_max, told)
 
 
 @register_game("auction_all_pay")

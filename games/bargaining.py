@@ -31,6 +31,8 @@ from coop_tui.games.kinds import (
     Turn,
     points_summaries,
     protocol_game,
+    told_param,
+    told_params,
 )
 
 
@@ -78,8 +80,16 @@ def nash_demand(pie: int = 100, rounds: int = 10) -> ProtocolGame:
 
 
 @register_game("alternating_offers")
-def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -> ProtocolGame:
-    """Alternating offers as run: each round Player 1 demands, Player 2 accepts or rejects (strategic personalities)."""
+def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5,
+                       told: str = "") -> ProtocolGame:
+    """Alternating offers as run: each round Player 1 demands, Player 2 accepts or rejects (strategic personalities).
+
+    ``told = "code"`` (the strategic personalities protocol's default) asks as the paper's
+    code does: the Proposer demands from 0 to the pie's worth this round rounded (90, 81,
+    73, 66 after 100), and the Responder answers "accept" or a counter-demand (a number,
+    which the code scores as a rejection, so it is read as "reject"). ``"ours"``: demands
+    from 0 to the whole pie every round, and the Responder accepts or rejects."""
+    how = told_param(told)
     p = as_int("pie", pie, minimum=1)
     delta = as_float("discount", discount, positive=True)
     if delta > 1:
@@ -92,20 +102,35 @@ def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -
         f"the Responder the rest of {p}, both multiplied by {delta:g} for every round already "
         "played. Rejected: both get 0 this round. Every round is scored on its own."
     )
+    # the code's rules: the shrinking pie and a counter-offer, not what a round pays
+    code_rules = (
+        f"Player 1 (the Proposer) and Player 2 (the Responder) split a pie worth {p} points. "
+        "The Proposer demands an amount, and the Responder accepts it or makes a "
+        f"counter-demand. The pie shrinks by a factor {delta:g} every round, so waiting costs."
+    )
 
     async def play(turn: Turn) -> RoundResult:
         d = delta ** (turn.round - 1)
         worth = p * d
+        as_code = turn.as_code
+        top = int(f"{worth:.0f}") if as_code else p  # the code's stated range, rounded
         demand = await turn.number(
             0, "propose", f"You are the Proposer. The pie is worth {worth:.1f} points this "
             f"round ({p} x {d:.2f}). How many points do you demand for yourself? The "
-            "Responder gets the rest.", NumberSpace("demand", 0, p, example=55))
+            "Responder gets the rest.", NumberSpace("demand", 0, top, example=55))
+        if as_code:
+            ask = (f"You are the Responder. The Proposer demands {demand:g} and leaves you "
+                   f"{p - demand:g} (the pie is worth {worth:.1f} this round). If you reject, "
+                   f"the game goes on next round with the pie shrunk by a factor {delta:g}. "
+                   "Do you accept, or do you make a counter-demand?")
+        else:
+            ask = (f"You are the Responder. The Proposer demands {demand:g} and leaves you "
+                   f"{p - demand:g} (the pie is worth {worth:.1f} this round). If you reject, "
+                   "both get 0 this round and the pie shrinks. Do you accept?")
         choice = await turn.choose(
-            1, "respond", f"You are the Responder. The Proposer demands {demand:g} and leaves "
-            f"you {p - demand:g} (the pie is worth {worth:.1f} this round). If you reject, "
-            "both get 0 this round and the pie shrinks. Do you accept?",
-            ("accept", "reject"), facts={"demand": demand, "round": turn.round},
-            words=("accept", "reject"))
+            1, "respond", ask, ("accept", "reject"),
+            facts={"demand": demand, "round": turn.round}, words=("accept", "reject"),
+            number_as=(1, 45) if as_code else None)
         pay = alternating_payoffs(demand, choice == 0, turn.round, p, delta)
         return RoundResult(pay, {"demand": demand, "accepted": choice == 0}, points_summaries(pay))
 
@@ -115,7 +140,8 @@ def alternating_offers(pie: int = 100, discount: float = 0.9, rounds: int = 5) -
         "round. Subgame-perfect first demand of the Rubinstein game: 100/(1+0.9) = 52.6.",
         moves=(f"demand 0-{p}", "accept/reject"), roles=("Player 1, the Proposer",
                                                         "Player 2, the Responder"),
-        rules=rules, protocol=play, rounds=r, params={"pie": p, "discount": clean(delta)},
+        rules=rules, code_rules=code_rules, protocol=play, rounds=r,
+        params={"pie": p, "discount": clean(delta), **told_params(how)},
         called_by_code="the Alternating Offers Game",
     )
 

@@ -64,6 +64,11 @@ class Game:
     bill), where coop-tui's own prompt lists every outcome: stated instead of the list by
     a protocol that states the code's rules (:meth:`PromptProtocol.payoff_rule`). A
     transform of the payoffs (scale, bonus) drops it, since it would no longer hold."""
+    fixed_option_order: bool = False
+    """Under letters drawn once per match (``randomize_labels = "trial"``), list the
+    options in action order every round instead of a per-round shuffle: the strategic
+    personalities paper's code does so for its focal point, where the order of four equal
+    options is itself a cue."""
 
     def __post_init__(self) -> None:
         payoffs = np.asarray(self.payoffs, dtype=float)

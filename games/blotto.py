@@ -16,7 +16,15 @@ from __future__ import annotations
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
 from coop_tui.games.base import points
-from coop_tui.games.kinds import AllocationSpace, ProtocolGame, RoundResult, Turn, protocol_game
+from coop_tui.games.kinds import (
+    AllocationSpace,
+    ProtocolGame,
+    RoundResult,
+    Turn,
+    protocol_game,
+    told_param,
+    told_params,
+)
 
 
 def blotto_payoffs(allocations: list[list[float]], prize: float = 10) -> tuple[float, ...]:
@@ -44,12 +52,13 @@ def _example(budget: int, battlefields: int) -> tuple[int, ...] | None:
 
 @register_game("colonel_blotto")
 def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
-                   rounds: int = 15) -> ProtocolGame:
+                   rounds: int = 15, told: str = "") -> ProtocolGame:
     """Colonel Blotto: split 100 soldiers over 3 battlefields; more fields won takes 10 (strategic personalities)."""
     b = as_int("budget", budget, minimum=1)
     k = as_int("battlefields", battlefields, minimum=2, maximum=10)
     pz = as_int("prize", prize, minimum=1)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
+    how = told_param(told)
     keys = tuple(f"B{i}" for i in range(1, k + 1))
     space = AllocationSpace(keys, 0, b, total=b, example=_example(b, k))
     rules = (
@@ -57,6 +66,12 @@ def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
         f"({', '.join(keys)}) at the same time. Whoever sends more soldiers to a battlefield "
         f"wins it (equal numbers share it). Whoever wins more battlefields gets {pz} points; "
         f"if both win equally many, the {pz} points are shared."
+    )
+    # the code says who wins a battlefield and the round, never the prize nor a tie's share
+    code_rules = (
+        f"You and one other player each split {b} soldiers over {k} battlefields "
+        f"({', '.join(keys)}) at the same time. Whoever sends more soldiers to a battlefield "
+        "wins it, and whoever wins more battlefields wins the round."
     )
 
     async def play(turn: Turn) -> RoundResult:
@@ -72,6 +87,7 @@ def colonel_blotto(budget: int = 100, battlefields: int = 3, prize: int = 10,
         "Allocate a budget over battlefields; winning more battlefields wins the prize. "
         "No pure equilibrium.",
         moves=(f"allocate {b} over {k}",) * 2, roles=("Player 1", "Player 2"), rules=rules,
-        protocol=play, rounds=r, params={"budget": b, "battlefields": k, "prize": pz},
+        code_rules=code_rules, protocol=play, rounds=r,
+        params={"budget": b, "battlefields": k, "prize": pz, **told_params(how)},
         called_by_code="Colonel Blotto",
     )

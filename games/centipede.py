@@ -20,7 +20,16 @@ from __future__ import annotations
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_int
 from coop_tui.games.base import points
-from coop_tui.games.kinds import NumberSpace, ProtocolGame, RoundResult, Turn, protocol_game
+from coop_tui.games.kinds import (
+    NumberSpace,
+    ProtocolGame,
+    RoundResult,
+    Turn,
+    points_summaries,
+    protocol_game,
+    told_param,
+    told_params,
+)
 
 
 def centipede_schedule(nodes: int) -> list[tuple[float, float]]:
@@ -88,7 +97,12 @@ def _summaries(pay: tuple[float, ...], end: int) -> tuple[str, ...]:
 
 
 def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True,
-               described: str = "as_run") -> ProtocolGame:
+               described: str = "as_run", told: str = "") -> ProtocolGame:
+    """A stated-plans centipede. Under ``told = "code"`` (the strategic personalities
+    protocol's default) a player hears what the code tells: not that the plans are stated
+    at the same time, and after a round only the points it received; ``"ours"`` adds both
+    (the simultaneous plans and the node where the round ended)."""
+    how = told_param(told)
     if not isinstance(hint, bool):
         raise ValueError(f"hint must be true or false, got {hint!r}")
     if described not in DESCRIPTIONS:
@@ -103,7 +117,9 @@ def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True,
                         example=4)
 
     async def play(turn: Turn) -> RoundResult:
-        query = (f"Both players state their plan at the same time. At which node would you "
+        plain = turn.as_code
+        query = (("" if plain else "Both players state their plan at the same time. ")
+                 + f"At which node would you "
                  f"take (1 to {n_nodes}; {n_nodes + 1} means you always pass)?"
                  + (" Only the nodes where you move matter." if exact else "")
                  + (" In game theory's equilibrium of this game (backward induction) the "
@@ -111,7 +127,8 @@ def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True,
         plans = await turn.numbers([(s, "plan", query, space, None) for s in range(2)])
         end = centipede_end((int(plans[0]), int(plans[1])), n_nodes)
         pay = schedule[end]
-        return RoundResult(pay, {"take_nodes": plans, "end_node": end}, _summaries(pay, end))
+        return RoundResult(pay, {"take_nodes": plans, "end_node": end},
+                           points_summaries(pay) if plain else _summaries(pay, end))
 
     return protocol_game(
         key, f"Centipede ({n_nodes} nodes, stated plans)",
@@ -120,7 +137,8 @@ def _plan_game(key: str, nodes: int, rounds: int, hint: bool = True,
         moves=(f"take node 1-{n_nodes + 1}",) * 2, roles=("Player 1", "Player 2"),
         called="the Centipede Game",
         rules=_rules(n_nodes, schedule) if exact else _rules_as_run(n_nodes), protocol=play,
-        rounds=r, params={"nodes": n_nodes, "hint": hint, "described": described},
+        rounds=r, params={"nodes": n_nodes, "hint": hint, "described": described,
+                          **told_params(how)},
     )
 
 
@@ -156,20 +174,20 @@ def _turns_game(key: str, nodes: int, rounds: int) -> ProtocolGame:
 
 @register_game("centipede_6")
 def centipede_6(nodes: int = 6, rounds: int = 5, hint: bool = True,
-                described: str = "as_run") -> ProtocolGame:
+                described: str = "as_run", told: str = "") -> ProtocolGame:
     """Centipede, 6 nodes, as run: both state a take node at once (strategic personalities); ``hint`` (as
     run) tells the players that the equilibrium is to take at node 1; ``described``
     (:data:`DESCRIPTIONS`) picks the code's payoff description or the exact schedule."""
-    return _plan_game("centipede_6", nodes, rounds, hint, described)
+    return _plan_game("centipede_6", nodes, rounds, hint, described, told)
 
 
 @register_game("centipede_10")
 def centipede_10(nodes: int = 10, rounds: int = 5, hint: bool = True,
-                described: str = "as_run") -> ProtocolGame:
+                described: str = "as_run", told: str = "") -> ProtocolGame:
     """Centipede, 10 nodes, as run: both state a take node at once (strategic personalities); ``hint`` (as
     run) tells the players that the equilibrium is to take at node 1; ``described``
     (:data:`DESCRIPTIONS`) picks the code's payoff description or the exact schedule."""
-    return _plan_game("centipede_10", nodes, rounds, hint, described)
+    return _plan_game("centipede_10", nodes, rounds, hint, described, told)
 
 
 @register_game("centipede_6_turns")

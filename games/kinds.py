@@ -119,6 +119,9 @@ class ProtocolGame(Game):
     called: str = ""
     """The game's name as the prompt says it ("the Ultimatum Game"), as the strategic
     personalities paper's code names it, under every protocol; empty: "a game"."""
+    code_rules: str = ""
+    """The rules with the information the strategic personalities paper's code states
+    (and no more), told where :meth:`Turn.as_code` holds; empty: ``rules``."""
     protocol: RoundProtocol | None = None
 
     @property
@@ -143,6 +146,7 @@ def protocol_game(
     params: dict[str, Any],
     called: str = "",
     called_by_code: str = "",
+    code_rules: str = "",
 ) -> ProtocolGame:
     """Build a protocol game; ``moves[i]`` names seat i's moves for listings; ``called``
     is the name every prompt gives the game ("the Trust Game"), ``called_by_code`` the
@@ -162,8 +166,28 @@ def protocol_game(
         rules=rules,
         called=called,
         called_by_code=called_by_code,
+        code_rules=code_rules,
         protocol=protocol,
     )
+
+
+TOLD = ("", "code", "ours")
+"""``told`` values of a move-by-move game: the protocol's choice, the paper's code's
+information, coop-tui's own account."""
+
+
+def told_param(told: str) -> str:
+    """``told`` checked: "" (the prompt protocol's choice), "code" or "ours"."""
+    if told not in TOLD:
+        raise ValueError(f"told must be 'code' (what the strategic personalities paper's code "
+                         f"tells) or 'ours' (coop-tui's own account), or left out for the "
+                         f"prompt protocol's choice; got {told!r}")
+    return told
+
+
+def told_params(told: str) -> dict[str, str]:
+    """The game parameter to record: none for the default, so match keys stay as they were."""
+    return {"told": told} if told else {}
 
 
 @lru_cache(maxsize=256)
@@ -183,10 +207,21 @@ class Turn:
     """One round of a protocol game: asks movers and remembers what was asked."""
 
     def __init__(self, ctx: MatchContext, game: ProtocolGame, round_: int,
-                 past: Sequence[RoundResult], *, tell_total: bool = True) -> None:
+                 past: Sequence[RoundResult], *, tell_total: bool = True,
+                 say_repeated: bool = False) -> None:
         self.ctx, self.game, self.round, self.past = ctx, game, round_, list(past)
         self.tell_total = tell_total
         """Whether prompts state the number of rounds ("round t of T") or only "round t"."""
+        self.say_repeated = say_repeated
+        """Without the number of rounds, whether prompts still say the game is played over
+        several rounds with the same players (the paper's code does not)."""
+
+    @property
+    def as_code(self) -> bool:
+        """Whether this game's prompts tell what the strategic personalities paper's code
+        tells: its ``told`` parameter if set, else the prompt protocol's choice."""
+        told = self.game.params.get("told", "")
+        return told == "code" or (not told and self.ctx.protocol.code_information())
 
     # ------------------------------------------------------------ chance
     def rng(self, *parts: Any) -> np.random.Generator:
@@ -228,7 +263,8 @@ class Turn:
 
     async def choose(self, seat: int, phase: str, query: str, options: Sequence[str],
                      facts: dict[str, Any] | None = None,
-                     words: Sequence[str] | None = None) -> int:
+                     words: Sequence[str] | None = None,
+                     number_as: tuple[int, float] | None = None) -> int:
         """Ask for exactly one of ``options`` (its index is returned).
 
         Answered as a ``choice`` (``{"choice": "<label>"}``), as the strategic personalities paper asks every
@@ -236,7 +272,10 @@ class Turn:
         what each label means. ``words`` (one per option, "accept" / "reject") are the
         answers the strategic personalities paper's code asks for in place of letters: under
         a protocol that answers options by their words (:meth:`PromptProtocol.option_words`)
-        they are the labels, in option order.
+        they are the labels, in option order. ``number_as`` (the option a number stands
+        for, and the example number): a number in the ``<answer>`` tag is read as that
+        option, where the code asks for a word or a number (a counter-demand); asked only
+        where the options are answered by their words.
         """
         opts = tuple(options)
         view_game = options_game(self.ctx.n_seats, seat, opts)
@@ -250,7 +289,12 @@ class Turn:
             labels, to_action = own.labels, own.label_to_action
             shown = sorted(range(len(opts)), key=lambda i: labels[i])
         meaning = "\n".join(f"- {labels[i]}: {opts[to_action[i]]}" for i in shown)
-        form = {"labels": labels, "words": True} if as_words else {"labels": labels}
+        form: dict[str, Any] = ({"labels": labels, "words": True} if as_words
+                                 else {"labels": labels})
+        counter: dict[str, Any] = {}
+        if as_words and number_as is not None:
+            counter = {"number_is": labels[number_as[0]], "number_example": number_as[1]}
+            form.update(counter)
         text = self._text(seat, f"{query}\n\nYour options:\n{meaning}", "choice", form)
 
         request = DecisionRequest(
@@ -263,7 +307,7 @@ class Turn:
             schema=answer_schema("choice", labels, {}),
             options={"meanings": [opts[a] for a in to_action],
                      "draw": float(self.rng("draw", seat, phase).random()),
-                     **({"words": True} if as_words else {}),
+                     **({"words": True} if as_words else {}), **counter,
                      **self.ctx.answer_form("choice")},
         )
         decision = self.ctx.require(await self.ctx.ask(request))
@@ -317,8 +361,10 @@ class Turn:
             "protocol_game.j2", n_players=self.game.n_players, role=self.game.roles[seat],
             called=self.ctx.protocol.game_name(self.game.called, self.game.called_by_code),
             goal=self.ctx.protocol.goal(),
-            rules=self.game.rules, round=self.round, total_rounds=self.game.rounds,
+            rules=self.game.code_rules if self.as_code and self.game.code_rules
+            else self.game.rules, round=self.round, total_rounds=self.game.rounds,
             tell_total=self.tell_total,
+            repeated=self.say_repeated,
             rules_end=self.ctx.rules_end,
             history=history, query=query, instructions=instructions,
             condition_text=getattr(self.ctx.policy, "condition_text", ""),
@@ -359,16 +405,19 @@ def moves_text(moves: dict[str, Any]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in moves.items())
 
 
-async def play_protocol(ctx: MatchContext, *, tell_total: bool = True) -> MatchOutcome:
+async def play_protocol(ctx: MatchContext, *, tell_total: bool = True,
+                        say_repeated: bool = False) -> MatchOutcome:
     """Play every round of a protocol game and record each as a round of the match;
-    ``tell_total`` False says only "round t" (the strategic personalities paper's code in these games)."""
+    ``tell_total`` False says only "round t" (the strategic personalities paper's code in
+    these games), with ``say_repeated`` also that the rounds are played with the same players."""
     game = ctx.game
     assert isinstance(game, ProtocolGame) and game.protocol is not None
     n = game.n_players
     totals = [0.0] * n
     past: list[RoundResult] = []
     for round_ in range(1, game.rounds + 1):
-        result = await game.protocol(Turn(ctx, game, round_, past, tell_total=tell_total))
+        result = await game.protocol(Turn(ctx, game, round_, past, tell_total=tell_total,
+                                            say_repeated=say_repeated))
         ctx.finish_round(round_, [0] * n, result.payoffs, info={"moves": result.moves})
         past.append(result)
         totals = [t + p for t, p in zip(totals, result.payoffs, strict=True)]
@@ -383,4 +432,6 @@ __all__ = [
     "Turn",
     "play_protocol",
     "protocol_game",
+    "told_param",
+    "told_params",
 ]

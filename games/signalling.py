@@ -26,6 +26,8 @@ from coop_tui.games.kinds import (
     Turn,
     points_summaries,
     protocol_game,
+    told_param,
+    told_params,
 )
 
 SIGNALING_RULES = ("as_run", "intended")
@@ -48,8 +50,15 @@ def cheap_talk_payoffs(state: int, action: float, bias: float = 1) -> tuple[floa
 
 @register_game("signaling")
 def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
-              rule: str = "as_run") -> ProtocolGame:
-    """Signalling: a high or low sender may signal at a cost; the receiver accepts or rejects (strategic personalities)."""
+              rule: str = "as_run", told: str = "") -> ProtocolGame:
+    """Signalling: a high or low sender may signal at a cost; the receiver accepts or rejects (strategic personalities).
+
+    ``told = "code"`` (the strategic personalities protocol's default) tells what the
+    paper's code tells: no signal is free, nothing about how likely each quality is, nothing
+    of the Sender's points after a rejection. ``told = "ours"`` (coop-tui's own protocol's)
+    tells the rules as played: the equal chance of each quality and, under ``as_run``,
+    that the cost is paid in every case, which changes the Sender's incentive."""
+    how = told_param(told)
     if rule not in SIGNALING_RULES:
         raise ValueError(f"rule must be one of {', '.join(SIGNALING_RULES)}, not {rule!r}: "
                          "as_run plays the strategic personalities paper's code (cost every round, the receiver always "
@@ -63,16 +72,29 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
         f"for a high-quality Sender and {cl} for a low-quality one. Player 2 (the Receiver) "
         "sees whether a signal was sent, not the quality, and accepts or rejects the Sender. "
         "Accepting a high-quality Sender gives both 10; accepting a low-quality one gives the "
-        "Sender 10 and the Receiver -5; rejecting gives the Receiver 3 and the Sender 0. The "
-        "Sender pays its signal cost in every case."
+        "Sender 10 and the Receiver -5; rejecting gives the Receiver 3 and the Sender 0."
+        + (" The Sender pays its signal cost in every case." if rule == "as_run" else "")
+    )
+    code_rules = (
+        "Player 1 (the Sender) is of high or low quality, and only the Sender knows which. "
+        f"Sending a signal costs a high-quality Sender {ch} points and a low-quality one {cl}. "
+        "Player 2 (the Receiver) sees whether a signal was sent and accepts or rejects the "
+        "Sender. Accepting a high-quality Sender gives both 10; accepting a low-quality one "
+        "gives the Sender 10 and costs the Receiver 5; rejecting gives the Receiver a sure 3."
     )
 
     async def play(turn: Turn) -> RoundResult:
         high = bool(turn.rng("type").integers(2) == 0)
         kind, cost = ("high", ch) if high else ("low", cl)
+        if turn.as_code:
+            ask = (f"You are the Sender. This round you are of {kind} quality. The signal "
+                   f"costs you {cost} points; sending none costs nothing. The Receiver learns "
+                   "whether you signalled, not your quality. Do you send the signal?")
+        else:
+            ask = (f"You are the Sender. This round you are of {kind} quality, so a signal "
+                   f"costs you {cost} points. Do you send the signal?")
         signal = await turn.choose(
-            0, "signal", f"You are the Sender. This round you are of {kind} quality, so a "
-            f"signal costs you {cost} points. Do you send the signal?",
+            0, "signal", ask,
             ("send the signal", "send no signal"), facts={"type": kind},
             words=("signal", "no_signal"))
         signalled = signal == 0
@@ -93,14 +115,20 @@ def signaling(cost_high: int = 3, cost_low: int = 12, rounds: int = 20,
         "rejects. Separating equilibrium: only high types signal.",
         moves=("signal/no signal", "accept/reject"), roles=("Player 1, the Sender",
                                                            "Player 2, the Receiver"),
-        called="a Signaling Game", rules=rules, protocol=play, rounds=r,
-        params={"cost_high": ch, "cost_low": cl, "rule": rule},
+        called="a Signaling Game", rules=rules, code_rules=code_rules, protocol=play, rounds=r,
+        params={"cost_high": ch, "cost_low": cl, "rule": rule, **told_params(how)},
     )
 
 
 @register_game("cheap_talk")
-def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
-    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (strategic personalities)."""
+def cheap_talk(bias: int = 1, rounds: int = 20, told: str = "") -> ProtocolGame:
+    """Cheap talk: the sender sees a state 1-5 and sends a free message; the receiver acts 1-5 (strategic personalities).
+
+    ``told = "code"`` (the strategic personalities protocol's default) states the payoffs
+    as the paper's code does, as preferences (the Receiver does best at the state, the
+    Sender prefers an action higher by the bias); ``"ours"`` states the points lost per
+    step. Under both, the Sender's ideal action is capped at 5, the highest there is."""
+    how = told_param(told)
     b = as_int("bias", bias, minimum=0, maximum=4)
     r = as_int("rounds", rounds, minimum=1, maximum=100)
     space_msg = NumberSpace("message", 1, 5, decimals_allowed=False)
@@ -112,12 +140,19 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
         f"one point per step its action is away from the state; the Sender loses one point per "
         f"step the action is away from the state plus {b}."
     )
+    step = "one" if b == 1 else f"{b}"
+    code_rules = (
+        "Every round a hidden state from 1 to 5 is drawn. Player 1 (the Sender) sees it and "
+        "sends Player 2 (the Receiver) a message that costs nothing. The Receiver then "
+        "chooses an action from 1 to 5. The Receiver does best when the action equals the "
+        f"state; the Sender would rather have the action {step} higher than the state."
+    )
 
     async def play(turn: Turn) -> RoundResult:
         state = int(turn.rng("state").integers(1, 6))
         message = await turn.number(
             0, "message", f"You are the Sender. The state is {state}. You would like the "
-            f"Receiver to choose {state + b}. Which message (1 to 5) do you send?", space_msg,
+            f"Receiver to choose {min(5, state + b)}. Which message (1 to 5) do you send?", space_msg,
             facts={"state": state})
         action = await turn.number(
             1, "act", f"You are the Receiver. The Sender's message says {message:g}. It is "
@@ -133,5 +168,6 @@ def cheap_talk(bias: int = 1, rounds: int = 20) -> ProtocolGame:
         "both; with a bias, full truth-telling is not an equilibrium.",
         moves=("message 1-5", "action 1-5"), roles=("Player 1, the Sender",
                                                    "Player 2, the Receiver"),
-        called="a Cheap Talk Game", rules=rules, protocol=play, rounds=r, params={"bias": b},
+        called="a Cheap Talk Game", rules=rules, code_rules=code_rules, protocol=play, rounds=r,
+        params={"bias": b, **told_params(how)},
     )

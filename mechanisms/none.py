@@ -14,11 +14,12 @@ from coop_tui.mechanisms.base import Mechanism, MechanismParams
 
 
 class NoMechanismParams(MechanismParams):
-    rounds_told: Literal["always", "two_by_two"] = Field(
+    rounds_told: Literal["always", "two_by_two", "several"] = Field(
         default="always",
-        description='move-by-move games: "always" says "round t of T"; "two_by_two" (seed '
-        '003\'s code, which states the number of rounds only in its 2 x 2 matrix games) '
-        'says only "round t"',
+        description='move-by-move games: "always" says "round t of T"; "two_by_two" (the '
+        'strategic personalities paper\'s code, which states the number of rounds only in its '
+        '2 x 2 matrix games) says only "round t"; "several" adds that the game is played '
+        'over several rounds with the same players (coop-tui\'s earlier wording)',
     )
 
     @model_serializer(mode="wrap")
@@ -45,7 +46,8 @@ class NoMechanism(Mechanism):
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         if isinstance(ctx.game, ProtocolGame):  # the strategic personalities paper's numeric and sequential games
             return await play_protocol(
-                ctx, tell_total=self.params.rounds_told == "always")
+                ctx, tell_total=self.params.rounds_told == "always",
+                say_repeated=self.params.rounds_told == "several")
         requests = [ctx.play_request(seat, 1) for seat in range(ctx.n_seats)]
         decisions = await ctx.ask_all(requests)
         return MatchOutcome(one_shot_payoffs(ctx, decisions))

@@ -67,11 +67,20 @@ class RepeatedGameParams(RepetitionParams):
         '"known": agents hear "round t of T" (strategic personalities)',
     )
 
-    rounds_told: Literal["always", "two_by_two"] = Field(
+    rounds_told: Literal["always", "two_by_two", "several"] = Field(
         default="always",
         description='with horizon = "known": "always" says "round t of T" in every game; '
         '"two_by_two" (the strategic personalities paper\'s code) only in two-player two-action games, the others '
-        'hear "round t"',
+        'hear "round t"; "several" as "two_by_two", the others also hearing that the game is '
+        'played over several rounds with the same players (coop-tui\'s earlier wording)',
+    )
+
+    history_players: Literal["all", "one"] | None = Field(
+        default=None,
+        description='in games of more than two players, whom the history names: "all" '
+        '(every co-player\'s move and points), "one" (the strategic personalities paper\'s '
+        'code: "the other player" only, Player 2 for Player 1 and Player 1 for the others); '
+        'left out: "one" under prompt_protocol = "strategic_personalities", else "all"',
     )
 
     @field_validator("history")
@@ -108,6 +117,8 @@ class RepeatedGameParams(RepetitionParams):
         data = handler(self)
         if data.get("rounds_told") == "always":
             data.pop("rounds_told")
+        if data.get("history_players") is None:
+            data.pop("history_players", None)
         if data.get("horizon") == "continuation":
             data.pop("horizon")
         else:
@@ -128,15 +139,18 @@ def round_weights(rounds: int, continuation: float, payoff: str) -> list[float]:
 
 def history_lines(
     moves: Sequence[Move], own: Labelling, game: Game, seat: int, n_players: int,
-    others_seats: Sequence[int] | None = None,
+    others_seats: Sequence[int] | None = None, only: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Past rounds named in the labels of the current decision."""
+    """Past rounds named in the labels of the current decision; ``only``: the one
+    co-player named ("the other player"), the others left out."""
     others_seats = list(others_seats if others_seats is not None else [j for j in range(n_players) if j != seat])
     out = []
     for m in moves:
         others = []
         for k, (j, a) in enumerate(zip(others_seats, m.others, strict=False)):
-            who = "the other player" if n_players == 2 else f"Player {j + 1}"
+            if only is not None and j != only:
+                continue
+            who = "the other player" if n_players == 2 or only is not None else f"Player {j + 1}"
             if game.action_counts[j] == game.action_counts[seat]:
                 label = own.label_of(a)
             else:
@@ -146,6 +160,19 @@ def history_lines(
         out.append({"round": m.round, "own": own.label_of(m.own), "others": others,
                     "payoff": f"{m.payoff:g}"})
     return out
+
+
+def history_co_player(ctx: MatchContext, seat: int, choice: str | None) -> int | None:
+    """The one co-player ``seat``'s history names, or None for every co-player.
+
+    Why: the strategic personalities paper's code writes its history for two players
+    (``1 - player``), so in its 4-player games the model in seat 1 reads only about seat 2
+    (and seat 2 about seat 1); coop-tui's own prompt lists every co-player. Other seats
+    read about seat 1 (the code's line would name no one there)."""
+    one = choice == "one" or (choice is None and ctx.protocol.code_information())
+    if not one or ctx.n_seats <= 2:
+        return None
+    return 1 if seat == 0 else 0
 
 
 ROUND_LINE = "twist/repetition_round.j2"
@@ -193,8 +220,11 @@ class RoundLines:
     of two or three actions (labels redrawn per decision), while labels redrawn over
     more actions do not keep a copy of the history for each of their many namings."""
 
-    def __init__(self, renderer: PromptRenderer, ctx: MatchContext, seat: int) -> None:
+    def __init__(self, renderer: PromptRenderer, ctx: MatchContext, seat: int,
+                 only: int | None = None) -> None:
         self._renderer, self._ctx, self._seat = renderer, ctx, seat
+        self._only = only
+        """The one co-player named (:func:`history_co_player`), None: every one."""
         self._by_naming: dict[tuple[str, ...], tuple[_Span, dict[tuple[Any, ...], _Span]]] = {}
 
     def rows(self, past: Sequence[Move], own: Labelling, start: int) -> list[dict[str, Any]]:
@@ -203,7 +233,7 @@ class RoundLines:
         rows, _texts = self._entry(past, own)
         ctx, seat = self._ctx, self._seat
         return rows.cover(start, len(past), lambda i, j: history_lines(
-            past[i:j], own, ctx.game, seat, ctx.n_seats))
+            past[i:j], own, ctx.game, seat, ctx.n_seats, only=self._only))
 
     def text(self, past: Sequence[Move], own: Labelling, start: int, template: str,
              *, newest_first: bool = False, **values: Any) -> str:
@@ -242,7 +272,8 @@ def repetition_twist(
 ) -> Callable[[Labelling], str]:
     """The twist of one seat's prompt in ``round_``; ``lines`` keeps the seat's formatted
     past rounds from one prompt to the next (a new one formats them all)."""
-    kept = lines if lines is not None else RoundLines(renderer, ctx, seat)
+    kept = lines if lines is not None else RoundLines(
+        renderer, ctx, seat, history_co_player(ctx, seat, params.history_players))
 
     def render(own: Labelling) -> str:
         past = ctx.histories[seat]
@@ -256,6 +287,7 @@ def repetition_twist(
             return renderer.render(
                 "twist/repetition_known.j2",
                 tell_total=params.rounds_told == "always" or two_by_two,
+                repeated=params.rounds_told == "several",
                 n_others=ctx.n_seats - 1,
                 round=round_,
                 total_rounds=params.rounds,
@@ -314,7 +346,9 @@ class Repetition(Mechanism):
             return MatchOutcome(tuple(totals), {"rounds": p.rounds, "payoff": p.payoff})
         # payoffs and cooperation per action profile: the game is fixed within a match
         outcomes: dict[tuple[int, ...], tuple[Any, list[bool | None]]] = {}
-        lines = [RoundLines(ctx.renderer, ctx, seat) for seat in range(ctx.n_seats)]
+        lines = [RoundLines(ctx.renderer, ctx, seat,
+                            history_co_player(ctx, seat, p.history_players))
+                 for seat in range(ctx.n_seats)]
         # what the agents are told, for a paper's own wording (coop_tui.sources)
         told = {"continuation": p.continuation, "history": p.history, "horizon": p.horizon}
         for t in range(1, p.rounds + 1):

@@ -106,18 +106,22 @@ horizon = "known"
 """A model against a strategy for 1,400 rounds with the whole history shown."""
 
 BEFORE = {
-    "strategic-personalities": "fe626882f79f85e1f33a70124d83fe4b49c6ddc0f65e1463bce7942bf65db0fa",
-    "strategic-personalities-offline": "ad5c64acb6f12bdf20dd95ea7cac385f70b306325003b6a5f06d06b1da67afed",
+    "strategic-personalities": "f1015ecf668e1fc2ee9507f9eafb9ca1a1066a87c0312dee7a971c1710c98601",
+    "strategic-personalities-offline": "7e7145070537988d6b36b0ea5756f58327c7fbf1328914c4e2d6a3645c72f83a",
     # the study file's style_message = "user_end" (the published study's layout) moved the
     # direct agent's instruction into its user message and joined the match condition, so
     # the seeded histories differ too: mean prompt 493.9 -> 494.5 tokens, calls unchanged
     "coopeval-offline": "5f13aabd344d5ccba9b1d60f0ef67e31b14cbaec2675d234ac59b11d257ef799",
     "superadditive-offline": "43c2b582b3ccdaec2711efb29bed9a45f8befa17c2248c23e9a258a8e70e2b8f",
     "strategies-prisoners": "45bb8ceedb66840bb5162a6d1c3cba59e91a0607fb2e5addb4c8899619c099e5",
-    "variants": "9f494f3296e00467fd9c37faa3ddf2d673829506bcc3e40f6886745aa1712e49",
+    "variants": "78c1f82296865c0dedf42f4921e8f543a1429f0739f8942d9b8e085e7ed67fd9",
     "long": "9f9c80ba0265c32b9f7dc3a47e39c841ab396ca375c38cb44340a84a5dd79487",
 }
-"""Digests of :func:`dry_run_numbers` by the code before the change."""
+"""Digests of :func:`dry_run_numbers` by the code before the change. The two strategic
+personalities studies and the variants were re-pinned on 2026-12-07, when their messages
+took the code's information (issue #40: no "several rounds" sentence, the four-player
+history naming one co-player, the shorter rules of the auctions, Blotto, the beauty
+contest, signalling and alternating offers); their match and call counts did not move."""
 
 
 def dry_run_numbers(sweep: Sweep, sizes: PromptSizes) -> dict[str, Any]:
@@ -243,6 +247,8 @@ def test_the_history_reads_the_same_as_from_a_copied_older_template(
     """The kept lines join into the text the old loops wrote, byte for byte, and copied
     older templates (which loop over ``history`` themselves) still render it."""
     shorter = VARIANTS.replace("rounds = 70", "rounds = 30").replace("rounds = 60", "rounds = 25")
+    # the older template still says the game is repeated: ask the shipped one for it too
+    shorter = shorter.replace('rounds_told = "two_by_two"', 'rounds_told = "several"')
     shipped = every_prompt(written(tmp_path, "variants", shorter), monkeypatch)
     (tmp_path / "old" / "twist").mkdir(parents=True)
     (tmp_path / "old" / "twist" / "repetition_known.j2").write_text(OLD_KNOWN_HORIZON)

@@ -81,7 +81,7 @@ def scripted(body: dict[str, Any]) -> str:
     split = re.search(r"for example: (<answer>\d+(, \d+)+</answer>)", text)
     if split:
         return split.group(1)
-    if "one word: accept or reject" in text:
+    if re.search(r"one word[:,] accept or reject", text):  # or a counter-demand
         return "<answer>accept</answer>"
     offered = re.search(r"one option: Option (\w+)", text)
     if offered:
@@ -215,7 +215,7 @@ async def test_competition_auction_tells_the_private_value_and_asks_a_bid(
     rules_then_round(system, user)
     no_goal(system, user)
     assert "pays its own bid" in system and "private value" in system
-    assert re.search(r"Your private value for the item this round is \d+", user)
+    assert re.search(r"Your private value for the item is \d+", user)  # not redrawn, as told
     assert "decimals allowed" in user and d.parsed == 4
 
 

@@ -168,12 +168,14 @@ PINNED_MATRIX = ["ea4a9eded72adbe4c9e5801e9b5e33bfa9ed48780c2cd46b728da1114c29a0
                  "5c02f8616fec1dd2e271ec18b50ea6eedd01cad1a10a2b15c13182a6a90668bf"]
 """The model's two rounds of a repeated Prisoner's Dilemma (known horizon, trial letters),
 computed with the engine's own "seed003" branches before protocols were modules."""
-PINNED_ULTIMATUM = ["f1dbb44ca460ecafbf1bc8949cb9375b7a065a200fc984abc11e4113e64960bd",
-                    "8cd86d64bf4389a2da634649bd1b870443d9ebaacf3c43a5a94eb276edd2211f",
-                    "b1b9729865d155bd94dcfb748ed13b2ef0c3599e6f238496e4efa09d3c01f47a",
-                    "655f439ef576962b64b33539325adb664ba3633474ab05f508b8f96f910b7045"]
+PINNED_ULTIMATUM = ["91be9e549a6e363c4c3fc99980075cd5d3020caaa98b359b147219440cf7045c",
+                    "473fa21da8ce5b676040ab5880ba548b77c14ab4a5a38bd53256b5a13a3cab3a",
+                    "5afaa56a49c4cc534221e7c7c9a22f3d33c644dc2d9621bf96030673bac9cc96",
+                    "c3d3274469deb223031eccf0c907dd2aa05cc87ea50294cccd5d9100cc0503dc"]
 """Offer and accept / reject of two ultimatum rounds, the same way (the tag form, answer
-words, decimals and the example number all feed the messages these keys hash)."""
+words, decimals and the example number all feed the messages these keys hash). Re-pinned
+2026-12-07 when the rounds stopped saying "played over several rounds with the same
+player", which the paper's code never says (issue #40); the matrix keys did not move."""
 
 
 @pytest.mark.parametrize("value", ["strategic_personalities", "seed003"])

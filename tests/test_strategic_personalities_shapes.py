@@ -278,3 +278,58 @@ def test_table2_counts_every_trial_number_and_the_last_copy_of_a_rerun(
     assert (table["ministral-14b"]["n"], table["ministral-14b"]["mean"]) == (1, pytest.approx(50))
     assert (table["gemini-2.5-flash"]["n"], table["gemini-2.5-flash"]["mean"]) == (
         1, pytest.approx(40))
+
+
+def test_supplementary_table_2_leaves_out_the_sentinel_test_trials(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The published table holds test trials numbered 998, 999 (dated 2026-03-06) and
+    997 to 9999, 8888, 7777, 6666, 5555; the code numbers a cell's trials 1 to 20 at most.
+    Those that pass Table 2's filters (10-round baseline PD) must not add to N; the report
+    says the rule it applies (not the stale "max_trial": 5) and which numbers it left out."""
+    rows = [pd_row("claude-haiku-4.5", t, c, c, c) for t, c in [(1, 0.8), (2, 0.6), (20, 0.4)]]
+    rows += [pd_row("claude-haiku-4.5", 999, 0.0, 0.0, 0.0, timestamp="2026-03-06 10:00:00"),
+             pd_row("claude-haiku-4.5-thinking", 998, 0.0, 0.0, 0.0,
+                    timestamp="2026-03-06 11:00:00"),
+             pd_row("claude-haiku-4.5-thinking", 3, 0.5, 0.5, 0.5),
+             pd_row("gpt-5-nano", 5555, 1.0, 1.0, 1.0), pd_row("gpt-5-nano", 1, 0.1, 0.1, 0.0)]
+    db = tmp_path / "coop.db"
+    src = write(tmp_path / "t.csv.gz", rows, gz=True)
+    assert main(["import", "strategic-personalities", str(src), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "3 test trials (trial numbers 998, 999, 5555)" in out
+    got = report(db, capsys)
+    table = got["cooperation_by_model"]
+    assert (table["claude-haiku-4.5"]["n"], table["claude-haiku-4.5"]["mean"]) == (
+        3, pytest.approx(60.0))
+    assert (table["claude-haiku-4.5-thinking"]["n"],
+            table["claude-haiku-4.5-thinking"]["mean"]) == (1, pytest.approx(50.0))
+    assert (table["gpt-5-nano"]["n"], table["gpt-5-nano"]["mean"]) == (1, pytest.approx(10.0))
+    summary = got["published_trials"]
+    selection = summary["cooperation_by_model_selection"]
+    assert "max_trial" not in selection and "1 to 20" in selection["trials"]
+    assert summary["test_trials"]["rows"] == 3
+    assert summary["test_trials"]["trial_numbers"] == [998, 999, 5555]
+
+
+def test_folds_report_the_papers_division_of_rounded_rates_and_the_exact_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The paper divides the rates it prints (71.5 / 1.5 = 47.7, its "48-fold"); the exact
+    rates give another fold. Both are reported, each named for what it is."""
+    from coop_tui.analysis import paper_tables
+    from coop_tui.analysis.sections import fold_difference, generational_drift
+
+    coop = {"claude-opus-4.6": 0.71534, "gpt-5-nano": 0.01467, "gpt-4o-mini": 0.50349}
+    fold = paper_tables.fold_difference(coop)
+    assert fold is not None
+    assert fold["fold"] == pytest.approx(0.71534 / 0.01467, abs=1e-4)          # 48.8
+    assert fold["fold_of_printed_rates"] == pytest.approx(71.5 / 1.5, abs=1e-4)  # 47.7
+    assert "rounded to one decimal" in fold["fold_methods"]["fold_of_printed_rates"]
+    assert "exact" in fold["fold_methods"]["fold"]
+    [line] = fold_difference.render(fold)
+    assert "48.8-fold from the exact rates" in line
+    assert "47.7-fold from the rates rounded as printed (the paper's way)" in line
+    drift = paper_tables.generational_drift(coop)["openai"]
+    assert drift["fold"] == pytest.approx(0.50349 / 0.01467, abs=1e-4)          # 34.3
+    assert drift["fold_of_printed_rates"] == pytest.approx(50.3 / 1.5, abs=1e-4)  # 33.5
+    [text] = generational_drift.render({"openai": drift})
+    assert "34.3-fold from the exact rates" in text and "33.5-fold from the rates rounded" in text

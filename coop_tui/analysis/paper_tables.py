@@ -10,8 +10,9 @@ generational drift inside two provider families (OpenAI 50.3 → 1.5, Google 8.3
 Every one of them starts from two per-model inputs, read here once per report:
 
 * :func:`table2_trials`: each model's own cooperation per trial in the Table 2 sample —
-  the four prisoner's dilemmas, baseline condition, 10 rounds, every trial number (the
-  public code's analysis reads every trial file it finds; trials 6 and 9 count), the model
+  the four prisoner's dilemmas, baseline condition, 10 rounds, every trial number the
+  code gives (the public code's analysis reads every trial file it finds; trials 6 and 9
+  count; the test trials numbered 997 and above do not, :data:`TRIAL_NUMBERS`), the model
   in seat 0, superseded re-run copies and models outside the paper left out. On our own runs
   the same games and seat, no condition or ``baseline``, any horizon.
 * :func:`coordination_trials`: each model's coordination rate per trial in the six
@@ -86,7 +87,17 @@ def has_trials(store: Store, run_id: str) -> bool:
                             [run_id]).fetchone() is not None
 
 
-_PAPER_ROWS = "superseded_by is null and coalesce(in_paper, 1) = 1"
+TRIAL_NUMBERS = (1, 20)
+"""The trial numbers the public code gives: ``range(1, num_trials + 1)`` per cell, and 20
+is the most trials any of its designs or conditions runs. The published table also holds
+test trials numbered far outside that range (998 and 999, dated 2026-03-06; 997 to 9999,
+8888, 7777, 6666, 5555); two of them pass Table 2's filters and would give Claude Haiku
+4.5 and Haiku 4.5 Thinking one trial too many. Every paper table leaves them out."""
+TRIAL_RULE = (f"trial numbers {TRIAL_NUMBERS[0]} to {TRIAL_NUMBERS[1]} (the public code "
+              "numbers a cell's trials from 1, at most 20 in any design or condition); "
+              "the test trials numbered 997 and above are left out")
+_PAPER_ROWS = ("superseded_by is null and coalesce(in_paper, 1) = 1 "
+               f"and trial between {TRIAL_NUMBERS[0]} and {TRIAL_NUMBERS[1]}")
 
 
 def table2_trials(store: Store, run_id: str) -> dict[str, list[float]]:
@@ -258,6 +269,22 @@ def domain_spread(domains: dict[str, dict[str, float]]) -> dict[str, Any]:
     return out
 
 
+FOLD_EXACT = "the exact rates divided (fold)"
+FOLD_PRINTED = ("the rates rounded to one decimal as the paper prints them, then divided "
+                "(fold_of_printed_rates): how the paper gets its 48-fold and 33-fold")
+
+
+def _folds(a: float, b: float) -> dict[str, Any]:
+    """``a`` over ``b`` (rates 0..1) twice: exact, and as the paper computes its folds, from
+    the rates it prints (one decimal), which moves the result by up to a whole fold when the
+    lower rate is small (71.5 / 1.5 = 47.7, the paper's 48)."""
+    printed_a, printed_b = round(100 * a, 1), round(100 * b, 1)
+    return {"fold": round(a / b, 4) if b > 0 else None,
+            "fold_of_printed_rates": (round(printed_a / printed_b, 4) if printed_b > 0
+                                      else None),
+            "fold_methods": {"fold": FOLD_EXACT, "fold_of_printed_rates": FOLD_PRINTED}}
+
+
 def fold_difference(coop: dict[str, float]) -> dict[str, Any] | None:
     """The most cooperative model's Table 2 rate over the least cooperative's."""
     if len(coop) < 2:
@@ -265,7 +292,7 @@ def fold_difference(coop: dict[str, float]) -> dict[str, Any] | None:
     hi = max(coop, key=coop.__getitem__)
     lo = min(coop, key=coop.__getitem__)
     return {"most": hi, "most_rate": _pct(coop[hi]), "least": lo, "least_rate": _pct(coop[lo]),
-            "fold": round(coop[hi] / coop[lo], 4) if coop[lo] > 0 else None,
+            **_folds(coop[hi], coop[lo]),
             "difference_pp": _pct(coop[hi] - coop[lo]),
             "cohens_h": round(cohens_h(coop[hi], coop[lo]), 4)}
 
@@ -279,11 +306,10 @@ def generational_drift(coop: dict[str, float]) -> dict[str, Any]:
         if len(present) < 2:
             continue
         first, last = coop[present[0]], coop[present[-1]]
-        ratio = (max(first, last) / min(first, last)) if min(first, last) > 0 else None
         out[prov] = {
             "chain": [{"model": m, "rate": _pct(coop[m])} for m in present],
             "from": _pct(first), "to": _pct(last), "change_pp": _pct(last - first),
-            "fold": None if ratio is None else round(ratio, 4),
+            **_folds(max(first, last), min(first, last)),
             "direction": "down" if last < first else "up",
             "cohens_h": round(cohens_h(last, first), 4),
             "monotonic": all(

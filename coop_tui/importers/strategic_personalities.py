@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coop_tui.analysis.paper_tables import TRIAL_NUMBERS, TRIAL_RULE
 from coop_tui.errors import fail
 from coop_tui.inputs import InputTooLarge, open_bounded, open_regular
 
@@ -259,6 +260,8 @@ class Summary:
     """:data:`DUPLICATE_KEY` values → lines of the copies before the last."""
     superseded_by_model: Counter = field(default_factory=Counter)
     outside_paper: Counter = field(default_factory=Counter)
+    test_trials: Counter = field(default_factory=Counter)
+    """Trial number → rows, for the test trials outside the code's numbering."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "own_cooperation_derived": self.derived,
@@ -270,7 +273,10 @@ class Summary:
                     "rows": len(self.superseded), "by_model": dict(self.superseded_by_model),
                     "rule": "the last copy of a game / model / opponent / design / condition"
                             " / trial counts; earlier copies are kept with superseded_by"},
-                "models_outside_paper": dict(self.outside_paper)}
+                "models_outside_paper": dict(self.outside_paper),
+                "test_trials": {"rows": sum(self.test_trials.values()),
+                                "trial_numbers": sorted(self.test_trials),
+                                "rule": TRIAL_RULE}}
 
     def note(self, row: dict[str, Any]) -> None:
         """Count one trial row (first pass): duplicates and models outside the paper."""
@@ -282,6 +288,9 @@ class Summary:
         self.last_copy[key] = row["line"]
         if row["model"] not in PAPER_MODELS:
             self.outside_paper[row["model"]] += 1
+        low, high = TRIAL_NUMBERS
+        if not low <= row["trial"] <= high:
+            self.test_trials[row["trial"]] += 1
 
     @functools.cached_property
     def superseded(self) -> dict[int, int]:
@@ -300,6 +309,10 @@ class Summary:
             out.append(f"{len(self.superseded)} re-run duplicates superseded by their last "
                        "copy (kept, left out of the paper's tables): "
                        + ", ".join(f"{_shown(m)} {n}" for m, n in sorted(self.superseded_by_model.items())))
+        if self.test_trials:
+            out.append(f"{sum(self.test_trials.values())} test trials (trial numbers "
+                       + ", ".join(str(t) for t in sorted(self.test_trials))
+                       + ") kept, left out of the paper's tables: " + TRIAL_RULE)
         if self.outside_paper:
             out.append("models outside the paper's 25 (kept, left out of the paper's tables): "
                        + ", ".join(f"{_shown(m)} ({n} rows)" for m, n in sorted(self.outside_paper.items())))

@@ -92,6 +92,12 @@ class PromptProtocol(ABC):
         states its paper's rules may give ``game.code_payoff_rule``."""
         return game.payoff_rule
 
+    def code_information(self) -> bool:
+        """Whether a move-by-move game tells what its paper's code tells (its
+        ``code_rules`` and the questions it words after the code's information) rather
+        than coop-tui's own account; a game's ``told`` parameter overrides this."""
+        return False
+
     # ------------------------------------------------------------ answer format
     @abstractmethod
     def answer_template(self, kind: str, renderer: PromptRenderer) -> str | None:

@@ -55,6 +55,9 @@ class StrategicPersonalitiesProtocol(PromptProtocol):
     def game_name(self, called: str, called_by_code: str) -> str:
         return called or called_by_code
 
+    def code_information(self) -> bool:
+        return True
+
     def payoff_rule(self, game: Game) -> str | None:
         return game.payoff_rule or game.code_payoff_rule
 

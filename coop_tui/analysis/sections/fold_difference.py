@@ -18,11 +18,21 @@ def build(store: Store, run_id: str, report: dict[str, Any]) -> dict[str, Any] |
     return paper_tables.fold_difference(paper_tables.inputs(store, run_id)["cooperation"])
 
 
+def folds_text(value: dict[str, Any]) -> str:
+    """Both folds, each said for what it is: the exact rates' and the printed rates' (the
+    paper divides the rates it prints, so its folds are the second)."""
+    if value["fold"] is None:
+        return "no fold (the lower rate is 0)"
+    printed = value.get("fold_of_printed_rates")
+    paper = ("" if printed is None
+             else f", {printed:.1f}-fold from the rates rounded as printed (the paper's way)")
+    return f"{value['fold']:.1f}-fold from the exact rates{paper}"
+
+
 def render(value: dict[str, Any]) -> list[Any]:
-    fold = "no fold (the lowest rate is 0)" if value["fold"] is None else f"{value['fold']:.1f}-fold"
     return [f"{value['most']} {value['most_rate']:.1f}% vs {value['least']} "
-            f"{value['least_rate']:.1f}%: {fold}, {value['difference_pp']:.1f} points, "
-            f"h = {value['cohens_h']:.2f}"]
+            f"{value['least_rate']:.1f}%: {folds_text(value)}, "
+            f"{value['difference_pp']:.1f} points, h = {value['cohens_h']:.2f}"]
 
 
 SECTION = register(Section(key="fold_difference", title="Fold difference in cooperation (strategic personalities)",

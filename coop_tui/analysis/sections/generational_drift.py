@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from coop_tui.analysis import paper_tables
 from coop_tui.analysis.sections import Section, register
+from coop_tui.analysis.sections.fold_difference import folds_text
 
 if TYPE_CHECKING:
     from coop_tui.store import Store
@@ -35,7 +36,7 @@ def render(value: dict[str, Any]) -> list[str]:
                          f"{v['gap_pp']:+.1f} points (frontier range {v['frontier_range_pp']:.1f})")
             continue
         chain = " → ".join(f"{c['model']} {c['rate']:.1f}" for c in v["chain"])
-        fold = "" if v["fold"] is None else f", {v['fold']:.1f}-fold"
+        fold = "" if v["fold"] is None else f", {folds_text(v)}"
         lines.append(f"{prov}: {chain} ({v['change_pp']:+.1f} points{fold}, "
                      f"h = {v['cohens_h']:+.2f}{'' if v['monotonic'] else ', not monotonic'})")
     return lines

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 TABLE2_GAMES = paper_tables.TABLE2_GAMES
 SELECTION = {
-    "games": list(TABLE2_GAMES), "condition": "baseline", "rounds": 10, "max_trial": 5,
+    "games": list(TABLE2_GAMES), "condition": "baseline", "rounds": 10,
+    "trials": paper_tables.TRIAL_RULE,
     "seat": "the model in seat 0 (its own cooperation, not the pair's mean)",
     "rows": "the last copy of a re-run trial; the paper's 25 models",
     "interval": paper_tables.INTERVAL_METHOD,
@@ -46,10 +47,14 @@ def build_summary(store: Store, run_id: str, report: dict[str, Any]) -> dict[str
     if not paper_tables.has_trials(store, run_id):
         return None
     db = store.db
-    n, models, games, derived, superseded, outside = db.execute(
+    n, models, games, derived, superseded, outside, sentinels = db.execute(
         """select count(*), count(distinct model), count(distinct game), count(own_coop0),
-                  count(superseded_by), sum(coalesce(in_paper, 1) = 0)
-           from sp_trials where run_id = ?""", [run_id]).fetchone()
+                  count(superseded_by), sum(coalesce(in_paper, 1) = 0),
+                  sum(trial not between ? and ?)
+           from sp_trials where run_id = ?""", [*paper_tables.TRIAL_NUMBERS, run_id]).fetchone()
+    test_numbers = [t for (t,) in db.execute(
+        "select distinct trial from sp_trials where run_id = ? and trial not between ? and ? "
+        "order by trial", [run_id, *paper_tables.TRIAL_NUMBERS])]
     spec = json.loads((store.run(run_id) or {}).get("spec") or "{}")
     matchups = dict(db.execute(
         "select matchup, count(*) from sp_trials where run_id = ? group by matchup",
@@ -63,6 +68,8 @@ def build_summary(store: Store, run_id: str, report: dict[str, Any]) -> dict[str
         "fragments_skipped": spec.get("fragments_skipped", []),
         "duplicates_superseded": superseded,
         "rows_outside_paper": outside or 0,
+        "test_trials": {"rows": sentinels or 0, "trial_numbers": test_numbers,
+                        "rule": paper_tables.TRIAL_RULE},
         "models_outside_paper": spec.get("models_outside_paper", {}),
         "cooperation_by_model_selection": SELECTION,
         "not_recoverable": [
@@ -101,6 +108,11 @@ def render_summary(value: dict[str, Any]) -> list[Any]:
     if value.get("duplicates_superseded"):
         lines.append(f"{value['duplicates_superseded']} re-run copies superseded by the last "
                      "copy (kept, left out of the paper's tables)")
+    tests = value.get("test_trials") or {}
+    if tests.get("rows"):
+        lines.append(f"{tests['rows']} test trials (trial numbers "
+                     + ", ".join(str(t) for t in tests["trial_numbers"])
+                     + ") left out of the paper's tables: " + tests["rule"])
     if value.get("models_outside_paper"):
         lines.append("outside the paper's 25 models (kept, left out of its tables): "
                      + ", ".join(f"{m} ({n})" for m, n in value["models_outside_paper"].items()))
