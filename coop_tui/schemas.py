@@ -80,7 +80,7 @@ def answer_schema(
     if kind == "score":
         return _object({"score": _integer(int(opts.get("min", 0)), int(opts.get("max", 100)))})
     if kind == "text":
-        return None
+        return _talk_schema(opts) if opts.get("talk") else None
     if kind == "mediator":
         if "n_players" not in opts:
             raise ValueError("a mediator schema needs options['n_players']")
@@ -151,6 +151,10 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
     if kind == "choice":
         shown = json.dumps({"choice": "<" + " or ".join(labels) + ">"})
         return _with_leave(shown) if options.get("ask_leave") else shown
+    if kind == "text" and options.get("talk") == "private":
+        return '{"to": <player number>, "message": "<your message>"}'
+    if kind == "text" and options.get("talk"):
+        return '{"message": "<your message>"}'
     return ""
 
 
@@ -316,6 +320,19 @@ def allocation_gbnf(keys: tuple[str, ...], total: int, lo: int, hi: int, *,
         lines.append(f"f{i}-{r} ::= {key} ({' | '.join(alts)})")
     lines.append('space ::= " "?')
     return "\n".join(lines) + "\n"
+
+
+def _talk_schema(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """A talk message (``options["talk"]``): the text, bounded by ``talk_chars`` (the
+    grammar's cap for a constrained model), and for a private message the recipient."""
+    message: dict[str, Any] = {"type": "string", "minLength": 1}
+    if opts.get("chars") is not None:
+        message["maxLength"] = int(opts["chars"])
+    props: dict[str, Any] = {}
+    if opts.get("talk") == "private":
+        props["to"] = {"enum": [int(x) for x in opts.get("to") or ()]}
+    props["message"] = message
+    return _object(props)
 
 
 def answer_grammar(

@@ -543,6 +543,9 @@ async def play_cell(
             condition_text=_condition_text(cell.condition),
             prompt_protocol=cell.prompt_protocol,
             style_message=cell.style_message,
+            talk=cell.talk,
+            talk_turns=cell.talk_turns,
+            talk_chars=cell.talk_chars,
             max_prompt_tokens=sweep.spec.max_prompt_tokens if limit_prompts else None,
         ),
         lookup=store,
@@ -605,6 +608,8 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["style_message"] = cell.style_message
     if cell.source is not None:  # the similarity signals paper: scores computed from this source
         condition["similarity_source"] = cell.source
+    if cell.talk != "none":  # agents that talk before they move: never pooled with silence
+        condition.update(talk=cell.talk, talk_turns=cell.talk_turns, talk_chars=cell.talk_chars)
     return condition
 
 

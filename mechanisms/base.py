@@ -38,6 +38,9 @@ class Mechanism:
     title: ClassVar[str]
     Params: ClassVar[type[MechanismParams]] = MechanismParams
     phases: ClassVar[tuple[str, ...]] = ("play",)
+    talks: ClassVar[bool] = False
+    """True when the mechanism runs the shared talk step (mechanisms/_talk.py) before each
+    round's move, so a study may set ``talk``; the spec refuses talk for the others."""
     pooled: ClassVar[bool] = False
     """True when a match's seats form one population that the mechanism re-matches into
     smaller games (Reputation): cross-play then fills the population from the roster in

@@ -1,0 +1,204 @@
+"""Talk phases: messages before each round's move (docs/talk.md).
+
+The parser and the spec's refusals are checked directly; the transcript tests play real
+sweeps against the loopback server (no model), and check in the stored database that
+each message is a decision of phase ``talk`` and that exactly its recipients read it in
+their next prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coop_tui.errors import SpecError
+from coop_tui.parsing import ParseError, parse_answer
+from coop_tui.spec import load_sweep
+from coop_tui.store import Store
+from coop_tui.sweep import run_sweep
+from coop_tui.testing.server import LoopbackServer, last_user_message
+
+PUBLIC = {"talk": "public", "chars": 40}
+PRIVATE = {"talk": "private", "chars": 40, "to": [2, 3]}
+
+
+# ----------------------------------------------------------------- parsing
+def test_a_public_message_may_be_plain_text_or_the_json_object() -> None:
+    assert parse_answer("text", "  Let us both pick A0. ", options=PUBLIC)[0] == {
+        "message": "Let us both pick A0.", "to": None}
+    parsed, note = parse_answer("text", 'Thinking... {"message": "deal?"}', options=PUBLIC)
+    assert parsed == {"message": "deal?", "to": None} and note is None
+
+
+def test_a_private_message_must_name_another_player() -> None:
+    assert parse_answer("text", '{"to": 3, "message": "hi"}', options=PRIVATE)[0] == {
+        "message": "hi", "to": 3}
+    assert parse_answer("text", '{"to": "2", "message": "hi"}', options=PRIVATE)[0]["to"] == 2
+    with pytest.raises(ParseError, match='"to" must be .* one of 2, 3'):
+        parse_answer("text", '{"to": 1, "message": "to myself"}', options=PRIVATE)
+    with pytest.raises(ParseError, match='"message"'):
+        parse_answer("text", "no object at all", options=PRIVATE)
+
+
+def test_a_message_over_talk_chars_is_cut_and_the_cut_is_recorded() -> None:
+    long = "x" * 55
+    parsed, note = parse_answer("text", json.dumps({"message": long}), options=PUBLIC)
+    assert parsed["message"] == "x" * 40
+    assert note == "message cut to talk_chars = 40 characters (it had 55)"
+
+
+# ----------------------------------------------------------------- the spec
+def sweep_text(url: str, experiment: str, *, agent: str = "m") -> str:
+    return f"""
+name = "talk"
+seed = 5
+[agents.m]
+model = "openai/loopback"
+api_base = "{url}"
+api_key_env = "TALK_KEY"
+[agents.tft]
+strategy = "tit_for_tat"
+[[experiments]]
+agents = ["{agent}"]
+{experiment}
+"""
+
+
+@pytest.mark.parametrize(("experiment", "words"), [
+    ('game = "prisoners"\ntalk = "public"\nprompt_protocol = "strategic_personalities"',
+     "prompt_protocol 'strategic_personalities' defines no talk"),
+    ('game = "prisoners"\nmechanism = "contracting"\ntalk = "private"',
+     "mechanism 'contracting' has no talk phase"),
+    ('game = "prisoners"\ntalk = ["public", "public"]', "lists a value twice"),
+])
+def test_talk_is_refused_where_nothing_could_ask_it(tmp_path: Path, experiment: str,
+                                                     words: str) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(sweep_text("http://127.0.0.1:9", experiment))
+    with pytest.raises(SpecError) as caught:
+        load_sweep(path)
+    assert caught.value.field == "experiments[0].talk"
+    assert words in caught.value.message
+
+
+def test_talk_is_a_grid_axis_and_a_condition_key_only_when_on(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(sweep_text("http://127.0.0.1:9",
+                               'game = "prisoners"\ntalk = ["none", "public"]\ntalk_chars = 99'))
+    silent, talking = load_sweep(path).cells
+    assert (silent.talk, talking.talk, talking.talk_chars) == ("none", "public", 99)
+    assert silent.talk_chars != 99  # the bound belongs to talk: silence keeps its keys
+    quiet = tmp_path / "q.toml"
+    quiet.write_text(sweep_text("http://127.0.0.1:9", 'game = "prisoners"'))
+    assert load_sweep(quiet).cells[0].match_key(0) == silent.match_key(0)
+    assert load_sweep(quiet).hash == _without_talk_hash(tmp_path)
+
+
+def _without_talk_hash(tmp_path: Path) -> str:
+    """A sweep that says talk = "none" hashes as one that never mentions talk (runs
+    started before talk existed still resume)."""
+    path = tmp_path / "n.toml"
+    path.write_text(sweep_text("http://127.0.0.1:9", 'game = "prisoners"\ntalk = "none"'))
+    return load_sweep(path).hash
+
+
+# ----------------------------------------------------------------- transcripts
+def seat_of(body: dict[str, Any]) -> int:
+    found = re.findall(r"you are Player (\d)", json.dumps(body["messages"]))
+    return int(found[-1])
+
+
+def answer(body: dict[str, Any]) -> str:
+    """Talk prompts get a message naming its sender, round and turn (private: to the next
+    player); play prompts cooperate. Deterministic per prompt, like the tests' others."""
+    last = last_user_message(body)
+    me = seat_of(body)
+    if '"message"' not in last:
+        return 'I cooperate. {"A0": 100, "A1": 0}'
+    rnd = re.findall(r"This is round (\d+)", last)
+    turn = re.findall(r"This is message (\d) of", last)
+    tag = f"note-p{me}-r{rnd[-1] if rnd else 1}-t{turn[-1] if turn else 1}"
+    if '"to"' in last:
+        n = 3 if "Player 3" in last else 2
+        return json.dumps({"to": me % n + 1, "message": f"I will cooperate {tag}"})
+    return f'Here goes. {{"message": "I will cooperate {tag}"}}'
+
+
+def run(path: Path, db: Path) -> Any:
+    os.environ["TALK_KEY"] = "k"
+    return asyncio.run(run_sweep(load_sweep(path), Store(db)))
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+DECISIONS = """select d.round, d.phase, d.seat, d.parsed, d.options,
+                      coalesce(t.text, d.prompt), d.response
+               from decisions d left join texts t on t.hash = d.prompt_hash
+               order by d.round, d.phase, d.seat, d.id"""
+
+
+def test_public_messages_are_stored_and_read_by_every_seat_in_its_next_prompt(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.0, chunks=2, answer=answer) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(sweep_text(srv.url, 'game = "prisoners"\nmechanism = "repetition"\n'
+                                   'rounds = 2\ntalk = "public"\ntalk_turns = 2'))
+        summary = run(path, tmp_path / "t.db")
+    assert summary.matches_done == 1 and summary.invalid == 0
+    decisions = rows(tmp_path / "t.db", DECISIONS)
+    talk = [d for d in decisions if d[1] == "talk"]
+    assert len(talk) == 2 * 2 * 2  # rounds x turns x seats
+    for _rnd, _phase, _seat, parsed, options, prompt, response in talk:
+        assert json.loads(parsed)["message"] in response  # the raw text is kept
+        assert json.loads(options)["talk"] == "public"
+        assert "Reply with a JSON object" in prompt
+    said = {(r, json.loads(o).get("turn", 1), s): json.loads(p)["message"]
+            for r, _ph, s, p, o, _pr, _re in talk}
+    for rnd, phase, seat, _p, options, prompt, _r in decisions:
+        turn = json.loads(options or "{}").get("turn", 1) if phase == "talk" else 3
+        for (r, t, _s), message in said.items():
+            # shown in every later prompt of its round, to everyone; never before
+            assert (message in prompt) == (r == rnd and t < turn), (rnd, phase, seat, message)
+
+
+def test_a_private_message_is_read_only_by_its_sender_and_recipient(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.0, chunks=2, answer=answer) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(sweep_text(srv.url, 'game = "public_good"\ntalk = "private"'))
+        summary = run(path, tmp_path / "p.db")
+    assert summary.matches_done == 1 and summary.invalid == 0
+    decisions = rows(tmp_path / "p.db", DECISIONS)
+    talk = {d[2]: json.loads(d[3]) for d in decisions if d[1] == "talk"}
+    assert {s: m["to"] for s, m in talk.items()} == {0: 2, 1: 3, 2: 1}
+    plays = {d[2]: d[5] for d in decisions if d[1] == "play"}
+    for sender, message in talk.items():
+        readers = {sender, message["to"] - 1}
+        for seat, prompt in plays.items():
+            assert (message["message"] in prompt) == (seat in readers)
+    assert "(to you only)" in plays[2]
+
+
+def test_strategies_skip_talk_and_a_model_talks_alone(tmp_path: Path) -> None:
+    """A strategy reads no prompt: it sends nothing and no talk decision is stored for it;
+    the model beside it still talks (and reads only its own message)."""
+    with LoopbackServer(latency=0.0, chunks=2, answer=answer) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(sweep_text(srv.url, 'game = "prisoners"\nmatchup = [["m", "tft"], '
+                                   '["tft", "tft"]]\ntalk = "public"'))
+        summary = run(path, tmp_path / "s.db")
+    assert summary.matches_done == 2
+    phases = rows(tmp_path / "s.db", "select d.agent, d.phase, count(*) from decisions d "
+                  "group by 1, 2 order by 1, 2")
+    assert phases == [("m", "play", 1), ("m", "talk", 1), ("tft", "play", 3)]
