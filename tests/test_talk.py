@@ -12,7 +12,11 @@ import asyncio
 import json
 import os
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +206,52 @@ def test_strategies_skip_talk_and_a_model_talks_alone(tmp_path: Path) -> None:
     phases = rows(tmp_path / "s.db", "select d.agent, d.phase, count(*) from decisions d "
                   "group by 1, 2 order by 1, 2")
     assert phases == [("m", "play", 1), ("m", "talk", 1), ("tft", "play", 3)]
+
+
+# ----------------------------------------------------------------- kill -9, then resume
+def cli(*args: str, wait: bool = True) -> Any:
+    env = {**os.environ, "TALK_KEY": "k"}
+    cmd = [sys.executable, "-m", "coop_tui.cli", *args]
+    if not wait:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def chats(srv: LoopbackServer) -> int:
+    return sum(r.path.endswith("/chat/completions") for r in srv.requests)
+
+
+@pytest.mark.slow
+def test_kill_9_mid_conversation_then_resume_asks_no_stored_message_again(tmp_path: Path) -> None:
+    experiment = ('game = "prisoners"\nmechanism = "repetition"\nrounds = 3\n'
+                  'talk = "public"\ntalk_turns = 2')
+    total = 3 * (2 + 1) * 2  # rounds x (talk turns + the move) x seats
+    with LoopbackServer(latency=0.25, chunks=2, answer=answer) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(sweep_text(srv.url, experiment))
+        clean = tmp_path / "clean.db"
+        assert cli("--batch", str(path), "--db", str(clean)).returncode == 0
+        killed = tmp_path / "killed.db"
+        proc = cli("--batch", str(path), "--db", str(killed), wait=False)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:  # mid-conversation: some of round 2's messages are stored, not all
+                if rows(killed, "select count(*) from decisions where phase = 'talk' "
+                        "and round = 2")[0][0] >= 1:
+                    break
+            except sqlite3.OperationalError:  # the schema is still being created
+                pass
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        stored = rows(killed, "select count(*) from decisions")[0][0]
+        assert 0 < stored < total
+        before = chats(srv)
+        resumed = cli("--batch", str(path), "--db", str(killed), "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        asked = chats(srv) - before
+    assert asked == total - stored  # every stored message and move reused, none asked again
+    outcome = ("select d.round, d.phase, d.seat, d.response, d.parsed, d.action from decisions d "
+               "order by 1, 2, 3, 4")
+    assert rows(killed, outcome) == rows(clean, outcome)
+    assert rows(killed, "select count(*) from matches where status = 'done'") == [(1,)]
