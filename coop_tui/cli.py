@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "types, temperature 0, only chain-of-thought answers of 80+ characters); "
                      "per-category: a confidence per category for every decision with text "
                      "(default: the rubric's; justifications uses coopeval)")
-    jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
+    jdg.add_argument("--phase", default=None,
+                     help="which decisions to judge (default: the rubric's phase, else play)")
     jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
     jdg.add_argument("--resume", action="store_true",
                      help="continue an earlier judge pass (refused when there is none)")

@@ -57,6 +57,7 @@ from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.redact import scrub
 from coop_tui.spec import Cell, Sweep, batched, cell_game, estimate_decisions, public_spec
 from coop_tui.store import Store
+from coop_tui.talk import DEFAULT_TALK_CHARS
 
 
 def new_run_id() -> str:
@@ -609,7 +610,13 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
     if cell.source is not None:  # the similarity signals paper: scores computed from this source
         condition["similarity_source"] = cell.source
     if cell.talk != "none":  # agents that talk before they move: never pooled with silence
-        condition.update(talk=cell.talk, talk_turns=cell.talk_turns, talk_chars=cell.talk_chars)
+        condition["talk"] = cell.talk
+        # the bounds only when changed, so `compare --by talk` sets a default talk cell
+        # against its silent twin (compare_by.DEFAULTS fills them in)
+        if cell.talk_turns != 1:
+            condition["talk_turns"] = cell.talk_turns
+        if cell.talk_chars != DEFAULT_TALK_CHARS:
+            condition["talk_chars"] = cell.talk_chars
     return condition
 
 

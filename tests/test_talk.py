@@ -255,3 +255,57 @@ def test_kill_9_mid_conversation_then_resume_asks_no_stored_message_again(tmp_pa
                "order by 1, 2, 3, 4")
     assert rows(killed, outcome) == rows(clean, outcome)
     assert rows(killed, "select count(*) from matches where status = 'done'") == [(1,)]
+
+
+# ----------------------------------------------------------------- the report and compare
+@pytest.mark.parametrize(("message", "promise"), [
+    ("I will cooperate if you do.", True),
+    ("We'll contribute everything this round", True),
+    ("Let's both cooperate!", True),
+    ("I promise to cooperate.", True),
+    ("I will not cooperate.", False),
+    ("I won't contribute, sorry", False),
+    ("Will you cooperate?", False),
+    ("I'll defect.", False),
+])
+def test_the_offline_phrase_rule_finds_promises_to_cooperate(message: str, promise: bool) -> None:
+    from coop_tui.analysis.talk import promises_to_cooperate
+
+    assert promises_to_cooperate(message) is promise
+
+
+def betrayer(body: dict[str, Any]) -> str:
+    """Player 1 promises and defects, Player 2 says nothing of itself and cooperates."""
+    last = last_user_message(body)
+    me = seat_of(body)
+    if '"message"' in last:
+        return json.dumps({"message": "I will cooperate, trust me." if me == 1 else "Hello there"})
+    return '{"A0": 0, "A1": 100}' if me == 1 else '{"A0": 100, "A1": 0}'
+
+
+def test_the_talk_section_and_compare_by_talk_set_talk_against_silence(tmp_path: Path) -> None:
+    from coop_tui.analysis.sections.talk import build, render
+
+    with LoopbackServer(latency=0.0, chunks=2, answer=betrayer) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(sweep_text(srv.url, 'game = "prisoners"\nsamples = 2\n'
+                                   'talk = ["none", "public"]\ntalk_chars = 20'))
+        summary = run(path, tmp_path / "r.db")
+    assert summary.matches_done == 4
+    store = Store(tmp_path / "r.db")
+    value = build(store, summary.run_id, {})
+    by_talk = {c["talk"]: c for c in value["conditions"]}
+    silent, talking = by_talk["none"], by_talk["public"]
+    assert (silent["matches"], silent["messages"], silent["cooperation"]) == (2, 0, 0.5)
+    assert talking["messages"] == 4 and talking["max_chars"] == 20 and talking["cut"] == 2
+    # Player 1's "I will cooperate, tr..." (cut at 20 characters) promised, then defected
+    assert (talking["promises"], talking["kept"], talking["kept_rate"]) == (2, 0, 0.0)
+    assert talking["promise_source"] == "rule"
+    assert talking["payoff"] == pytest.approx(silent["payoff"])  # the same moves were played
+    assert render(value)  # the text report's table
+    out = cli("compare", "--db", str(tmp_path / "r.db"), summary.run_id, "--by", "talk", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    (row,) = data["rows"]  # the silent cell meets its talking twin despite talk_chars = 20
+    assert (row["a_value"], row["b_value"], row["condition"]) == ("none", "public", {"game": "prisoners"})
+    assert row["cooperation"]["difference"] == 0.0 and data["unpaired"] == 0
