@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--opponent", default="tit_for_tat", help="a strategy name or a model string")
     play.add_argument("--rounds", type=int, default=1, help="rounds to play")
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
+    play.add_argument("--talk", choices=["none", "public", "private"], default="none",
+                      help="type a message to the other players before each move (docs/talk.md)")
     _db_arg(play)
 
     jdg = sub.add_parser(
@@ -393,7 +395,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return fail(problem)
         return run_play(
             db=_db_path(args), game=args.game, opponent=args.opponent,
-            rounds=args.rounds, mechanism=args.mechanism,
+            rounds=args.rounds, mechanism=args.mechanism, talk=args.talk,
         )
     from coop_tui.app import run_app
 

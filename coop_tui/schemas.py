@@ -393,8 +393,10 @@ def grammar_schema(schema: Any) -> Any:
 
 def answer_budget(schema: dict[str, Any]) -> int:
     """Tokens for the constrained answer: room for every property, keys and whitespace."""
-    n_props = len(schema.get("properties") or {}) or 1
-    return min(64 + 16 * n_props, 1024)
+    props = schema.get("properties") or {}
+    # a bounded string (a talk message) needs room for its text: a token is 2+ characters
+    text = sum(int(p.get("maxLength", 0)) // 2 for p in props.values() if isinstance(p, dict))
+    return min(64 + 16 * (len(props) or 1) + text, 1024)
 
 
 def judgement_gbnf(ids: tuple[str, ...]) -> str:

@@ -295,7 +295,10 @@ def decisions_per_match(sweep: Sweep) -> list[int]:
 
             mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
             per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
-        out.append(per_match[key])
+        # a talk phase asks each seat talk_turns messages per move (strategies skip it:
+        # an upper bound, as the mechanisms' own estimates are)
+        talk = per_match[key] * cell.talk_turns if cell.talk != "none" else 0
+        out.append(per_match[key] + talk)
     return out
 
 

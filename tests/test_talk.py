@@ -309,3 +309,51 @@ def test_the_talk_section_and_compare_by_talk_set_talk_against_silence(tmp_path:
     (row,) = data["rows"]  # the silent cell meets its talking twin despite talk_chars = 20
     assert (row["a_value"], row["b_value"], row["condition"]) == ("none", "public", {"game": "prisoners"})
     assert row["cooperation"]["difference"] == 0.0 and data["unpaired"] == 0
+
+
+# ----------------------------------------------------------------- a person talks
+def test_a_typed_message_becomes_the_answer_the_parser_reads() -> None:
+    from coop_tui.session import human_answer
+
+    assert json.loads(human_answer("let's cooperate", (), "text", options=PUBLIC)) == {
+        "message": "let's cooperate"}
+    assert json.loads(human_answer("3: just us", (), "text", options=PRIVATE)) == {
+        "to": 3, "message": "just us"}
+    with pytest.raises(ValueError, match="number, a colon"):
+        human_answer("1: myself", (), "text", options=PRIVATE)
+
+
+async def test_play_mode_the_person_types_a_message_before_the_move(tmp_path: Path) -> None:
+    from textual.widgets import Input
+
+    from coop_tui.app import CoopApp
+    from coop_tui.screens.live import LiveScreen
+    from coop_tui.session import build_setup_sweep, play_setup
+
+    sweep = build_setup_sweep(play_setup("prisoners", "tit_for_tat", 1, None, "public"))
+    app = CoopApp(tmp_path / "p.db", play=sweep)
+    async with app.run_test(size=(160, 48)) as pilot:
+        live = app.screen
+        assert isinstance(live, LiveScreen)
+
+        async def turn(phase: str) -> None:
+            for _ in range(6000):  # a hang guard, not a timing check
+                if live.session_waiting(0) and live.turns and live.turns[0].request.phase == phase:
+                    return
+                await pilot.pause(0.02)
+            raise AssertionError(f"no {phase} turn")
+
+        await turn("talk")
+        assert "Type a message every other player reads" in str(
+            live.query_one("#human-prompt").content)
+        live.query_one("#human-input", Input).focus()
+        await pilot.press(*"I will cooperate", "enter")
+        await turn("play")  # the move's prompt carries the message just sent
+        assert 'You: "I will cooperate"' in live.turns[0].request.messages[-1]["content"]
+        await pilot.press("0", "enter")
+        await asyncio.wait_for(live.wait_finished(), 300)
+        match_id = live.session.match_id
+    decisions = {(d.phase, d.seat): d for d in app.store.decisions(match_id)}
+    assert set(decisions) == {("talk", 0), ("play", 0), ("play", 1)}  # the strategy is silent
+    said = decisions[("talk", 0)]
+    assert said.agent == "human" and said.parsed == {"message": "I will cooperate", "to": None}
