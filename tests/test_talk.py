@@ -357,3 +357,44 @@ async def test_play_mode_the_person_types_a_message_before_the_move(tmp_path: Pa
     assert set(decisions) == {("talk", 0), ("play", 0), ("play", 1)}  # the strategy is silent
     said = decisions[("talk", 0)]
     assert said.agent == "human" and said.parsed == {"message": "I will cooperate", "to": None}
+
+
+# ----------------------------------------------------------------- the shipped study
+STUDY = Path(__file__).resolve().parent.parent / "data" / "studies" / "talk-offline.toml"
+
+
+def visible_to(parsed: dict[str, Any], sender: int, seat: int) -> bool:
+    return parsed["to"] is None or seat in (sender, parsed["to"] - 1)
+
+
+def test_the_offline_study_stores_each_message_and_shows_it_to_its_recipients(tmp_path: Path) -> None:
+    """talk-offline.toml as shipped, its embedded model swapped for the loopback server:
+    every message is a stored decision of phase talk, read in the next prompt (the move's)
+    by exactly its recipients, and the report's talk section sets talk against none."""
+    from coop_tui.analysis.sections.talk import build
+
+    with LoopbackServer(latency=0.0, chunks=2, answer=answer) as srv:
+        text = STUDY.read_text().replace(
+            'model = "local/smollm2"',
+            f'model = "openai/loopback"\napi_base = "{srv.url}"\napi_key_env = "TALK_KEY"')
+        path = tmp_path / "study.toml"
+        path.write_text(text)
+        summary = run(path, tmp_path / "study.db")
+    assert summary.matches_done == summary.matches_total == 7 and summary.invalid == 0
+    decisions = rows(tmp_path / "study.db", """
+        select d.match_id, d.round, d.phase, d.seat, d.parsed, coalesce(t.text, d.prompt)
+        from decisions d left join texts t on t.hash = d.prompt_hash""")
+    talk = [d for d in decisions if d[2] == "talk"]
+    # one-shot PD 2, repeated PD 2 rounds x 2, public goods public 3 and private 3
+    assert len(talk) == 2 + 4 + 3 + 3
+    for match, rnd, _phase, sender, parsed, _prompt in talk:
+        message = json.loads(parsed)
+        plays = [d for d in decisions if d[0] == match and d[1] == rnd and d[2] == "play"]
+        assert plays
+        for _m, _r, _p, seat, _parsed, prompt in plays:
+            assert (message["message"] in prompt) == visible_to(message, sender, seat)
+    conditions = build(Store(tmp_path / "study.db"), summary.run_id, {})["conditions"]
+    assert sorted((c["game"], c["talk"]) for c in conditions) == [
+        ("prisoners", "none"), ("prisoners", "none"), ("prisoners", "public"),
+        ("prisoners", "public"), ("public_good", "none"), ("public_good", "private"),
+        ("public_good", "public")]
