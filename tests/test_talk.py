@@ -398,3 +398,37 @@ def test_the_offline_study_stores_each_message_and_shows_it_to_its_recipients(tm
         ("prisoners", "none"), ("prisoners", "none"), ("prisoners", "public"),
         ("prisoners", "public"), ("public_good", "none"), ("public_good", "private"),
         ("public_good", "public")]
+
+
+@pytest.mark.slow
+def test_the_embedded_model_talks_within_its_bound_and_the_other_reads_it(tmp_path: Path) -> None:
+    """One small end-to-end run on local/smollm2: the grammar keeps each message a JSON
+    object within talk_chars, and the co-player's move prompt carries it."""
+    path = tmp_path / "local.toml"
+    path.write_text("""
+name = "local-talk"
+seed = 3
+[agents.local]
+model = "local/smollm2"
+style = "direct"
+seed = 5
+[[experiments]]
+game = "prisoners"
+agents = ["local"]
+talk = "public"
+talk_chars = 60
+""")
+    db = tmp_path / "local.db"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    result = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(path), "--db",
+                             str(db)], capture_output=True, text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stderr + result.stdout
+    decisions = rows(db, "select d.phase, d.seat, d.parsed, d.constrained, coalesce(t.text, d.prompt) "
+                     "from decisions d left join texts t on t.hash = d.prompt_hash")
+    talk = {seat: json.loads(parsed)["message"] for phase, seat, parsed, constrained, _ in decisions
+            if phase == "talk" and constrained == 1}
+    assert set(talk) == {0, 1} and all(0 < len(m) <= 60 for m in talk.values())
+    for phase, seat, _parsed, _c, prompt in decisions:
+        if phase == "play":
+            shown = " ".join(m["content"] for m in json.loads(prompt))
+            assert f'The other player: "{talk[1 - seat]}"' in shown
