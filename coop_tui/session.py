@@ -529,7 +529,7 @@ class MatchSession(Session):
         mech_cls = mechanism_class(cell.mechanism)
         # what defines the condition (as stored per match), not every parameter
         self.condition = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params)).condition()
-        self.phases = tuple(mech_cls.phases_for(self.condition))
+        self.phases = tuple(mech_cls.phases_for({**self.condition, "talk": cell.talk}))
         self.title = f"{self.game.title} · {cell.mechanism}"
         self.matches_total = self.sweep.total_matches
         models = {n for n, a in self.sweep.spec.agents.items() if a.kind in ("llm", "local")}

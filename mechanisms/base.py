@@ -80,7 +80,9 @@ class Mechanism:
     def phases_for(cls, condition: dict[str, Any]) -> tuple[str, ...]:
         """The phases a match under ``condition`` goes through, in order (the live
         screen's timeline lists them); a mechanism whose parameters switch phases off
-        drops those here."""
+        drops those here. A talk phase (``talk`` in the match's condition) comes first."""
+        if cls.talks and condition.get("talk", "none") != "none":
+            return ("talk", *cls.phases)
         return cls.phases
 
     def condition(self) -> dict[str, Any]:

@@ -343,6 +343,7 @@ async def test_play_mode_the_person_types_a_message_before_the_move(tmp_path: Pa
                 await pilot.pause(0.02)
             raise AssertionError(f"no {phase} turn")
 
+        assert live.session.phases == ("talk", "play")  # the timeline lists the talk phase
         await turn("talk")
         assert "Type a message every other player reads" in str(
             live.query_one("#human-prompt").content)
