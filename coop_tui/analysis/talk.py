@@ -66,7 +66,10 @@ def talk_conditions(store: Store, run_id: str) -> list[dict[str, Any]] | None:
         of_match[mid] = row
     _add_moves(store, run_id, of_match)
     _add_messages(store, run_id, of_match)
-    return [_finish(row) for row in groups.values()]
+    order = {"none": 0, "public": 1, "private": 2}
+    rows = sorted(groups.values(), key=lambda r: (r["experiment"], r["game"],
+                                                  order.get(r["talk"], 3), r["talk"]))
+    return [_finish(row) for row in rows]
 
 
 def _empty(exp: int, game: str, cond: dict[str, Any]) -> dict[str, Any]:
