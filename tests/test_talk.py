@@ -433,3 +433,14 @@ talk_chars = 60
         if phase == "play":
             shown = " ".join(m["content"] for m in json.loads(prompt))
             assert f'The other player: "{talk[1 - seat]}"' in shown
+
+
+def test_talk_under_a_papers_protocol_exits_2_naming_the_field_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(sweep_text("http://127.0.0.1:9", 'game = "prisoners"\ntalk = "public"\n'
+                               'prompt_protocol = "strategic_personalities"'))
+    db = tmp_path / "never.db"
+    out = cli("--batch", str(path), "--db", str(db))
+    assert out.returncode == 2
+    assert "experiments[0].talk" in out.stderr and 'prompt_protocol = "coop_tui"' in out.stderr
+    assert not db.exists()
