@@ -444,3 +444,38 @@ def test_talk_under_a_papers_protocol_exits_2_naming_the_field_and_writes_nothin
     assert out.returncode == 2
     assert "experiments[0].talk" in out.stderr and 'prompt_protocol = "coop_tui"' in out.stderr
     assert not db.exists()
+
+
+def judged_or_played(body: dict[str, Any]) -> str:
+    """The players as :func:`betrayer`; the judge (model "judge") finds a promise in the
+    greeting and none in "I will cooperate": the opposite of the phrase rule, so the
+    section shows which one it counted."""
+    if body.get("model") != "judge":
+        return betrayer(body)
+    text = json.dumps(body["messages"])
+    promise = 0.9 if "Hello there" in text else 0.1
+    return json.dumps({"promise_cooperate": promise, "propose_cooperate": 0.0,
+                       "announce_defect": 0.0, "threat": 0.0, "no_commitment": 0.0})
+
+
+def test_a_promises_judgement_replaces_the_phrase_rule(tmp_path: Path) -> None:
+    from coop_tui.analysis.sections.talk import build
+
+    with LoopbackServer(latency=0.0, chunks=2, answer=judged_or_played) as srv:
+        path = tmp_path / "s.toml"
+        path.write_text(sweep_text(srv.url, 'game = "prisoners"\nsamples = 2\ntalk = "public"')
+                        + f'\n[agents.judge]\nmodel = "openai/judge"\napi_base = "{srv.url}"\n'
+                        'api_key_env = "TALK_KEY"\n')
+        db = tmp_path / "j.db"
+        made = cli("--batch", str(path), "--db", str(db))
+        assert made.returncode == 0, made.stderr
+        # no --phase: the rubric reads the talk messages by itself
+        judged = cli("judge", "--judge", "judge", "--agents", str(path), "--rubric", "promises",
+                     "--db", str(db), "--yes")
+        assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert rows(db, "select d.phase, count(*) from judgements j join decisions d "
+                "on d.id = j.judged_decision_id group by 1") == [("talk", 4)]
+    run_id = rows(db, "select id from runs where kind = 'sweep'")[0][0]
+    (row,) = build(Store(db), run_id, {})["conditions"]
+    # the judge's promises: Player 2's greetings, each followed by cooperation
+    assert (row["promises"], row["kept"], row["promise_source"]) == (2, 2, "judge")
