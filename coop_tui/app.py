@@ -268,11 +268,12 @@ def run_watch(db: Path, ref: str | None, *, plain: bool = False) -> int:
     return _after_app(app)
 
 
-def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None) -> int:
+def run_play(db: Path, game: str, opponent: str, rounds: int, mechanism: str | None,
+             talk: str = "none") -> int:
     """``coop-tui play``: you in seat 1 against ``opponent``; bad input exits 2 before the UI."""
     if rounds < 1:
         raise SpecError("--rounds", f"must be at least 1 (got {rounds})")
-    setup = play_setup(game, opponent, rounds, mechanism)
+    setup = play_setup(game, opponent, rounds, mechanism, talk)
     try:
         sweep = build_setup_sweep(setup)
     except SpecError as exc:

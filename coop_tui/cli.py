@@ -147,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "(package.module:Class, or a plugin agent's name)")
     play.add_argument("--rounds", type=int, default=1, help="rounds to play")
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
+    play.add_argument("--talk", choices=["none", "public", "private"], default="none",
+                      help="type a message to the other players before each move (docs/talk.md)")
     _db_arg(play)
 
     jdg = sub.add_parser(
@@ -166,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "types, temperature 0, only chain-of-thought answers of 80+ characters); "
                      "per-category: a confidence per category for every decision with text "
                      "(default: the rubric's; justifications uses coopeval)")
-    jdg.add_argument("--phase", default="play", help="which decisions to judge (default: play)")
+    jdg.add_argument("--phase", default=None,
+                     help="which decisions to judge (default: the rubric's phase, else play)")
     jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
     jdg.add_argument("--resume", action="store_true",
                      help="continue an earlier judge pass (refused when there is none)")
@@ -409,7 +412,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return fail(problem)
         return run_play(
             db=_db_path(args), game=args.game, opponent=args.opponent,
-            rounds=args.rounds, mechanism=args.mechanism,
+            rounds=args.rounds, mechanism=args.mechanism, talk=args.talk,
         )
     from coop_tui.app import run_app
 

@@ -64,10 +64,18 @@ from coop_tui.protocols import DEFAULT_KEY, PromptProtocol
 from coop_tui.protocols import get as get_protocol
 from coop_tui.redact import LiveScrubber, scrub
 from coop_tui.schemas import answer_schema, example_answer, example_for
+from coop_tui.talk import (
+    DEFAULT_TALK_CHARS,
+    TALK_PHASE,
+    TalkMessage,
+    heard,
+    transcript_rows,
+    visible,
+)
 
 RECENT_DECISIONS = 1000
 """Decisions a match context keeps in memory (MatchContext.decisions)."""
-PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta", "item")
+PHASES = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta", "item", "talk")
 ITEM_PHASE = "item"
 """A benchmark answer (the similarity signals paper's grounded similarity): a choice or mixed answer in this
 phase is an answer to a question, never a move, so nothing is sampled or played."""
@@ -176,6 +184,13 @@ class DecisionPolicy:
     the user message asks for the answer as ``answer/<kind>_plain.j2`` does, the same
     for both styles. "user": one user message whose answer instructions carry the
     reasoning instruction (``answer/<kind>_<style>.j2``)."""
+    talk: str = "none"
+    """Talk phases (:mod:`coop_tui.talk`): "public" or "private" messages before each
+    round's move, asked by a mechanism's talk step; "none" (the default) asks none."""
+    talk_turns: int = 1
+    """Messages each seat sends before each round's move."""
+    talk_chars: int = DEFAULT_TALK_CHARS
+    """A message's bound in characters (the answer's cap; a longer one is cut, noted)."""
     max_prompt_tokens: int | None = None
     """Every prompt (first attempt and re-asks) is measured before it is sent (characters
     / 4, as the sweep's estimate): one over this limit is not sent; the decision fails
@@ -280,6 +295,9 @@ class MatchContext:
         tournament's matches; None: every match asks its own."""
         self.stopped = False
         self.histories: list[list[Move]] = [[] for _ in agents]
+        self.talk_log: list[TalkMessage] = []
+        """Every message said in the match's talk phases (each seat reads what is
+        :meth:`TalkMessage.visible_to` it in its next prompt of the same round)."""
         self._records: list[list[bool]] | None = (
             [[] for _ in agents] if game.has_cooperation and len(agents) == game.n_players else None
         )
@@ -420,9 +438,11 @@ class MatchContext:
             if callable(twist):  # the twist names the actions the description leaves out
                 twist = twist(own)
             base = own.restricted(describe.action_counts[pos])
-            text = self._game_text(describe, pos, base, twist, instructions, goal, numbered)
+            text = self._game_text(describe, pos, base, twist, instructions, goal, numbered,
+                                   talk=self.talk_text(seat, round_))
         else:
-            text = self._game_text(game, pos, own, twist, instructions, goal, numbered)
+            text = self._game_text(game, pos, own, twist, instructions, goal, numbered,
+                                   talk=self.talk_text(seat, round_))
 
         options: dict[str, Any] = {}
         if kind == "choice":
@@ -588,6 +608,8 @@ class MatchContext:
         instructions: str,
         goal: str | None = None,
         numbered: bool = True,
+        *,
+        talk: str = "",
     ) -> str:
         rules = own
         if self.policy.randomize_labels == "trial":
@@ -617,7 +639,58 @@ class MatchContext:
             condition_text=self.policy.condition_text,
             rules_end=self.rules_end,
             goal=goal,
+            talk=talk,
         )
+
+    # ------------------------------------------------------------ talk
+    def talk_text(self, seat: int, round_: int) -> str:
+        """The transcript block of the messages ``seat`` may read from ``round_``'s talk
+        phase, for its next prompt (the protocol's template); "" when there are none."""
+        if not self.talk_log:
+            return ""
+        shown = visible(self.talk_log, seat, round_)
+        if not shown:
+            return ""
+        return self.renderer.render(
+            self.protocol.talk_templates()[1],
+            messages=transcript_rows(shown, seat, self.n_seats),
+        )
+
+    def talk_request(
+        self, seat: int, round_: int, turn: int, *,
+        twist: str | Callable[[Labelling], str] = "",
+    ) -> DecisionRequest:
+        """One seat's request for a talk message (phase ``talk``, kind ``text``): the game
+        prompt with the mechanism's twist, what the seat read so far this round, and the
+        protocol's request for a message bounded by ``talk_chars``."""
+        p = self.policy
+        options: dict[str, Any] = {"talk": p.talk, "chars": p.talk_chars}
+        others = [s + 1 for s in range(self.n_seats) if s != seat]
+        if p.talk == "private":
+            options["to"] = others
+        own = self.labelling(seat, round_, TALK_PHASE)
+        instructions = self.renderer.render(
+            self.protocol.talk_templates()[0], mode=p.talk, turn=turn, turns=p.talk_turns,
+            chars=p.talk_chars, others=others, example=example_for("text", (), options),
+        )
+        text = self._game_text(self.game, seat, own, twist, instructions,
+                               talk=self.talk_text(seat, round_))
+        if turn > 1:  # one decision per turn: the round's phase is shared by every turn
+            options["turn"] = turn
+        return DecisionRequest(
+            seat=seat, round=round_, phase=TALK_PHASE, kind="text",
+            messages=self.prompt_messages(text, seat),
+            view=SeatView(game=self.game, seat=seat, round=round_,
+                          history=tuple(self.histories[seat])),
+            schema=answer_schema("text", (), options), options=options,
+        )
+
+    def hear(self, decision: Decision, turn: int) -> TalkMessage | None:
+        """Remember a talk decision's message for its recipients' next prompts."""
+        message = heard(decision.parsed, round_=decision.round, turn=turn, sender=decision.seat)
+        if message is not None:
+            self.talk_log.append(message)
+        return message
 
     # ------------------------------------------------------------ asking
     def _keys(
@@ -1115,7 +1188,8 @@ class MatchContext:
             retries=failed,
             created_at=time.time(),
             options=dict(request.options)
-            if request.kind in ("number", "allocation") or "meanings" in request.options else {},
+            if request.kind in ("number", "allocation") or "meanings" in request.options
+            or "talk" in request.options else {},
         )
         if request.kind in PLAY_KINDS and request.phase != ITEM_PHASE:
             self._finish_mixed(decision, request, parsed)
@@ -1337,7 +1411,9 @@ def _retry_example(request: DecisionRequest) -> str:
         return '{"sign": true}'
     if request.kind == "approvals":
         return json.dumps({label: True for label in request.labels})
-    if request.kind in ("mediator", "contract", "number", "allocation"):
+    if request.kind in ("mediator", "contract", "number", "allocation") or (
+        request.kind == "text" and request.options.get("talk")
+    ):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
 

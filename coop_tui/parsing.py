@@ -595,6 +595,48 @@ def _parse_text(text: str) -> tuple[str, None]:
     return stripped, None
 
 
+TALK_PRIVATE = "private"
+"""A talk request whose sender names the recipient (``options["talk"]``)."""
+
+
+def _parse_talk(text: str, opts: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A talk message (``options["talk"]``): ``{"message": ...}``, with ``"to"`` (a seat
+    number of ``options["to"]``) when private. A public reply without the object is taken
+    whole, since free text is what was asked for; a private one must name its recipient,
+    so it is asked again. A message over ``options["chars"]`` is cut there and the cut is
+    the decision's note: the bound holds and the record says it was reached."""
+    private = opts.get("talk") == TALK_PRIVATE
+    notes: list[str] = []
+    try:
+        found, notes = _pick(text, lambda obj: "message" in obj, 'a "message" key')
+        obj: Mapping[str, Any] = found.obj
+    except ParseError:
+        if private:
+            raise
+        obj = {"message": (text or "").strip()}
+        notes = []
+    message = obj.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise ParseError('"message" must be a non-empty string')
+    message = message.strip()
+    to: int | None = None
+    if private:
+        allowed = [int(x) for x in opts.get("to") or ()]
+        raw = obj.get("to")
+        if isinstance(raw, str) and raw.strip().isdigit():
+            raw = int(raw.strip())
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw not in allowed:
+            raise ParseError(
+                f'"to" must be the number of another player: one of {", ".join(map(str, allowed))}'
+            )
+        to = raw
+    limit = opts.get("chars")
+    if limit is not None and len(message) > int(limit):
+        notes.append(f"message cut to talk_chars = {int(limit)} characters (it had {len(message)})")
+        message = message[: int(limit)]
+    return {"message": message, "to": to}, "; ".join(notes) or None
+
+
 def _parse_mediator(
     text: str, labels: Sequence[str], options: Mapping[str, Any]
 ) -> tuple[dict[int, str], str | None]:
@@ -832,6 +874,8 @@ def _parse_other(
     if kind == "score":
         return _parse_score(text, opts)
     if kind == "text":
+        if opts.get("talk"):
+            return _parse_talk(text, opts)
         return _parse_text(text)
     if kind == "mediator":
         return _parse_mediator(text, labels, opts)

@@ -80,7 +80,7 @@ def answer_schema(
     if kind == "score":
         return _object({"score": _integer(int(opts.get("min", 0)), int(opts.get("max", 100)))})
     if kind == "text":
-        return None
+        return _talk_schema(opts) if opts.get("talk") else None
     if kind == "mediator":
         if "n_players" not in opts:
             raise ValueError("a mediator schema needs options['n_players']")
@@ -151,6 +151,10 @@ def example_for(kind: str, labels: Sequence[str], options: dict[str, Any]) -> st
     if kind == "choice":
         shown = json.dumps({"choice": "<" + " or ".join(labels) + ">"})
         return _with_leave(shown) if options.get("ask_leave") else shown
+    if kind == "text" and options.get("talk") == "private":
+        return '{"to": <player number>, "message": "<your message>"}'
+    if kind == "text" and options.get("talk"):
+        return '{"message": "<your message>"}'
     return ""
 
 
@@ -318,6 +322,19 @@ def allocation_gbnf(keys: tuple[str, ...], total: int, lo: int, hi: int, *,
     return "\n".join(lines) + "\n"
 
 
+def _talk_schema(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """A talk message (``options["talk"]``): the text, bounded by ``talk_chars`` (the
+    grammar's cap for a constrained model), and for a private message the recipient."""
+    message: dict[str, Any] = {"type": "string", "minLength": 1}
+    if opts.get("chars") is not None:
+        message["maxLength"] = int(opts["chars"])
+    props: dict[str, Any] = {}
+    if opts.get("talk") == "private":
+        props["to"] = {"enum": [int(x) for x in opts.get("to") or ()]}
+    props["message"] = message
+    return _object(props)
+
+
 def answer_grammar(
     kind: str, labels: tuple[str, ...], schema: dict[str, Any],
     options: dict[str, Any] | None = None,
@@ -376,8 +393,10 @@ def grammar_schema(schema: Any) -> Any:
 
 def answer_budget(schema: dict[str, Any]) -> int:
     """Tokens for the constrained answer: room for every property, keys and whitespace."""
-    n_props = len(schema.get("properties") or {}) or 1
-    return min(64 + 16 * n_props, 1024)
+    props = schema.get("properties") or {}
+    # a bounded string (a talk message) needs room for its text: a token is 2+ characters
+    text = sum(int(p.get("maxLength", 0)) // 2 for p in props.values() if isinstance(p, dict))
+    return min(64 + 16 * (len(props) or 1) + text, 1024)
 
 
 def judgement_gbnf(ids: tuple[str, ...]) -> str:

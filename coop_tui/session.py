@@ -336,8 +336,24 @@ def _human_choice(raw: str, labels: Sequence[str]) -> str:
 _LEAVE_WORDS = {"leave": True, "stay": False}
 
 
+def _human_message(raw: str, options: dict[str, Any]) -> str:
+    """A typed talk message as the answer the parser reads: the text itself when public;
+    ``2: let's both cooperate`` (the recipient's number first) when private."""
+    if not raw:
+        raise ValueError("type a message (or a few words) to send")
+    if options.get("talk") != "private" or raw.startswith("{"):
+        return json.dumps({"message": raw})
+    number, sep, message = raw.partition(":")
+    allowed = [int(x) for x in options.get("to") or ()]
+    if not sep or not number.strip().isdigit() or int(number) not in allowed or not message.strip():
+        raise ValueError("type the player's number, a colon and your message, e.g. "
+                         f"{allowed[0] if allowed else 2}: let's both cooperate")
+    return json.dumps({"to": int(number), "message": message.strip()})
+
+
 def human_answer(
-    text: str, labels: Sequence[str], kind: str = "mixed", *, ask_leave: bool = False
+    text: str, labels: Sequence[str], kind: str = "mixed", *, ask_leave: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> str:
     """A human's typed move as the JSON answer the parser expects.
 
@@ -351,6 +367,8 @@ def human_answer(
     which becomes the answer's ``"leave"``; JSON is passed on as typed.
     """
     raw = text.strip()
+    if kind == "text" and (options or {}).get("talk"):
+        return _human_message(raw, options or {})
     if ask_leave and kind in ("mixed", "choice") and not raw.startswith("{"):
         move, _, word = raw.rpartition(" ")
         if word.casefold() not in _LEAVE_WORDS or not move.strip():
@@ -516,7 +534,7 @@ class MatchSession(Session):
         mech_cls = mechanism_class(cell.mechanism)
         # what defines the condition (as stored per match), not every parameter
         self.condition = mech_cls(mech_cls.Params.model_validate(cell.mechanism_params)).condition()
-        self.phases = tuple(mech_cls.phases_for(self.condition))
+        self.phases = tuple(mech_cls.phases_for({**self.condition, "talk": cell.talk}))
         self.title = f"{self.game.title} · {cell.mechanism}"
         self.matches_total = self.sweep.total_matches
         models = {n for n, a in self.sweep.spec.agents.items() if a.kind in ("llm", "local")}
@@ -801,8 +819,10 @@ def _game_from_spec(spec: dict[str, Any] | None, key: str) -> Any:
         return None
 
 
-def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> MatchSetup:
-    """``coop-tui play``: seat 1 is the human, seat 2 the opponent (more seats copy it)."""
+def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None,
+               talk: str = "none") -> MatchSetup:
+    """``coop-tui play``: seat 1 is the human, seat 2 the opponent (more seats copy it);
+    ``talk`` public / private: the person types a message before each move."""
     from coop_tui.games import load_game
 
     mech = mechanism or ("repetition" if rounds > 1 else "none")
@@ -821,6 +841,8 @@ def play_setup(game: str, opponent: str, rounds: int, mechanism: str | None) -> 
     if isinstance(loaded, ProtocolGame) and mechanism is None:
         # the strategic personalities paper's move-by-move games count their own rounds under mechanism "none"
         mech, params = "none", {"game_params": {"rounds": rounds}}
+    if talk != "none":
+        params["talk"] = talk
     return MatchSetup(
         seats=[HUMAN] + [opponent] * (n - 1), game=game, mechanism=mech, params=params,
         name="play", max_tokens=None,

@@ -48,6 +48,7 @@ from coop_tui.inputs import (
 )
 from coop_tui.mechanisms import MechanismError, mechanism_class
 from coop_tui.mechanisms._designs import shared_design_count
+from coop_tui.protocols import get as get_protocol
 
 # the models of a sweep file (coop_tui.spec_models); every name stays importable from here
 from coop_tui.spec_models import DEFAULT_MAX_DECISIONS as DEFAULT_MAX_DECISIONS
@@ -67,6 +68,7 @@ from coop_tui.spec_models import MAX_SAMPLES as MAX_SAMPLES
 from coop_tui.spec_models import AnswerMode as AnswerMode
 from coop_tui.spec_models import public_spec as public_spec
 from coop_tui.spec_models import url_problem as url_problem
+from coop_tui.talk import DEFAULT_TALK_CHARS
 
 # Bounds checked before anything runs: a typo such as ``samples = 1000000000`` must be
 # an error naming the field, not a run that fills memory or the disk.
@@ -406,7 +408,10 @@ def decisions_per_match(sweep: Sweep) -> list[int]:
 
             mech = mech_cls(mech_cls.Params.model_validate(planning_params(cell)))
             per_match[key] = mech.estimate_decisions(games[gkey], len(cell.seats))
-        out.append(per_match[key])
+        # a talk phase asks each seat talk_turns messages per move (strategies skip it:
+        # an upper bound, as the mechanisms' own estimates are)
+        talk = per_match[key] * cell.talk_turns if cell.talk != "none" else 0
+        out.append(per_match[key] + talk)
     return out
 
 
@@ -615,8 +620,9 @@ def _expand(
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
     answers = exp.answer if isinstance(exp.answer, list) else [exp.answer]
     conditions = exp.condition if isinstance(exp.condition, list) else [exp.condition]
+    talks = _talk_settings(exp, mech_cls, where)
     for name_, values in (("game", games), ("scale", scales), ("bonus", bonuses),
-                          ("answer", answers), ("condition", conditions),
+                          ("answer", answers), ("condition", conditions), ("talk", talks),
                           ("matchup", exp.matchup if isinstance(exp.matchup, list) else [1])):
         if not values:
             raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
@@ -626,11 +632,14 @@ def _expand(
     names = list(axes)
     sources = exp.similarity_source if isinstance(exp.similarity_source, list) else [exp.similarity_source]
     wordings = _wordings(where, exp, base)
-    for game_ref, scale, bonus, answer, condition, source, wording in itertools.product(
-        games, scales, bonuses, answers, conditions, sources, wordings
+    for game_ref, scale, bonus, answer, condition, source, wording, talk in itertools.product(
+        games, scales, bonuses, answers, conditions, sources, wordings, talks
     ):
         scale = _condition_scale(where, condition, scale)
         game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
+        if talk != "none" and isinstance(game, ProtocolGame):
+            raise SpecError(f"{where}.talk", f"{game.key} is played move by move and has no talk "
+                            'phase; remove talk or set talk = "none"')
         gp = dict(exp.game_params)
         if scale is not None:
             gp["scale"] = scale
@@ -687,6 +696,9 @@ def _expand(
                         source_run=exp.source_run,
                         wording=wording,
                         wording_source=wording_source,
+                        talk=talk,
+                        talk_turns=exp.talk_turns if talk != "none" else 1,
+                        talk_chars=exp.talk_chars if talk != "none" else DEFAULT_TALK_CHARS,
                     )
                 )
     seen: set[str] = set()
@@ -700,6 +712,26 @@ def _expand(
             )
         seen.add(key)
     return cells
+
+
+def _talk_settings(exp: ExperimentSpec, mech_cls: Any, where: str) -> list[str]:
+    """The experiment's talk values (a grid axis), refused where nothing could ask them:
+    a mechanism without the talk step, or a paper's protocol that defines no talk (the
+    papers had none, so a reproduction must not grow one silently)."""
+    talks = list(exp.talk) if isinstance(exp.talk, list) else [exp.talk]
+    if len(set(talks)) != len(talks):
+        raise SpecError(f"{where}.talk", "lists a value twice; list each once")
+    if all(t == "none" for t in talks):
+        return talks
+    if not getattr(mech_cls, "talks", False):
+        raise SpecError(f"{where}.talk", f"mechanism {mech_cls.key!r} has no talk phase; "
+                        'use mechanism "none" or "repetition", or remove talk')
+    protocol = get_protocol(exp.prompt_protocol)
+    if not protocol.talk_allowed():
+        raise SpecError(f"{where}.talk", f"prompt_protocol {protocol.name!r} defines no talk "
+                        "phase (its paper had none); remove talk, or use prompt_protocol = "
+                        '"coop_tui"')
+    return talks
 
 
 def _with_source(params: dict[str, Any], source: str | None, mech_cls: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from coop_tui.engine import NOT_IN_CONTENT_KEY
 from coop_tui.hashing import stable_hash
 from coop_tui.protocols import DEFAULT_KEY, protocols, storage_key
 from coop_tui.protocols import names as protocol_names
+from coop_tui.talk import DEFAULT_TALK_CHARS
 from coop_tui.terminal import name_problem
 
 # Environment variables litellm reads for each provider prefix; used only to give a
@@ -203,6 +204,7 @@ def url_problem(url: Any) -> str | None:
 
 
 AnswerMode = Literal["mixed", "choice"]
+TalkSetting = Literal["none", "public", "private"]
 LABEL_MODES = ("decision", "trial")
 
 
@@ -274,6 +276,15 @@ class ExperimentSpec(BaseModel):
     source_run: str | None = Field(
         default=None, description="read benchmark answers / judgements from this stored run"
     )
+    talk: TalkSetting | list[TalkSetting] = Field(
+        default="none",
+        description='messages before each round\'s move: "public" (every player reads them), '
+        '"private" (the sender names one recipient) or "none" (a grid axis; docs/talk.md)',
+    )
+    talk_turns: int = Field(default=1, ge=1, le=20,
+                            description="messages each seat sends before each round's move")
+    talk_chars: int = Field(default=DEFAULT_TALK_CHARS, ge=1, le=20_000,
+                            description="a talk message's bound in characters (longer ones are cut)")
 
     @field_validator("name")
     @classmethod
@@ -422,6 +433,10 @@ class Cell:
     """The stored key of the protocol prompts follow (engine.DecisionPolicy.prompt_protocol)."""
     style_message: str = "system"
     """Where a cot / direct agent's reasoning instruction goes (engine.DecisionPolicy.style_message)."""
+    talk: str = "none"
+    """Talk before each round's move (engine.DecisionPolicy.talk): public, private or none."""
+    talk_turns: int = 1
+    talk_chars: int = DEFAULT_TALK_CHARS
 
     replicates: int = 1
     """Independent copies of the tournament this cell belongs to."""
@@ -492,6 +507,8 @@ class Cell:
             data["srun"] = self.source_run
         if self.wording != "ours":
             data["w"] = self.wording
+        if self.talk != "none":
+            data["tk"] = [self.talk, self.talk_turns, self.talk_chars]
         return data
 
 
@@ -532,6 +549,11 @@ class Sweep:
         for exp in data.get("experiments", []):
             if exp.get("wording") == "ours":
                 exp.pop("wording")
+        for exp in data.get("experiments", []):
+            for key, default in (("talk", "none"), ("talk_turns", 1),
+                                 ("talk_chars", DEFAULT_TALK_CHARS)):
+                if exp.get(key) == default:
+                    exp.pop(key)
         for agent in data.get("agents", {}).values():
             for key in NOT_IN_CONTENT_KEY:
                 agent.pop(key, None)

@@ -67,6 +67,7 @@ from coop_tui.spec import (
     wording_folder,
 )
 from coop_tui.store import LEASE_STALE_S, Store
+from coop_tui.talk import DEFAULT_TALK_CHARS
 
 
 def new_run_id() -> str:
@@ -577,6 +578,9 @@ async def play_cell(
             condition_text=_condition_text(cell.condition),
             prompt_protocol=cell.prompt_protocol,
             style_message=cell.style_message,
+            talk=cell.talk,
+            talk_turns=cell.talk_turns,
+            talk_chars=cell.talk_chars,
             max_prompt_tokens=sweep.spec.max_prompt_tokens if limit_prompts else None,
             source=sweep.wording_sources.get(cell.wording_source) if cell.wording_source else None,
             wording_folder=wording_folder(cell, base),
@@ -643,6 +647,14 @@ def _game_condition(cell: Cell) -> dict[str, Any]:
         condition["similarity_source"] = cell.source
     if cell.wording != "ours":  # other words, other answers: never pooled with ours
         condition["wording"] = cell.wording
+    if cell.talk != "none":  # agents that talk before they move: never pooled with silence
+        condition["talk"] = cell.talk
+        # the bounds only when changed, so `compare --by talk` sets a default talk cell
+        # against its silent twin (compare_by.DEFAULTS fills them in)
+        if cell.talk_turns != 1:
+            condition["talk_turns"] = cell.talk_turns
+        if cell.talk_chars != DEFAULT_TALK_CHARS:
+            condition["talk_chars"] = cell.talk_chars
     return condition
 
 

@@ -38,6 +38,9 @@ class Mechanism:
     title: ClassVar[str]
     Params: ClassVar[type[MechanismParams]] = MechanismParams
     phases: ClassVar[tuple[str, ...]] = ("play",)
+    talks: ClassVar[bool] = False
+    """True when the mechanism runs the shared talk step (mechanisms/_talk.py) before each
+    round's move, so a study may set ``talk``; the spec refuses talk for the others."""
     pooled: ClassVar[bool] = False
     """True when a match's seats form one population that the mechanism re-matches into
     smaller games (Reputation): cross-play then fills the population from the roster in
@@ -77,7 +80,9 @@ class Mechanism:
     def phases_for(cls, condition: dict[str, Any]) -> tuple[str, ...]:
         """The phases a match under ``condition`` goes through, in order (the live
         screen's timeline lists them); a mechanism whose parameters switch phases off
-        drops those here."""
+        drops those here. A talk phase (``talk`` in the match's condition) comes first."""
+        if cls.talks and condition.get("talk", "none") != "none":
+            return ("talk", *cls.phases)
         return cls.phases
 
     def condition(self) -> dict[str, Any]:

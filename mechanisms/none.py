@@ -10,6 +10,7 @@ from coop_tui.engine import MatchContext, MatchOutcome, one_shot_payoffs
 from coop_tui.games.base import Game
 from coop_tui.games.kinds import ProtocolGame, play_protocol
 from coop_tui.mechanisms import register_mechanism
+from coop_tui.mechanisms._talk import talk_step
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
 
 
@@ -36,7 +37,7 @@ class NoMechanism(Mechanism):
     key = "none"
     title = "No mechanism (one-shot)"
     Params = NoMechanismParams
-
+    talks = True
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         if isinstance(game, ProtocolGame):  # at most one move per seat and phase per round
@@ -48,6 +49,7 @@ class NoMechanism(Mechanism):
             return await play_protocol(
                 ctx, tell_total=self.params.rounds_told == "always",
                 say_repeated=self.params.rounds_told == "several")
+        await talk_step(ctx, 1)
         requests = [ctx.play_request(seat, 1) for seat in range(ctx.n_seats)]
         decisions = await ctx.ask_all(requests)
         return MatchOutcome(one_shot_payoffs(ctx, decisions))

@@ -31,6 +31,7 @@ from coop_tui.decisions import Move
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.mechanisms import register_mechanism
+from coop_tui.mechanisms._talk import talk_step
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
 from coop_tui.prompts import Labelling, PromptRenderer
 
@@ -316,6 +317,7 @@ class Repetition(Mechanism):
     key = "repetition"
     title = "Repeated game (same co-players)"
     Params = RepeatedGameParams
+    talks = True
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         assert isinstance(self.params, RepeatedGameParams)
@@ -352,6 +354,8 @@ class Repetition(Mechanism):
         # what the agents are told, for a paper's own wording (coop_tui.sources)
         told = {"continuation": p.continuation, "history": p.history, "horizon": p.horizon}
         for t in range(1, p.rounds + 1):
+            await talk_step(ctx, t, lambda seat, t=t: repetition_twist(  # type: ignore[misc]
+                ctx.renderer, ctx, seat, t, p, lines[seat]))
             requests = [
                 ctx.play_request(
                     seat, t,

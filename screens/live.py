@@ -439,7 +439,15 @@ class LiveScreen(NavScreen):
         prompt = Text()
         prompt.append(f"Your move as Player {turn.seat + 1}", style="bold")
         prompt.append(f" (round {turn.request.round}, {turn.request.phase}). ", style="dim")
-        if turn.request.kind == "number":
+        if turn.request.options.get("talk"):  # a talk phase: the person writes a message
+            opts = turn.request.options
+            if opts["talk"] == "private":
+                prompt.append("Type a player's number, a colon and your message for them only "
+                              "(e.g. 2: let's both cooperate)")
+            else:
+                prompt.append("Type a message every other player reads")
+            prompt.append(f" (at most {opts.get('chars')} characters), then Enter.")
+        elif turn.request.kind == "number":
             opts = turn.request.options
             prompt.append(f"Type your {opts.get('name', 'number')} ", style="")
             prompt.append(f"({opts.get('min')} to {opts.get('max')})", style="bold")
@@ -477,6 +485,10 @@ class LiveScreen(NavScreen):
             box.placeholder = ", ".join(f"{k}=…" for k in turn.request.options.get("keys") or ())
         elif turn.request.options.get(ASK_LEAVE):
             box.placeholder = "0 stay / 1 leave / A0=70 A1=30 stay; Enter confirms"
+        elif turn.request.options.get("talk") == "private":
+            box.placeholder = "2: your message; Enter sends"
+        elif turn.request.options.get("talk"):
+            box.placeholder = "your message; Enter sends"
         else:
             box.placeholder = self._default_placeholder
         box.focus()
@@ -516,7 +528,8 @@ class LiveScreen(NavScreen):
         turn = self.turns[0]
         try:
             answer = human_answer(event.value, turn.request.labels, turn.request.kind,
-                                  ask_leave=bool(turn.request.options.get(ASK_LEAVE)))
+                                  ask_leave=bool(turn.request.options.get(ASK_LEAVE)),
+                                  options=dict(turn.request.options))
         except ValueError as exc:
             self.query_one("#human-prompt", Static).update(widget_text(f"✗ {exc}", "bold red"))
             return

@@ -48,16 +48,23 @@ from coop_tui.analysis.compare import (
 from coop_tui.errors import fail
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.store import Store, condition_key
+from coop_tui.talk import DEFAULT_TALK_CHARS
 from coop_tui.terminal import terminal_data
 
 __all__ = ["DEFAULTS", "KeyNotVaried", "Loaded", "compare_by", "compare_by_command", "key_values", "render_latex", "render_text",
            "shown", "spread_by", "varied_keys"]
 
 DEFAULTS: dict[str, Any] = {"wording": "ours", "condition": "baseline", "answer": "mixed",
-                            "prompt_protocol": DEFAULT_KEY, "style_message": "system"}
+                            "prompt_protocol": DEFAULT_KEY, "style_message": "system",
+                            "talk": "none", "talk_turns": 1, "talk_chars": DEFAULT_TALK_CHARS}
 """What a condition that leaves a key out played under: the keys whose default is not
 stored (``sweep._game_condition``), so that runs made before the key existed keep their
 conditions."""
+
+PART_OF: dict[str, tuple[str, ...]] = {"talk": ("talk_turns", "talk_chars")}
+"""Keys that only describe a value of another key: a silent cell has no message bound,
+so comparing by ``talk`` leaves the bounds out of the rest (else a talk cell with its
+own bound would never meet its silent twin)."""
 
 _MEASURES = (("cooperation", "cooperation rate"), ("payoff", "mean payoff"))
 
@@ -145,7 +152,7 @@ def _groups(cells: dict[Any, Any], parsed: dict[tuple[Any, ...], dict[str, Any]]
     groups: dict[str, dict[str, Any]] = {}
     for (mech, matchup, game, ckey, agent), cell in cells.items():
         condition = parsed.get((mech, matchup, game, ckey), {})
-        rest = {k: v for k, v in condition.items() if k != key}
+        rest = {k: v for k, v in condition.items() if k != key and k not in PART_OF.get(key, ())}
         where = {"mechanism": None if key == "mechanism" else mech, "matchup": matchup,
                  "game": None if key == "game" else game, "agent": agent}
         ident = json.dumps([where, rest], sort_keys=True, default=str)

@@ -129,6 +129,9 @@ class Rubric:
     source: str
     protocol: str = "per-category"
     """One of :data:`PROTOCOLS`; ``coop-tui judge --protocol`` overrides the file's."""
+    phase: str = "play"
+    """The decisions the rubric reads unless ``coop-tui judge --phase`` says otherwise
+    (``promises`` reads the messages of talk phases)."""
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -233,7 +236,7 @@ def load_rubric(ref: str) -> Rubric:
 def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
     """Validate a rubric's table; every problem names its field and how to fix it."""
     known = {"name", "version", "title", "instructions", "threshold", "categories", "output",
-             "template", "protocol"}
+             "template", "protocol", "phase"}
     for key in data:
         if key not in known:
             raise SpecError(str(key), "is not a known rubric field; remove it or check its spelling "
@@ -293,6 +296,7 @@ def rubric_from_data(data: dict[str, Any], source: str = "<rubric>") -> Rubric:
         name=name, version=str(version), title=_text(data, "title") or name,
         instructions=_text(data, "instructions", required=True), threshold=float(threshold),
         categories=tuple(categories), template=template, source=source, protocol=protocol,
+        phase=_text(data, "phase") or "play",
     )
 
 

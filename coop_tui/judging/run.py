@@ -47,7 +47,8 @@ PAGE = 200
 """Judged matches read per query: the pass streams, it never lists a run in memory."""
 MAX_ERRORS_KEPT = 100
 """Transport failures kept as examples for the summary (each is counted regardless)."""
-PHASES_WITH_TEXT = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta")
+PHASES_WITH_TEXT = ("play", "propose", "vote", "sign", "score", "plan", "critique", "meta",
+                    "talk")
 
 _TEXT_SQL = (
     "(coalesce(d.response, '') != '' or coalesce(d.reasoning, '') != '')"
@@ -417,7 +418,7 @@ async def judge_pass(
 # ----------------------------------------------------------------- the command
 def judge_command(
     db_path: Path, run_ref: str | None, *, judge: str, rubric_ref: str, agents_file: str | None,
-    phase: str, limit: int | None, resume: bool, concurrency: int | None,
+    phase: str | None, limit: int | None, resume: bool, concurrency: int | None,
     budget_usd: float | None, dry_run: bool, assume_yes: bool,
     console: Console | None = None, protocol: str | None = None,
 ) -> int:
@@ -431,9 +432,10 @@ def judge_command(
         raise SpecError("--limit", f"{limit} is not a positive number of decisions; give 1 or more")
     if budget_usd is not None and not budget_usd > 0:
         raise SpecError("--budget", f"{budget_usd} is not a positive amount of dollars")
+    rubric = load_rubric(rubric_ref).with_protocol(protocol)
+    phase = phase or rubric.phase  # the rubric's own phase unless --phase names another
     if phase not in PHASES_WITH_TEXT:
         raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
-    rubric = load_rubric(rubric_ref).with_protocol(protocol)
     judge_name, spec = resolve_judge(judge, agents_file, check_keys=not dry_run)
     spec = protocol_spec(spec, rubric)
     if not db_path.exists():

@@ -136,6 +136,18 @@ class PromptProtocol(ABC):
         object) by default."""
         return "retry.j2"
 
+    # ------------------------------------------------------------ talk phases
+    def talk_allowed(self) -> bool:
+        """Whether agents may talk before they move (a study's ``talk``). None of the
+        papers' protocols had a free-text phase, so a paper's protocol refuses it unless
+        it says here how messages are asked for and shown; the spec checks this."""
+        return False
+
+    def talk_templates(self) -> tuple[str, str]:
+        """(the template asking for a message, the transcript block shown to its
+        recipients in their next prompt), both rendered inside ``game.j2``'s slots."""
+        return "talk/ask.j2", "talk/transcript.j2"
+
     def describe(self) -> dict[str, Any]:
         """Name, key, aliases and summary: for listings and docs."""
         return {"name": self.name, "key": self.key, "aliases": list(self.aliases),

@@ -43,6 +43,9 @@ class CoopTuiProtocol(PromptProtocol):
     def option_words(self) -> bool:
         return False
 
+    def talk_allowed(self) -> bool:
+        return True
+
     def number_options(self, *, whole: bool, names_a_thing: bool,
                        example: float | None) -> dict[str, Any]:
         return {}
