@@ -299,16 +299,16 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
         lines = _lines(drawn[name])
         for i, c in enumerate(conds):
             assert list(lines[str(i)].get_xdata()) == [p["x"] for p in c[key]]
-            assert list(lines[str(i)].get_ydata()) == [p["mean"] for p in c[key]]
+            assert list(lines[str(i)].get_ydata()) == pytest.approx([100 * p["mean"] for p in c[key]])
     bars = [p for ax in drawn["superadditive_fig3_one_shot_by_structure"].figure.axes for p in ax.patches]
-    plotted = sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars)
-    expected = sorted((k, round(c["one_shot"][k]["mean"], 12)) for c in conds
+    plotted = sorted((p.get_gid(), round(p.get_height(), 9)) for p in bars)
+    expected = sorted((k, round(100 * c["one_shot"][k]["mean"], 9)) for c in conds
                       for k in ("all", "intra", "inter")
                       if (c["one_shot"].get(k) or {}).get("mean") is not None)
     assert plotted == expected
     bars = drawn["superadditive_fig4_intra_inter_cooperation"].figure.axes[0].patches
-    assert sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars) == sorted(
-        (k, round(c[k]["mean"], 12)) for c in conds for k in ("intra", "inter")
+    assert sorted((p.get_gid(), round(p.get_height(), 9)) for p in bars) == sorted(
+        (k, round(100 * c[k]["mean"], 9)) for c in conds for k in ("intra", "inter")
         if c["structure"] == "SA" and (c.get(k) or {}).get("mean") is not None)
 
 
@@ -327,42 +327,62 @@ def teams_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return _report(store, run_id)
 
 
-def test_team_figures_have_a_panel_per_model_a_half_line_and_figure_4_for_sa_only(
+def test_superadditive_figures_2_to_4_have_panels_per_model_and_structure_on_a_percent_axis(
     teams_models: dict[str, Any]
 ) -> None:
+    """As the paper draws them: Figures 2 and 3 one panel per model x structure (rows
+    models by name, columns SA, RI, GC), every axis 0-100% with the 50% line; the bars of
+    the pooled Figure 3 and Figure 4 in percent too, Figure 4 for SA only."""
     conds = teams_models["teams"]["conditions"]
-    models = ["cogito", "phi4", "qwen3"]  # panels by name
+    models = ["cogito", "phi4", "qwen3"]  # rows by name
     assert sorted((c["agents"][0], c["structure"]) for c in conds) == sorted(
         (m, s) for m in models for s in ("RI", "GC", "SA"))
     drawn = _by_name(figures_for(teams_models))
-    for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches",
-                 "superadditive_fig3_one_shot_by_structure"):
-        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
-        assert [ax.get_title() for ax in axes] == models, name  # one panel per model
-        for ax in axes:
-            (half,) = [line for line in ax.get_lines() if line.get_gid() == "half"]
-            assert list(half.get_ydata()) == [0.5, 0.5]  # the paper's 50% line
-            shown = {conds[int(line.get_gid())]["agents"][0] for line in ax.get_lines()
-                     if (line.get_gid() or "").isdigit()}
-            assert shown <= {ax.get_title()}  # a panel draws its own model's conditions only
     for name, key in (("superadditive_fig2_cooperation_per_round", "per_round"),
                       ("superadditive_fig3_one_shot_over_matches", "osc_curve")):
-        for ax in drawn[name].figure.axes:
-            curves = [line for line in ax.get_lines() if line.get_gid() != "half"]
-            assert [line.get_label() for line in curves] == ["SA", "RI", "GC"]
-            for line in curves:
-                c = conds[int(line.get_gid())]
-                assert c["agents"] == [ax.get_title()]
-                assert list(line.get_ydata()) == [p["mean"] for p in c[key]]
+        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == [f"{m} — {s}" for m in models
+                                                   for s in ("SA", "RI", "GC")], name
+        for ax in axes:
+            (half,) = [line for line in ax.get_lines() if line.get_gid() == "half"]
+            assert list(half.get_ydata()) == [50, 50]  # the paper's 50% line, in percent
+            assert ax.get_ylim()[0] == 0 and 100 <= ax.get_ylim()[1] <= 105
+            (curve,) = [line for line in ax.get_lines() if line.get_gid() != "half"]
+            c = conds[int(curve.get_gid())]
+            assert ax.get_title() == f"{c['agents'][0]} — {c['structure']}"
+            assert list(curve.get_ydata()) == pytest.approx([100 * p["mean"] for p in c[key]])
+    pooled = [ax for ax in drawn["superadditive_fig3_one_shot_by_structure"].figure.axes
+              if ax.get_visible()]
+    assert [ax.get_title() for ax in pooled] == models
+    for ax in pooled:
+        assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_gid() == "half"] == [50]
     fig4 = drawn["superadditive_fig4_intra_inter_cooperation"].figure
     (ax,) = fig4.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == models
     assert not [line for line in ax.get_lines() if line.get_gid() == "half"]  # none in the paper's
     sa = {c["agents"][0]: c for c in conds if c["structure"] == "SA"}
-    bars = sorted((p.get_gid(), round(p.get_x() + p.get_width() / 2), round(p.get_height(), 12))
+    bars = sorted((p.get_gid(), round(p.get_x() + p.get_width() / 2), round(p.get_height(), 9))
                   for p in ax.patches)
-    assert bars == sorted((k, round(i - 0.4 + 0.4 * (j + 0.5)), round(sa[m][k]["mean"], 12))
+    assert bars == sorted((k, round(i - 0.4 + 0.4 * (j + 0.5)), round(100 * sa[m][k]["mean"], 9))
                           for i, m in enumerate(models) for j, k in enumerate(("intra", "inter")))
+
+
+def test_superadditive_figure_5_meta_prompt_accuracy(teams: dict[str, Any]) -> None:
+    """Meta-prompt accuracy in the SA tournaments: a bar per question asked and the
+    overall share, in percent, read back against the report."""
+    conds = teams["teams"]["conditions"]
+    sa = [(i, c) for i, c in enumerate(conds) if c["structure"] == "SA"]
+    assert sa and all(c["meta_accuracy"]["by_question"] for _i, c in sa)
+    fig = _by_name(figures_for(teams))["superadditive_fig5_meta_prompt_accuracy"].figure
+    bars: dict[str, list[float]] = {}
+    for ax in fig.axes:
+        for p in ax.patches:
+            bars.setdefault(p.get_gid(), []).append(round(p.get_height(), 9))
+    for i, c in sa:
+        meta = c["meta_accuracy"]
+        assert bars[f"{i}|questions"] == [round(100 * v, 9) for v in meta["by_question"].values()]
+        assert bars[f"{i}|all"] == [round(100 * meta["all"]["mean"], 9)]
+    assert set(bars) == {f"{i}|{k}" for i, _c in sa for k in ("questions", "all")}
 
 
 # ------------------------------------------------------------------ the command
@@ -476,11 +496,10 @@ def test_structures_are_told_apart_and_gc_says_it_has_no_intra_group_matches(
     for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches"):
         lines = [line for line in _lines(drawn[name]).values() if line.get_gid() != "half"]
         looks = {(line.get_linestyle(), line.get_marker()) for line in lines}
-        assert len(looks) == len(lines) == 3  # RI and GC no longer one line drawn over the other
-        axes = drawn[name].figure.axes
-        assert [ax.get_title() for ax in axes] == ["allc, alld, grim, tft", "alld, grim, smollm2, tft"]
-        assert [[t.get_text() for t in ax.get_legend().get_texts()] for ax in axes] == [
-            ["RI", "GC"], ["SA"]]
+        assert len(looks) == len(lines) == 3  # each structure its own look, in its own panel
+        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == [
+            "allc, alld, grim, tft — RI", "allc, alld, grim, tft — GC", "alld, grim, smollm2, tft — SA"]
     gc = next(c for c in conds if c["structure"] == "GC")
     assert (gc.get("intra") or {}).get("mean") is None  # GC pairs players of different groups
     ax, sa_ax = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes
