@@ -522,3 +522,49 @@ def test_columns_told_apart_only_by_long_values_are_numbered(similarity_grounded
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels == [f"similarity ({i})" for i in range(1, len(labels) + 1)]
     assert len(labels) > 4 and fig.axes[0].get_xticklabels()[0].get_rotation() == 35
+
+
+def _many_series_report(n: int) -> dict[str, Any]:
+    """A grounded table of ``n`` series over two benchmarks (the similarity study's
+    Figure 3 has 22 per panel: agents x methods x game variants)."""
+    curves = {bench: {f"agent-{k} · method {k % 3} · prisoners (bonus {k % 2 * 3})":
+                      [{"told": t, "coop_rate": ((k + t / 10) % 10) / 10, "se": 0.05, "n": 4}
+                       for t in (0, 50, 100)] for k in range(n)}
+              for bench in ("demo_choices", "demo_ratings")}
+    return {"similarity_table": {"curves": curves, "b_star": {"demo_choices": 0.5, "demo_ratings": 0.5},
+                                 "b_star_by_series": {}}}
+
+
+def test_fig_3_with_22_series_has_one_readable_legend_outside_the_panels() -> None:
+    import warnings
+
+    report = _many_series_report(22)
+    fig = _by_name(figures_for(report))["similarity_fig3_cooperation_by_benchmark"].figure
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained_layout not applied" would fail here
+        fig.canvas.draw()
+    assert all(ax.get_legend() is None for ax in fig.axes)  # no legend under each panel
+    (shared,) = fig.legends
+    labels = [t.get_text() for t in shared.get_texts()]
+    series = sorted(report["similarity_table"]["curves"]["demo_choices"])
+    from coop_tui.figures.style import short
+
+    assert sorted(labels) == sorted([short(s, 56) for s in series] + ["b* = 50%"])  # each once
+    # outside: the legend sits below every panel, and the panels keep a readable height
+    renderer = fig.canvas.get_renderer()
+    legend_top = shared.get_window_extent(renderer).y1
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        assert box.y0 >= legend_top - 1
+        assert box.height >= 0.35 * fig.get_figheight() * fig.dpi / 2
+    # one series, one look in both panels
+    lines = _lines(_by_name(figures_for(report))["similarity_fig3_cooperation_by_benchmark"])
+    for name in series:
+        a, b = lines[f"demo_choices|{name}"], lines[f"demo_ratings|{name}"]
+        assert (a.get_color(), a.get_linestyle()) == (b.get_color(), b.get_linestyle())
+
+
+def test_few_series_keep_their_legend_under_each_panel() -> None:
+    fig = _by_name(figures_for(_many_series_report(3)))["similarity_fig3_cooperation_by_benchmark"].figure
+    assert not fig.legends
+    assert all(ax.get_legend() is not None for ax in fig.axes if ax.get_visible())

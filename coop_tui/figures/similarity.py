@@ -28,11 +28,14 @@ from coop_tui.figures.style import (
 
 
 def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_star: float | None,
-                prefix: str = "", series_stars: dict[str, float | None] | None = None) -> None:
+                prefix: str = "", series_stars: dict[str, float | None] | None = None,
+                order: list[str] | None = None) -> None:
     """The curves of one panel and b*: one dotted line, or, when the panel's curves are
     different games (plain and bonus Prisoner's Dilemma) with b* of their own, one line
-    per distinct b* (``series_stars``)."""
-    for i, (name, points) in enumerate(series.items()):
+    per distinct b* (``series_stars``). ``order`` numbers the series across panels, so
+    one series keeps its colour and line style in every panel (a shared legend needs it)."""
+    for name, points in series.items():
+        i = order.index(name) if order and name in order else list(series).index(name)
         pts = sorted((p for p in points if p.get("coop_rate") is not None), key=lambda p: p[x_key])
         if not pts:
             continue
@@ -40,7 +43,7 @@ def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_
         ys = [p["coop_rate"] for p in pts]
         errors = [p.get("se") or 0.0 for p in pts]
         bars = ax.errorbar(xs, ys, yerr=errors, color=colour(i), linestyle=linestyle(i),
-                           marker="o", capsize=2, elinewidth=0.7, label=short(name, 40))
+                           marker="o", capsize=2, elinewidth=0.7, label=short(name, 56))
         bars.lines[0].set_gid(prefix + name)  # the data line, found by its series name
     if b_star is not None:
         ax.axvline(100 * b_star, color="0.3", linestyle=":", linewidth=1.0, gid="b_star",
@@ -82,20 +85,49 @@ def _grounded_curves(report: dict[str, Any]) -> list[Drawn]:
     benches = list(curves)
     ncols = min(len(benches), 3)
     nrows = -(-len(benches) // ncols)
-    fig, axes = figure(DOUBLE if ncols > 1 else SINGLE, 2.2 * nrows + 0.6, ncols=ncols, nrows=nrows,
+    order = sorted({name for bench in benches for name in curves[bench]})
+    shared = len(order) > PANEL_LEGEND_MAX
+    legend_rows = -(-(len(order) + 2) // _legend_columns(len(order) + 2)) if shared else 0
+    fig, axes = figure(DOUBLE if ncols > 1 or shared else SINGLE,
+                       2.2 * nrows + 0.6 + 0.13 * legend_rows, ncols=ncols, nrows=nrows,
                        sharey=True)
     for k, bench in enumerate(benches):
         ax = axes.flat[k]
         _curve_axes(ax, curves[bench], "told", stars.get(bench), prefix=f"{bench}|",
-                    series_stars=(table.get("b_star_by_series") or {}).get(bench))
+                    series_stars=(table.get("b_star_by_series") or {}).get(bench), order=order)
         ax.set_title(bench)
-        legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6)
+        if not shared:
+            legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6)
     for ax in list(axes.flat)[len(benches):]:
         ax.set_visible(False)
+    if shared:
+        _shared_legend(fig, [ax for ax in axes.flat if ax.get_visible()])
     fig.suptitle("Cooperation over the grounded similarity, per benchmark and method", fontsize=8)
     return [Drawn("similarity_fig3_cooperation_by_benchmark",
                   "Cooperation rate over the similarity told, per benchmark, agent and method "
                   "(± SE; dotted: b*, one line per game variant when they differ)", fig)]
+
+
+PANEL_LEGEND_MAX = 8
+"""Past this many series a legend under each panel swamps the plot (22 series collapsed
+constrained layout): one legend for the whole figure, outside its panels, instead."""
+
+
+def _shared_legend(fig: Any, axes: list[Any]) -> None:
+    """One legend below every panel: each series (and each b*) once, in columns, so the
+    panels keep their size whatever the number of series."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                   ncols=_legend_columns(len(entries)), fontsize=6, frameon=False)
+
+
+def _legend_columns(entries: int) -> int:
+    """Columns of a shared legend: at most 12 rows, at most 3 columns (7 in wide)."""
+    return min(3, max(1, -(-entries // 12)))
 
 
 def _matrix(title: str, agents: list[str], matrix: dict[str, dict[str, Any]], label: str,
