@@ -568,3 +568,91 @@ def test_few_series_keep_their_legend_under_each_panel() -> None:
     fig = _by_name(figures_for(_many_series_report(3)))["similarity_fig3_cooperation_by_benchmark"].figure
     assert not fig.legends
     assert all(ax.get_legend() is not None for ax in fig.axes if ax.get_visible())
+
+
+# ------------------------------------------------------------------ similarity signals: Figs 2, 8, 9
+SIMILARITY_PANELS: dict[str, Any] = {
+    "name": "similarity-panels", "seed": 5, "samples": 2,
+    "agents": {"tft": {"strategy": "tit_for_tat"}, "coin": {"strategy": "random", "params": {"p": 0.5}}},
+    "experiments": [
+        # Figure 2 (one game), Figure 8 (framings), Figure 9 (games), and the Base control
+        {"game": "prisoners", "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "similarity": [0, 50, 100]},
+        {"game": "prisoners", "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "similarity": [0, 100],
+         "framing": ["similar", "dissimilar", "different"]},
+        {"game": ["stag_hunt", "chicken"], "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "similarity": [0, 100]},
+        {"game": ["prisoners", "stag_hunt", "chicken"], "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "prompt": "base", "similarity": 0},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def similarity_panels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    db = tmp_path_factory.mktemp("panels") / "c.db"
+    store, run_id = _strategy_run(ROOT, SIMILARITY_PANELS, db, Path("similarity-panels.toml"))
+    report = _report(store, run_id)
+    store.close()
+    return db, report
+
+
+def _base_rates(report: dict[str, Any]) -> dict[tuple[str, str], float]:
+    (base,) = [e for e in report["experiments"] if e["experiment"] == 3]
+    return {(c["condition"]["game"], agent): a["coop_rate"] for c in base["conditions"]
+            for agent, a in c["agents"].items()}
+
+
+def _drawn_by_command(db: Path, out: Path) -> dict[str, Drawn]:
+    """The files ``coop-tui figures`` writes, and the drawn figures they came from."""
+    assert main(["figures", "--db", str(db), "--out", str(out)]) == 0
+    return {p.stem: p for p in out.iterdir()}
+
+
+def test_similarity_figure_2_base_row(similarity_panels: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    db, report = similarity_panels
+    files = _drawn_by_command(db, tmp_path)
+    assert "similarity_fig2_cooperation_over_similarity_exp0" in files
+    fig = _by_name(figures_for(report))["similarity_fig2_cooperation_over_similarity_exp0"].figure
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == "Base"
+    bases = {line.get_gid().split("|", 1)[1]: line for line in ax.get_lines()
+             if (line.get_gid() or "").startswith("base|")}
+    expected = _base_rates(report)
+    assert set(bases) == {"coin", "tft"}
+    for agent, line in bases.items():
+        assert list(line.get_ydata()) == [expected[("prisoners", agent)]]
+        assert line.get_xdata()[0] < min(ax.get_lines()[0].get_xdata())  # beside the curve, left of X=0
+
+
+def test_similarity_figure_8_inverted_y_axis(similarity_panels: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    db, report = similarity_panels
+    assert "similarity_fig8_framing_exp1" in _drawn_by_command(db, tmp_path)
+    fig = _by_name(figures_for(report))["similarity_fig8_framing_exp1"].figure
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == ["similar", "dissimilar", "different"]
+    assert [a.yaxis_inverted() for a in axes] == [False, True, True]
+    curve = {k: v for k, v in report["experiments"][1]["curve"].items()}
+    for ax in axes:
+        for line in ax.get_lines():
+            name = line.get_gid()
+            if name in curve:
+                assert f"framing={ax.get_title()}" in name
+                assert list(line.get_ydata()) == [p["coop_rate"] for p in curve[name]]
+
+
+def test_similarity_figure_9_one_panel_per_game_with_base(
+    similarity_panels: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    db, report = similarity_panels
+    assert "similarity_fig9_games_exp2" in _drawn_by_command(db, tmp_path)
+    fig = _by_name(figures_for(report))["similarity_fig9_games_exp2"].figure
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == ["chicken", "stag_hunt"]
+    expected = _base_rates(report)
+    for ax in axes:
+        bases = {line.get_gid().split("|", 1)[1].partition(" / ")[0]: list(line.get_ydata())
+                 for line in ax.get_lines() if (line.get_gid() or "").startswith("base|")}
+        assert bases == {agent: [expected[(ax.get_title(), agent)]] for agent in ("coin", "tft")}
+        assert not ax.yaxis_inverted()

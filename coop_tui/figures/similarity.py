@@ -29,7 +29,7 @@ from coop_tui.figures.style import (
 
 def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_star: float | None,
                 prefix: str = "", series_stars: dict[str, float | None] | None = None,
-                order: list[str] | None = None) -> None:
+                order: list[str] | None = None, labels: dict[str, str] | None = None) -> None:
     """The curves of one panel and b*: one dotted line, or, when the panel's curves are
     different games (plain and bonus Prisoner's Dilemma) with b* of their own, one line
     per distinct b* (``series_stars``). ``order`` numbers the series across panels, so
@@ -43,7 +43,7 @@ def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_
         ys = [p["coop_rate"] for p in pts]
         errors = [p.get("se") or 0.0 for p in pts]
         bars = ax.errorbar(xs, ys, yerr=errors, color=colour(i), linestyle=linestyle(i),
-                           marker="o", capsize=2, elinewidth=0.7, label=short(name, 56))
+                           marker="o", capsize=2, elinewidth=0.7, label=(labels or {}).get(name) or short(name, 56))
         bars.lines[0].set_gid(prefix + name)  # the data line, found by its series name
     if b_star is not None:
         ax.axvline(100 * b_star, color="0.3", linestyle=":", linewidth=1.0, gid="b_star",
@@ -59,20 +59,113 @@ def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_
     ax.set_ylabel("cooperation rate")
 
 
+BASE_X = -18
+"""Where the Base point (no similarity sentence) sits: left of X = 0, its own tick."""
+INVERTED_FRAMINGS = ("dissimilar", "different")
+"""Framings told as (1 - X): the paper's Figure 8 inverts their Y axis for comparison."""
+
+
+def _bases(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The Base control (prompt "base": no similarity sentence) of every experiment, per
+    (game, agent): the papers' "Base" row of Figure 2 and column of Figure 9."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in report.get("experiments") or []:
+        for c in e.get("conditions") or []:
+            cond = c.get("condition") or {}
+            if cond.get("prompt") != "base":
+                continue
+            game = cond.get("game") or e.get("game")
+            for agent, a in (c.get("agents") or {}).items():
+                if a.get("coop_rate") is not None:
+                    out.setdefault((game, agent), {"coop_rate": a["coop_rate"], "se": a.get("coop_se")})
+    return out
+
+
+def _panel_of(e: dict[str, Any], name: str, points: list[dict[str, Any]]) -> tuple[str, str]:
+    """A series' (game, framing): from its label's ``game=`` field (an experiment over
+    several games) and its points' framing."""
+    fields = dict(part.split("=", 1) for part in name.partition(" / ")[2].split() if "=" in part)
+    framings = {p.get("framing") for p in points} - {None}
+    return fields.get("game", e.get("game")), (framings.pop() if len(framings) == 1 else "similar")
+
+
+def _draw_base(ax: Any, series: dict[str, list[dict[str, Any]]], game: str,
+               bases: dict[tuple[str, str], dict[str, Any]]) -> bool:
+    """Each agent's Base point beside its curve, in its colour (hollow square)."""
+    drawn = False
+    for i, name in enumerate(series):
+        base = bases.get((game, name.partition(" / ")[0]))
+        if base is None:
+            continue
+        ax.errorbar([BASE_X], [base["coop_rate"]], yerr=[base.get("se") or 0.0], color=colour(i),
+                    marker="s", markerfacecolor="none", capsize=2, elinewidth=0.7,
+                    linestyle="none").lines[0].set_gid(f"base|{name}")
+        drawn = True
+    if drawn:
+        ax.set_xlim(BASE_X - 6, 103)
+        ax.set_xticks([BASE_X, 0, 20, 40, 60, 80, 100], ["Base", "0", "20", "40", "60", "80", "100"])
+        ax.axvline((BASE_X + 0) / 2 - 1, color="0.85", linewidth=0.6)
+    return drawn
+
+
+def _rest(name: str, key: tuple[str, str]) -> str:
+    """A series' condition fields that its panel's title does not already say."""
+    said = {f"game={key[0]}", f"framing={key[1]}"}
+    rest = [p for p in name.partition(" / ")[2].split() if p not in said]
+    return f" ({' '.join(rest)})" if rest else ""
+
+
 def _abstract_curves(report: dict[str, Any]) -> list[Drawn]:
+    """Per X-sweep experiment, one figure: a single panel (the paper's Figure 2), one
+    panel per framing with the dissimilar / different axes inverted (Figure 8), or one
+    panel per game (Figure 9); each agent's Base point beside its curve where the run
+    played the Base control for that game."""
     out = []
+    bases = _bases(report)
     for e in report.get("experiments") or []:
         curve = e.get("curve") or {}
         if not any(len(points) > 1 for points in curve.values()):
             continue
-        fig, axes = figure(SINGLE, 2.2 + 0.12 * len(curve))
-        ax = axes[0][0]
-        _curve_axes(ax, curve, "similarity", e.get("b_star"))
-        ax.set_title(f"Cooperation over similarity — {e['game']}")
-        legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncols=1)
-        out.append(Drawn(f"similarity_fig2_cooperation_over_similarity_exp{e['experiment']}",
-                         "Cooperation rate over the similarity told, per agent (± SE); "
-                         "the dotted line is b*", fig))
+        panels: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+        for name, points in curve.items():
+            panels.setdefault(_panel_of(e, name, points), {})[name] = points
+        keys = sorted(panels, key=lambda k: (k[0], ("similar", *INVERTED_FRAMINGS).index(k[1])
+                                             if k[1] in ("similar", *INVERTED_FRAMINGS) else 9, k[1]))
+        games = {g for g, _f in keys}
+        framings = {f for _g, f in keys}
+        ncols = min(len(keys), 3)
+        nrows = -(-len(keys) // ncols)
+        most = max(len(s) for s in panels.values())
+        fig, axes = figure(SINGLE if ncols == 1 else DOUBLE, (2.2 + 0.12 * most) * nrows,
+                           ncols=ncols, nrows=nrows)
+        for k, key in enumerate(keys):
+            ax = axes.flat[k]
+            game, framing = key
+            # the agent's name alone: the panel's title says the game and framing (short()
+            # would drop "agent / " as if it were a provider prefix)
+            names = {n: short(n.partition(" / ")[0]) + _rest(n, key) for n in panels[key]}
+            _curve_axes(ax, panels[key], "similarity", e.get("b_star"), labels=names)
+            _draw_base(ax, panels[key], game, bases)
+            if framing in INVERTED_FRAMINGS:
+                ax.invert_yaxis()  # as the paper: told (1 - X), read against "similar"
+                ax.set_ylabel("cooperation rate (axis inverted)")
+            ax.set_title(" — ".join(p for p in (game if len(games) > 1 or len(keys) == 1 else "",
+                                                framing if len(framings) > 1 else "") if p))
+            legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncols=1)
+        for ax in list(axes.flat)[len(keys):]:
+            ax.set_visible(False)
+        if len(keys) == 1:
+            axes.flat[0].set_title(f"Cooperation over similarity — {e['game']}")
+            name, what = "fig2_cooperation_over_similarity", "Cooperation rate over the similarity told"
+        elif len(framings) > 1:
+            name, what = "fig8_framing", "Cooperation rate over X per framing (dissimilar / different: Y inverted)"
+            fig.suptitle(f"Cooperation over similarity by framing — {e['game']}", fontsize=8)
+        else:
+            name, what = "fig9_games", "Cooperation rate over the similarity told, one panel per game"
+            fig.suptitle("Cooperation over similarity per game", fontsize=8)
+        out.append(Drawn(f"similarity_{name}_exp{e['experiment']}",
+                         f"{what}, per agent (± SE); the dotted line is b*; hollow squares: "
+                         "Base (no similarity sentence)", fig))
     return out
 
 
