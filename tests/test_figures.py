@@ -656,3 +656,30 @@ def test_similarity_figure_9_one_panel_per_game_with_base(
                  for line in ax.get_lines() if (line.get_gid() or "").startswith("base|")}
         assert bases == {agent: [expected[(ax.get_title(), agent)]] for agent in ("coin", "tft")}
         assert not ax.yaxis_inverted()
+
+
+def test_similarity_figures_13_to_16_drawn_as_figures(similarity_grounded: dict[str, Any]) -> None:
+    """The matchup payoffs of each grounded source as a matrix figure, named after the
+    paper's figure of that source (13 exogenous, 14 explanations, 15 decisions, 16
+    both), every cell the section's "row / column" expected payoffs."""
+    from coop_tui.analysis.sections.expected import matchup_cells
+    from coop_tui.figures.style import slug
+
+    drawn = _by_name(figures_for(similarity_grounded))
+    figures = {n: d for n, d in drawn.items() if "_matchups_" in n and n.startswith("similarity_")}
+    numbers = {n.split("_")[1] for n in figures}
+    assert numbers == {"fig13", "fig14", "fig15", "fig16"}
+    checked = 0
+    for c in similarity_grounded["expected"]["conditions"]:
+        found = matchup_cells(c)
+        if found is None:
+            continue
+        agents, cells = found
+        (d,) = [d for n, d in figures.items() if n.endswith(f"exp{c['experiment']}_{slug(c['label'])}")]
+        texts = {t.get_gid(): t.get_text() for t in d.figure.axes[0].texts if t.get_gid()}
+        for (a, b), (mine, theirs) in cells.items():
+            assert texts[f"cell|{a}|{b}"] == f"{mine:.2f} / {theirs:.2f}"
+        assert _image(d) == [[cells[(a, b)][0] if (a, b) in cells else None for b in agents]
+                             for a in agents]
+        checked += 1
+    assert checked >= 4

@@ -263,8 +263,56 @@ def _matrices(report: dict[str, Any]) -> list[Drawn]:
     return out
 
 
+MATCHUP_FIGURES = (("explanations", "fig14"), ("decisions", "fig15"), ("both", "fig16"),
+                   ("exogenous", "fig13"))
+"""The paper's matchup figure of each source of scores (first match wins)."""
+
+
+def _matchup_figure_number(label: str) -> str:
+    return next((fig for word, fig in MATCHUP_FIGURES if word in label), "fig13")
+
+
+def _matchups(report: dict[str, Any]) -> list[Drawn]:
+    """The paper's Figures 13-16: per condition where different agents met, the expected
+    payoffs of each seating as a matrix, the colour the row player's payoff, each cell
+    written "row / column" (the ``expected`` section's matchups, seats symmetrised)."""
+    from coop_tui.analysis.sections.expected import matchup_cells
+
+    out = []
+    for c in (report.get("expected") or {}).get("conditions") or []:
+        found = matchup_cells(c)
+        if found is None:
+            continue
+        agents, cells = found
+        size = min(DOUBLE, max(SINGLE, 0.6 * len(agents) + 1.8))
+        fig, axes = figure(size, size * 0.8)
+        ax = axes[0][0]
+        values = [[cells[(a, b)][0] if (a, b) in cells else None for b in agents] for a in agents]
+        heatmap(ax, values, agents, agents, label="row player's expected payoff", fig=fig,
+                fmt="{:.2f}")
+        for text in list(ax.texts):  # the paper writes both payoffs in each cell
+            text.remove()
+        known = [v for row in values for v in row if v is not None]
+        lo, hi = min(known), max(known)
+        for i, a in enumerate(agents):
+            for j, b in enumerate(agents):
+                mine, theirs = cells.get((a, b), (None, None))
+                dark = mine is None or hi <= lo or (mine - lo) / (hi - lo) < 0.5
+                ax.text(j, i, "–" if mine is None else f"{mine:.2f} / {theirs:.2f}",
+                        ha="center", va="center", fontsize=6,
+                        color="white" if dark and mine is not None else "black",
+                        gid=f"cell|{a}|{b}")
+        ax.set_ylabel("row player")
+        ax.set_xlabel("column player")
+        ax.set_title(f"Matchup payoffs — {c['label']}")
+        number = _matchup_figure_number(c["label"])
+        out.append(Drawn(f"similarity_{number}_matchups_exp{c['experiment']}_{slug(c['label'])}",
+                         f"Expected payoffs of each seating (row / column) under {c['label']}", fig))
+    return out
+
+
 def draw(report: dict[str, Any]) -> list[Drawn]:
-    return _abstract_curves(report) + _grounded_curves(report) + _matrices(report)
+    return _abstract_curves(report) + _grounded_curves(report) + _matrices(report) + _matchups(report)
 
 
 FAMILY = register(Family(key="similarity", title="The similarity signals paper: similarity", draw=draw, order=20))
