@@ -475,8 +475,8 @@ async def test_planner_sees_the_co_player_and_the_match_stats_as_the_code_does(
             f"Match between {who(0)} and {who(1)}:\n") in first
     assert f"Match between {who(0)} and {who(2)}:\n- Round 1: you chose A0" in first
     assert "Match against" not in first
-    if grouped:
-        assert "Group standings so far (points): Group 1 27, Group 2 9." in first
+    if grouped:  # the rank alone, as the paper's code (standings = "points" adds them)
+        assert "Your group is ranked 1 of 2." in first and "points):" not in first
     middle = prompt_of(store, m["id"], "plan", 0, 5)  # round 2 against #3: one round played
     assert ("- Agent #1: share of A0 100%, points 3\n"
             "- Agent #3: share of A0 100%, points 3\n") in middle
@@ -643,3 +643,21 @@ async def test_a_cross_play_team_population_is_not_a_coopeval_population_table(t
     report = build_report(store, matches[0]["run_id"])
     assert report["teams"]["conditions"]
     assert not report.get("tables")
+
+
+@pytest.mark.parametrize("standings", [None, "points"])
+async def test_group_standings_show_rank_only_as_the_code_does(
+    tmp_path: Any, model: LoopbackServer, standings: str | None
+) -> None:
+    """The paper's code tells a GC or SA player its group's rank, never the groups'
+    points: that is the default; ``standings = "points"`` (ours) adds every group's points."""
+    extra = {} if standings is None else {"standings": standings}
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m"] * 4, structure="SA", teams=2, team_size=2, rounds=3, budget=8, plan_every=2,
+        meta="off", **extra), agents={**STRATEGIES, "m": llm(model)}))
+    first = prompt_of(store, m["id"], "plan", 0, 7)
+    assert "Your group is ranked 1 of 2." in first
+    if standings == "points":
+        assert "Group standings so far (points): Group 1 27, Group 2 9. Your group is ranked" in first
+    else:
+        assert "points):" not in first and "Group 2 9" not in first
