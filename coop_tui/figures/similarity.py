@@ -16,6 +16,8 @@ from typing import Any
 from coop_tui.figures import Drawn, Family, register
 from coop_tui.figures.style import (
     DOUBLE,
+    MARKERS,
+    OKABE_ITO,
     SINGLE,
     colour,
     figure,
@@ -43,7 +45,8 @@ def _curve_axes(ax: Any, series: dict[str, list[dict[str, Any]]], x_key: str, b_
         ys = [p["coop_rate"] for p in pts]
         errors = [p.get("se") or 0.0 for p in pts]
         bars = ax.errorbar(xs, ys, yerr=errors, color=colour(i), linestyle=linestyle(i),
-                           marker="o", capsize=2, elinewidth=0.7, label=(labels or {}).get(name) or short(name, 56))
+                           marker=MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)], capsize=2,
+                           elinewidth=0.7, label=(labels or {}).get(name) or short(name, 56))
         bars.lines[0].set_gid(prefix + name)  # the data line, found by its series name
     if b_star is not None:
         ax.axvline(100 * b_star, color="0.3", linestyle=":", linewidth=1.0, gid="b_star",
