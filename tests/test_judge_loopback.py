@@ -251,6 +251,31 @@ def test_report_figures_equal_hand_computed_values(judged: Any) -> None:
     assert "Reasoning judgements" in text.stdout and "agreement cheap vs dear" in text.stdout
 
 
+def test_pooled_frequency_tables_per_mechanism_model_and_game(judged: Any) -> None:
+    """The reasoning taxonomy's pooled tables (CoopEval's paper): per mechanism, per model
+    x mechanism and per game x mechanism, each pool's share weighted by its decisions;
+    found by the section registry and printed."""
+    db = judged[0]
+    report = cli("report", "judged", "--db", str(db), "--json")
+    assert report.returncode == 0, report.stderr
+    taxonomy = json.loads(report.stdout)["taxonomy"]
+    cheap = next(p for p in taxonomy["passes"] if p["judge"] == "cheap")
+    (mech,) = cheap["by_mechanism"]
+    assert (mech["mechanism"], mech["n"]) == ("none", 4)
+    # alpha (2 decisions): reciprocity 1.0, utility 0.5; beta (2): reciprocity 0, utility 1.0
+    assert mech["categories"]["Reciprocity"] == pytest.approx(0.5)
+    assert mech["categories"]["Individual utility maximization"] == pytest.approx(0.75)
+    assert mech["categories"]["Trust evaluation"] == pytest.approx(0.25)
+    models = {r["agent"]: r for r in cheap["by_model_mechanism"]}
+    assert set(models) == {"alpha", "beta"} and models["alpha"]["categories"]["Reciprocity"] == 1.0
+    (game,) = cheap["by_game_mechanism"]
+    assert (game["game"], game["mechanism"], game["n"]) == ("prisoners", "none", 4)
+    assert game["categories"] == mech["categories"]
+    printed = cli("report", "judged", "--db", str(db))
+    for what in ("mechanism", "model × mechanism", "game × mechanism"):
+        assert re.search(rf"justifications by cheap, per {what} *\n", printed.stdout)
+
+
 def test_a_rerun_asks_nothing_and_relinks_a_judgement_stored_before_a_kill(judged: Any,
                                                                            tmp_path: Path) -> None:
     db, sweep, script, _server = judged
