@@ -105,6 +105,10 @@ class TeamsParams(MechanismParams):
     schedule: Literal["shuffled", "ordered"] = "shuffled"
     winner_bonus: float = Field(default=0.0, ge=0, le=100)
     bonus_in_ri: bool = False
+    standings: Literal["rank", "points"] = "rank"
+    """What GC and SA players are told of the groups: ``rank``, their group's rank only,
+    as the paper's code tells them (the default); ``points``, ours, every group's points
+    beside it (more to act on than the paper's players had)."""
 
     @property
     def rounds_budget(self) -> int:
@@ -368,7 +372,8 @@ class Teams(Mechanism):
             "my_group": f"Group {mine + 1}",
             "opponent_group": "Group unknown" if unknown else f"Group {team_of(other, p.team_size) + 1}",
             "members": [f"Agent #{s + 1}" for s in range(mine * p.team_size, (mine + 1) * p.team_size)],
-            "standings": [{"name": f"Group {g + 1}", "score": _pts(team_scores[g])} for g in ranked],
+            "standings": ([{"name": f"Group {g + 1}", "score": _pts(team_scores[g])} for g in ranked]
+                          if p.standings == "points" else []),
             "rank": ranked.index(mine) + 1,
             "match_round": r,
             "match": _match_block(log, seat, "This match so far", label),

@@ -299,16 +299,16 @@ def test_team_figures_are_the_sections_values(teams: dict[str, Any]) -> None:
         lines = _lines(drawn[name])
         for i, c in enumerate(conds):
             assert list(lines[str(i)].get_xdata()) == [p["x"] for p in c[key]]
-            assert list(lines[str(i)].get_ydata()) == [p["mean"] for p in c[key]]
+            assert list(lines[str(i)].get_ydata()) == pytest.approx([100 * p["mean"] for p in c[key]])
     bars = [p for ax in drawn["superadditive_fig3_one_shot_by_structure"].figure.axes for p in ax.patches]
-    plotted = sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars)
-    expected = sorted((k, round(c["one_shot"][k]["mean"], 12)) for c in conds
+    plotted = sorted((p.get_gid(), round(p.get_height(), 9)) for p in bars)
+    expected = sorted((k, round(100 * c["one_shot"][k]["mean"], 9)) for c in conds
                       for k in ("all", "intra", "inter")
                       if (c["one_shot"].get(k) or {}).get("mean") is not None)
     assert plotted == expected
     bars = drawn["superadditive_fig4_intra_inter_cooperation"].figure.axes[0].patches
-    assert sorted((p.get_gid(), round(p.get_height(), 12)) for p in bars) == sorted(
-        (k, round(c[k]["mean"], 12)) for c in conds for k in ("intra", "inter")
+    assert sorted((p.get_gid(), round(p.get_height(), 9)) for p in bars) == sorted(
+        (k, round(100 * c[k]["mean"], 9)) for c in conds for k in ("intra", "inter")
         if c["structure"] == "SA" and (c.get(k) or {}).get("mean") is not None)
 
 
@@ -327,42 +327,64 @@ def teams_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return _report(store, run_id)
 
 
-def test_team_figures_have_a_panel_per_model_a_half_line_and_figure_4_for_sa_only(
+def test_superadditive_figures_2_to_4_have_panels_per_model_and_structure_on_a_percent_axis(
     teams_models: dict[str, Any]
 ) -> None:
+    """As the paper draws them: Figures 2 and 3 one panel per model x structure (rows
+    models by name, columns SA, RI, GC), every axis 0-100% with the 50% line; the bars of
+    the pooled Figure 3 and Figure 4 in percent too, Figure 4 for SA only."""
     conds = teams_models["teams"]["conditions"]
-    models = ["cogito", "phi4", "qwen3"]  # panels by name
+    models = ["cogito", "phi4", "qwen3"]  # rows by name
     assert sorted((c["agents"][0], c["structure"]) for c in conds) == sorted(
         (m, s) for m in models for s in ("RI", "GC", "SA"))
     drawn = _by_name(figures_for(teams_models))
-    for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches",
-                 "superadditive_fig3_one_shot_by_structure"):
-        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
-        assert [ax.get_title() for ax in axes] == models, name  # one panel per model
-        for ax in axes:
-            (half,) = [line for line in ax.get_lines() if line.get_gid() == "half"]
-            assert list(half.get_ydata()) == [0.5, 0.5]  # the paper's 50% line
-            shown = {conds[int(line.get_gid())]["agents"][0] for line in ax.get_lines()
-                     if (line.get_gid() or "").isdigit()}
-            assert shown <= {ax.get_title()}  # a panel draws its own model's conditions only
     for name, key in (("superadditive_fig2_cooperation_per_round", "per_round"),
                       ("superadditive_fig3_one_shot_over_matches", "osc_curve")):
-        for ax in drawn[name].figure.axes:
-            curves = [line for line in ax.get_lines() if line.get_gid() != "half"]
-            assert [line.get_label() for line in curves] == ["SA", "RI", "GC"]
-            for line in curves:
-                c = conds[int(line.get_gid())]
-                assert c["agents"] == [ax.get_title()]
-                assert list(line.get_ydata()) == [p["mean"] for p in c[key]]
+        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == [f"{m} — {s}" for m in models
+                                                   for s in ("SA", "RI", "GC")], name
+        for ax in axes:
+            (half,) = [line for line in ax.get_lines() if line.get_gid() == "half"]
+            assert list(half.get_ydata()) == [50, 50]  # the paper's 50% line, in percent
+            assert ax.get_ylim()[0] == 0 and 100 <= ax.get_ylim()[1] <= 105
+            (curve,) = [line for line in ax.get_lines() if line.get_gid() != "half"]
+            c = conds[int(curve.get_gid())]
+            assert ax.get_title() == f"{c['agents'][0]} — {c['structure']}"
+            assert list(curve.get_ydata()) == pytest.approx([100 * p["mean"] for p in c[key]])
+    pooled = [ax for ax in drawn["superadditive_fig3_one_shot_by_structure"].figure.axes
+              if ax.get_visible()]
+    assert [ax.get_title() for ax in pooled] == models
+    for ax in pooled:
+        assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_gid() == "half"] == [50]
     fig4 = drawn["superadditive_fig4_intra_inter_cooperation"].figure
     (ax,) = fig4.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == models
     assert not [line for line in ax.get_lines() if line.get_gid() == "half"]  # none in the paper's
     sa = {c["agents"][0]: c for c in conds if c["structure"] == "SA"}
-    bars = sorted((p.get_gid(), round(p.get_x() + p.get_width() / 2), round(p.get_height(), 12))
+    bars = sorted((p.get_gid(), round(p.get_x() + p.get_width() / 2), round(p.get_height(), 9))
                   for p in ax.patches)
-    assert bars == sorted((k, round(i - 0.4 + 0.4 * (j + 0.5)), round(sa[m][k]["mean"], 12))
-                          for i, m in enumerate(models) for j, k in enumerate(("intra", "inter")))
+    assert bars == sorted((k, round(i - 0.4 + 0.4 * (j + 0.5)), round(100 * sa[m][k]["mean"], 9))
+                          for i, m in enumerate(models) for j, k in enumerate(("intra", "inter"))
+                          if sa[m][k]["mean"] is not None)  # a slot with no match: labelled, no bar
+    assert len(bars) >= 4
+
+
+def test_superadditive_figure_5_meta_prompt_accuracy(teams: dict[str, Any]) -> None:
+    """Meta-prompt accuracy in the SA tournaments: a bar per question asked and the
+    overall share, in percent, read back against the report."""
+    conds = teams["teams"]["conditions"]
+    sa = [(i, c) for i, c in enumerate(conds) if c["structure"] == "SA"]
+    assert sa and all(c["meta_accuracy"]["by_question"] for _i, c in sa)
+    fig = _by_name(figures_for(teams))["superadditive_fig5_meta_prompt_accuracy"].figure
+    bars: dict[str, list[float]] = {}
+    for ax in fig.axes:
+        for p in ax.patches:
+            bars.setdefault(p.get_gid(), []).append(round(p.get_height(), 9))
+    for i, c in sa:
+        meta = c["meta_accuracy"]
+        assert bars[f"{i}|questions"] == [round(100 * v, 9) for v in meta["by_question"].values()]
+        assert bars[f"{i}|all"] == [round(100 * meta["all"]["mean"], 9)]
+    assert set(bars) == {f"{i}|{k}" for i, _c in sa for k in ("questions", "all")}
 
 
 # ------------------------------------------------------------------ the command
@@ -476,11 +498,10 @@ def test_structures_are_told_apart_and_gc_says_it_has_no_intra_group_matches(
     for name in ("superadditive_fig2_cooperation_per_round", "superadditive_fig3_one_shot_over_matches"):
         lines = [line for line in _lines(drawn[name]).values() if line.get_gid() != "half"]
         looks = {(line.get_linestyle(), line.get_marker()) for line in lines}
-        assert len(looks) == len(lines) == 3  # RI and GC no longer one line drawn over the other
-        axes = drawn[name].figure.axes
-        assert [ax.get_title() for ax in axes] == ["allc, alld, grim, tft", "alld, grim, smollm2, tft"]
-        assert [[t.get_text() for t in ax.get_legend().get_texts()] for ax in axes] == [
-            ["RI", "GC"], ["SA"]]
+        assert len(looks) == len(lines) == 3  # each structure its own look, in its own panel
+        axes = [ax for ax in drawn[name].figure.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == [
+            "allc, alld, grim, tft — RI", "allc, alld, grim, tft — GC", "alld, grim, smollm2, tft — SA"]
     gc = next(c for c in conds if c["structure"] == "GC")
     assert (gc.get("intra") or {}).get("mean") is None  # GC pairs players of different groups
     ax, sa_ax = drawn["superadditive_fig3_one_shot_by_structure"].figure.axes
@@ -503,3 +524,164 @@ def test_columns_told_apart_only_by_long_values_are_numbered(similarity_grounded
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels == [f"similarity ({i})" for i in range(1, len(labels) + 1)]
     assert len(labels) > 4 and fig.axes[0].get_xticklabels()[0].get_rotation() == 35
+
+
+def _many_series_report(n: int) -> dict[str, Any]:
+    """A grounded table of ``n`` series over two benchmarks (the similarity study's
+    Figure 3 has 22 per panel: agents x methods x game variants)."""
+    curves = {bench: {f"agent-{k} · method {k % 3} · prisoners (bonus {k % 2 * 3})":
+                      [{"told": t, "coop_rate": ((k + t / 10) % 10) / 10, "se": 0.05, "n": 4}
+                       for t in (0, 50, 100)] for k in range(n)}
+              for bench in ("demo_choices", "demo_ratings")}
+    return {"similarity_table": {"curves": curves, "b_star": {"demo_choices": 0.5, "demo_ratings": 0.5},
+                                 "b_star_by_series": {}}}
+
+
+def test_fig_3_with_22_series_has_one_readable_legend_outside_the_panels() -> None:
+    import warnings
+
+    report = _many_series_report(22)
+    fig = _by_name(figures_for(report))["similarity_fig3_cooperation_by_benchmark"].figure
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained_layout not applied" would fail here
+        fig.canvas.draw()
+    assert all(ax.get_legend() is None for ax in fig.axes)  # no legend under each panel
+    (shared,) = fig.legends
+    labels = [t.get_text() for t in shared.get_texts()]
+    series = sorted(report["similarity_table"]["curves"]["demo_choices"])
+    from coop_tui.figures.style import short
+
+    assert sorted(labels) == sorted([short(s, 56) for s in series] + ["b* = 50%"])  # each once
+    # outside: the legend sits below every panel, and the panels keep a readable height
+    renderer = fig.canvas.get_renderer()
+    legend_top = shared.get_window_extent(renderer).y1
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        assert box.y0 >= legend_top - 1
+        assert box.height >= 0.35 * fig.get_figheight() * fig.dpi / 2
+    # one series, one look in both panels
+    lines = _lines(_by_name(figures_for(report))["similarity_fig3_cooperation_by_benchmark"])
+    for name in series:
+        a, b = lines[f"demo_choices|{name}"], lines[f"demo_ratings|{name}"]
+        assert (a.get_color(), a.get_linestyle()) == (b.get_color(), b.get_linestyle())
+
+
+def test_few_series_keep_their_legend_under_each_panel() -> None:
+    fig = _by_name(figures_for(_many_series_report(3)))["similarity_fig3_cooperation_by_benchmark"].figure
+    assert not fig.legends
+    assert all(ax.get_legend() is not None for ax in fig.axes if ax.get_visible())
+
+
+# ------------------------------------------------------------------ similarity signals: Figs 2, 8, 9
+SIMILARITY_PANELS: dict[str, Any] = {
+    "name": "similarity-panels", "seed": 5, "samples": 2,
+    "agents": {"tft": {"strategy": "tit_for_tat"}, "coin": {"strategy": "random", "params": {"p": 0.5}}},
+    "experiments": [
+        # Figure 2 (one game), Figure 8 (framings), Figure 9 (games), and the Base control
+        {"game": "prisoners", "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "similarity": [0, 50, 100]},
+        {"game": "prisoners", "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "similarity": [0, 100],
+         "framing": ["similar", "dissimilar", "different"]},
+        {"game": ["stag_hunt", "chicken"], "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "similarity": [0, 100]},
+        {"game": ["prisoners", "stag_hunt", "chicken"], "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "coin"], "prompt": "base", "similarity": 0},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def similarity_panels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    db = tmp_path_factory.mktemp("panels") / "c.db"
+    store, run_id = _strategy_run(ROOT, SIMILARITY_PANELS, db, Path("similarity-panels.toml"))
+    report = _report(store, run_id)
+    store.close()
+    return db, report
+
+
+def _base_rates(report: dict[str, Any]) -> dict[tuple[str, str], float]:
+    (base,) = [e for e in report["experiments"] if e["experiment"] == 3]
+    return {(c["condition"]["game"], agent): a["coop_rate"] for c in base["conditions"]
+            for agent, a in c["agents"].items()}
+
+
+def _drawn_by_command(db: Path, out: Path) -> dict[str, Drawn]:
+    """The files ``coop-tui figures`` writes, and the drawn figures they came from."""
+    assert main(["figures", "--db", str(db), "--out", str(out)]) == 0
+    return {p.stem: p for p in out.iterdir()}
+
+
+def test_similarity_figure_2_base_row(similarity_panels: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    db, report = similarity_panels
+    files = _drawn_by_command(db, tmp_path)
+    assert "similarity_fig2_cooperation_over_similarity_exp0" in files
+    fig = _by_name(figures_for(report))["similarity_fig2_cooperation_over_similarity_exp0"].figure
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == "Base"
+    bases = {line.get_gid().split("|", 1)[1]: line for line in ax.get_lines()
+             if (line.get_gid() or "").startswith("base|")}
+    expected = _base_rates(report)
+    assert set(bases) == {"coin", "tft"}
+    for agent, line in bases.items():
+        assert list(line.get_ydata()) == [expected[("prisoners", agent)]]
+        assert line.get_xdata()[0] < min(ax.get_lines()[0].get_xdata())  # beside the curve, left of X=0
+
+
+def test_similarity_figure_8_inverted_y_axis(similarity_panels: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    db, report = similarity_panels
+    assert "similarity_fig8_framing_exp1" in _drawn_by_command(db, tmp_path)
+    fig = _by_name(figures_for(report))["similarity_fig8_framing_exp1"].figure
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == ["similar", "dissimilar", "different"]
+    assert [a.yaxis_inverted() for a in axes] == [False, True, True]
+    curve = {k: v for k, v in report["experiments"][1]["curve"].items()}
+    for ax in axes:
+        for line in ax.get_lines():
+            name = line.get_gid()
+            if name in curve:
+                assert f"framing={ax.get_title()}" in name
+                assert list(line.get_ydata()) == [p["coop_rate"] for p in curve[name]]
+
+
+def test_similarity_figure_9_one_panel_per_game_with_base(
+    similarity_panels: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    db, report = similarity_panels
+    assert "similarity_fig9_games_exp2" in _drawn_by_command(db, tmp_path)
+    fig = _by_name(figures_for(report))["similarity_fig9_games_exp2"].figure
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == ["chicken", "stag_hunt"]
+    expected = _base_rates(report)
+    for ax in axes:
+        bases = {line.get_gid().split("|", 1)[1].partition(" / ")[0]: list(line.get_ydata())
+                 for line in ax.get_lines() if (line.get_gid() or "").startswith("base|")}
+        assert bases == {agent: [expected[(ax.get_title(), agent)]] for agent in ("coin", "tft")}
+        assert not ax.yaxis_inverted()
+
+
+def test_similarity_figures_13_to_16_drawn_as_figures(similarity_grounded: dict[str, Any]) -> None:
+    """The matchup payoffs of each grounded source as a matrix figure, named after the
+    paper's figure of that source (13 exogenous, 14 explanations, 15 decisions, 16
+    both), every cell the section's "row / column" expected payoffs."""
+    from coop_tui.analysis.sections.expected import matchup_cells
+    from coop_tui.figures.style import slug
+
+    drawn = _by_name(figures_for(similarity_grounded))
+    figures = {n: d for n, d in drawn.items() if "_matchups_" in n and n.startswith("similarity_")}
+    numbers = {n.split("_")[1] for n in figures}
+    assert numbers == {"fig13", "fig14", "fig15", "fig16"}
+    checked = 0
+    for c in similarity_grounded["expected"]["conditions"]:
+        found = matchup_cells(c)
+        if found is None:
+            continue
+        agents, cells = found
+        (d,) = [d for n, d in figures.items() if n.endswith(f"exp{c['experiment']}_{slug(c['label'])}")]
+        texts = {t.get_gid(): t.get_text() for t in d.figure.axes[0].texts if t.get_gid()}
+        for (a, b), (mine, theirs) in cells.items():
+            assert texts[f"cell|{a}|{b}"] == f"{mine:.2f} / {theirs:.2f}"
+        assert _image(d) == [[cells[(a, b)][0] if (a, b) in cells else None for b in agents]
+                             for a in agents]
+        checked += 1
+    assert checked >= 4

@@ -99,7 +99,10 @@ agents = ["alpha", "beta"]
     assert body["temperature"] == 0 and body["max_tokens"] == 500  # CoopEval's judge call
     prompt = body["messages"][0]["content"]
     assert "TEXT-alpha0: The other player cooperated before" in prompt
-    assert "Game: PrisonersDilemma" in prompt and "- Others: " in prompt  # CoopEval's name
+    assert "- Others: " in prompt
+    # the input lines as the CoopEval paper prints its example: Game, Mechanism, Run, Player
+    assert ("Game: PrisonersDilemma\nMechanism: NoMechanism\nRun: no_mechanism_prisoners_dilemma\n"
+            "Player: alpha\nThe response to classify") in prompt
     assert len(script.judge_bodies) == 1 + 4  # the per-category pass judged all four
     assert all(b.get("temperature") == 0.7 for b in script.judge_bodies if b is not body)
 
@@ -132,3 +135,21 @@ agents = ["alpha", "beta"]
     assert agreement["n"] == 1 and agreement["kappa"]["Reciprocity"] is None  # both constant
     text = cli("report", "--db", str(db), judged_run).stdout
     assert "justifications v2 by judge" in text and "Reciprocity" in text
+
+
+@pytest.mark.parametrize("mechanism, condition, expected", [
+    ("none", {}, "Mechanism: NoMechanism\nRun: no_mechanism_trust_game"),
+    ("reputation", {"order": "first"}, "Mechanism: ReputationFirstOrder\nRun: reputation_first_order_trust_game"),
+    ("reputation", {"order": "higher"}, "Mechanism: Reputation\nRun: reputation_trust_game"),
+    ("contracting", {}, "Mechanism: Contracting\nRun: contracting_trust_game"),
+])
+def test_judge_input_lines_follow_the_papers_printed_example(
+    mechanism: str, condition: dict[str, Any], expected: str
+) -> None:
+    """Game, Mechanism, Run (CoopEval's tournament folder name, as in the bundled study:
+    reputation_first_order_trust_game) and Player, one per line."""
+    from coop_tui.judging.run import coopeval_lines
+
+    match = {"game": "trust", "mechanism": mechanism, "condition": json.dumps(condition)}
+    assert coopeval_lines(match, {"agent": "gpt-4o-CoT", "seat": 1}) == (
+        f"Game: TrustGame\n{expected}\nPlayer: gpt-4o-CoT")

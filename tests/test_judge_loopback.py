@@ -251,6 +251,65 @@ def test_report_figures_equal_hand_computed_values(judged: Any) -> None:
     assert "Reasoning judgements" in text.stdout and "agreement cheap vs dear" in text.stdout
 
 
+def test_pooled_frequency_tables_per_mechanism_model_and_game(judged: Any) -> None:
+    """The reasoning taxonomy's pooled tables (CoopEval's paper): per mechanism, per model
+    x mechanism and per game x mechanism, each pool's share weighted by its decisions;
+    found by the section registry and printed."""
+    db = judged[0]
+    report = cli("report", "judged", "--db", str(db), "--json")
+    assert report.returncode == 0, report.stderr
+    taxonomy = json.loads(report.stdout)["taxonomy"]
+    cheap = next(p for p in taxonomy["passes"] if p["judge"] == "cheap")
+    (mech,) = cheap["by_mechanism"]
+    assert (mech["mechanism"], mech["n"]) == ("none", 4)
+    # alpha (2 decisions): reciprocity 1.0, utility 0.5; beta (2): reciprocity 0, utility 1.0
+    assert mech["categories"]["Reciprocity"] == pytest.approx(0.5)
+    assert mech["categories"]["Individual utility maximization"] == pytest.approx(0.75)
+    assert mech["categories"]["Trust evaluation"] == pytest.approx(0.25)
+    models = {r["agent"]: r for r in cheap["by_model_mechanism"]}
+    assert set(models) == {"alpha", "beta"} and models["alpha"]["categories"]["Reciprocity"] == 1.0
+    (game,) = cheap["by_game_mechanism"]
+    assert (game["game"], game["mechanism"], game["n"]) == ("prisoners", "none", 4)
+    assert game["categories"] == mech["categories"]
+    printed = cli("report", "judged", "--db", str(db))
+    for what in ("mechanism", "model × mechanism", "game × mechanism"):
+        assert re.search(rf"justifications by cheap, per {what} *\n", printed.stdout)
+
+
+def test_taxonomy_figures_2_and_4_to_7_from_a_judged_run(judged: Any, tmp_path: Path) -> None:
+    """``coop-tui figures`` on a judged run draws the CoopEval paper's taxonomy figures per
+    judge: the bars (Figures 2 and 4) and heat maps (5-7) are the taxonomy section's shares."""
+    pytest.importorskip("matplotlib", reason="the figures extra (matplotlib) is not installed")
+    from coop_tui.figures import figures_for
+
+    db = judged[0]
+    out = tmp_path / "figs"
+    done = cli("figures", "judged", "--db", str(db), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = {p.stem for p in out.iterdir()}
+    for judge in ("cheap", "dear"):
+        assert {f"taxonomy_fig2_by_model_{judge}", f"taxonomy_fig4_profile_{judge}",
+                f"taxonomy_fig5_heatmap_{judge}", f"taxonomy_fig6_heatmap_per-model_{judge}",
+                f"taxonomy_fig7_heatmap_per-game_{judge}"} <= names
+    report = json.loads(cli("report", "judged", "--db", str(db), "--json").stdout)
+    drawn = {d.name: d.figure for d in figures_for(report)}
+    cheap = next(p for p in report["taxonomy"]["passes"] if p["judge"] == "cheap")
+    bars = {p.get_gid(): p.get_height() for ax in drawn["taxonomy_fig2_by_model_cheap"].axes
+            for p in ax.patches if p.get_gid()}
+    assert bars and all(
+        height == pytest.approx(100 * next(r for r in cheap["by_model_mechanism"]
+                                           if r["agent"] == gid.split("|")[0])["categories"][gid.split("|")[2]])
+        for gid, height in bars.items())
+    assert bars["alpha|none|Reciprocity"] == pytest.approx(100.0)
+    profile = {p.get_gid(): p.get_height() for p in drawn["taxonomy_fig4_profile_cheap"].axes[0].patches}
+    assert profile["all|none|Individual utility maximization"] == pytest.approx(75.0)
+    (mech,) = cheap["by_mechanism"]
+    image = drawn["taxonomy_fig5_heatmap_cheap"].axes[0].images[0].get_array()
+    assert [float(v) for v in image[:, 0]] == pytest.approx([100 * v for v in mech["categories"].values()])
+    per_model = [ax for ax in drawn["taxonomy_fig6_heatmap_per-model_cheap"].axes if ax.images]
+    assert [ax.get_title() for ax in per_model] == ["alpha", "beta"]
+
+
 def test_a_rerun_asks_nothing_and_relinks_a_judgement_stored_before_a_kill(judged: Any,
                                                                            tmp_path: Path) -> None:
     db, sweep, script, _server = judged

@@ -37,8 +37,11 @@ def test_builtin_rubrics_carry_coopevals_categories_and_seed_000s_reasoning_type
             "dissimilar_plays_opposite"} <= set(sim.ids)
     assert sim.protocol == "per-category"
     # CoopEval's request: the types by name, the game, the text; the answer shape
-    prompt = just.prompt("I defect because it dominates.", "Prisoner's Dilemma")
-    assert "I defect because it dominates." in prompt and "Game: Prisoner's Dilemma" in prompt
+    from coop_tui.judging.rubric import coopeval_input_lines
+
+    prompt = just.prompt("I defect because it dominates.",
+                         coopeval_input_lines("Prisoner's Dilemma", "none", None, "alpha"))
+    assert "I defect because it dominates." in prompt and "Game: Prisoner's Dilemma\n" in prompt
     assert all(f"- {name}:" in prompt for name in COOPEVAL_TYPES)
     # CoopEval's answer keys, its types as one string separated by commas
     assert ('"Reasoning_behind_classification": "why these types apply", "Confidence": 0.85, '

@@ -475,8 +475,8 @@ async def test_planner_sees_the_co_player_and_the_match_stats_as_the_code_does(
             f"Match between {who(0)} and {who(1)}:\n") in first
     assert f"Match between {who(0)} and {who(2)}:\n- Round 1: you chose A0" in first
     assert "Match against" not in first
-    if grouped:
-        assert "Group standings so far (points): Group 1 27, Group 2 9." in first
+    if grouped:  # the rank alone, as the paper's code (standings = "points" adds them)
+        assert "Your group is ranked 1 of 2." in first and "points):" not in first
     middle = prompt_of(store, m["id"], "plan", 0, 5)  # round 2 against #3: one round played
     assert ("- Agent #1: share of A0 100%, points 3\n"
             "- Agent #3: share of A0 100%, points 3\n") in middle
@@ -643,3 +643,53 @@ async def test_a_cross_play_team_population_is_not_a_coopeval_population_table(t
     report = build_report(store, matches[0]["run_id"])
     assert report["teams"]["conditions"]
     assert not report.get("tables")
+
+
+@pytest.mark.parametrize("standings", [None, "points"])
+async def test_group_standings_show_rank_only_as_the_code_does(
+    tmp_path: Any, model: LoopbackServer, standings: str | None
+) -> None:
+    """The paper's code tells a GC or SA player its group's rank, never the groups'
+    points: that is the default; ``standings = "points"`` (ours) adds every group's points."""
+    extra = {} if standings is None else {"standings": standings}
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m"] * 4, structure="SA", teams=2, team_size=2, rounds=3, budget=8, plan_every=2,
+        meta="off", **extra), agents={**STRATEGIES, "m": llm(model)}))
+    first = prompt_of(store, m["id"], "plan", 0, 7)
+    assert "Your group is ranked 1 of 2." in first
+    if standings == "points":
+        assert "Group standings so far (points): Group 1 27, Group 2 9. Your group is ranked" in first
+    else:
+        assert "points):" not in first and "Group 2 9" not in first
+
+
+PLANNER_ITEMS = ("when does it choose A0, and when the other action?", "which actions answer that pattern",
+                 "playing on with this co-player pays, or moving on", "building trust with A0, or taking advantage",
+                 "Say which action to choose and when")
+CRITIC_ITEMS = ("keeps to the rules of the game", "what the co-player has done so far",
+                "answers the co-player's strategy", "short- and the long-term payoff",
+                "which action to choose and when?")
+GOALS = ("your personal goal and your group's goal", "your personal goal against your group's goal")
+
+
+@pytest.mark.parametrize("structure", ["SA", "GC", "RI"])
+async def test_planner_and_critic_checklists_carry_every_item_of_the_code(
+    tmp_path: Any, model: LoopbackServer, structure: str
+) -> None:
+    """The public code's planner lists opponent patterns, the counter, staying or moving
+    on, short- against long-term (trust or betrayal) and, outside RI, individual and group
+    goals, in every plan (a revision too); its critic: the rules, the opponent's strategy
+    described, countered, short against long term, specificity and, outside RI, the goals."""
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m"] * 4, structure=structure, teams=2, team_size=2, rounds=3, budget=8 if structure != "GC" else 4,
+        plan_every=2, meta="off"), agents={**STRATEGIES, "m": llm(model)}))
+    plans = [d.prompt[-1]["content"] for d in store.decisions(m["id"]) if d.phase == "plan"]
+    critiques = [d.prompt[-1]["content"] for d in store.decisions(m["id"]) if d.phase == "critique"]
+    assert plans and critiques and any("A critic reviewed the plan" in p for p in plans)
+    for prompt in plans:
+        assert all(item in prompt for item in PLANNER_ITEMS), prompt
+        assert (GOALS[0] in prompt) == (structure != "RI")
+    for prompt in critiques:
+        assert all(item in prompt for item in CRITIC_ITEMS), prompt
+        assert (GOALS[1] in prompt) == (structure != "RI")
+        assert "stay or leave" not in prompt  # not an item of the code's critic

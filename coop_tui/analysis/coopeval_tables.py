@@ -31,6 +31,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -561,23 +562,71 @@ def table_layout(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         tables[c["table"]].append(c)
     order = [t for t in ("all", *DILEMMAS, "stag_hunt") if t in tables]
     order += sorted(t for t in tables if t not in order)
+    names = condition_names(cells)
     out = []
     for t in order:
         known = list(PAPER_NAMES)  # the paper's column order first, then by label
         agents = sorted({c["agent"] for c in tables[t] if c["agent"] != "average"},
                         key=lambda a: (known.index(a) if a in known else len(known), a))
-        conditions: dict[tuple[Any, ...], set[Any]] = defaultdict(set)
-        for c in tables[t]:
-            conditions[(c["mechanism"], c["order"])].add((c.get("experiment"), c.get("condition")))
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         for c in sorted(tables[t], key=_sort_key):
             label = mechanism_label(c["mechanism"], c["order"])
-            if len(conditions[(c["mechanism"], c["order"])]) > 1:  # a sweep's conditions
-                label += f" [{c.get('condition')}]"
+            named = names.get((c["mechanism"], c["order"]), {}).get(across_games(c.get("condition")))
+            if named:
+                label += f" [{named}]"
             rk = (c["mechanism"], c["order"], c.get("experiment"), c.get("condition"), c["metric"])
             rows.setdefault(rk, {"mechanism": label, "metric": c["metric"], "cells": {}})[
                 "cells"][c["agent"]] = c
         out.append({"table": t, "columns": ["average", *agents], "rows": list(rows.values())})
+    return out
+
+
+CONDITION_FIELD = re.compile(r"(\w+)=(.*?)(?= \w+=|$)")
+"""One ``name=value`` of a stored condition key; a value may hold spaces (a dict)."""
+SHORT_VALUE = 24
+"""Longer values (score tables, long names) do not name a row: it is numbered instead."""
+
+
+def condition_fields(condition: Any) -> dict[str, str]:
+    """A stored condition key (``framing=similar similarity=50.0``) as fields, numbers
+    written short (``50``)."""
+    out = {}
+    for name, value in CONDITION_FIELD.findall(str(condition or "")):
+        try:
+            out[name] = f"{float(value):g}"
+        except ValueError:
+            out[name] = value
+    return out
+
+
+def condition_names(cells: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, str]]:
+    """Per (mechanism, order), a short name for each of its conditions in the whole run
+    (``similarity=50 bonus=3``): the fields that differ between them, games left out.
+
+    A run with several settings of one mechanism (the similarity sweeps, the bonus
+    variants) would otherwise print rows that read the same ("similarity · Mean" twelve
+    times) in different tables; naming the condition across the run, not per table, says
+    which setting each row is even where a table holds just one. A mechanism played in one
+    setting needs no name; settings no short field tells apart are numbered.
+    """
+    by_mech: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for c in cells:
+        key, cond = (c["mechanism"], c["order"]), across_games(c.get("condition"))
+        if cond not in by_mech[key]:
+            by_mech[key].append(cond)
+    out: dict[tuple[Any, ...], dict[str, str]] = {}
+    for key, conds in by_mech.items():
+        if len(conds) < 2:
+            continue
+        fields = [condition_fields(c) for c in conds]
+        names = sorted({f for fs in fields for f in fs})
+        varying = [f for f in names if len({fs.get(f) for fs in fields}) > 1
+                   and all(len(fs.get(f) or "") <= SHORT_VALUE for fs in fields)]
+        if len({tuple(fs.get(f) for f in varying) for fs in fields}) < len(conds):
+            out[key] = {c: f"setting {i + 1}" for i, c in enumerate(conds)}
+            continue
+        out[key] = {c: " ".join(f"{f}={fs[f]}" for f in varying if f in fs) or "default"
+                    for c, fs in zip(conds, fields, strict=True)}
     return out
 
 
@@ -666,18 +715,21 @@ def devrank_note(cells: Sequence[dict[str, Any]]) -> str | None:
 
 def render_rich(cells: list[dict[str, Any]]) -> list[Any]:
     from rich.table import Table
+    from rich.text import Text
 
     out = []
     for t in table_layout(cells):
         title = (f"CoopEval table: {aggregate_title(pooled_games(cells))} (normalised)"
                  if t["table"] == "all" else f"CoopEval table: {t['table']}")
         table = Table(title=title, title_justify="left")
-        table.add_column("mechanism")
+        table.add_column("mechanism", no_wrap=True)  # the condition reads whole
         table.add_column("metric")
         for c in t["columns"]:
             table.add_column(column_name(c), justify="right")
         for row in t["rows"]:
-            table.add_row(row["mechanism"], METRIC_NAMES[row["metric"]],
+            # Text, not a markup string: "[similarity=50]" would be read as a style tag and
+            # vanish, leaving rows that read the same
+            table.add_row(Text(row["mechanism"]), METRIC_NAMES[row["metric"]],
                           *(cell_text(row["cells"].get(c)) for c in t["columns"]))
         table.caption = (aggregate_footnote(cells) if t["table"] == "all"
                          else "value ± SE over replicates")

@@ -316,6 +316,24 @@ def recovered(game: Any, per_player: float | None) -> float | None:
 
 
 def _label(c: _Condition) -> str:
+    """A condition's row name, with whatever changes the game's payoffs (the +3 and +7
+    cooperation bonus, a payoff scale): without it, the bonus variants of one X read as
+    the same row."""
+    return _setting(c) + "".join(f" · {p} {_signed(p, c.condition[p])}" for p in TRANSFORM_PARAMS
+                                 if c.condition.get(p) not in (None, NEUTRAL.get(p)))
+
+
+NEUTRAL = {"scale": 1, "bonus": 0}
+"""A transform's value that leaves the game as it is: not worth a word in a row name."""
+
+
+def _signed(param: str, value: Any) -> str:
+    """A bonus as the paper writes it (+3); other values as they are."""
+    return f"+{value:g}" if param == "bonus" and isinstance(value, int | float) and value > 0 \
+        else _shown(value)
+
+
+def _setting(c: _Condition) -> str:
     bm = benchmark_and_method(c.condition)
     if bm is None:
         return "no mechanism" if c.mechanism == "none" else "no similarity sentence"

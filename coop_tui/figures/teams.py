@@ -17,13 +17,11 @@ from coop_tui.figures import Drawn, Family, register
 from coop_tui.figures.style import DOUBLE, RC, SINGLE, colour, figure, legend, linestyle, short
 
 STRUCTURE_ORDER = {"SA": 0, "RI": 1, "GC": 2}
-STRUCTURE_LOOK = {"SA": ("-", "o", 0.0), "RI": ("--", "s", -1.6), "GC": (":", "^", 1.6)}
-"""Per structure, a line style, a marker and a sideways shift in points: two structures
-with the same curve (RI and GC often are) stay both visible, the later one no longer
-drawn over the earlier; the shift moves the drawing only, never the data."""
+STRUCTURE_LOOK = {"SA": ("-", "o"), "RI": ("--", "s"), "GC": (":", "^")}
+"""Per structure, a line style and a marker beside its colour."""
 
 PANELS_PER_ROW = 3
-"""The paper sets its three models side by side; more rosters wrap to further rows."""
+"""The bar figures set three models side by side; more rosters wrap to further rows."""
 
 HALF = 0.5
 """The paper's reference line: cooperation at 50% (what a coin would give)."""
@@ -72,60 +70,78 @@ def _panels(n: int, height: float) -> tuple[Any, list[Any]]:
     return fig, flat[:n]
 
 
-def _half_line(ax: Any) -> None:
-    ax.axhline(HALF, color="0.45", linestyle=":", linewidth=0.9, zorder=0, gid="half")
+def _percent_axis(ax: Any) -> None:
+    """The paper's y axis: 0-100% with the 50% line (what a coin would give)."""
+    ax.set_ylim(0, 100 * 1.03)
+    ax.axhline(100 * HALF, color="0.45", linestyle=":", linewidth=0.9, zorder=0, gid="half")
 
 
 CURVES = {
-    "per_round": ("superadditive_fig2_cooperation_per_round", "Cooperation per round by structure",
-                  "round of the tournament (r)", "cooperation rate (p_c)",
+    "per_round": ("superadditive_fig2_cooperation_per_round", "Cooperation per round",
+                  "round of the tournament (r)", "cooperation rate p_c (%)",
                   "At a player's r-th round, its running cooperation share within the match; "
-                  "mean over tournaments, band: 95% t-interval; one panel per model; dotted: 50%"),
+                  "mean over tournaments, band: 95% t-interval; one panel per model and "
+                  "structure; dotted: 50%"),
     "osc_curve": ("superadditive_fig3_one_shot_over_matches", "One-shot cooperation over matches",
-                  "matches played (k)", "one-shot cooperation so far (p_osc)",
+                  "matches played (k)", "one-shot cooperation p_osc (%)",
                   "After the k-th match, the share of cooperative first moves so far; "
-                  "mean over tournaments, band: 95% t-interval; one panel per model; dotted: 50%"),
+                  "mean over tournaments, band: 95% t-interval; one panel per model and "
+                  "structure; dotted: 50%"),
 }
 """The section's two curves (points ``{"x", "mean", "ci"}``) and how each is labelled."""
 
 
-def _draw_curve(ax: Any, fig: Any, i: int, c: dict[str, Any], key: str, label: str) -> None:
-    from matplotlib.transforms import ScaledTranslation
-
+def _draw_curve(ax: Any, i: int, c: dict[str, Any], key: str) -> None:
+    """One condition's curve in percent, its band the report's interval (the report
+    clips intervals of shares to [0, 1]; nothing is clipped here)."""
     points = [p for p in c[key] if p.get("mean") is not None]
     xs = [p["x"] for p in points]
     # a structure keeps its colour and look in every panel, figure and run
     shade = STRUCTURE_ORDER.get(c["structure"], 3 + i)
-    style, marker, shift = STRUCTURE_LOOK.get(c["structure"], (linestyle(shade), "o", 0.0))
-    moved = ax.transData + ScaledTranslation(shift / 72, 0, fig.dpi_scale_trans)
-    (line,) = ax.plot(xs, [p["mean"] for p in points], color=colour(shade), linestyle=style,
-                      marker=marker, markersize=3.5, markerfacecolor="none",
-                      markeredgewidth=1.0, label=label, gid=str(i))
-    line.set_transform(moved)  # after plotting: the axes' limits still fit the data
+    style, marker = STRUCTURE_LOOK.get(c["structure"], (linestyle(shade), "o"))
+    ax.plot(xs, [100 * p["mean"] for p in points], color=colour(shade), linestyle=style,
+            marker=marker, markersize=3.5, markerfacecolor="none", markeredgewidth=1.0,
+            label=c["structure"], gid=str(i))
     bands = [(p["x"], *p["ci"]) for p in points if p.get("ci")]
-    if bands:  # intervals over two tournaments can pass 0 and 1: drawn clipped
-        ax.fill_between([b[0] for b in bands], [max(b[1], 0.0) for b in bands],
-                        [min(b[2], 1.0) for b in bands], color=colour(shade), alpha=0.12,
+    if bands:
+        ax.fill_between([b[0] for b in bands], [100 * b[1] for b in bands],
+                        [100 * b[2] for b in bands], color=colour(shade), alpha=0.15,
                         linewidth=0)
 
 
+def _grid(conds: list[dict[str, Any]], key: str) -> list[tuple[str, list[tuple[int, dict[str, Any]]]]]:
+    """The paper's panels: one row per model (roster), one column per structure in the
+    paper's order (SA, RI, GC); a cell the run did not play stays empty."""
+    return [(model, [(i, c) for i, c in members if c.get(key)]) for model, members in _by_model(conds)]
+
+
 def _curve(conds: list[dict[str, Any]], key: str) -> Drawn | None:
-    panels = [(name, [(i, c) for i, c in members if c.get(key)]) for name, members in _by_model(conds)]
-    panels = [(name, members) for name, members in panels if members]
-    if not panels:
+    rows = [(model, members) for model, members in _grid(conds, key) if members]
+    if not rows:
         return None
+    structures = sorted({c["structure"] for _m, members in rows for _i, c in members},
+                        key=lambda s: (STRUCTURE_ORDER.get(s, 3), s))
     name, title, xlabel, ylabel, caption = CURVES[key]
-    fig, axes = _panels(len(panels), 2.5)
-    for ax, (model, members) in zip(axes, panels, strict=True):
-        _half_line(ax)
-        for i, c in members:
-            _draw_curve(ax, fig, i, c, key, _label(c, i, members))
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel(xlabel)
-        ax.set_title(model)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        legend(ax, loc="best")
-    axes[0].set_ylabel(ylabel)
+    ncols = max(len(structures), max(len(m) for _n, m in rows))
+    # no shared axes: with a cell left empty, shared ticks would vanish from the panel above
+    fig, axes = figure(min(DOUBLE, 2.2 * ncols + 0.4), 1.9 * len(rows) + 0.4, ncols=ncols,
+                       nrows=len(rows))
+    for r, (model, members) in enumerate(rows):
+        placed: dict[int, int] = {}
+        for i, c in members:  # the structure's column; a second tournament of it the next free one
+            col = structures.index(c["structure"])
+            while col in placed.values() and col < ncols - 1:
+                col += 1
+            placed[i] = col
+            ax = axes[r][col]
+            _percent_axis(ax)
+            _draw_curve(ax, i, c, key)
+            ax.set_title(f"{model} — {_label(c, i, members)}")
+            ax.set_xlabel(xlabel)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        for col in set(range(ncols)) - set(placed.values()):
+            axes[r][col].set_visible(False)
+        axes[r][min(placed.values())].set_ylabel(ylabel)
     fig.suptitle(title, fontsize=RC["axes.titlesize"])
     return Drawn(name, caption, fig)
 
@@ -147,17 +163,16 @@ def _bars(ax: Any, columns: list[tuple[str, dict[str, Any]]], parts: list[Part])
                 continue
             ci = cell.get("ci") or [cell["mean"], cell["mean"]]
             xs.append(x)
-            heights.append(cell["mean"])
-            # an interval over two tournaments can pass 0 and 1: the bar shows it clipped
-            lower.append(cell["mean"] - max(ci[0], 0.0))
-            upper.append(min(ci[1], 1.0) - cell["mean"])
+            heights.append(100 * cell["mean"])
+            lower.append(100 * (cell["mean"] - ci[0]))  # the report's interval, as it is
+            upper.append(100 * (ci[1] - cell["mean"]))
         ax.bar(xs, heights, width=width * 0.92, yerr=[lower, upper], color=colour(p),
                label=label, error_kw={"elinewidth": 0.7, "capsize": 1.5}, gid=key)
         for x in absent:  # GC plays no intra-group match: the slot says so, not a gap
-            ax.text(x, 0.02, f"no {label}", rotation=90, ha="center", va="bottom",
+            ax.text(x, 2, f"no {label}", rotation=90, ha="center", va="bottom",
                     fontsize=6, color=colour(p), gid=f"{key}|none")
     ax.set_xticks(range(len(columns)), [tick for tick, _c in columns])
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 100 * 1.05)
 
 
 def _one_shot(conds: list[dict[str, Any]]) -> Drawn | None:
@@ -171,10 +186,10 @@ def _one_shot(conds: list[dict[str, Any]]) -> Drawn | None:
     panels = _by_model(conds)
     fig, axes = _panels(len(panels), 2.5)
     for ax, (model, members) in zip(axes, panels, strict=True):
-        _half_line(ax)
         _bars(ax, [(_label(c, i, members), c) for i, c in members], parts)
+        _percent_axis(ax)
         ax.set_title(model)
-    axes[0].set_ylabel("cooperation rate (95% t-interval)")
+    axes[0].set_ylabel("cooperation rate (%, 95% t-interval)")
     legend(axes[0], loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=len(parts))
     fig.suptitle("One-shot cooperation (first round of each match)", fontsize=RC["axes.titlesize"])
     return Drawn("superadditive_fig3_one_shot_by_structure",
@@ -195,7 +210,7 @@ def _intra_inter(conds: list[dict[str, Any]]) -> Drawn | None:
     rosters = [_roster(c) for c in sa]
     _bars(ax, [(r if rosters.count(r) == 1 else f"{r} #{conds.index(c) + 1}", c)
                for r, c in zip(rosters, sa, strict=True)], parts)
-    ax.set_ylabel("cooperation rate (95% t-interval)")
+    ax.set_ylabel("cooperation rate (%, 95% t-interval)")
     ax.set_title("Intra- and inter-group cooperation in SA")
     legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=len(parts))
     return Drawn("superadditive_fig4_intra_inter_cooperation",
@@ -203,12 +218,45 @@ def _intra_inter(conds: list[dict[str, Any]]) -> Drawn | None:
                  "super-additive (SA) tournaments, per model", fig)
 
 
+def _meta_accuracy(conds: list[dict[str, Any]]) -> Drawn | None:
+    """The paper's Figure 5: meta-prompt accuracy in the SA tournaments, per model; a bar
+    per question the run asked (its share of right answers, mean over tournaments) and
+    the overall share with its 95% t-interval, on the 0-100% axis."""
+    sa = [(i, c) for i, c in enumerate(conds) if c["structure"] == "SA"
+          and ((c.get("meta_accuracy") or {}).get("all") or {}).get("mean") is not None]
+    if not sa:
+        return None
+    sa.sort(key=lambda ic: (_roster(ic[1]), ic[0]))
+    fig, axes = _panels(len(sa), 2.6)
+    for ax, (i, c) in zip(axes, sa, strict=True):
+        meta = c["meta_accuracy"]
+        questions = [q for q, v in meta.get("by_question", {}).items() if v is not None]
+        heights = [100 * meta["by_question"][q] for q in questions]
+        ax.bar(range(len(questions)), heights, width=0.7, color=colour(0), gid=f"{i}|questions")
+        overall = meta["all"]
+        ci = overall.get("ci") or [overall["mean"], overall["mean"]]
+        ax.bar([len(questions)], [100 * overall["mean"]], width=0.7, color=colour(1),
+               yerr=[[100 * (overall["mean"] - ci[0])], [100 * (ci[1] - overall["mean"])]],
+               error_kw={"elinewidth": 0.7, "capsize": 1.5}, gid=f"{i}|all")
+        for x, h in enumerate([*heights, 100 * overall["mean"]]):  # a 0% bar is no bar
+            ax.text(x, h + 1.5, f"{h:.0f}%", ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(range(len(questions) + 1), [*questions, "all"], rotation=45, ha="right")
+        ax.set_ylim(0, 100 * 1.05)
+        same = [x for x in sa if _roster(x[1]) == _roster(c)]
+        ax.set_title(_roster(c) if len(same) == 1 else f"{_roster(c)} #{i + 1}")
+    axes[0].set_ylabel("right answers (%)")
+    fig.suptitle("Meta-prompt accuracy in SA", fontsize=RC["axes.titlesize"])
+    return Drawn("superadditive_fig5_meta_prompt_accuracy",
+                 "Share of meta-prompt (comprehension) answers that were right in the SA "
+                 "tournaments, per question and overall (95% t-interval), per model", fig)
+
+
 def draw(report: dict[str, Any]) -> list[Drawn]:
     conds = (report.get("teams") or {}).get("conditions") or []
     if not conds:
         return []
     drawn = [_curve(conds, "per_round"), _curve(conds, "osc_curve"), _one_shot(conds),
-             _intra_inter(conds)]
+             _intra_inter(conds), _meta_accuracy(conds)]
     return [d for d in drawn if d is not None]
 
 

@@ -63,12 +63,36 @@ def coopeval_game_name(key: str, title: str) -> str:
     return COOPEVAL_GAME_NAMES.get(key, title)
 
 
+COOPEVAL_MECHANISM_NAMES = {
+    ("none", None): "NoMechanism", ("repetition", None): "Repetition",
+    ("reputation", "higher"): "Reputation", ("reputation", "first"): "ReputationFirstOrder",
+    ("mediation", None): "Mediation", ("contracting", None): "Contracting",
+}
+"""Our mechanism (and Reputation's order) -> CoopEval's mechanism type in its configs."""
+
+
+def _snake(name: str) -> str:
+    """``PrisonersDilemma`` as ``prisoners_dilemma`` (CoopEval's tournament folder names)."""
+    return "".join(f"_{ch.lower()}" if ch.isupper() and i else ch.lower()
+                   for i, ch in enumerate(name)).replace(" ", "_")
+
+
+def coopeval_input_lines(game: str, mechanism: str, order: str | None, player: str) -> str:
+    """The head of the text CoopEval's judge reads, laid out as the CoopEval paper prints
+    its example: the game, the mechanism, the run (the tournament's folder name, its
+    mechanism and game) and the player, one per line."""
+    mech = COOPEVAL_MECHANISM_NAMES.get((mechanism, order if mechanism == "reputation" else None),
+                                        mechanism)
+    return "\n".join((f"Game: {game}", f"Mechanism: {mech}",
+                      f"Run: {_snake(mech)}_{_snake(game)}", f"Player: {player}"))
+
+
 COOPEVAL_TEMPLATE = """{instructions}
 
 Justification types (name: meaning):
 {categories}
 
-Game: {game}
+{game}
 The response to classify, between the BEGIN and END lines:
 === BEGIN TEXT ===
 {text}
@@ -187,7 +211,7 @@ class Rubric:
 
     def prompt(self, text: str, context: str) -> str:
         """The judge's request. ``context``: one line about the decision (per-category) or
-        the game's name (coopeval)."""
+        the input lines of :func:`coopeval_input_lines` (coopeval)."""
         if self.coopeval:
             categories = "\n".join(f"- {c.name}: {c.definition}" for c in self.categories)
             others = next((c.name for c in self.categories if c.id == "others"), None)

@@ -306,8 +306,8 @@ async def judge_pass(
         """Judge one decision and link it; False when it was not (budget, transport)."""
         nonlocal spent
 
-        if rubric.coopeval:  # CoopEval's judge reads the game and the answer text only
-            prompt = rubric.prompt(judged_text(row["response"], None), game_name(match))
+        if rubric.coopeval:  # CoopEval's judge reads who answered where, and the answer only
+            prompt = rubric.prompt(judged_text(row["response"], None), coopeval_lines(match, row))
         else:
             text = judged_text(row["response"], row["reasoning"])
             prompt = rubric.prompt(text, context_line(match, row))
@@ -534,6 +534,18 @@ def game_name(match: dict[str, Any]) -> str:
         title = None
     key = str(match.get("game") or "")
     return coopeval_game_name(key, str(title or key or "unknown game"))
+
+
+def coopeval_lines(match: dict[str, Any], row: dict[str, Any]) -> str:
+    """The judge's input lines under CoopEval's protocol: game, mechanism, run, player."""
+    from coop_tui.judging.rubric import coopeval_input_lines
+
+    try:
+        order = json.loads(match.get("condition") or "{}").get("order")
+    except (TypeError, ValueError, AttributeError):
+        order = None
+    return coopeval_input_lines(game_name(match), str(match.get("mechanism") or "none"),
+                                order, str(row.get("agent") or f"seat {row.get('seat')}"))
 
 
 def _judged_run(store: Store, ref: str | None) -> dict[str, Any] | None:

@@ -42,42 +42,46 @@ def render(value: dict[str, Any]) -> list[Any]:
 MAX_MATRIX_AGENTS = 12
 
 
+def matchup_cells(c: dict[str, Any]) -> tuple[list[str], dict[tuple[str, str], tuple[float, float]]] | None:
+    """One two-player condition's expected payoffs per seating as (row, column), seats
+    symmetrised by averaging both orders (the similarity signals paper's matchup figures
+    13-16); None for self-play only, more than two seats or too many agents."""
+    cells: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
+    for m in c["matchups"]:
+        if len(m["seats"]) != 2 or None in m["expected"]:
+            return None
+        a, b = m["seats"]
+        cells.setdefault((a, b), []).append((m["expected"][0], m["expected"][1], m["n"]))
+        cells.setdefault((b, a), []).append((m["expected"][1], m["expected"][0], m["n"]))
+    agents = sorted({a for a, _ in cells})
+    if not 1 < len(agents) <= MAX_MATRIX_AGENTS or all(a == b for a, b in cells):
+        return None  # self-play only: the per-agent rows say it all
+    out = {}
+    for key, got in cells.items():
+        n = sum(x[2] for x in got)
+        out[key] = (sum(x[0] * x[2] for x in got) / n, sum(x[1] * x[2] for x in got) / n)
+    return agents, out
+
+
 def matchup_tables(value: dict[str, Any]) -> list[Any]:
     """Per two-player condition with several agents: the expected payoffs of each seating
-    as "row / column" (the similarity signals paper's matchup figures 13-16), seats symmetrised by averaging
-    both orders."""
+    as "row / column" (:func:`matchup_cells`)."""
     from rich.table import Table
     from rich.text import Text
 
     out: list[Any] = []
     for c in value["conditions"]:
-        cells: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
-        for m in c["matchups"]:
-            if len(m["seats"]) != 2 or None in m["expected"]:
-                break
-            a, b = m["seats"]
-            cells.setdefault((a, b), []).append((m["expected"][0], m["expected"][1], m["n"]))
-            cells.setdefault((b, a), []).append((m["expected"][1], m["expected"][0], m["n"]))
-        else:
-            agents = sorted({a for a, _ in cells})
-            if not 1 < len(agents) <= MAX_MATRIX_AGENTS or all(a == b for a, b in cells):
-                continue  # self-play only: the per-agent rows above say it all
-            out.append(Text(f"experiment {c['experiment']}, {c['label']}: expected payoff "
-                            "row / column", style="bold"))
-            table = Table("row \\ column", *agents)
-            for a in agents:
-                row = []
-                for b in agents:
-                    got = cells.get((a, b))
-                    if not got:
-                        row.append("-")
-                        continue
-                    n = sum(x[2] for x in got)
-                    mine = sum(x[0] * x[2] for x in got) / n
-                    theirs = sum(x[1] * x[2] for x in got) / n
-                    row.append(f"{mine:.2f} / {theirs:.2f}")
-                table.add_row(a, *row)
-            out.append(table)
+        found = matchup_cells(c)
+        if found is None:
+            continue
+        agents, cells = found
+        out.append(Text(f"experiment {c['experiment']}, {c['label']}: expected payoff "
+                        "row / column", style="bold"))
+        table = Table("row \\ column", *agents)
+        for a in agents:
+            table.add_row(a, *(f"{cells[(a, b)][0]:.2f} / {cells[(a, b)][1]:.2f}"
+                               if (a, b) in cells else "-" for b in agents))
+        out.append(table)
     return out
 
 
