@@ -168,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "types, temperature 0, only chain-of-thought answers of 80+ characters); "
                      "per-category: a confidence per category for every decision with text "
                      "(default: the rubric's; justifications uses coopeval)")
+    jdg.add_argument("--selection", choices=["logged", "all"], default=None,
+                     help="logged: only decisions whose prompt is stored (CoopEval's script reads "
+                     "its game logs, so it skips tournaments imported without one); all: every "
+                     "decision with text (default: logged under the coopeval protocol, else all)")
     jdg.add_argument("--phase", default=None,
                      help="which decisions to judge (default: the rubric's phase, else play)")
     jdg.add_argument("--limit", type=int, metavar="N", help="judge at most N decisions this time")
@@ -386,7 +390,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
             agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
             concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
-            assume_yes=args.yes, protocol=args.protocol,
+            assume_yes=args.yes, protocol=args.protocol, selection=args.selection,
         )
     if args.command == "serve":
         from coop_tui.serve import serve_command

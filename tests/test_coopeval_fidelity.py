@@ -67,3 +67,56 @@ def test_a_distribution_summing_to_one_and_an_invalid_answer_are_stored() -> Non
     bad = _mixed({"A0": 7.0}, ("A0", "A1"))
     bad.valid, bad.error = False, "the percentages sum to 700"
     assert decision_row(bad)["valid"] == 0
+
+
+def _tournament_without_log(folder: Path, name: str) -> Path:
+    """A copy of the sample's Prisoner's Dilemma tournament with no game log: each move
+    carries its answer in records.jsonl (as some published tournaments do), no prompt."""
+    import json
+    import shutil
+
+    source = MEDIATION_LOG.parent.parent / "no_mechanism_prisoners_dilemma"
+    target = folder / name
+    shutil.copytree(source, target)
+    (target / "game_log.txt").unlink()
+    lines = []
+    for line in (target / "records.jsonl").read_text().splitlines():
+        moves = json.loads(line)
+        for move in moves:
+            move["response"] = (f"Move {move['trace_id']}: I weigh the one-shot game; defecting "
+                                "pays more whatever the other player does, so I defect. "
+                                '{"A0": 0, "A1": 100}')
+        lines.append(json.dumps(moves))
+    (target / "records.jsonl").write_text("\n".join(lines) + "\n")
+    return target
+
+
+def test_judge_selection_skips_tournaments_without_a_prompt_log_under_coopevals_protocol(
+        tmp_path: Path) -> None:
+    """CoopEval's judge script reads its answers from the game logs, so a tournament
+    imported without one is not judged under its protocol; `--selection all` (ours)
+    judges its answers too."""
+    from coop_tui.cli import main
+    from coop_tui.judging.rubric import load_rubric
+    from coop_tui.judging.run import judge_run_id, pending_counts
+    from coop_tui.store import Store
+
+    for logged, folder in ((True, MEDIATION_LOG.parent.parent / "no_mechanism_prisoners_dilemma"),
+                           (False, _tournament_without_log(tmp_path, "unlogged"))):
+        db = tmp_path / f"{'logged' if logged else 'unlogged'}.db"
+        assert main(["import", "coopeval", str(folder), "--db", str(db)]) == 0
+        store = Store(db)
+        try:
+            run_id = store.db.execute("select id from runs").fetchone()[0]
+            counts = {}
+            for selection in (None, "all"):
+                rubric = load_rubric("justifications").with_selection(selection)
+                assert rubric.coopeval
+                judge = judge_run_id(run_id, rubric, {}, "play")
+                counts[selection] = pending_counts(store, run_id, judge, "play", rubric)["eligible"]
+        finally:
+            store.close()
+        assert counts["all"] > 0
+        assert counts[None] == (counts["all"] if logged else 0)
+    with pytest.raises(Exception, match="--selection"):
+        load_rubric("justifications").with_selection("some")

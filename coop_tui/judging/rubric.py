@@ -32,6 +32,8 @@ _ID = re.compile(r"[a-z][a-z0-9_]{0,39}")
 MAX_CATEGORIES = 60
 
 PROTOCOLS = ("per-category", "coopeval")
+SELECTIONS = ("logged", "all")
+"""Which decisions a judge pass reads (:attr:`Rubric.selection`)."""
 """How a judge is asked and what it answers:
 
 * ``per-category`` — one confidence from 0 to 1 per category (present at the rubric's
@@ -156,6 +158,11 @@ class Rubric:
     phase: str = "play"
     """The decisions the rubric reads unless ``coop-tui judge --phase`` says otherwise
     (``promises`` reads the messages of talk phases)."""
+    selection: str | None = None
+    """``logged``: only decisions whose prompt is stored (CoopEval's script reads answers
+    from its game logs, so tournaments imported without one are skipped there); ``all``:
+    every decision with text, ours. None: the protocol's own (``logged`` under
+    ``coopeval``). Which decisions are judged, not how: not part of the digest."""
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -194,6 +201,18 @@ class Rubric:
         if protocol not in PROTOCOLS:
             raise SpecError("--protocol", f"{protocol!r} is not one of {', '.join(PROTOCOLS)}")
         return replace(self, protocol=protocol)
+
+    @property
+    def logged_only(self) -> bool:
+        return self.selection == "logged" or (self.selection is None and self.coopeval)
+
+    def with_selection(self, selection: str | None) -> Rubric:
+        """This rubric choosing its decisions another way (None: the protocol's)."""
+        if selection is None:
+            return self
+        if selection not in SELECTIONS:
+            raise SpecError("--selection", f"{selection!r} is not one of {', '.join(SELECTIONS)}")
+        return replace(self, selection=selection)
 
     def answer_options(self) -> dict[str, Any]:
         """The judgement's parsing options: CoopEval's answer shape needs the names."""

@@ -68,13 +68,22 @@ _COOPEVAL_SQL = (
 import's ``CoTAgent``) whose text is at least ``min_chars`` long after trimming."""
 
 
+_LOGGED_SQL = " and (d.prompt_hash is not null or coalesce(d.prompt, '[]') not in ('[]', ''))"
+"""Only decisions whose prompt is stored: CoopEval's judge script reads answers from the
+game logs, so an imported tournament without its ``game_log.txt`` (answers from
+``records.jsonl`` alone, no prompt) is skipped there."""
+
+
 def selection_sql(rubric: Rubric) -> str:
     """Which decisions of the phase the rubric's protocol judges (SQL over ``d``)."""
     from coop_tui.judging.rubric import COOPEVAL_MIN_CHARS
 
+    where = _TEXT_SQL
     if rubric.coopeval:
-        return _TEXT_SQL + _COOPEVAL_SQL.format(min_chars=COOPEVAL_MIN_CHARS)
-    return _TEXT_SQL
+        where += _COOPEVAL_SQL.format(min_chars=COOPEVAL_MIN_CHARS)
+    if rubric.logged_only:
+        where += _LOGGED_SQL
+    return where
 
 
 BATCH_IN_FLIGHT = 100_000
@@ -420,7 +429,7 @@ def judge_command(
     db_path: Path, run_ref: str | None, *, judge: str, rubric_ref: str, agents_file: str | None,
     phase: str | None, limit: int | None, resume: bool, concurrency: int | None,
     budget_usd: float | None, dry_run: bool, assume_yes: bool,
-    console: Console | None = None, protocol: str | None = None,
+    console: Console | None = None, protocol: str | None = None, selection: str | None = None,
 ) -> int:
     from rich.console import Console
 
@@ -432,7 +441,7 @@ def judge_command(
         raise SpecError("--limit", f"{limit} is not a positive number of decisions; give 1 or more")
     if budget_usd is not None and not budget_usd > 0:
         raise SpecError("--budget", f"{budget_usd} is not a positive amount of dollars")
-    rubric = load_rubric(rubric_ref).with_protocol(protocol)
+    rubric = load_rubric(rubric_ref).with_protocol(protocol).with_selection(selection)
     phase = phase or rubric.phase  # the rubric's own phase unless --phase names another
     if phase not in PHASES_WITH_TEXT:
         raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
@@ -517,10 +526,11 @@ def judge_command(
 def _selected(rubric: Rubric) -> str:
     from coop_tui.judging.rubric import COOPEVAL_MIN_CHARS
 
+    logged = " whose prompt is stored" if rubric.logged_only else ""
     if rubric.coopeval:
         return (f"of chain-of-thought agents with at least {COOPEVAL_MIN_CHARS} characters of "
-                "answer (judged at temperature 0)")
-    return "with text"
+                f"answer{logged} (judged at temperature 0)")
+    return f"with text{logged}"
 
 
 def game_name(match: dict[str, Any]) -> str:
