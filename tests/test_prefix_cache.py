@@ -20,7 +20,7 @@ import pytest
 
 from coop_tui.agents.factory import build_agent
 from coop_tui.agents.local import LocalAgent, LocalModel, get_model, smollm2_path
-from coop_tui.agents.prefix_cache import PrefixCache, boundary, common_prefix
+from coop_tui.agents.prefix_cache import PrefixCache, SavedPrefix, boundary, common_prefix
 from coop_tui.decisions import DecisionRequest, NullSink
 from coop_tui.engine import MatchContext
 from coop_tui.errors import SpecError
@@ -167,6 +167,24 @@ def test_a_prompt_read_from_a_saved_start_leaves_llama_cpp_in_the_same_state(
         warm = whole_state(model)
     assert restored == boundary(shared, len(prompt), chunk) and restored > 0
     assert warm == cold
+
+
+def test_a_state_llama_cpp_refuses_costs_only_the_reuse(
+    model: LocalModel, play_request: DecisionRequest
+) -> None:
+    """A cut-off state (as a failed copy would leave) is refused by llama.cpp: the prompt
+    is read from scratch, to the same state, and the store starts over."""
+    prompt = prompt_of(model, [dict(m) for m in play_request.messages])
+    with model.lock:
+        model.prefixes.clear()
+        model.prefill(prompt, reuse=True)
+        cold = whole_state(model)
+        (key, saved), = model.prefixes._states.items()
+        model.prefixes._states[key] = SavedPrefix(saved.tokens, saved.data[: len(saved.data) // 2],
+                                                  saved.threads)
+        assert model.prefill(prompt, reuse=True) == 0
+        assert whole_state(model) == cold
+        assert len(model.prefixes) == 1  # only the fresh state is kept
 
 
 async def test_seeded_replies_are_identical_with_and_without_saved_starts(

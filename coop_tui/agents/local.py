@@ -14,6 +14,12 @@ and records that). Style ``direct`` runs only step 2; free-text kinds run only s
 
 Generation runs in a worker thread; token deltas travel to the event loop through
 ``call_soon_threadsafe`` and reach the sink on the loop thread, so the loop never blocks.
+
+A seeded reply (every sweep decision) must give the same text whatever ran before, so it
+never reads its prompt on top of another reply's leftover cache. It restores instead the
+longest saved start of its prompt, cut at a fixed chunk boundary, and reads the rest in
+the chunks a fresh read uses: the same bits, most of the prompt skipped
+(agents/prefix_cache.py; ``prefix_cache = false`` reads everything afresh).
 """
 
 from __future__ import annotations
@@ -337,21 +343,27 @@ class LocalModel:
         when ``reuse``. Returns the tokens restored (call with the lock held).
 
         The context is cleared first either way, so the cache's cells are laid out as in
-        a fresh run; a failure leaves it empty rather than half-restored.
+        a fresh run. A state llama.cpp will not take back, or cannot save, only costs the
+        reuse: the prompt is then read from scratch, or the state not kept.
         """
         llama = self.llama
         tokens = np.asarray(prompt, dtype=np.int32)
         state, restored = self.prefixes.best(tokens, self.threads) if reuse else (None, 0)
         llama._ctx.kv_cache_clear()
         llama.n_tokens = 0
-        try:
-            if state is not None:
+        if state is not None:
+            try:
                 load_sequence(llama.ctx, state.data)
                 llama._ctx.kv_cache_seq_rm(0, restored, -1)
-                llama.input_ids[:restored] = tokens[:restored]
-                llama.n_tokens = restored
+            except RuntimeError:
+                llama._ctx.kv_cache_clear()
+                self.prefixes.clear()
+                restored = 0
+            llama.input_ids[:restored] = tokens[:restored]
+            llama.n_tokens = restored
+        try:
             llama.eval(prompt[restored:])
-        except BaseException:
+        except BaseException:  # a failed decode: leave an empty context, not half a prompt
             llama._ctx.kv_cache_clear()
             llama.reset()
             raise
@@ -360,7 +372,8 @@ class LocalModel:
         stats.evaluated_tokens += len(prompt) - restored
         chunk = self.prefixes.chunk
         if reuse and len(prompt) // chunk * chunk > restored:
-            self.prefixes.add(tokens, save_sequence(llama.ctx), self.threads)
+            with contextlib.suppress(RuntimeError, MemoryError):
+                self.prefixes.add(tokens, save_sequence(llama.ctx), self.threads)
         return restored
 
     def _stream_chat(
