@@ -328,8 +328,11 @@ if __name__ == "__main__":
         outcome = asyncio.run(main(args.runs, args.max_tokens, args.threads))
         print_table(outcome)
     if args.study:
-        outcome["studies"] = [study_row(path, args.study_repeats) for path in args.study]
-        print_studies(outcome["studies"])
+        outcome["studies"] = []
+        for path in args.study:  # each row printed as it is done: a study can take minutes
+            outcome["studies"].append(study_row(path, args.study_repeats))
+            print_studies(outcome["studies"][-1:])
+            sys.stdout.flush()
     if args.runs <= 0 and args.out == RESULTS:  # the throughput figures stay as they were
         args.out = RESULTS.with_name("local-studies.json")
     args.out.parent.mkdir(parents=True, exist_ok=True)

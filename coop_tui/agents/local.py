@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
 from coop_tui.agents.prefix_cache import (
     CHUNK_TOKENS,
     PrefixCache,
@@ -346,6 +344,8 @@ class LocalModel:
         a fresh run. A state llama.cpp will not take back, or cannot save, only costs the
         reuse: the prompt is then read from scratch, or the state not kept.
         """
+        import numpy as np  # loaded with llama.cpp already
+
         llama = self.llama
         tokens = np.asarray(prompt, dtype=np.int32)
         state, restored = self.prefixes.best(tokens, self.threads) if reuse else (None, 0)

@@ -30,8 +30,10 @@ from __future__ import annotations
 import ctypes
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # NumPy is heavy; it is loaded with llama.cpp, when a model runs
+    import numpy as np
 
 CHUNK_TOKENS = 32
 """Tokens per evaluation batch, and the grain of reuse (see docs/benchmarks.md for the
@@ -50,7 +52,7 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
     if n == 0:
         return 0
     same = a[:n] == b[:n]
-    return n if bool(same.all()) else int(np.argmin(same))
+    return n if bool(same.all()) else int(same.argmin())
 
 
 def boundary(shared: int, prompt_len: int, chunk: int) -> int:
@@ -128,7 +130,7 @@ class PrefixCache:
         end = len(prompt) // self.chunk * self.chunk
         if end == 0 or len(data) > self.budget:
             return
-        tokens = np.array(prompt[:end], dtype=np.int32)
+        tokens = prompt[:end].copy()
         for key in [k for k, s in self._states.items()
                     if s.threads == threads and len(s.tokens) <= end
                     and common_prefix(s.tokens, tokens) == len(s.tokens)]:
