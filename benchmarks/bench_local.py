@@ -10,7 +10,15 @@ bare should be at least 0.9. Runs alternate between the two, so load from other 
 hits both alike. A second table row shows a full two-step mixed decision (reasoning then
 the grammar-constrained answer) for reference; it has no bare counterpart.
 
+The study rows (``--study``, repeatable) run a whole offline study as the user does,
+``coop-tui --batch FILE --yes --db ...`` timed spawn to exit, with the saved prompt starts
+(agents/prefix_cache.py) and without them (every embedded agent given
+``prefix_cache = false``), alternating, each into a fresh database; then every stored
+decision of the two runs is compared (text, answer, parse, tokens, sampled action). The
+figure is the ratio of the two wall times in one run, so the load of the moment hits both.
+
     .venv/bin/python benchmarks/bench_local.py [--runs 5] [--max-tokens 128] [--threads N]
+    .venv/bin/python benchmarks/bench_local.py --runs 0 --study data/studies/superadditive-offline.toml
 
 Writes benchmarks/results/local.json.
 """
@@ -23,8 +31,14 @@ import dataclasses
 import json
 import os
 import platform
+import re
+import sqlite3
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +187,110 @@ async def main(runs: int, max_tokens: int, threads: int) -> dict[str, Any]:
     return result
 
 
+# ----------------------------------------------------------------- a whole study, on and off
+ANSWER_COLUMNS = ("content_key", "phase", "kind", "agent", "seat", "round", "response",
+                  "reasoning", "answer", "parsed", "valid", "attempts", "error", "normalisation",
+                  "distribution", "action", "input_tokens", "output_tokens", "retries")
+"""What a decision stored: everything but its timing, ids and creation time."""
+
+
+def without_cache(text: str) -> str:
+    """The study file with ``prefix_cache = false`` in every embedded agent's table."""
+    agents = tomllib.loads(text).get("agents", {})
+    local = [name for name, a in agents.items()
+             if str(a.get("model", "")).startswith(("local/", "local:"))]
+    for name in local:
+        header = re.compile(rf'^\[agents\.(?:"{re.escape(name)}"|{re.escape(name)})\][ \t]*$',
+                            re.MULTILINE)
+        text, n = header.subn(lambda m: m.group(0) + "\nprefix_cache = false", text, count=1)
+        if n != 1:
+            raise SystemExit(f"cannot find [agents.{name}] in the study file: write it as a table")
+    return text
+
+
+def stored_answers(db: Path) -> list[tuple[Any, ...]]:
+    """Every decision of the database's runs, timing left out (retries keep theirs in JSON)."""
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(f"select {', '.join(ANSWER_COLUMNS)} from decisions").fetchall()
+    finally:
+        conn.close()
+    retries = ANSWER_COLUMNS.index("retries")
+    clean = []
+    for row in rows:
+        attempts = json.loads(row[retries] or "[]")
+        for attempt in attempts:
+            attempt.pop("latency_ms", None)
+        clean.append((*row[:retries], json.dumps(attempts, sort_keys=True), *row[retries + 1:]))
+    return sorted(clean, key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+
+def run_study(study: Path, text: str, folder: Path, tag: str) -> dict[str, Any]:
+    """One ``coop-tui --batch`` of the study text, spawn to exit, into a fresh database."""
+    source = folder / f"{tag}-{study.name}"
+    source.write_text(text, encoding="utf-8")
+    db = folder / f"{tag}.db"
+    db.unlink(missing_ok=True)
+    env = dict(os.environ, COOP_TUI_DB=str(db))
+    started = time.perf_counter()
+    before = os.times()
+    done = subprocess.run([sys.executable, "-m", "coop_tui.cli", "--batch", str(source), "--yes",
+                           "--db", str(db)], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = os.times()
+    if done.returncode != 0:
+        raise SystemExit(f"{tag} run of {study.name} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return {"seconds": wall, "cpu_seconds": cpu, "db": db}
+
+
+def study_row(study: Path, repeats: int) -> dict[str, Any]:
+    """The study with saved prompt starts and without, alternating (off first, so the page
+    cache and the model file are warm for both), answers compared run by run."""
+    text = study.read_text(encoding="utf-8")
+    cold_text = without_cache(text)
+    runs: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
+    identical = True
+    decisions = 0
+    load_before = load_average()
+    with tempfile.TemporaryDirectory(prefix="bench-local-study-") as tmp:
+        folder = Path(tmp)
+        for _ in range(repeats):
+            off = run_study(study, cold_text, folder, "off")
+            on = run_study(study, text, folder, "on")
+            a, b = stored_answers(on.pop("db")), stored_answers(off.pop("db"))
+            identical = identical and a == b
+            decisions = len(a)
+            runs["on"].append(on)
+            runs["off"].append(off)
+    best_on = min(r["seconds"] for r in runs["on"])
+    best_off = min(r["seconds"] for r in runs["off"])
+    return {
+        "study": study.name,
+        "decisions": decisions,
+        "identical_answers": identical,
+        "on_seconds": [round(r["seconds"], 2) for r in runs["on"]],
+        "off_seconds": [round(r["seconds"], 2) for r in runs["off"]],
+        "on_cpu_seconds": [round(r["cpu_seconds"], 2) for r in runs["on"]],
+        "off_cpu_seconds": [round(r["cpu_seconds"], 2) for r in runs["off"]],
+        "speedup": round(best_off / best_on, 2),
+        "cpu_speedup": round(min(r["cpu_seconds"] for r in runs["off"])
+                             / min(r["cpu_seconds"] for r in runs["on"]), 2),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+    }
+
+
+def print_studies(rows: list[dict[str, Any]]) -> None:
+    print(f"{'study (coop-tui --batch, spawn to exit)':<44} {'off s':>7} {'on s':>7} "
+          f"{'wall x':>7} {'CPU x':>6}  answers")
+    for r in rows:
+        same = "identical" if r["identical_answers"] else "DIFFER"
+        print(f"{r['study']:<44} {min(r['off_seconds']):>7.1f} {min(r['on_seconds']):>7.1f} "
+              f"{r['speedup']:>7.2f} {r['cpu_speedup']:>6.2f}  {same} ({r['decisions']} decisions; "
+              f"load {r['load_average_before']} -> {r['load_average_after']})")
+
+
 def print_table(r: dict[str, Any]) -> None:
     ours_tokens = sum(x["tokens"] for x in r["ours"])
     bare_tokens = sum(x["tokens"] for x in r["bare"])
@@ -197,13 +315,26 @@ def print_table(r: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5, help="throughput runs per path (0: none)")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument("--study", type=Path, action="append", default=[],
+                        help="an offline study to run with and without saved prompt starts")
+    parser.add_argument("--study-repeats", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    outcome = asyncio.run(main(args.runs, args.max_tokens, args.threads))
-    print_table(outcome)
+    outcome: dict[str, Any] = {"benchmark": "local"}
+    if args.runs > 0:
+        outcome = asyncio.run(main(args.runs, args.max_tokens, args.threads))
+        print_table(outcome)
+    if args.study:
+        outcome["studies"] = []
+        for path in args.study:  # each row printed as it is done: a study can take minutes
+            outcome["studies"].append(study_row(path, args.study_repeats))
+            print_studies(outcome["studies"][-1:])
+            sys.stdout.flush()
+    if args.runs <= 0 and args.out == RESULTS:  # the throughput figures stay as they were
+        args.out = RESULTS.with_name("local-studies.json")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(outcome, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -86,8 +86,9 @@ PLAY_KINDS = ("mixed", "choice")
 
 NOT_IN_CONTENT_KEY = frozenset({"max_concurrency", "timeout", "deadline", "max_answer_chars",
                                 "batch", "batch_poll",
-                                "api_key_env", "threads"})
-"""Agent settings that cannot change an answer: changing them must not re-ask anything."""
+                                "api_key_env", "threads", "prefix_cache"})
+"""Agent settings that cannot change an answer: changing them must not re-ask anything
+(``prefix_cache``: a reused prompt start gives the same bits as evaluating it afresh)."""
 
 
 class Agent(Protocol):

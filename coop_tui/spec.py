@@ -483,6 +483,10 @@ def _check_agent(name: str, agent: AgentSpec, *, check_keys: bool, base: Path | 
             raise SpecError(f"{where}.strategy", str(exc)) from None
         except (TypeError, ValueError) as exc:
             raise SpecError(f"{where}.params", str(exc)) from None
+    if not agent.prefix_cache and agent.kind != "local":
+        raise SpecError(f"{where}.prefix_cache",
+                        f"only an embedded model (local/...) keeps saved prompt starts; "
+                        f"{name!r} is a {agent.kind} agent: remove prefix_cache")
     if agent.kind == "local":
         assert agent.model is not None
         if agent.model.startswith("local:"):

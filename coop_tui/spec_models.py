@@ -97,6 +97,11 @@ class AgentSpec(BaseModel):
         description="characters of one answer (text and reasoning) before it is refused",
     )
     threads: int | None = Field(default=None, gt=0, description="embedded model CPU threads")
+    prefix_cache: bool = Field(
+        default=True,
+        description="embedded model: start a seeded reply from a saved state of its prompt's "
+        "start (the same answer, faster); false evaluates every prompt from scratch",
+    )
     seed: int | None = None
     batch: bool | None = Field(
         default=None,

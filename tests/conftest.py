@@ -161,6 +161,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[Any]:
 # ------------------------------------------------------------------ the longest files first
 LONGEST_FILES = (
     "test_coopeval_study.py", "test_teams_study.py", "test_similarity_study.py",
+    "test_prefix_cache_study.py",
     "test_mechanisms.py", "test_stopping.py", "test_seed003_protocol.py", "test_local_model.py",
     "test_judge_local.py", "test_shards.py", "test_hostile.py", "test_docs.py",
 )

@@ -54,6 +54,7 @@ def build_agent(
             seed=spec.seed,
             threads=spec.threads,
             style=spec.style,
+            prefix_cache=spec.prefix_cache,
             spec=spec.public(),
         )
 

@@ -14,6 +14,12 @@ and records that). Style ``direct`` runs only step 2; free-text kinds run only s
 
 Generation runs in a worker thread; token deltas travel to the event loop through
 ``call_soon_threadsafe`` and reach the sink on the loop thread, so the loop never blocks.
+
+A seeded reply (every sweep decision) must give the same text whatever ran before, so it
+never reads its prompt on top of another reply's leftover cache. It restores instead the
+longest saved start of its prompt, cut at a fixed chunk boundary, and reads the rest in
+the chunks a fresh read uses: the same bits, most of the prompt skipped
+(agents/prefix_cache.py; ``prefix_cache = false`` reads everything afresh).
 """
 
 from __future__ import annotations
@@ -31,8 +37,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from coop_tui.agents.prefix_cache import (
+    CHUNK_TOKENS,
+    PrefixCache,
+    load_sequence,
+    save_sequence,
+)
 from coop_tui.decisions import AgentReply, DecisionRequest, Message
 
 # the grammars live in schemas.py (the remote constrained path and the judge use them too);
@@ -61,6 +73,12 @@ DEFAULT_THINK_TOKENS = 200
 """Step-1 budget when the agent sets no ``max_tokens``: enough for a short argument."""
 N_CTX = 4096
 """Context size: a game prompt, the reasoning and the answer step fit with room to spare."""
+Start = Literal["continue", "cold", "reuse"]
+"""Where a step reads its prompt from. ``continue``: on top of whatever the context holds,
+as far as it matches (llama-cpp-python's own prefix match: unseeded replies, and the
+answer step after a reasoning step). ``cold``: from scratch, in fixed chunks. ``reuse``:
+from the longest saved start of the prompt (agents/prefix_cache.py), the rest in the same
+chunks as ``cold``, so the two give the same answer for the same seed."""
 
 __all__ = [
     "DEFAULT_TEMPERATURE",
@@ -165,6 +183,8 @@ class LocalModel:
         self.lock = threading.Lock()
         self.threads = threads
         self.formatter = _chat_formatter(llama)
+        self.prefixes = PrefixCache(chunk=llama.n_batch)
+        """Saved states of prompt starts (agents/prefix_cache.py), used by seeded replies."""
 
     @classmethod
     def open(cls, path: Path, threads: int) -> LocalModel:
@@ -180,6 +200,10 @@ class LocalModel:
             llama = Llama(
                 model_path=str(path),
                 n_ctx=N_CTX,
+                # every evaluation batch starts at a multiple of this from the prompt's
+                # first token: what makes a saved prompt start reusable bit for bit
+                n_batch=CHUNK_TOKENS,
+                n_ubatch=CHUNK_TOKENS,
                 n_threads=threads,
                 n_threads_batch=threads,
                 verbose=False,
@@ -209,9 +233,13 @@ class LocalModel:
         grammar: LlamaGrammar | None,
         on_text: Callable[[str], None],
         cancel: threading.Event,
+        start: Start = "continue",
     ) -> StepResult:
-        """Run one streamed chat completion (call with the lock held)."""
+        """Run one streamed chat completion (call with the lock held); ``start`` says
+        where its prompt is read from (see :data:`Start`)."""
         if self.formatter is None:
+            if start != "continue":
+                self.llama.reset()  # llama.cpp formats and evaluates: always from scratch
             return self._stream_chat(
                 messages,
                 max_tokens=max_tokens,
@@ -233,6 +261,7 @@ class LocalModel:
             grammar=grammar,
             on_text=on_text,
             cancel=cancel,
+            start=start,
         )
 
     def complete(
@@ -245,13 +274,16 @@ class LocalModel:
         grammar: LlamaGrammar | None,
         on_text: Callable[[str], None],
         cancel: threading.Event,
+        start: Start = "continue",
     ) -> StepResult:
         """Sample up to ``max_tokens`` after ``prompt`` (call with the lock held).
 
         Drives llama.cpp's token generator directly, with the sampling defaults of its
         ``create_completion``: every token is counted exactly (a stream reports no usage),
         decoded incrementally (no re-decoding of the whole text per token) and a cancelled
-        reply stops at the next token.
+        reply stops at the next token. With ``start`` "cold" or "reuse" the prompt is
+        evaluated first by :meth:`prefill`; the generator then finds all of it in the
+        context and samples at once.
         """
         import llama_cpp
 
@@ -263,6 +295,8 @@ class LocalModel:
                 f"context of {llama.n_ctx()}; shorten the prompt (e.g. a shorter history)"
             )
         max_tokens = min(max_tokens, room)
+        if start != "continue":
+            self.prefill(prompt, reuse=start == "reuse")
         vocab = llama_cpp.llama_model_get_vocab(llama.model)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         llama.set_seed(seed)
@@ -300,6 +334,47 @@ class LocalModel:
             parts.append(tail)
             on_text(tail)
         return StepResult("".join(parts), finish, len(prompt), len(generated))
+
+    def prefill(self, prompt: list[int], *, reuse: bool) -> int:
+        """Evaluate ``prompt`` from its first token in the context's fixed chunks, after
+        restoring the longest saved start of it when ``reuse``; keep the state it leaves
+        when ``reuse``. Returns the tokens restored (call with the lock held).
+
+        The context is cleared first either way, so the cache's cells are laid out as in
+        a fresh run. A state llama.cpp will not take back, or cannot save, only costs the
+        reuse: the prompt is then read from scratch, or the state not kept.
+        """
+        import numpy as np  # loaded with llama.cpp already
+
+        llama = self.llama
+        tokens = np.asarray(prompt, dtype=np.int32)
+        state, restored = self.prefixes.best(tokens, self.threads) if reuse else (None, 0)
+        llama._ctx.kv_cache_clear()
+        llama.n_tokens = 0
+        if state is not None:
+            try:
+                load_sequence(llama.ctx, state.data)
+                llama._ctx.kv_cache_seq_rm(0, restored, -1)
+            except RuntimeError:
+                llama._ctx.kv_cache_clear()
+                self.prefixes.clear()
+                restored = 0
+            llama.input_ids[:restored] = tokens[:restored]
+            llama.n_tokens = restored
+        try:
+            llama.eval(prompt[restored:])
+        except BaseException:  # a failed decode: leave an empty context, not half a prompt
+            llama._ctx.kv_cache_clear()
+            llama.reset()
+            raise
+        stats = self.prefixes.stats
+        stats.restored_tokens += restored
+        stats.evaluated_tokens += len(prompt) - restored
+        chunk = self.prefixes.chunk
+        if reuse and len(prompt) // chunk * chunk > restored:
+            with contextlib.suppress(RuntimeError, MemoryError):
+                self.prefixes.add(tokens, save_sequence(llama.ctx), self.threads)
+        return restored
 
     def _stream_chat(
         self,
@@ -455,6 +530,8 @@ class _Plan:
     seed: int
     reproducible: bool
     threads: int
+    prefix_cache: bool = True
+    """A seeded reply may start from a saved state of its prompt's start (same answer)."""
     final_prompt: str = FINAL_ANSWER_PROMPT
     """What the answer step asks after a reasoning step (the tag form's own wording)."""
 
@@ -484,6 +561,7 @@ class LocalAgent:
         seed: int | None = None,
         threads: int | None = None,
         style: str = "cot",
+        prefix_cache: bool = True,
         spec: dict[str, Any] | None = None,
     ) -> None:
         if style not in ("cot", "direct", "plain"):
@@ -496,6 +574,7 @@ class LocalAgent:
         self.seed = seed
         self.threads = threads or default_threads()
         self.style = style
+        self.prefix_cache = prefix_cache
         self.spec: dict[str, Any] = dict(spec) if spec is not None else {"model": model}
 
     def __repr__(self) -> str:
@@ -527,6 +606,7 @@ class LocalAgent:
             seed=seed,
             reproducible=self.seed is not None or request.seed is not None,
             threads=self.threads,
+            prefix_cache=self.prefix_cache,
         )
 
     async def reply(
@@ -563,10 +643,12 @@ def _generate(
         if cancel.is_set():  # cancelled while queued behind another reply
             return _Outcome(text="", answer=None, input_tokens=0, output_tokens=0, waited_s=waited)
         model.use_threads(plan.threads)
+        # A fixed seed must give the same text whatever ran before: its prompt is read
+        # from scratch, or from a saved start that gives the same bits (never on top of
+        # another decision's leftover cache, whose batching differs).
+        first: Start = "continue"
         if plan.reproducible:
-            # A fixed seed must give the same text whatever ran before: evaluate the
-            # prompt from scratch, not on top of another decision's cached prefix.
-            model.llama.reset()
+            first = "reuse" if plan.prefix_cache else "cold"
         text = ""
         tokens_in: int | None = 0
         tokens_out = 0
@@ -579,6 +661,7 @@ def _generate(
                 grammar=None,
                 on_text=emit,
                 cancel=cancel,
+                start=first,
             )
             text = step.text
             tokens_in = _add(tokens_in, step.input_tokens)
@@ -605,6 +688,8 @@ def _generate(
                 grammar=_grammar(*plan.grammar),
                 on_text=emit,
                 cancel=cancel,
+                # after a reasoning step: on from its context, as its text continues it
+                start="continue" if plan.free_step else first,
             )
             answer = step.text.strip()
             tokens_in = _add(tokens_in, step.input_tokens)
