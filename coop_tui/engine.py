@@ -176,6 +176,13 @@ class DecisionPolicy:
     """CoopEval's answer rule: no repairs (integers summing to exactly 100), re-ask instead."""
     condition_text: str = ""
     """A named condition's sentences (the strategic personalities paper's framing), shown before the game's rules."""
+    condition: str | None = None
+    """The cell's named condition (``baseline``, ``cover_business``, ``payoff_10x``...), so
+    a source that frames prompts by condition reads it directly; None: not told (a match
+    built outside a sweep), the source infers it from ``condition_text``."""
+    payoff_scale: float | None = None
+    """The factor the cell's condition multiplies every payoff by (1 for most), for a
+    source whose code scales payoffs itself; None: not told, the source infers it."""
     answer: str = "mixed"
     """How play decisions are answered: "mixed" (percentages per action, sampled by the
     engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""

@@ -349,3 +349,19 @@ def test_a_source_without_a_reader_leaves_reading_to_coop_tui() -> None:
     coopeval = get("coopeval")
     assert not LoadedSource(coopeval, STAND_IN, "c").reads_answers
     assert LoadedSource(SOURCE, STAND_IN, "c").reads_answers
+
+
+def test_a_clone_without_its_prompt_library_names_the_package_to_install(tmp_path: Path) -> None:
+    """The clone's one dependency beyond coop-tui (docs/wording.md): the error says what
+    to install, and where."""
+    import importlib.util
+
+    if importlib.util.find_spec("langchain_core") is not None:
+        pytest.skip("langchain-core is installed here: nothing is missing")
+    copy = shutil.copytree(STAND_IN, tmp_path / "clone")
+    shutil.rmtree(copy / "langchain_core")  # the stand-in ships its own small copy
+    with pytest.raises(SourceError) as err:
+        SOURCE.load(copy)
+    message = str(err.value)
+    assert "imports langchain_core" in message and "IPDv6.py" in message
+    assert "pip install langchain-core" in message and "pipx inject coop-tui langchain-core" in message
