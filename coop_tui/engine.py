@@ -132,6 +132,11 @@ class MessageSource(Protocol):
         answer: str, reason: str,
     ) -> tuple[Message, ...]: ...
 
+    @property
+    def reads_answers(self) -> bool: ...
+
+    def read_answer(self, ctx: Any, request: DecisionRequest, text: str) -> str | None: ...
+
 
 class SourceFailed(SpecError):
     """The paper's code failed to build a request's messages. Every match of the cell
@@ -172,6 +177,13 @@ class DecisionPolicy:
     """CoopEval's answer rule: no repairs (integers summing to exactly 100), re-ask instead."""
     condition_text: str = ""
     """A named condition's sentences (the strategic personalities paper's framing), shown before the game's rules."""
+    condition: str | None = None
+    """The cell's named condition (``baseline``, ``cover_business``, ``payoff_10x``...), so
+    a source that frames prompts by condition reads it directly; None: not told (a match
+    built outside a sweep), the source infers it from ``condition_text``."""
+    payoff_scale: float | None = None
+    """The factor the cell's condition multiplies every payoff by (1 for most), for a
+    source whose code scales payoffs itself; None: not told, the source infers it."""
     answer: str = "mixed"
     """How play decisions are answered: "mixed" (percentages per action, sampled by the
     engine) or "choice" (exactly one action, ``{"choice": "<label>"}``)."""
@@ -1076,6 +1088,7 @@ class MatchContext:
         parsed: Any = None
         note: str | None = None
         error: str | None = None
+        read_text: str | None = None
         for attempt in range(1, self.policy.max_attempts + 1):
             if self.stopped:
                 raise MatchStopped()
@@ -1121,13 +1134,7 @@ class MatchContext:
                 totals["cost"] += reply.cost_usd
             totals["retries"] += reply.transport_retries
             try:
-                parsed, note = parse_answer(
-                    request.kind,
-                    reply.parse_text,
-                    labels=request.labels,
-                    options=request.options,
-                    strict=self.policy.strict,
-                )
+                parsed, note, read_text = self._parse_reply(request, reply.parse_text)
                 error = None
                 break
             except ParseError as exc:
@@ -1197,10 +1204,40 @@ class MatchContext:
         else:
             decision.parsed = _plain(parsed, request.labels)
         if request.options.get(ASK_LEAVE):
-            self._read_leave(decision, request, last_reply.parse_text)
+            self._read_leave(decision, request, read_text or last_reply.parse_text)
         if not valid and request.kind not in PLAY_KINDS:
             decision.error = error
         return decision
+
+    def _parse_reply(self, request: DecisionRequest, text: str) -> tuple[Any, str | None, str]:
+        """Parse a reply: ``(parsed, note, the text that was read)``, or raise ParseError.
+
+        Under a source that reads its own answers (the paper's parser, asked for in the
+        paper's format), that reader goes first, so a model that follows the paper's
+        instructions is not re-asked for ours; where it reads nothing (the paper's code
+        would play at random) coop-tui's parser reads the reply as sent, and a failure
+        there is re-asked as usual. The note says which reader read it."""
+        source = self.policy.source
+        tried = ""
+        if source is not None and getattr(source, "reads_answers", False):
+            try:
+                read = source.read_answer(self, request, text)
+            except Exception as exc:  # the user's code, as in worded()
+                raise _source_failed(source, request, exc) from exc
+            if read is not None:
+                try:
+                    parsed, note = self._parse_ours(request, read)
+                except ParseError:
+                    pass  # an adapter's rewrite ours cannot read: read the reply itself
+                else:
+                    return parsed, _joined(f"read by sources.{source.name}'s own reader", note), read
+            tried = f"sources.{source.name}'s own reader read nothing; read by coop-tui's parser"
+        parsed, note = self._parse_ours(request, text)
+        return parsed, _joined(tried, note) if tried else note, text
+
+    def _parse_ours(self, request: DecisionRequest, text: str) -> tuple[Any, str | None]:
+        return parse_answer(request.kind, text, labels=request.labels, options=request.options,
+                            strict=self.policy.strict)
 
     def _reask_messages(
         self, request: DecisionRequest, sent: list[Message], answer: str, reason: str,
@@ -1417,6 +1454,11 @@ def _retry_example(request: DecisionRequest) -> str:
     ):
         return example_for(request.kind, request.labels, request.options)
     return "the format asked for above"
+
+
+def _joined(first: str, note: str | None) -> str:
+    """A reader's note before the parser's own (``normalisation``), either may be empty."""
+    return "; ".join(n for n in (first, note) if n)
 
 
 def _plain(parsed: Any, labels: Sequence[str]) -> Any:

@@ -184,11 +184,11 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         series_keys = [k for k in varying if k != "similarity"]
         labels = {}
         for c in e["conditions"]:
-            c["label"] = " ".join(f"{k}={_short(c['condition'].get(k))}" for k in varying) or "-"
+            c["label"] = " ".join(f"{k}={_short(_shown(c['condition'], k))}" for k in varying) or "-"
             c["b_star"] = (_b_star(cond_specs.get((exp, c["condition_key"])))
                            if (exp, c["condition_key"]) in told_similarity else None)
             labels[c["condition_key"]] = " ".join(
-                f"{k}={_short(c['condition'].get(k))}" for k in series_keys
+                f"{k}={_short(_shown(c['condition'], k))}" for k in series_keys
             )
         stars = {c["b_star"] for c in e["conditions"]}
         e["b_star"] = stars.pop() if len(stars) == 1 else None
@@ -373,6 +373,16 @@ def _curve(conditions: list[dict[str, Any]], labels: dict[str, str]) -> dict[str
 
 def _short(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+ABSENT_MEANS = {"wording": "ours", "condition": "baseline"}
+"""Condition keys a sweep stores only when they differ from their default (so old runs
+keep their keys): where one is absent, its default is what the cell ran with, and that
+is what a label shows (``wording=ours``, not ``wording=None``)."""
+
+
+def _shown(condition: dict[str, Any], key: str) -> Any:
+    return condition.get(key, ABSENT_MEANS.get(key))
 
 
 def _varying_keys(conditions: list[dict[str, Any]]) -> list[str]:

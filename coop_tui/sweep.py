@@ -576,6 +576,8 @@ async def play_cell(
             strict=cell.answers == "strict",
             answer=cell.answer,
             condition_text=_condition_text(cell.condition),
+            condition=cell.condition,
+            payoff_scale=get_condition(cell.condition).scale or 1.0,
             prompt_protocol=cell.prompt_protocol,
             style_message=cell.style_message,
             talk=cell.talk,

@@ -64,7 +64,7 @@ class Reader:
 
 
 async def play(game_key: str, *, rounds: int = 3, seed: int = 1, condition: str = "baseline",
-               **params: Any) -> tuple[MatchContext, list[DecisionRequest]]:
+               told: dict[str, Any] | None = None, **params: Any) -> tuple[MatchContext, list[DecisionRequest]]:
     """One match under the study's settings; (context, every request, by round and seat)."""
     game = load_game(game_key, **params)
     if isinstance(game, ProtocolGame):
@@ -79,7 +79,7 @@ async def play(game_key: str, *, rounds: int = 3, seed: int = 1, condition: str 
         run_id="r", match_id=f"{game_key}-{seed}", game=game, agents=seats, bus=EventBus(),
         seed=seed, policy=DecisionPolicy(
             randomize_labels="trial", answer="choice", prompt_protocol="strategic_personalities",
-            condition_text=CONDITIONS[condition].text, max_attempts=1))
+            condition_text=CONDITIONS[condition].text, max_attempts=1, **(told or {})))
     await mechanism.play(ctx)
     return ctx, sorted((r for s in seats for r in s.seen), key=lambda r: (r.round, r.seat))
 
@@ -320,6 +320,21 @@ async def test_a_named_condition_is_the_codes_framing(source: Any, key: str) -> 
         assert user == base_user + " [framed]"
     ctx, requests = await play(key, rounds=1, condition="cover_cooking")
     assert texts(source, ctx, requests[0])[0].startswith("STAND-IN STORY: two cooks.\n")
+
+
+async def test_the_cells_condition_and_payoff_scale_are_read_from_the_policy(source: Any) -> None:
+    """A sweep tells the policy the cell's condition and payoff scale; the adapter reads
+    them as told (here deliberately unlike the sentences and the matrix, which the
+    inference alone would read), and infers only when it is not told."""
+    ctx, requests = await play("pd_canonical", rounds=1,
+                               told={"condition": "goal_win", "payoff_scale": 10.0})
+    system, _ = texts(source, ctx, requests[0])
+    a, b = letter(requests[0], 0), letter(requests[0], 1)
+    assert system.startswith("STAND-IN GOAL: finish ahead.\n")  # no sentences on the policy
+    assert f"* {b} vs {a} -> me 50, them 0" in system  # an unscaled game, scaled as told
+    ctx, requests = await play("pd_canonical", rounds=1, condition="goal_win")
+    system, _ = texts(source, ctx, requests[0])
+    assert system.startswith("STAND-IN GOAL") and f"* {b} vs {a} -> me 5, them 0" in system
 
 
 async def test_a_re_ask_sends_the_codes_messages_again(source: Any) -> None:

@@ -290,3 +290,78 @@ async def test_answers_to_the_codes_prompt_are_read_by_the_codes_own_function(
     assert SOURCE.read_answer(loaded, ctx, plan, "  stay kind  \n") == "stay kind"
     meta = [r for r in asked if r.phase == "meta"][0]
     assert SOURCE.read_answer(loaded, ctx, meta, "{}") is None
+
+
+class PaperFormat(Recorder):
+    """A seat that follows the paper's own format instructions: its moves are the code's
+    JSON (``move`` / ``keep_playing``), defecting in every pairing; seat 3 first writes
+    something neither reader can use, then coop-tui's own form."""
+
+    async def reply(self, request: DecisionRequest, messages: Any, sink: Any) -> AgentReply:
+        if request.phase != "play":
+            return await super().reply(request, messages, sink)
+        self.asked.append(request)
+        if request.seat == 3:
+            key = (request.view.extra["pairing"], request.round)
+            self.tries[key] = self.tries.get(key, 0) + 1
+            if self.tries[key] == 1:
+                return AgentReply(text="I am not sure.")
+            label = request.labels[request.label_to_action.index(0)]
+            return AgentReply(text=json.dumps({"choice": label, "leave": False}))
+        return AgentReply(text='{"move": "action_b", "reasoning": "-", "keep_playing": true}')
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tries: dict[tuple[int, int], int] = {}
+
+
+async def test_the_engine_reads_replies_in_the_papers_format_with_the_codes_reader(
+    loaded: LoadedSource,
+) -> None:
+    """Under source wording the code's reader reads first; where it reads nothing
+    coop-tui's parser reads the reply, then a re-ask; each decision notes its reader."""
+    mech = Teams(TeamsParams(structure="SA", teams=2, team_size=2, rounds=2, budget=8,
+                             check_budget=False, meta="off", planning=False,
+                             schedule="ordered", winner_bonus=1.0))
+    seat = PaperFormat()
+    ctx = MatchContext(run_id="r", match_id="m", game=get_game("ipd"), agents=[seat] * 4,
+                       bus=EventBus(), seed=3,
+                       policy=DecisionPolicy(answer="choice", style_message="user",
+                                             on_invalid="uniform", max_attempts=2,
+                                             source=loaded))
+    await mech.play(ctx)
+    plays = [d for d in ctx.decisions if d.phase == "play"]
+    paper = [d for d in plays if d.seat != 3]
+    ours = [d for d in plays if d.seat == 3]
+    assert paper and ours
+    for d in paper:  # read the paper's way at the first attempt: a defection, staying
+        assert d.valid and d.attempts == 1 and d.action == 1 and d.leave is False
+        assert d.normalisation.startswith("read by sources.superadditive's own reader")
+    for d in ours:  # neither reader could use "I am not sure.": asked again, in our form
+        assert d.valid and d.attempts == 2 and d.action == 0
+        assert d.retries[0].response == "I am not sure."
+        assert d.normalisation.startswith(
+            "sources.superadditive's own reader read nothing; read by coop-tui's parser")
+
+
+def test_a_source_without_a_reader_leaves_reading_to_coop_tui() -> None:
+    """The hook is optional: an adapter that does not override it reads nothing."""
+    coopeval = get("coopeval")
+    assert not LoadedSource(coopeval, STAND_IN, "c").reads_answers
+    assert LoadedSource(SOURCE, STAND_IN, "c").reads_answers
+
+
+def test_a_clone_without_its_prompt_library_names_the_package_to_install(tmp_path: Path) -> None:
+    """The clone's one dependency beyond coop-tui (docs/wording.md): the error says what
+    to install, and where."""
+    import importlib.util
+
+    if importlib.util.find_spec("langchain_core") is not None:
+        pytest.skip("langchain-core is installed here: nothing is missing")
+    copy = shutil.copytree(STAND_IN, tmp_path / "clone")
+    shutil.rmtree(copy / "langchain_core")  # the stand-in ships its own small copy
+    with pytest.raises(SourceError) as err:
+        SOURCE.load(copy)
+    message = str(err.value)
+    assert "imports langchain_core" in message and "IPDv6.py" in message
+    assert "pip install langchain-core" in message and "pipx inject coop-tui langchain-core" in message

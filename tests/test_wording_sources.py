@@ -299,6 +299,12 @@ async def test_a_sweep_over_both_wordings_sends_and_stores_the_sources_messages(
     for d in store.decisions(matches["ours"]["id"]):  # our own words, untouched
         assert MARK not in json.dumps(d.prompt) and d.attempts == 1
 
+    from coop_tui.report import build_report
+
+    [experiment] = build_report(store, summary.run_id)["experiments"]
+    # the default wording is stored as no key; its label still names it
+    assert sorted(c["label"] for c in experiment["conditions"]) == ["wording=ours", "wording=source"]
+
     run = store.run(summary.run_id)
     assert json.loads(run["sources"]) == {"toy": {
         "name": "toy", "path": str(clone.resolve()), "commit": toy.tested_commit,

@@ -72,6 +72,15 @@ class LoadedSource:
     ) -> tuple[Message, ...]:
         return self.wording.retry_messages(self, ctx, request, sent, answer, reason)
 
+    @property
+    def reads_answers(self) -> bool:
+        """Whether the paper's code reads its answers itself (the adapter overrides
+        :meth:`SourceWording.read_answer`); the engine then notes which reader read each."""
+        return type(self.wording).read_answer is not SourceWording.read_answer
+
+    def read_answer(self, ctx: Any, request: DecisionRequest, text: str) -> str | None:
+        return self.wording.read_answer(self, ctx, request, text)
+
 
 class SourceWording(ABC):
     """One paper's public code as a source of messages."""
@@ -115,6 +124,17 @@ class SourceWording(ABC):
         """The whole message list of the next attempt after ``answer`` (the raw text of
         the rejected attempt, sent as ``sent``) was refused for ``reason``, as the paper's
         code re-asks."""
+
+    def read_answer(
+        self, source: LoadedSource, ctx: Any, request: DecisionRequest, text: str
+    ) -> str | None:
+        """A reply read the paper's way, rewritten in coop-tui's answer shape for
+        ``request`` (the text coop-tui's parser then reads), or None where the paper's code
+        could not read it. Optional: a paper whose prompts ask for our answer form needs no
+        reader of its own, so by default coop-tui's parser reads every reply (None). One
+        that states its own format (super-additive's JSON moves) overrides this, or a model
+        that follows the paper's instructions would be re-asked for coop-tui's form."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "paper": self.paper, "repository": self.repository,

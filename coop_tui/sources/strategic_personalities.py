@@ -218,8 +218,12 @@ def _letters(ctx: Any, request: DecisionRequest, config: Mapping[str, Any]) -> l
 
 
 def _scale(ctx: Any, config: Mapping[str, Any]) -> float:
-    """The payoff scale of a ``payoff_10x`` / ``payoff_100x`` matrix game: coop-tui's
-    payoffs over the code's matrix (1 elsewhere)."""
+    """The payoff scale of a ``payoff_10x`` / ``payoff_100x`` matrix game: the cell's, as
+    the sweep put it on the policy; for a match built without it, coop-tui's payoffs
+    over the code's matrix (1 elsewhere)."""
+    told = getattr(ctx.policy, "payoff_scale", None)
+    if told is not None:
+        return float(told) if config.get("payoff_matrix") else 1.0
     matrix = config.get("payoff_matrix")
     payoffs = getattr(ctx.game, "payoffs", None)
     if not matrix or payoffs is None or payoffs.ndim != 3:
@@ -233,7 +237,9 @@ def _scale(ctx: Any, config: Mapping[str, Any]) -> float:
 
 
 def _framing(ctx: Any) -> str:
-    """The code's framing: the experiment's named condition (the code's names)."""
+    """The code's framing: the experiment's named condition (the code's names), as the
+    sweep put it on the policy; for a match built without it, the condition whose
+    sentences the policy carries."""
     named = getattr(ctx.policy, "condition", None)
     if named:
         return str(named)

@@ -53,6 +53,9 @@ SCRIPT = "IPDv6.py"
 CONDITIONS = {"RI": "repeated_only", "GC": "competition_only", "SA": "super_additive"}
 """coop-tui's structure -> the code's ``current_tournament_condition``."""
 
+PROMPT_LIBRARY = "langchain-core"
+"""The one package a clone needs beyond coop-tui: the script builds its prompts with it.
+Deliberately not a dependency of coop-tui (only this paper's source wording uses it)."""
 LEFT_OUT = ("langchain_ollama", "langgraph", "nicerthanhumansmetrics")
 """Packages the script imports but no prompt uses: a stand-in module each."""
 
@@ -211,9 +214,12 @@ def _run_definitions(root: Path) -> dict[str, Any]:
     except ImportError as exc:
         sys.modules.pop(module.__name__, None)
         missing = getattr(exc, "name", None) or str(exc)
+        package = PROMPT_LIBRARY if missing.split(".")[0] == "langchain_core" else (
+            missing.split(".")[0].replace("_", "-"))
         raise SourceError(f"sources.{NAME}", f"{path} imports {missing}, which is not installed "
-                          "where coop-tui runs; install the paper's prompt library there "
-                          "(pip install langchain-core)") from exc
+                          "where coop-tui runs; install it into coop-tui's own environment "
+                          f"(pip install {package} with that environment's pip, or pipx "
+                          f"inject coop-tui {package})") from exc
     except Exception as exc:  # the user's code: any failure is theirs to see, named
         sys.modules.pop(module.__name__, None)
         raise SourceError(f"sources.{NAME}", f"{path} failed to load: "
