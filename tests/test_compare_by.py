@@ -291,22 +291,9 @@ async def test_the_analysis_screen_shows_the_wording_panel(run: dict[str, Any]) 
     """The section's panel is mounted from the same render as the text report."""
     from textual.widgets import Static
 
-    from coop_tui.app import CoopApp
-    from coop_tui.screens.analysis import AnalysisScreen
+    from tests.analysis_screen import loaded_analysis
 
-    class ScreenApp(CoopApp):
-        def on_mount(self, event: Any) -> None:
-            event.prevent_default()  # no setup screen underneath
-            self.push_screen(AnalysisScreen(self.store, run["id"]))
-
-    app = ScreenApp(run["worded"], replay_speed=0)
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.screen
-        for _ in range(3000):  # until the report is loaded (a worker), at most a minute
-            if getattr(screen, "loaded", 0) >= 1:
-                break
-            await pilot.pause(0.02)
-        assert screen.loaded >= 1 and screen.error is None
+    async with loaded_analysis(run["worded"], run["id"]) as screen:
         panel = screen.query_one("#an-section-wording")
         assert panel.border_title == "Per wording: differences and the share of the spread"
         assert panel.query(Static)

@@ -84,22 +84,9 @@ def test_the_moran_section_shows_in_text_and_json(tournament: dict[str, Any],
 async def test_the_analysis_screen_shows_the_moran_panel(tournament: dict[str, Any]) -> None:
     from textual.widgets import Static
 
-    from coop_tui.app import CoopApp
-    from coop_tui.screens.analysis import AnalysisScreen
+    from tests.analysis_screen import loaded_analysis
 
-    class ScreenApp(CoopApp):
-        def on_mount(self, event: Any) -> None:
-            event.prevent_default()
-            self.push_screen(AnalysisScreen(self.store, tournament["id"]))
-
-    app = ScreenApp(tournament["db"], replay_speed=0)
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.screen
-        for _ in range(3000):  # until the report is loaded (a worker), at most a minute
-            if getattr(screen, "loaded", 0) >= 1:
-                break
-            await pilot.pause(0.02)
-        assert screen.loaded >= 1 and screen.error is None
+    async with loaded_analysis(tournament["db"], tournament["id"]) as screen:
         panel = screen.query_one("#an-section-moran")
         assert panel.border_title == "Moran process: fixation from the stored payoffs"
         assert panel.query(Static)
