@@ -112,7 +112,9 @@ BEFORE = {
     # direct agent's instruction into its user message and joined the match condition, so
     # the seeded histories differ too: mean prompt 493.9 -> 494.5 tokens, calls unchanged
     "coopeval-offline": "5f13aabd344d5ccba9b1d60f0ef67e31b14cbaec2675d234ac59b11d257ef799",
-    "superadditive-offline": "43c2b582b3ccdaec2711efb29bed9a45f8befa17c2248c23e9a258a8e70e2b8f",
+    # the super-additive paper's rank-only standings (standings = "rank", a condition key of
+    # its teams) and the code's full planner and critic checklists changed its prompts
+    "superadditive-offline": "511226317e495e7fefba524edc4717664dff94afbf0f255640fa5b69c46f31a5",
     "strategies-prisoners": "45bb8ceedb66840bb5162a6d1c3cba59e91a0607fb2e5addb4c8899619c099e5",
     "variants": "78c1f82296865c0dedf42f4921e8f543a1429f0739f8942d9b8e085e7ed67fd9",
     "long": "9f9c80ba0265c32b9f7dc3a47e39c841ab396ca375c38cb44340a84a5dd79487",

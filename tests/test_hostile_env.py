@@ -8,6 +8,7 @@ key: the threat table of docs/development.md names these tests for that surface.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,17 @@ SWEEP = ('name = "dotenv"\n[agents.gpt]\nmodel = "openai/gpt-4o-mini"\n'
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory of its own, without the environment's API keys."""
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A working directory of its own, without the environment's API keys; whatever a
+    test's .env put into the environment is taken out again (a key holding escape
+    characters left behind broke every later request header of the worker)."""
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.endswith("_API_KEY")]:
         monkeypatch.delenv(name)
-    return tmp_path
+    before = dict(os.environ)
+    yield tmp_path
+    os.environ.clear()
+    os.environ.update(before)
 
 
 def said(capsys: pytest.CaptureFixture[str]) -> str:

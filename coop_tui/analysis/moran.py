@@ -70,7 +70,10 @@ class MoranSettings:
 
 def _fitness(payoff: float, settings: MoranSettings) -> float:
     if settings.fitness == "exponential":
-        return math.exp(settings.selection * payoff)
+        try:
+            return math.exp(settings.selection * payoff)
+        except OverflowError:
+            return math.inf
     return 1.0 - settings.selection + settings.selection * payoff
 
 
@@ -107,14 +110,20 @@ def fixation_probability(payoffs: np.ndarray, mutant: int, resident: int,
         if f_mutant == 0:  # the mutants never reproduce there: they cannot fix
             return 0.0
         ratios.append(f_resident / f_mutant)
-    products = np.cumprod(ratios)
-    return float(1.0 / (1.0 + float(np.sum(products))))
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.sum(np.cumprod(ratios)))
+    if math.isnan(total) or not all(map(math.isfinite, ratios)):
+        raise MoranError("the fitness ratios overflow (payoffs too large for this selection "
+                         "intensity); use a smaller selection intensity")
+    return 1.0 / (1.0 + total)  # an infinite sum fixes nothing: 0
 
 
 def fixation_matrix(payoffs: np.ndarray, settings: MoranSettings) -> np.ndarray:
     """``out[i, j]``: one *i* invading a population of *j* (the diagonal is ``1/N``)."""
     if np.isnan(payoffs).any():
         raise MoranError("some matchups have no finished match; the process needs them all")
+    if not np.isfinite(payoffs).all():
+        raise MoranError("some payoffs are not finite numbers; the process needs finite ones")
     settings.check(payoffs.ndim)
     n = payoffs.shape[0]
     out = np.full((n, n), 1.0 / settings.population)
@@ -138,8 +147,13 @@ def stationary_distribution(fixation: np.ndarray) -> np.ndarray:
     system = np.vstack([(move - np.eye(n)).T, np.ones(n)])
     rhs = np.zeros(n + 1)
     rhs[-1] = 1.0
-    pi, *_ = np.linalg.lstsq(system, rhs, rcond=None)
+    try:
+        pi, *_ = np.linalg.lstsq(system, rhs, rcond=None)
+    except np.linalg.LinAlgError as exc:
+        raise MoranError(f"the stationary distribution has no solution here ({exc})") from None
     pi = np.clip(pi, 0.0, None)
+    if not np.isfinite(pi).all() or pi.sum() <= 0:
+        raise MoranError("the stationary distribution has no solution here")
     return pi / pi.sum()
 
 
