@@ -502,12 +502,20 @@ def compare_command(db_a: Path, ref_a: str, ref_b: str, *, db_b: Path | None = N
     result = compare_databases(db_a, ref_a, ref_b, db_b=db_b)
     if isinstance(result, int):
         return result
+    print_comparison(result, fmt, render_text, render_latex, print_text, found=bool(result["shared"]))
+    return 0
+
+
+def print_comparison(result: dict[str, Any], fmt: str, text: Callable[[dict[str, Any]], Any],
+                     latex: Callable[[dict[str, Any]], str], print_text: Callable[[Any], None],
+                     *, found: bool) -> None:
+    """A comparison in its format (JSON, LaTeX, or text through the report's printer), and
+    its note on stderr when it found nothing to compare."""
     if fmt == "json":
         print(strict_json(result))
     elif fmt == "latex":
-        print(render_latex(result), end="")
+        print(latex(result), end="")
     else:
-        print_text(render_text(terminal_data(result)))
-    if not result["shared"]:
+        print_text(text(terminal_data(result)))
+    if not found:
         print(f"coop-tui: {result['note']}", file=sys.stderr)
-    return 0

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,14 +41,13 @@ from coop_tui.analysis.compare import (
     compare_cells,
     correct_rows,
     open_run,
+    print_comparison,
     run_cells,
-    strict_json,
 )
 from coop_tui.errors import fail
 from coop_tui.protocols import DEFAULT_KEY
 from coop_tui.store import Store, condition_key
 from coop_tui.talk import DEFAULT_TALK_CHARS
-from coop_tui.terminal import terminal_data
 
 __all__ = ["DEFAULTS", "KeyNotVaried", "Loaded", "compare_by", "compare_by_command", "key_values", "render_latex", "render_text",
            "shown", "spread_by", "varied_keys"]
@@ -368,12 +366,5 @@ def compare_by_command(db: Path, ref: str | None, key: str, *, base: str | None 
         return fail(f"--by {key}: run {run_id} does not vary {key}; {varies}")
     except ValueError as exc:
         return fail(str(exc))
-    if fmt == "json":
-        print(strict_json(result))
-    elif fmt == "latex":
-        print(render_latex(result), end="")
-    else:
-        print_text(render_text(terminal_data(result)))
-    if not result["rows"]:
-        print(f"coop-tui: {result['note']}", file=sys.stderr)
+    print_comparison(result, fmt, render_text, render_latex, print_text, found=bool(result["rows"]))
     return 0

@@ -46,7 +46,7 @@ from coop_tui.analysis.population import (
     replicator_dynamics,
 )
 from coop_tui.analysis.ratings_cache import deviation_ratings as stored_ratings
-from coop_tui.analysis.tournament import cross_play_tensor, tournament_metrics
+from coop_tui.analysis.tournament import cross_play_tensor, run_spec, tournament_metrics
 from coop_tui.games import game_from_spec
 from coop_tui.store import GAME_SPEC_MIN, GAME_SPEC_OF_GROUP
 
@@ -272,12 +272,7 @@ def devrank_mode(mode: str | None) -> str:
 
 def run_devrank_mode(store: Any, run_id: str) -> str | None:
     """The ``devrank`` a run's study file asked for (None when it set none)."""
-    run = store.run(run_id) or {}
-    try:
-        spec = json.loads(run.get("spec") or "{}")
-    except (TypeError, ValueError):
-        return None
-    mode = spec.get("devrank") if isinstance(spec, dict) else None
+    mode = run_spec(store, run_id).get("devrank")
     return mode if mode in DEVRANK_MODES else None
 
 
@@ -394,22 +389,13 @@ def _solvers(reps: list[dict[str, Any]]) -> str:
     return ", ".join(f"{k} ({v} of {len(solved)})" for k, v in sorted(counts.items()))
 
 
-def _run_spec(store: Any, run_id: str) -> dict[str, Any]:
-    run = store.run(run_id) or {}
-    try:
-        spec = json.loads(run.get("spec") or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return spec if isinstance(spec, dict) else {}
-
-
 def _rosters(store: Any, run_id: str) -> dict[tuple[int, int], list[str]]:
     """Each tournament's agents in the order CoopEval's LP takes them, per (experiment,
     replicate): an imported tournament's ``roster`` (its published ratings' order, else
     config.json's: coop_tui.importers.coopeval_records), a sweep's experiment's
     ``agents`` (every replicate alike). Missing for studies imported before rosters were
     kept: those rate by name."""
-    spec = _run_spec(store, run_id)
+    spec = run_spec(store, run_id)
     if isinstance(spec.get("roster"), list):  # one tournament imported on its own
         return {(0, 0): [str(a) for a in spec["roster"]]}
     out: dict[tuple[int, int], list[str]] = {}
@@ -428,7 +414,7 @@ def _rosters(store: Any, run_id: str) -> dict[tuple[int, int], list[str]]:
 
 def _published(store: Any, run_id: str) -> dict[tuple[int, int], Any]:
     """An imported study's published metric files, per (experiment, replicate)."""
-    spec = _run_spec(store, run_id)
+    spec = run_spec(store, run_id)
     if not spec:
         return {}
     if isinstance(spec.get("published"), dict) and spec["published"]:

@@ -128,6 +128,17 @@ def cross_play_tensor(
     return tensor_from_sums(sums)
 
 
+def run_spec(store: Any, run_id: str) -> dict[str, Any]:
+    """A run's stored spec as a dict (empty when it has none or it does not parse): the
+    report's sections read their settings from it."""
+    run = store.run(run_id) or {}
+    try:
+        spec = json.loads(run.get("spec") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
 def _published(store: Store, run_id: str) -> dict[str, Any] | None:
     """The metrics an imported run's source published, for side-by-side comparison."""
     run = store.run(run_id)

@@ -7,30 +7,20 @@ table (``population``, ``selection``, ``fitness``) or the defaults (10, 1.0, lin
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from coop_tui.analysis.moran import MoranError, MoranSettings, moran_summary
 from coop_tui.analysis.sections import Section, register
-from coop_tui.analysis.tournament import cross_play_tensor
+from coop_tui.analysis.tournament import cross_play_tensor, run_spec
 
 
 def settings_of(store: Any, run_id: str) -> MoranSettings:
-    """The run's ``[moran]`` settings, the defaults for what it does not say."""
-    run = store.run(run_id) or {}
-    try:
-        spec = json.loads(run.get("spec") or "{}")
-    except (TypeError, ValueError):
-        spec = {}
-    given = spec.get("moran") if isinstance(spec, dict) else None
+    """The run's ``[moran]`` settings (checked when the sweep was), the defaults for what
+    it does not say."""
+    given = run_spec(store, run_id).get("moran")
     if not isinstance(given, dict):
         return MoranSettings()
-    defaults = MoranSettings()
-    return MoranSettings(
-        population=int(given.get("population", defaults.population)),
-        selection=float(given.get("selection", defaults.selection)),
-        fitness=str(given.get("fitness", defaults.fitness)),
-    )
+    return MoranSettings(**{k: given[k] for k in ("population", "selection", "fitness") if k in given})
 
 
 def build(store: Any, run_id: str, report: dict[str, Any]) -> dict[str, Any] | None:
