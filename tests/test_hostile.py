@@ -525,7 +525,7 @@ def _teams_run(tmp_path: Path, name: str) -> dict[str, Any]:
 def test_a_match_bigger_than_the_write_batch_is_written_as_it_goes_with_the_same_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coop_tui import store as store_module
+    from coop_tui.store import writer as store_module  # the event writer holds the batches
 
     held = _teams_run(tmp_path, "held")
     monkeypatch.setattr(store_module, "SPILL_ROWS", 7)  # every few rows go out at once
