@@ -39,7 +39,6 @@ import concurrent.futures
 import contextlib
 import email.utils
 import functools
-import importlib.util
 import json
 import logging
 import os
@@ -50,12 +49,17 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from coop_tui.agents.batch import BATCH_PRICE_FACTOR, FIRST_POLL_S, Outcome, import_batch_sdk
+from coop_tui.agents.batch import FIRST_POLL_S, Outcome, import_batch_sdk
 from coop_tui.agents.endpoints import EndpointPool, EndpointsDown, host_of, public_url
+from coop_tui.agents.pricing import (  # noqa: F401 - their old import path
+    PRICE_MAP_FILE,
+    cost_for,
+    price_map,
+    reply_cost,
+)
 from coop_tui.agents.sse import DONE, EventTooLong, SSEDecoder
 from coop_tui.agents.sse import loads as sse_loads
 from coop_tui.agents.transport import (
@@ -295,56 +299,6 @@ def _refuse_provider_redirects(litellm: Any, model: str, api_base: str | None) -
     client = handler.client
     client.follow_redirects = False
     client.event_hooks = hooks
-
-
-PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
-
-
-@functools.cache
-def price_map() -> dict[str, Any]:
-    """litellm's offline price map, read straight from its package data.
-
-    It is the same file litellm loads with ``LITELLM_LOCAL_MODEL_COST_MAP=True``; reading
-    the JSON costs milliseconds, where importing litellm costs seconds of CPU that would
-    otherwise compete with a sweep's event loop on the openai transport.
-    """
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / PRICE_MAP_FILE
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-    return {}
-
-
-def cost_for(model: str, input_tokens: int, output_tokens: int) -> float | None:
-    """USD cost of one call from litellm's offline price map; None when the model is unknown."""
-    prices = _prices_of(model)
-    if prices is None:
-        return None
-    per_in, per_out = prices
-    return per_in * input_tokens + per_out * output_tokens
-
-
-@functools.lru_cache(maxsize=256)
-def _prices_of(model: str) -> tuple[float, float] | None:
-    """USD per input and per output token of ``model`` (looked up once per model: a sweep
-    asks for every answer)."""
-    if not model:
-        return None
-    prices = price_map()
-    parts = model.split("/")
-    # "openrouter/openai/gpt-4o" -> that, "openai/gpt-4o", "gpt-4o": the map keys vary
-    for name in ("/".join(parts[i:]) for i in range(len(parts))):
-        entry = prices.get(name)
-        if not isinstance(entry, dict):
-            continue
-        per_in, per_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-        if per_in is None or per_out is None:
-            continue
-        return float(per_in), float(per_out)
-    return None
 
 
 def split_provider(model: str) -> tuple[str | None, str]:
@@ -639,11 +593,7 @@ class LLMAgent:
         first, last = calls[0].state, calls[-1].state
         tokens_in = _sum_known(c.state.input_tokens for c in calls)
         tokens_out = _sum_known(c.state.output_tokens for c in calls)
-        cost = None
-        if tokens_in is not None and tokens_out is not None:
-            cost = cost_for(self.model, tokens_in, tokens_out)
-            if cost is not None and self.batcher is not None:
-                cost *= BATCH_PRICE_FACTOR
+        cost = reply_cost(self.model, tokens_in, tokens_out, batched=self.batcher is not None)
         text = "".join(first.text) if answer is None or len(calls) > 1 else ""
         return AgentReply(
             text=text,
