@@ -52,13 +52,12 @@ from coop_tui.agents.batch_results import (
     openai_outcome,
     read_result_stream,
 )
+from coop_tui.agents.pricing import BATCH_PRICE_FACTOR  # noqa: F401 - its old import path
 from coop_tui.database import BUSY_TIMEOUT
 from coop_tui.decisions import ASKING, DEFAULT_MAX_ANSWER_CHARS
 from coop_tui.hashing import stable_hash
 from coop_tui.redact import scrub
 
-BATCH_PRICE_FACTOR = 0.5
-"""Batch APIs bill half the list price (OpenAI and Anthropic alike)."""
 QUIET_S = 1.0
 """Default seconds without a new request after which the hub submits what it holds, when not every
 playing match waits on it (a match waits on a server, a human, a slow strategy ...)."""
