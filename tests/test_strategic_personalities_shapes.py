@@ -311,6 +311,38 @@ def test_supplementary_table_2_leaves_out_the_sentinel_test_trials(
     assert summary["test_trials"]["trial_numbers"] == [998, 999, 5555]
 
 
+def test_supplementary_table_2_says_each_fragment_row_is_a_trial_the_table_lost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fragment row of the published table is the tail of a trial row that another row,
+    appended by another process at the same moment, was written over: only the lost row's
+    last cells remain (its cost, flag and timestamp; or just the end of its flag). That
+    trial is not in the file, so Table 2's N counts the rows that are there and the report
+    says at least one trial is lost per fragment and why the paper's N can be larger."""
+    from coop_tui.analysis.paper_tables import LOST_ROWS_RULE
+
+    rows = [pd_row("gemini-2.5-flash", 1, 0.2, 0.2, 0.2),
+            pd_row("gemini-2.5-flash", 2, 0.0, 0.0, 0.0, timestamp="2026-03-09 10:07:40"),
+            fragment("", "0.0419", "False", "2026-03-09 10:07:39"),     # line 3
+            pd_row("gemini-2.5-flash", 3, 0.1, 0.1, 0.0, timestamp="2026-03-09 10:09:12"),
+            fragment("e", "2026-03-09 10:09:12")]                         # line 5
+    db = tmp_path / "coop.db"
+    src = write(tmp_path / "t.csv.gz", rows, gz=True)
+    assert main(["import", "strategic-personalities", str(src), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert ("skipped 2 fragment rows (tails of trial rows another row was written over: no "
+            "model, trial or totals; those trials are not in the file), lines 3, 5") in out
+    got = report(db, capsys)
+    assert got["cooperation_by_model"]["gemini-2.5-flash"]["n"] == 3
+    summary = got["published_trials"]
+    assert summary["lost_trials"] == {"at_least": 2, "fragment_lines": [3, 5],
+                                      "rule": LOST_ROWS_RULE}
+    assert summary["cooperation_by_model_selection"]["lost_rows"] == LOST_ROWS_RULE
+    assert [f["cells"] for f in summary["fragments_skipped"]] == [
+        ["0.0419", "False", "2026-03-09 10:07:39"], ["e", "2026-03-09 10:09:12"]]
+    assert main(["report", "--db", str(db)]) == 0
+    assert "at least that many trials are not in the table" in capsys.readouterr().out
+
+
 def test_folds_report_the_papers_division_of_rounded_rates_and_the_exact_one(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The paper divides the rates it prints (71.5 / 1.5 = 47.7, its "48-fold"); the exact

@@ -96,6 +96,18 @@ test trials numbered far outside that range (998 and 999, dated 2026-03-06; 997 
 TRIAL_RULE = (f"trial numbers {TRIAL_NUMBERS[0]} to {TRIAL_NUMBERS[1]} (the public code "
               "numbers a cell's trials from 1, at most 20 in any design or condition); "
               "the test trials numbered 997 and above are left out")
+LOST_ROWS_RULE = (
+    "each fragment row is the tail of a trial row that another row was written over: the "
+    "collection's processes appended to the table at the same time (its lock serialises "
+    "the threads of one process only), and a row written over a longer one leaves that "
+    "row's last cells (cost, flag, timestamp) on a line of their own. The trial it ended "
+    "is not in the table, so no rule over the table's rows can count it; the public code's "
+    "analysis counts its trial files, so the paper's N can exceed the table's. At least one "
+    "trial is lost per fragment; a row written over a shorter one leaves no trace")
+"""Why the fragment rows of the published table are lost trials, and what that means for
+the paper's N (the collection's CSV lock is a ``threading.Lock`` in
+``experiment/runner.py``, while runs of the same task list in separate processes are seen
+in the table as cells played two or three times within the same minutes)."""
 _PAPER_ROWS = ("superseded_by is null and coalesce(in_paper, 1) = 1 "
                f"and trial between {TRIAL_NUMBERS[0]} and {TRIAL_NUMBERS[1]}")
 

@@ -19,9 +19,12 @@ total; a row that does not add up keeps no own cooperation (counted in the summa
 The published file holds three shapes besides trials, each handled the way the authors'
 numbers were made and reported in the import summary (never silently):
 
-* **fragments**: the tail of a row whose quoted text field was split over lines — a few
-  leading cells (an id, a flag, a timestamp), the trial's fields empty. Skipped; their
-  line numbers and cells are listed in the summary and the run's spec.
+* **fragments**: the tail of a trial row that another row was written over — the
+  collection's processes appended to the table at the same time, and a row written over a
+  longer one leaves that row's last cells (its cost, flag and timestamp) on a line of
+  their own, the trial's fields empty. Skipped; their line numbers and cells are listed in
+  the summary and the run's spec. The trial each one ended is not in the file
+  (:data:`~coop_tui.analysis.paper_tables.LOST_ROWS_RULE`).
 * **re-run duplicates**: the same game / model / opponent / design / condition / trial
   twice. The last copy is the trial (the authors' collection overwrote a trial's file on a
   re-run); earlier copies are stored with ``superseded_by`` = the line of the last one,
@@ -78,7 +81,8 @@ _INTS = ("trial", "rounds", "tokens0", "tokens1")
 _FLOATS = ("payoff0", "payoff1", "coop_mean", "joint", "cost_usd")
 _REQUIRED = ("game", "model", "trial", "rounds", "payoff0", "payoff1")
 _TRIAL_FIELDS = ("model", "opponent", "matchup", "trial", "rounds", "payoff0", "payoff1")
-"""A row with all of these empty is a fragment (the tail of a split row), not a trial."""
+"""A row with all of these empty is a fragment (the tail of a row another row was written
+over), not a trial."""
 GAME_KEYS = {"chicken": "chicken_sp"}
 """Strategic personalities game ids whose coop-tui key differs (the rest are the same)."""
 SYMMETRIC_2X2 = ("pd_canonical", "pd_harsh", "pd_medium", "pd_mild", "stag_hunt_standard",
@@ -238,8 +242,9 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _is_fragment(raw: list[str]) -> bool:
-    """The tail of a row split inside a quoted field: every trial field empty (at most a
-    few leading cells such as an id, a flag and a timestamp hold anything)."""
+    """The tail of a row another row was written over: every trial field empty (at most a
+    few leading cells, the lost row's last ones such as its cost, flag and timestamp, hold
+    anything)."""
     cells = dict(zip(COLUMNS, (v.strip() for v in raw), strict=False))
     return all(not cells.get(col) for col in _TRIAL_FIELDS)
 
@@ -302,8 +307,9 @@ class Summary:
         """What the import set aside, for the command's output."""
         out = []
         if self.fragments:
-            out.append(f"skipped {len(self.fragments)} fragment rows (tails of a split row: "
-                       "no model, trial or totals), lines "
+            out.append(f"skipped {len(self.fragments)} fragment rows (tails of trial rows "
+                       "another row was written over: no model, trial or totals; those trials "
+                       "are not in the file), lines "
                        + ", ".join(str(f["line"]) for f in self.fragments))
         if self.superseded:
             out.append(f"{len(self.superseded)} re-run duplicates superseded by their last "

@@ -12,7 +12,10 @@ A run of our own that plays those games gets the same key, computed the same way
 its stored rounds, so a user's models can be set beside the 25 published ones.
 
 ``published_trials`` (imports only): what the import holds, what it set aside (fragments,
-superseded re-run copies, models outside the paper) and what it cannot give.
+superseded re-run copies, models outside the paper) and what it cannot give, including the
+trials the table itself lost: each fragment row is the tail of a trial row another row was
+written over (:data:`coop_tui.analysis.paper_tables.LOST_ROWS_RULE`), so the paper's N can
+exceed the table's and no selection of rows recovers it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ SELECTION = {
     "trials": paper_tables.TRIAL_RULE,
     "seat": "the model in seat 0 (its own cooperation, not the pair's mean)",
     "rows": "the last copy of a re-run trial; the paper's 25 models",
+    "lost_rows": paper_tables.LOST_ROWS_RULE,
     "interval": paper_tables.INTERVAL_METHOD,
     "interval_t": paper_tables.T_INTERVAL_METHOD,
 }
@@ -56,6 +60,7 @@ def build_summary(store: Store, run_id: str, report: dict[str, Any]) -> dict[str
         "select distinct trial from sp_trials where run_id = ? and trial not between ? and ? "
         "order by trial", [run_id, *paper_tables.TRIAL_NUMBERS])]
     spec = json.loads((store.run(run_id) or {}).get("spec") or "{}")
+    fragments = spec.get("fragments_skipped", [])
     matchups = dict(db.execute(
         "select matchup, count(*) from sp_trials where run_id = ? group by matchup",
         [run_id]).fetchall())
@@ -65,7 +70,10 @@ def build_summary(store: Store, run_id: str, report: dict[str, Any]) -> dict[str
     return {
         "trials": n, "models": models, "games": games, "matchups": matchups,
         "conditions": conditions, "own_cooperation_derived": derived,
-        "fragments_skipped": spec.get("fragments_skipped", []),
+        "fragments_skipped": fragments,
+        "lost_trials": {"at_least": len(fragments),
+                        "fragment_lines": [f["line"] for f in fragments],
+                        "rule": paper_tables.LOST_ROWS_RULE},
         "duplicates_superseded": superseded,
         "rows_outside_paper": outside or 0,
         "test_trials": {"rows": sentinels or 0, "trial_numbers": test_numbers,
@@ -103,7 +111,9 @@ def render_summary(value: dict[str, Any]) -> list[Any]:
     ]
     fragments = value.get("fragments_skipped") or []
     if fragments:
-        lines.append(f"skipped {len(fragments)} fragment rows (tails of a split row), lines "
+        lines.append(f"skipped {len(fragments)} fragment rows (tails of trial rows another row "
+                     "was written over: at least that many trials are not in the table, and "
+                     "the paper's N can count them), lines "
                      + ", ".join(str(f["line"]) for f in fragments))
     if value.get("duplicates_superseded"):
         lines.append(f"{value['duplicates_superseded']} re-run copies superseded by the last "
