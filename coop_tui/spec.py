@@ -264,7 +264,8 @@ def build_sweep(
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
         check_batch(name, agent, spec.batch)
 
-    check_sweep(spec, source.parent if source else None)  # stage links (the similarity signals paper's pipeline)
+    # stage links (the similarity signals paper's pipeline), and the order they set
+    sweep.stages = check_sweep(spec, source.parent if source else None)
     grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
         sweep.cells.extend(
