@@ -188,7 +188,7 @@ async def measure(call: OneCall, decisions: int, concurrency: int,
                   freeze_gc: bool = False) -> tuple[float, int, float]:
     """Wall seconds, failures, and client CPU seconds for ``decisions`` calls. With
     ``freeze_gc``, what is alive after the warm-up is frozen out of the cyclic collector,
-    as ``--batch`` does around a run (``gc.freeze()`` in coop_tui/sweep.py)."""
+    as ``--batch`` does around a run (``gc.freeze()`` in coop_tui/sweep/run.py)."""
     await call()  # warm-up: imports, first connection
     if freeze_gc:
         gc.freeze()

@@ -13,6 +13,7 @@ import gc
 import io
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from coop_tui import __version__
@@ -51,6 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, opens the TUI on a ready preset that uses the embedded model.",
     )
     _db_arg(parser, top=True)
+    _add_batch_options(parser)
+    parser.add_argument("--version", action="store_true", help="print the version")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add_command in COMMAND_PARSERS:  # in this order in --help
+        _db_arg(add_command(sub))
+    return parser
+
+
+def _add_batch_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a headless sweep (``--batch FILE``), given without a command."""
     parser.add_argument("--batch", metavar="FILE", help="run a sweep file headless (TOML or YAML); "
                         "a shipped one also by name: `coop-tui list studies`")
     parser.add_argument("--resume", action="store_true", help="with --batch: continue the latest run of this sweep")
@@ -65,9 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --batch: the clone of a paper's code read where an experiment "
                         'sets wording = "source" (overrides the sweep\'s [sources]; repeatable; '
                         "see docs/wording.md)")
-    parser.add_argument("--version", action="store_true", help="print the version")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``report [RUN]``: a run's analysis as text, JSON, LaTeX or CSV."""
     rep = sub.add_parser("report", help="print the analysis of a run (default: the latest)")
     rep.add_argument("run", nargs="?", help="run id, id prefix or name")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -89,8 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(CoopEval's LP, with Gurobi when gurobipy is installed, else HiGHS), published (an import's own deviation_ratings.json, else coopeval); "
         "default: the study file's devrank",
     )
-    _db_arg(rep)
+    return rep
 
+
+def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``compare RUN_A RUN_B`` (or ``RUN --by KEY``): are the runs, or the values, different?"""
     cmp = sub.add_parser("compare", help="are two runs different (or, with --by, the values of one "
                          "condition key within a run)? cooperation and payoffs per shared "
                          "condition, with intervals and Holm-corrected p-values")
@@ -107,8 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     cmp.add_argument("--format", dest="compare_format", choices=["text", "json", "latex"],
                      default=None, help="text (default), json, or latex (booktabs tables)")
-    _db_arg(cmp)
+    return cmp
 
+
+def _add_figures(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``figures [RUN]``: the papers' figures, or forest plots against ``--compare RUN_B``."""
     fig = sub.add_parser("figures", help="draw the papers' figures from a run's report (needs matplotlib)")
     fig.add_argument("run", nargs="?", help="run id, id prefix or name (default: the latest)")
     fig.add_argument("--out", default="figures", metavar="DIR",
@@ -122,8 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "of B − A with 95%% intervals, as `coop-tui compare` computes them")
     fig.add_argument("--db-b", metavar="PATH", default=None,
                      help="with --compare: the database RUN_B is in (default: --db)")
-    _db_arg(fig)
+    return fig
 
+
+def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``import FORMAT DIR``: another tool's results into the database."""
     imp = sub.add_parser("import", help="import results from another tool")
     imp.add_argument("source", choices=["coopeval", "strategic-personalities"],
                      help="format of the input")
@@ -133,14 +154,20 @@ def build_parser() -> argparse.ArgumentParser:
         "directory of runs (data/main_study: run*/<mechanism>_<game>/); for "
         "strategic-personalities, the strategic personalities paper's trial table (strategic_personalities.csv.gz)",
     )
-    _db_arg(imp)
+    return imp
 
+
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``export [RUN] --out DIR``: a run's tables as files."""
     exp = sub.add_parser("export", help="export a run's tables as CSV or Parquet")
     exp.add_argument("run", nargs="?", help="run id, id prefix or name (default: latest)")
     exp.add_argument("--format", choices=["csv", "parquet"], default="csv")
     exp.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    _db_arg(exp)
+    return exp
 
+
+def _add_play(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``play``: a person against an agent, in the TUI."""
     play = sub.add_parser("play", help="play a game yourself against an agent")
     play.add_argument("--game", default="prisoners", help="game key or game file")
     play.add_argument("--opponent", default="tit_for_tat", help="a strategy name, a model string or an agent class "
@@ -149,8 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--mechanism", default=None, help="mechanism (default: repetition if rounds > 1)")
     play.add_argument("--talk", choices=["none", "public", "private"], default="none",
                       help="type a message to the other players before each move (docs/talk.md)")
-    _db_arg(play)
+    return play
 
+
+def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``judge [RUN]``: a judge agent classifies a run's stored reasoning."""
     jdg = sub.add_parser(
         "judge", help="classify a run's stored reasoning texts with a judge agent and a rubric"
     )
@@ -181,8 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     jdg.add_argument("--budget", type=float, metavar="USD", help="stop once this much is spent")
     jdg.add_argument("--dry-run", action="store_true", help="estimate, ask nothing")
     jdg.add_argument("--yes", "-y", action="store_true", help="skip the cost confirmation")
-    _db_arg(jdg)
+    return jdg
 
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``serve``: the TUI in a web browser."""
     srv = sub.add_parser("serve", help="serve the TUI to a web browser (needs textual-serve)")
     srv.add_argument("--port", type=int, default=8000, metavar="N", help="TCP port (default: 8000)")
     srv.add_argument("--host", default="127.0.0.1", metavar="H",
@@ -191,15 +224,21 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--token", metavar="T",
                      help="the secret a browser must bring (default: a random one, printed in "
                      "the URL to open; a token given here shows in the process list)")
-    _db_arg(srv)
+    return srv
 
+
+def _add_merge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``merge DB...``: the slices of a sharded sweep back into one run."""
     mrg = sub.add_parser("merge", help="merge the databases of a sweep's slices (--shard K/N) "
                          "into one run per sweep")
     mrg.add_argument("sources", nargs="+", metavar="DB",
                      help="databases the slices were played into; runs of the same sweep file "
                      "become one run, runs of other sweeps stay runs of their own")
-    _db_arg(mrg)
+    return mrg
 
+
+def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``watch [RUN]``: a running headless sweep, live."""
     wat = sub.add_parser("watch", help="attach to a running headless sweep: its dashboard and "
                          "the reasoning of its matches, live")
     wat.add_argument("run", nargs="?", metavar="RUN", default=None,
@@ -207,8 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     wat.add_argument("--plain", action="store_true",
                      help="one line per event on stdout instead of the screen (the default "
                      "when stdout is not a terminal)")
-    _db_arg(wat)
+    return wat
 
+
+def _add_list(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``list WHAT``: what is installed, stored or shipped."""
     lst = sub.add_parser("list", help="list games, strategies, mechanisms, plugin agents, "
                          "installed plugins, runs or the shipped sweep and study files")
     lst.add_argument("what", choices=["games", "strategies", "mechanisms", "agents", "plugins",
@@ -216,8 +258,14 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true",
                      help="print a JSON list of objects (piped text output is tab-separated "
                      "with every value in full)")
-    _db_arg(lst)
-    return parser
+    return lst
+
+
+COMMAND_PARSERS = (
+    _add_report, _add_compare, _add_figures, _add_import, _add_export, _add_play, _add_judge,
+    _add_serve, _add_merge, _add_watch, _add_list,
+)
+"""Each command's parser, in the order ``--help`` lists them (each gets ``--db``)."""
 
 
 def _db_path(args: argparse.Namespace) -> Path:
@@ -305,122 +353,167 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.version:
         print(__version__)
         return 0
-    if args.concurrency is not None and args.concurrency < 1:
-        return fail(f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more")
-    if args.paper_sources and not args.batch:
-        return fail("--source: names a paper's clone for a sweep; give the sweep with --batch FILE")
-    if args.shard is not None and not args.batch:
-        return fail("--shard: slices a sweep; give the sweep with --batch FILE")
+    problem = _check_batch_options(args)
+    if problem:
+        return fail(problem)
     if args.batch:
-        from coop_tui.runner import run_batch
-        from coop_tui.shards import parse_shard
-        from coop_tui.shipped import resolve_sweep_file
+        return _run_batch(args)
+    if args.command is None:  # no command: the TUI
+        from coop_tui.app import run_app
 
-        shard = parse_shard(args.shard) if args.shard is not None else None
-        sources: dict[str, str] = {}
-        for item in args.paper_sources or []:
-            name, eq, where = item.partition("=")
-            if not eq or not name.strip() or not where.strip():
-                return fail(f"--source: {item!r} is not NAME=PATH; write e.g. "
-                            "--source coopeval=~/src/CoopEval")
-            sources[name.strip()] = where.strip()
+        return run_app(db=_db_path(args))
+    return COMMAND_RUNNERS[args.command](args)
 
-        sweep_file, shipped = resolve_sweep_file(args.batch)
-        if shipped:
-            print(f"{args.batch}: the shipped file {sweep_file}", file=sys.stderr)
-        return run_batch(
-            sweep_file, _db_path(args), resume=args.resume,
-            concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run, shard=shard,
-            sources=sources,
-        )
-    if args.command == "report":
-        from coop_tui.report import report_command
 
-        return report_command(
-            _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
-            sections=args.sections,
-            devrank=args.devrank,
-        )
-    if args.command == "compare":
-        from coop_tui.analysis.compare import compare_command
-        from coop_tui.report import print_in_full
+def _check_batch_options(args: argparse.Namespace) -> str | None:
+    """What is wrong with the top-level options, checked before any command runs."""
+    if args.concurrency is not None and args.concurrency < 1:
+        return f"--concurrency: {args.concurrency} is not a positive number of requests; give 1 or more"
+    if args.paper_sources and not args.batch:
+        return "--source: names a paper's clone for a sweep; give the sweep with --batch FILE"
+    if args.shard is not None and not args.batch:
+        return "--shard: slices a sweep; give the sweep with --batch FILE"
+    return None
 
-        if args.json and args.compare_format not in (None, "json"):
-            return fail(f"--json asks for JSON and --format for {args.compare_format}; give one of them")
-        fmt = "json" if args.json else (args.compare_format or "text")
-        if args.by is not None or args.base is not None:
-            return _compare_by(args, fmt)
-        if args.run_b is None:
-            return fail("RUN_B: compare needs a second run, or --by KEY to compare the values "
-                        "of one condition key within RUN_A")
+
+def _run_batch(args: argparse.Namespace) -> int:
+    """``--batch FILE``: a sweep file (or a shipped one, by name), played headless."""
+    from coop_tui.runner import run_batch
+    from coop_tui.shards import parse_shard
+    from coop_tui.shipped import resolve_sweep_file
+
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    sources: dict[str, str] = {}
+    for item in args.paper_sources or []:
+        name, eq, where = item.partition("=")
+        if not eq or not name.strip() or not where.strip():
+            return fail(f"--source: {item!r} is not NAME=PATH; write e.g. "
+                        "--source coopeval=~/src/CoopEval")
+        sources[name.strip()] = where.strip()
+
+    sweep_file, shipped = resolve_sweep_file(args.batch)
+    if shipped:
+        print(f"{args.batch}: the shipped file {sweep_file}", file=sys.stderr)
+    return run_batch(
+        sweep_file, _db_path(args), resume=args.resume,
+        concurrency=args.concurrency, assume_yes=args.yes, dry_run=args.dry_run, shard=shard,
+        sources=sources,
+    )
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from coop_tui.report import report_command
+
+    return report_command(
+        _db_path(args), args.run, as_json=args.json, fmt=args.report_format,
+        sections=args.sections,
+        devrank=args.devrank,
+    )
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from coop_tui.analysis.compare import compare_command
+    from coop_tui.report import print_in_full
+
+    if args.json and args.compare_format not in (None, "json"):
+        return fail(f"--json asks for JSON and --format for {args.compare_format}; give one of them")
+    fmt = "json" if args.json else (args.compare_format or "text")
+    if args.by is not None or args.base is not None:
+        return _compare_by(args, fmt)
+    if args.run_b is None:
+        return fail("RUN_B: compare needs a second run, or --by KEY to compare the values "
+                    "of one condition key within RUN_A")
+    db_b = Path(args.db_b).expanduser() if args.db_b else None
+    return compare_command(_db_path(args), args.run_a, args.run_b, db_b=db_b, fmt=fmt,
+                           print_text=print_in_full)
+
+
+def _run_figures(args: argparse.Namespace) -> int:
+    if args.compare is not None:
+        from coop_tui.figures.comparison import comparison_command
+
+        if args.devrank is not None:
+            return fail("--devrank: --compare draws no DevRank; drop one of them")
         db_b = Path(args.db_b).expanduser() if args.db_b else None
-        return compare_command(_db_path(args), args.run_a, args.run_b, db_b=db_b, fmt=fmt,
-                               print_text=print_in_full)
-    if args.command == "figures":
-        if args.compare is not None:
-            from coop_tui.figures.comparison import comparison_command
+        return comparison_command(_db_path(args), args.run, args.compare, db_b=db_b,
+                                  out=Path(args.out), fmt=args.figure_format)
+    if args.db_b is not None:
+        return fail("--db-b: only with --compare RUN_B; add --compare or drop --db-b")
+    from coop_tui.figures import figures_command
 
-            if args.devrank is not None:
-                return fail("--devrank: --compare draws no DevRank; drop one of them")
-            db_b = Path(args.db_b).expanduser() if args.db_b else None
-            return comparison_command(_db_path(args), args.run, args.compare, db_b=db_b,
-                                      out=Path(args.out), fmt=args.figure_format)
-        if args.db_b is not None:
-            return fail("--db-b: only with --compare RUN_B; add --compare or drop --db-b")
-        from coop_tui.figures import figures_command
+    return figures_command(_db_path(args), args.run, out=Path(args.out),
+                           fmt=args.figure_format, devrank=args.devrank)
 
-        return figures_command(_db_path(args), args.run, out=Path(args.out),
-                               fmt=args.figure_format, devrank=args.devrank)
-    if args.command == "export":
-        from coop_tui.export import export_command
 
-        return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
-    if args.command == "import" and args.source == "strategic-personalities":
+def _run_export(args: argparse.Namespace) -> int:
+    from coop_tui.export import export_command
+
+    return export_command(_db_path(args), args.run, fmt=args.format, out=Path(args.out))
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    if args.source == "strategic-personalities":
         from coop_tui.importers.strategic_personalities import import_command as import_sp
 
         return import_sp(Path(args.directory), _db_path(args))
-    if args.command == "import":
-        from coop_tui.importers.coopeval import import_command
+    from coop_tui.importers.coopeval import import_command
 
-        return import_command(Path(args.directory), _db_path(args))
-    if args.command == "judge":
-        from coop_tui.judging.run import judge_command
+    return import_command(Path(args.directory), _db_path(args))
 
-        return judge_command(
-            _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
-            agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
-            concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
-            assume_yes=args.yes, protocol=args.protocol, selection=args.selection,
-        )
-    if args.command == "serve":
-        from coop_tui.serve import serve_command
 
-        return serve_command(_db_path(args), host=args.host, port=args.port, token=args.token)
-    if args.command == "merge":
-        from coop_tui.merge import merge_command
+def _run_judge(args: argparse.Namespace) -> int:
+    from coop_tui.judging.run import judge_command
 
-        return merge_command([Path(p).expanduser() for p in args.sources], _db_path(args))
-    if args.command == "watch":
-        from coop_tui.app import run_watch
+    return judge_command(
+        _db_path(args), args.run, judge=args.judge, rubric_ref=args.rubric,
+        agents_file=args.agents, phase=args.phase, limit=args.limit, resume=args.resume,
+        concurrency=args.concurrency, budget_usd=args.budget, dry_run=args.dry_run,
+        assume_yes=args.yes, protocol=args.protocol, selection=args.selection,
+    )
 
-        return run_watch(_db_path(args), args.run, plain=args.plain)
-    if args.command == "list":
-        from coop_tui.listing import list_command
 
-        return list_command(args.what, _db_path(args), as_json=args.json)
-    if args.command == "play":
-        from coop_tui.app import run_play
+def _run_serve(args: argparse.Namespace) -> int:
+    from coop_tui.serve import serve_command
 
-        problem = _check_play(args)
-        if problem:
-            return fail(problem)
-        return run_play(
-            db=_db_path(args), game=args.game, opponent=args.opponent,
-            rounds=args.rounds, mechanism=args.mechanism, talk=args.talk,
-        )
-    from coop_tui.app import run_app
+    return serve_command(_db_path(args), host=args.host, port=args.port, token=args.token)
 
-    return run_app(db=_db_path(args))
+
+def _run_merge(args: argparse.Namespace) -> int:
+    from coop_tui.merge import merge_command
+
+    return merge_command([Path(p).expanduser() for p in args.sources], _db_path(args))
+
+
+def _run_watch(args: argparse.Namespace) -> int:
+    from coop_tui.app import run_watch
+
+    return run_watch(_db_path(args), args.run, plain=args.plain)
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    from coop_tui.listing import list_command
+
+    return list_command(args.what, _db_path(args), as_json=args.json)
+
+
+def _run_play(args: argparse.Namespace) -> int:
+    from coop_tui.app import run_play
+
+    problem = _check_play(args)
+    if problem:
+        return fail(problem)
+    return run_play(
+        db=_db_path(args), game=args.game, opponent=args.opponent,
+        rounds=args.rounds, mechanism=args.mechanism, talk=args.talk,
+    )
+
+
+COMMAND_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "report": _run_report, "compare": _run_compare, "figures": _run_figures,
+    "import": _run_import, "export": _run_export, "play": _run_play, "judge": _run_judge,
+    "serve": _run_serve, "merge": _run_merge, "watch": _run_watch, "list": _run_list,
+}
+"""What each command runs; each imports its module only when called (``--help`` stays fast)."""
 
 
 def _check_play(args: argparse.Namespace) -> str | None:

@@ -363,12 +363,37 @@ def run_batch(
     # SpecError -> exit 2 before anything is written; a dry run sends nothing, so it needs
     # no API key: it lists the keys a real run will need instead
     sweep = apply_shard(load_sweep(path, check_keys=not dry_run, sources=sources), shard)
-    for warning in sweep.warnings:  # a source at another commit than the tested one
-        console.print(terminal_text(warning, markup=False), style="yellow", highlight=False,
-                      markup=False, soft_wrap=True)
+    _print_warnings(sweep.warnings, console)  # a source at another commit than the tested one
     sizes = measure_sync(sweep)  # the real prompts, rendered without sending them
     check_prompt_sizes(sweep, sizes)
     est = estimate(sweep, sizes)
+    print_estimate(sweep, est, console)
+    check_source_runs(sweep, db_path)
+    check_servers(sweep, console, strict=not dry_run)
+    if dry_run:
+        print_worded_prompts(sweep, sizes, console)
+        print_api_keys(sweep, console)
+        print_wall_time(sweep, db_path, est, console)
+        return 0
+    if est["cost_usd"] > 1.0 and not assume_yes and sys.stdin.isatty():
+        answer = console.input("Start? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            return 1
+    store = open_store(db_path)
+    console.print(f"database: {db_path}")
+    return play_batch(sweep, store, path, db_path, est, resume=resume, concurrency=concurrency,
+                      console=console)
+
+
+def _print_warnings(lines: list[str], console: Console) -> None:
+    for warning in lines:  # whole lines: a URL or a cause must not be split
+        console.print(terminal_text(warning, markup=False), style="yellow", highlight=False,
+                      markup=False, soft_wrap=True)
+
+
+def print_estimate(sweep: Sweep, est: dict[str, Any], console: Console) -> None:
+    """The sweep's size and cost before anything runs, and a warning when the estimate
+    passes the budget."""
     price = f"~${est['cost_usd']:.4f}" if not est["unknown_price"] else (
         f"~${est['cost_usd']:.4f} + unknown price for {', '.join(est['unknown_price'])}"
     )
@@ -391,56 +416,30 @@ def run_batch(
         console.print(
             f"[yellow]the estimate exceeds the budget of ${budget:g}: the run stops when the budget is spent"
         )
-    check_source_runs(sweep, db_path)
-    # every server the agents talk to answers once before anything runs or is written
-    # (dry runs too, warning only: one GET per endpoint, no model call; hosted providers
-    # are not probed)
-    flight = preflight.check(sweep, strict=not dry_run)  # SpecError (exit 2): no live server
+
+
+def check_servers(sweep: Sweep, console: Console, *, strict: bool) -> None:
+    """Every server the agents talk to answers once before anything runs or is written
+    (dry runs too, warning only: one GET per endpoint, no model call; hosted providers
+    are not probed)."""
+    flight = preflight.check(sweep, strict=strict)  # SpecError (exit 2): no live server
     line = preflight.describe(flight)
     if line:
         console.print(f"[dim]{terminal_text(line)}", soft_wrap=True)
-    for warning in flight.warnings:  # whole lines: a URL or a cause must not be split
-        console.print(terminal_text(warning, markup=False), style="yellow", highlight=False,
-                      markup=False, soft_wrap=True)
-    if dry_run:
-        print_worded_prompts(sweep, sizes, console)
-        print_api_keys(sweep, console)
-        print_wall_time(sweep, db_path, est, console)
-        return 0
-    if est["cost_usd"] > 1.0 and not assume_yes and sys.stdin.isatty():
-        answer = console.input("Start? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            return 1
-    store = open_store(db_path)
-    console.print(f"database: {db_path}")
+    _print_warnings(flight.warnings, console)
+
+
+def play_batch(sweep: Sweep, store: Store, path: Path, db_path: Path, est: dict[str, Any], *,
+               resume: bool, concurrency: int | None, console: Console) -> int:
+    """Play the checked sweep into the open store under progress bars; print the summary
+    and store the slow report parts. Returns the exit code (130 / 143 when a signal
+    stopped it, 1 when the database failed or a match did)."""
     bus = EventBus()
     view = ProgressView(sweep, console, est["model_calls"], concurrency)
     bus.subscribe(view)
-    seen_run: list[str] = []
-
-    def note_run(e: Event) -> None:
-        if isinstance(e, RunStarted):
-            seen_run.append(e.run_id)
-
-    note_run.accepts_direct_decisions = True  # type: ignore[attr-defined]
-    note_run.accepts_direct_rounds = True  # type: ignore[attr-defined]
-    note_run.ignores = (*PER_ROUND_EVENTS, DirectDecisions, DirectRounds,  # type: ignore[attr-defined]
-                        DecisionDone)
-    bus.subscribe(note_run)
+    seen_run = _run_ids_seen(bus)
     if resume:
-        prev = store.latest_sweep_run(sweep.name, sweep.shard)
-        if prev is None:
-            of_slice = f" for slice {sweep.shard}" if sweep.shard else ""
-            console.print(f"[yellow]no earlier run named {terminal_text(repr(sweep.name))}{of_slice}: "
-                          "starting a new one")
-        else:
-            check_resumable(prev, sweep)
-            seen_run.append(prev["id"])
-            done = store.match_status(prev["id"])
-            skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
-            console.print(f"resuming run {terminal_text(prev['id'])}: {skipped} of {sweep.total_matches} "
-                          "matches already done")
-            view.skip(skipped)
+        _announce_resume(sweep, store, view, seen_run, console)
     resume_hint = "continue with: " + shlex.join(
         ["coop-tui", "--batch", str(path), "--db", str(db_path), "--resume"]
         + (["--shard", sweep.shard] if sweep.shard else []))
@@ -475,6 +474,41 @@ def run_batch(
             store_sections(store, summary.run_id)
     store.close()
     return 0 if summary.status == "done" else 1
+
+
+def _run_ids_seen(bus: EventBus) -> list[str]:
+    """The ids of the runs the bus announces (RunStarted), in order: what a stop names."""
+    seen_run: list[str] = []
+
+    def note_run(e: Event) -> None:
+        if isinstance(e, RunStarted):
+            seen_run.append(e.run_id)
+
+    note_run.accepts_direct_decisions = True  # type: ignore[attr-defined]
+    note_run.accepts_direct_rounds = True  # type: ignore[attr-defined]
+    note_run.ignores = (*PER_ROUND_EVENTS, DirectDecisions, DirectRounds,  # type: ignore[attr-defined]
+                        DecisionDone)
+    bus.subscribe(note_run)
+    return seen_run
+
+
+def _announce_resume(sweep: Sweep, store: Store, view: ProgressView, seen_run: list[str],
+                     console: Console) -> None:
+    """Say which run ``--resume`` continues and how far it got (or that a new one starts),
+    refusing a sweep changed since; the bars start at the matches already done."""
+    prev = store.latest_sweep_run(sweep.name, sweep.shard)
+    if prev is None:
+        of_slice = f" for slice {sweep.shard}" if sweep.shard else ""
+        console.print(f"[yellow]no earlier run named {terminal_text(repr(sweep.name))}{of_slice}: "
+                      "starting a new one")
+        return
+    check_resumable(prev, sweep)
+    seen_run.append(prev["id"])
+    done = store.match_status(prev["id"])
+    skipped = sum(1 for status in done.values() if status == "done")  # no key hashing
+    console.print(f"resuming run {terminal_text(prev['id'])}: {skipped} of {sweep.total_matches} "
+                  "matches already done")
+    view.skip(skipped)
 
 
 def watch_plan(view: ProgressView) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from coop_tui.errors import SpecError
-from coop_tui.grounded.stages import experiment_stages
 from coop_tui.slices import MAX_SHARDS, SHARD_PATTERN
 from coop_tui.spec import Cell, Sweep
 
@@ -66,7 +65,7 @@ def staged_experiments(sweep: Sweep) -> frozenset[int]:
     """The experiments of the sweep's stage pipeline: every experiment of a later stage
     and every administration or judgement (the stages they read). Empty when no
     experiment depends on another of this sweep (a ``source_run`` reads a stored run)."""
-    stages = experiment_stages(sweep)
+    stages = sweep.stages  # worked out when the sweep was checked (coop_tui.spec)
     if not any(stages):
         return frozenset()
     staged = {i for i, stage in enumerate(stages) if stage > 0}
@@ -114,7 +113,7 @@ def apply_shard(sweep: Sweep, shard: Shard | None) -> Sweep:
     (the slices of one sweep file merge)."""
     if shard is None:
         return sweep
-    staged = staged_experiments(sweep)  # once: it reads the benchmarks' item files
+    staged = staged_experiments(sweep)  # once: the slice plan walks the grid many times
     sweep.shard = str(shard)
     sweep.plan = lambda s: slice_plan(s, shard, staged)
     return sweep

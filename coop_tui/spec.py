@@ -264,7 +264,8 @@ def build_sweep(
         _check_agent(name, agent, check_keys=check_keys, base=source.parent if source else None)
         check_batch(name, agent, spec.batch)
 
-    check_sweep(spec, source.parent if source else None)  # stage links (the similarity signals paper's pipeline)
+    # stage links (the similarity signals paper's pipeline), and the order they set
+    sweep.stages = check_sweep(spec, source.parent if source else None)
     grid_budget = [MAX_GRID_POINTS]
     for i, exp in enumerate(spec.experiments):
         sweep.cells.extend(
@@ -570,22 +571,70 @@ def _expand(
     i: int, exp: ExperimentSpec, sweep: SweepSpec, base: Path | None, budget: list[int] | None = None
 ) -> list[Cell]:
     """One mechanism's grid points. ``budget`` (shared across the sweep) holds how many grid
-    points may still be added; each seating list is counted before it is built."""
+    points may still be added; each seating list is counted before it is built.
+
+    The grid is the product of the experiment's value axes (game, scale, bonus, answer,
+    condition, similarity source, wording, talk), then of its mechanism-parameter axes,
+    then of its seatings; every value is checked where it first meets the others."""
     where = f"experiments[{i}]"
+    mech_cls = _experiment_mechanism(exp, where)
+    _check_roster(exp, sweep, where)
+    axes, fixed = _parameter_axes(exp, mech_cls, where)
+    games, scales, bonuses, answers, conditions, talks = _value_axes(exp, mech_cls, where)
+    answer_rule = exp.answers or sweep.answers
+    shared: dict[str, Any] = {  # the same in every cell of the experiment
+        "experiment": i, "mechanism": exp.mechanism,
+        "matchup": _matchup_label(exp, mech_cls.pooled), "samples": exp.samples or sweep.samples,
+        "randomize_labels": exp.randomize_labels,
+        "max_attempts": _max_attempts(exp, sweep, answer_rule),
+        "on_invalid": exp.on_invalid or sweep.on_invalid,
+        "replicates": exp.replicates or sweep.replicates, "answers": answer_rule,
+        "prompt_protocol": exp.prompt_protocol, "style_message": exp.style_message,
+        "source_run": exp.source_run,
+    }
+    cells: list[Cell] = []
+    sources = exp.similarity_source if isinstance(exp.similarity_source, list) else [exp.similarity_source]
+    wordings = _wordings(where, exp, base)
+    for game_ref, scale, bonus, answer, condition, source, wording, talk in itertools.product(
+        games, scales, bonuses, answers, conditions, sources, wordings, talks
+    ):
+        game, gp = _point_game(exp, where, game_ref, condition, scale, bonus, talk, base)
+        wording_source = (None if wording != "source" else _serving_source(
+            where, exp.mechanism, exp.prompt_protocol, game, sweep.sources))
+        point = {
+            **shared, "game": str(game_ref), "game_params": gp, "answer": answer,
+            "condition": condition, "source": source, "wording": wording,
+            "wording_source": wording_source, "talk": talk,
+            "talk_turns": exp.talk_turns if talk != "none" else 1,
+            "talk_chars": exp.talk_chars if talk != "none" else DEFAULT_TALK_CHARS,
+        }
+        for combo in itertools.product(*axes.values()) if axes else [()]:
+            params = dict(fixed, **dict(zip(axes, combo, strict=True)))
+            cells += _seated_cells(mech_cls, params, exp, sweep, where, game, point, budget)
+    _check_distinct(cells, where)
+    return cells
+
+
+def _experiment_mechanism(exp: ExperimentSpec, where: str) -> Any:
+    """The experiment's mechanism class; every extra field must be one of its parameters."""
     try:
         mech_cls = mechanism_class(exp.mechanism)
     except MechanismError as exc:
         raise SpecError(f"{where}.mechanism", str(exc)) from None
     param_fields = mech_cls.Params.model_fields
-    extras = dict(exp.model_extra or {})
-    for key in extras:
+    for key in exp.model_extra or {}:
         if key not in param_fields:
             known = ", ".join(param_fields) or "none"
             raise SpecError(
                 f"{where}.{key}",
                 f"is not a parameter of mechanism {exp.mechanism!r} (its parameters: {known})",
             )
-    # roster and seats
+    return mech_cls
+
+
+def _check_roster(exp: ExperimentSpec, sweep: SweepSpec, where: str) -> None:
+    """Every agent the experiment seats (roster, explicit matchups, opponents, filler) is
+    defined under [agents]; opponents only with matchup "versus"."""
     for name in exp.agents:
         if name not in sweep.agents:
             raise SpecError(
@@ -609,9 +658,13 @@ def _expand(
     if exp.opponents and exp.matchup != "versus":
         raise SpecError(f"{where}.opponents", 'is used only with matchup = "versus"; remove it')
 
+
+def _parameter_axes(exp: ExperimentSpec, mech_cls: Any, where: str) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    """The mechanism parameters the experiment lists (grid axes) and those it fixes."""
+    param_fields = mech_cls.Params.model_fields
     axes: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
-    for key, value in extras.items():
+    for key, value in (exp.model_extra or {}).items():
         list_typed = "list" in str(param_fields[key].annotation)
         if _axis(value, list_typed):
             if not value:
@@ -619,6 +672,12 @@ def _expand(
             axes[key] = value
         else:
             fixed[key] = value
+    return axes, fixed
+
+
+def _value_axes(exp: ExperimentSpec, mech_cls: Any, where: str) -> tuple[list[Any], ...]:
+    """The experiment's games, scales, bonuses, answers, conditions and talk settings, each
+    a list (a single value is a list of one); none may be empty."""
     games = exp.game if isinstance(exp.game, list) else [exp.game]
     scales = exp.scale if isinstance(exp.scale, list) else [exp.scale]
     bonuses = exp.bonus if isinstance(exp.bonus, list) else [exp.bonus]
@@ -630,81 +689,62 @@ def _expand(
                           ("matchup", exp.matchup if isinstance(exp.matchup, list) else [1])):
         if not values:
             raise SpecError(f"{where}.{name_}", "is an empty list; give at least one value")
-    samples = exp.samples or sweep.samples
-    answer_rule = exp.answers or sweep.answers
-    cells: list[Cell] = []
-    names = list(axes)
-    sources = exp.similarity_source if isinstance(exp.similarity_source, list) else [exp.similarity_source]
-    wordings = _wordings(where, exp, base)
-    for game_ref, scale, bonus, answer, condition, source, wording, talk in itertools.product(
-        games, scales, bonuses, answers, conditions, sources, wordings, talks
-    ):
-        scale = _condition_scale(where, condition, scale)
-        game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
-        if talk != "none" and isinstance(game, ProtocolGame):
-            raise SpecError(f"{where}.talk", f"{game.key} is played move by move and has no talk "
-                            'phase; remove talk or set talk = "none"')
-        gp = dict(exp.game_params)
-        if scale is not None:
-            gp["scale"] = scale
-        if bonus is not None:
-            gp["bonus"] = bonus
-        wording_source = (None if wording != "source" else _serving_source(
-            where, exp.mechanism, exp.prompt_protocol, game, sweep.sources))
-        for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
-            params = dict(fixed, **dict(zip(names, combo, strict=True)))
-            try:
-                validated = mech_cls.Params.model_validate(_with_source(params, source, mech_cls))
-            except ValidationError as exc:
-                raise spec_error_from(exc, where) from None
+    return games, scales, bonuses, answers, conditions, talks
 
-            mech = mech_cls(validated)
-            roster = len(exp.agents) if exp.matchup == "cross" else None
-            n_seats = mech.seat_count(game, roster)
-            if budget is not None:  # count first: a huge grid fails here, not in memory
-                _spend_grid(budget, _seating_count(exp, n_seats, pooled=mech_cls.pooled), where)
-            seat_lists = _seatings(exp, n_seats, where, pooled=mech_cls.pooled)
-            try:  # parameters keyed by agent names must cover every seating
-                mech.check_seatings(seat_lists, sweep.agents)
-            except ValueError as exc:
-                raise SpecError(f"{where}.{getattr(exc, 'field', 'matchup')}", str(exc)) from None
-            for seats in seat_lists:
-                try:
-                    mech.check_game(game, len(seats))
-                except ValueError as exc:
-                    # a move-by-move game under another mechanism: the mechanism is wrong
-                    bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
-                    bad = getattr(exc, "field", bad)  # a parameter that does not fit the seats
-                    raise SpecError(f"{where}.{bad}", str(exc)) from None
-                _check_strategies_fit(sweep, seats, game)
-                cells.append(
-                    Cell(
-                        experiment=i,
-                        game=str(game_ref),
-                        game_params=gp,
-                        mechanism=exp.mechanism,
-                        mechanism_params=_without_standin(validated.model_dump(mode="json"), params, source),
-                        seats=tuple(seats),
-                        matchup=_matchup_label(exp, mech_cls.pooled),
-                        samples=samples,
-                        randomize_labels=exp.randomize_labels,
-                        max_attempts=_max_attempts(exp, sweep, answer_rule),
-                        on_invalid=exp.on_invalid or sweep.on_invalid,
-                        replicates=exp.replicates or sweep.replicates,
-                        answers=answer_rule,
-                        answer=answer,
-                        condition=condition,
-                        prompt_protocol=exp.prompt_protocol,
-                        style_message=exp.style_message,
-                        source=source,
-                        source_run=exp.source_run,
-                        wording=wording,
-                        wording_source=wording_source,
-                        talk=talk,
-                        talk_turns=exp.talk_turns if talk != "none" else 1,
-                        talk_chars=exp.talk_chars if talk != "none" else DEFAULT_TALK_CHARS,
-                    )
-                )
+
+def _point_game(exp: ExperimentSpec, where: str, game_ref: Any, condition: str, scale: Any,
+                bonus: Any, talk: str, base: Path | None) -> tuple[Any, dict[str, Any]]:
+    """One grid point's game, loaded with its scale and bonus, and its stored parameters."""
+    scale = _condition_scale(where, condition, scale)
+    game = _load_game(f"{where}.game", game_ref, exp.game_params, scale, bonus, base)
+    if talk != "none" and isinstance(game, ProtocolGame):
+        raise SpecError(f"{where}.talk", f"{game.key} is played move by move and has no talk "
+                        'phase; remove talk or set talk = "none"')
+    gp = dict(exp.game_params)
+    if scale is not None:
+        gp["scale"] = scale
+    if bonus is not None:
+        gp["bonus"] = bonus
+    return game, gp
+
+
+def _seated_cells(mech_cls: Any, params: dict[str, Any], exp: ExperimentSpec, sweep: SweepSpec,
+                  where: str, game: Any, point: dict[str, Any], budget: list[int] | None) -> list[Cell]:
+    """The cells of one parameter set at one grid point: one per seating, each checked
+    against the mechanism and the game."""
+    source = point["source"]
+    try:
+        validated = mech_cls.Params.model_validate(_with_source(params, source, mech_cls))
+    except ValidationError as exc:
+        raise spec_error_from(exc, where) from None
+    mech = mech_cls(validated)
+    roster = len(exp.agents) if exp.matchup == "cross" else None
+    n_seats = mech.seat_count(game, roster)
+    if budget is not None:  # count first: a huge grid fails here, not in memory
+        _spend_grid(budget, _seating_count(exp, n_seats, pooled=mech_cls.pooled), where)
+    seat_lists = _seatings(exp, n_seats, where, pooled=mech_cls.pooled)
+    try:  # parameters keyed by agent names must cover every seating
+        mech.check_seatings(seat_lists, sweep.agents)
+    except ValueError as exc:
+        raise SpecError(f"{where}.{getattr(exc, 'field', 'matchup')}", str(exc)) from None
+    cells = []
+    for seats in seat_lists:
+        try:
+            mech.check_game(game, len(seats))
+        except ValueError as exc:
+            # a move-by-move game under another mechanism: the mechanism is wrong
+            bad = "mechanism" if isinstance(game, ProtocolGame) else "matchup"
+            bad = getattr(exc, "field", bad)  # a parameter that does not fit the seats
+            raise SpecError(f"{where}.{bad}", str(exc)) from None
+        _check_strategies_fit(sweep, seats, game)
+        cells.append(Cell(
+            **point, seats=tuple(seats),
+            mechanism_params=_without_standin(validated.model_dump(mode="json"), params, source),
+        ))
+    return cells
+
+
+def _check_distinct(cells: list[Cell], where: str) -> None:
     seen: set[str] = set()
     for cell in cells:
         key = cell.match_key(0)
@@ -715,7 +755,6 @@ def _expand(
                 "list each once and use samples for repeats",
             )
         seen.add(key)
-    return cells
 
 
 def _talk_settings(exp: ExperimentSpec, mech_cls: Any, where: str) -> list[str]:

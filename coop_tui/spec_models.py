@@ -530,6 +530,11 @@ class Sweep:
     warnings: list[str] = field(default_factory=list)
     """What the user should know before it runs but need not stop it (a source at another
     commit than the tested one)."""
+    stages: list[int] = field(default_factory=list)
+    """Each experiment's stage, aligned with ``spec.experiments``: stage 0 plays first, and
+    a later stage reads what earlier ones stored (a pipeline such as grounded similarity's
+    administration -> judgement -> play). Worked out once, where the spec is checked, so
+    the runner schedules stages without knowing any pipeline."""
 
     @property
     def name(self) -> str:

@@ -8,13 +8,17 @@ the match context, awaits answers and returns the match payoffs, so each protoco
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.games.kinds import ProtocolGame
+
+if TYPE_CHECKING:
+    from coop_tui.spec_models import Cell
+    from coop_tui.store import Store
 
 
 class SeatingError(ValueError):
@@ -84,6 +88,19 @@ class Mechanism:
         if cls.talks and condition.get("talk", "none") != "none":
             return ("talk", *cls.phases)
         return cls.phases
+
+    @classmethod
+    def resolve_inputs(cls, cell: Cell, store: Store | None, run_id: str) -> dict[str, Any]:
+        """The parameters one match of ``cell`` plays with, before they are validated.
+
+        Most mechanisms play with the cell's own. A pipeline stage (a judge reading a
+        target's answers, a similarity match told scores computed from earlier stages)
+        overrides this to fill in what earlier stages of run ``run_id`` stored in
+        ``store``; without a store (a prompt-size probe) it fills in stand-ins of the real
+        size. It raises ValueError naming an input that is missing, and the match then fails
+        saying so. The sweep asks every mechanism this one question, so it knows no paper's
+        pipeline (Axelrod's tournament never knows a strategy)."""
+        return cell.mechanism_params
 
     def condition(self) -> dict[str, Any]:
         """The parameters that define the experimental condition (stored per match)."""

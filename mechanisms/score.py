@@ -10,7 +10,7 @@ dossier is built by the runner from the benchmark stage of the same sweep (or
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -18,9 +18,14 @@ from coop_tui.decisions import DecisionRequest, SeatView
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
 from coop_tui.grounded.domains import benchmark_key
+from coop_tui.grounded.stages import resolve_params
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms.base import Mechanism, MechanismParams
 from coop_tui.schemas import answer_schema
+
+if TYPE_CHECKING:
+    from coop_tui.spec_models import Cell
+    from coop_tui.store import Store
 
 PLACEHOLDER = "(the target's record is filled in from the benchmark stage when the match runs)"
 
@@ -51,6 +56,12 @@ class SimilarityJudgement(Mechanism):
 
     def estimate_decisions(self, game: Game, n_seats: int) -> int:
         return 1
+
+    @classmethod
+    def resolve_inputs(cls, cell: Cell, store: Store | None, run_id: str) -> dict[str, Any]:
+        """The judge's dossier: the target's answers from the benchmark stage (this run's,
+        or ``source_run``'s), built by :func:`coop_tui.grounded.stages.resolve_params`."""
+        return resolve_params(cell, store, run_id)
 
     def condition(self) -> dict[str, Any]:
         assert isinstance(self.params, ScoreParams)

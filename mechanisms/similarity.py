@@ -22,15 +22,20 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from difflib import get_close_matches
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from coop_tui.engine import MatchContext, MatchOutcome
 from coop_tui.games.base import Game
+from coop_tui.grounded.stages import resolve_params
 from coop_tui.mechanisms import register_mechanism
 from coop_tui.mechanisms.base import Mechanism, MechanismParams, SeatingError
 from coop_tui.prompts import PromptRenderer, benchmark_catalogue
+
+if TYPE_CHECKING:
+    from coop_tui.spec_models import Cell
+    from coop_tui.store import Store
 
 FRAMING_WORDS = {
     "similar": ("similar to", "similar"),
@@ -358,6 +363,16 @@ class Similarity(Mechanism):
         assert isinstance(self.params, SimilarityParams)
         if self.params.similarity_scores is not None:
             check_similarity_scores(self.params.similarity_scores, seatings, agents)
+
+    @classmethod
+    def resolve_inputs(cls, cell: Cell, store: Store | None, run_id: str) -> dict[str, Any]:
+        """Scores computed from earlier stages (``similarity_source``, grounded similarity):
+        the per-pair matrix each seat is told, from
+        :func:`coop_tui.grounded.stages.resolve_params`. A match told a fixed score plays
+        with the cell's own parameters."""
+        if cell.source is None:
+            return super().resolve_inputs(cell, store, run_id)
+        return resolve_params(cell, store, run_id)
 
     def condition(self) -> dict[str, Any]:
         p = self.params

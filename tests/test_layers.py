@@ -60,7 +60,7 @@ def test_import_contracts_hold(tmp_path: Path) -> None:
     result = lint_imports(installed_layout(tmp_path))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    assert "Contracts: 2 kept, 0 broken." in out, out
+    assert "Contracts: 3 kept, 0 broken." in out, out
 
 
 def test_a_broken_layer_is_caught(tmp_path: Path) -> None:
@@ -73,6 +73,20 @@ def test_a_broken_layer_is_caught(tmp_path: Path) -> None:
     out = result.stdout + result.stderr
     assert result.returncode != 0
     assert "coop_tui.engine -> coop_tui.report" in out, out
+
+
+def test_a_paper_import_in_the_sweep_is_caught(tmp_path: Path) -> None:
+    """The sweep knows no paper: importing grounded similarity's stages from it breaks the
+    contract (a pipeline's inputs are asked of its mechanism instead)."""
+    root = installed_layout(tmp_path)
+    cell = root / "coop_tui" / "sweep" / "cell.py"
+    cell.write_text(cell.read_text() + "\n\ndef _paper() -> None:\n"
+                    "    from coop_tui.grounded.stages import resolve_params  # noqa: F401\n")
+    result = lint_imports(root)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "import no paper-specific module BROKEN" in out, out
+    assert "coop_tui.sweep.cell -> coop_tui.grounded.stages" in out, out
 
 
 # ------------------------------------------------------------ function-level imports
