@@ -313,8 +313,10 @@ class MatchPool:
 
 async def play_stages(pool: MatchPool, sweep: Sweep, done_keys: set[str], n_workers: int) -> str:
     """Play the matches not done yet, stage 0 first: each stage waits for the ones before
-    it (a later stage reads what they stored). Returns the run's status."""
-    for stage_now in sorted(set(sweep.stages)):
+    it (a later stage reads what they stored). Returns the run's status. A sweep built by
+    hand rather than by ``build_sweep`` has no stages worked out: it plays as one stage,
+    never as none."""
+    for stage_now in sorted(set(_stages(sweep))):
         await pool.play(_stage_matches(sweep, stage_now, done_keys), n_workers)
         if pool.stop.is_set():
             break
@@ -323,8 +325,13 @@ async def play_stages(pool: MatchPool, sweep: Sweep, done_keys: set[str], n_work
     return "failed" if pool.summary.matches_failed else "done"
 
 
+def _stages(sweep: Sweep) -> list[int]:
+    """Each experiment's stage (``build_sweep`` works them out where it checks the spec)."""
+    return sweep.stages or [0] * len(sweep.experiments)
+
+
 def _stage_matches(sweep: Sweep, stage: int, done_keys: set[str]) -> Iterator[tuple[Cell, int]]:
-    stage_of = sweep.stages
+    stage_of = _stages(sweep)
     return (
         (cell, sample) for cell, sample in sweep.matches()
         if stage_of[cell.experiment] == stage
