@@ -327,7 +327,7 @@ async def play_stages(pool: MatchPool, sweep: Sweep, done_keys: set[str], n_work
 
 def _stages(sweep: Sweep) -> list[int]:
     """Each experiment's stage (``build_sweep`` works them out where it checks the spec)."""
-    return sweep.stages or [0] * len(sweep.experiments)
+    return sweep.stages or [0] * len(sweep.spec.experiments)
 
 
 def _stage_matches(sweep: Sweep, stage: int, done_keys: set[str]) -> Iterator[tuple[Cell, int]]:
