@@ -79,6 +79,39 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
     run = store.run(run_id)
     if run is None:
         raise KeyError(run_id)
+    counts = _counts(db, run_id)
+    experiments = _experiments(db, run_id)
+    cond_specs, told_similarity = _condition_games(db, run_id)
+    per_round = _per_round(db, run_id)
+    out_exps = [
+        _finish_experiment(store, run_id, e, cond_specs, told_similarity, per_round)
+        for e in experiments.values()
+    ]
+    out = {
+        "run": {
+            "id": run["id"],
+            "name": run["name"],
+            "status": run["status"],
+            "kind": run["kind"],
+            "created_at": run["created_at"],
+            **_run_sources(run),
+        },
+        "counts": counts,
+        "coverage": run_coverage(db.conn, run),
+        "failures": store.failure_groups(run_id),
+        "experiments": out_exps,
+        "mechanisms": actions_report(store, run_id),
+    }
+    out.update(_paper_tables(store, run_id, devrank))
+
+    out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
+    read_cache.forget()  # shared within one report; a long-running TUI need not hold them
+    return out
+
+
+def _counts(db: Any, run_id: str) -> dict[str, Any]:
+    """The run's matches by status and its decisions' totals (invalid, re-asks, retries,
+    reuse, cost, tokens), from the per-match summaries."""
     counts = dict(
         zip(
             ["matches", "matches_done", "matches_failed", "matches_unfinished"],
@@ -108,7 +141,13 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         tokens_unknown=drow[8],  # decisions whose server sent no token counts (None = unknown)
         failures=frow[0],
     )
-    # cooperation per experiment x condition x agent (play decisions with a distribution)
+    return counts
+
+
+def _experiments(db: Any, run_id: str) -> dict[int, dict[str, Any]]:
+    """Each experiment with its conditions and, per condition, each agent's cooperation
+    (play decisions with a distribution) and payoff; agents of games without a
+    cooperative action get payoffs only."""
     coop_rows = _coop_rows(db, run_id)
     pay_rows = db.execute(
         """
@@ -120,20 +159,8 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
         [run_id],
     ).fetchall()
     payoffs = {(e, c, a): (n, t, q) for e, c, a, n, t, q in pay_rows}
-    exp_rows = _experiment_rows(db, run_id)
-    # b* depends on the exact game (scale, bonus, size): one per condition
-    cond_specs = {
-        (exp, ckey): gspec
-        for exp, ckey, _g, _m, _c, _s, gspec, *_rest in condition_rows(db, run_id)
-    }
-    # b* is the similarity at which mutual cooperation becomes a b-similarity equilibrium:
-    # it means something only where agents are told a similarity
-    told_similarity = {
-        (exp, ckey) for exp, ckey, _g, mech, _c, sim, *_rest in condition_rows(db, run_id)
-        if sim is not None or "similarity" in (mech or "").split(",")
-    }
     experiments: dict[int, dict[str, Any]] = {}
-    for exp, games, mech, gspec, matchup, n in exp_rows:
+    for exp, games, mech, gspec, matchup, n in _experiment_rows(db, run_id):
         experiments[exp] = {
             "experiment": exp,
             "game": ", ".join(sorted(set((games or "").split(",")))),
@@ -146,10 +173,10 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
             "curve": {},
         }
     for exp, _game, _mech, ckey, cjson, agent, n, s, sq, k, nk in coop_rows:
-        e = experiments[exp]
-        cond = e["conditions"].setdefault(ckey, {"condition": json.loads(cjson), "agents": {}})
+        cond = experiments[exp]["conditions"].setdefault(
+            ckey, {"condition": json.loads(cjson), "agents": {}})
         pn, pt, pq = payoffs.get((exp, ckey, agent), (0, 0.0, 0.0))
-        entry = {
+        cond["agents"][agent] = {
             "n": n,
             "coop_rate": s / n,
             "coop_se": _se(n, s, sq),
@@ -159,9 +186,7 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
             "mean_payoff": (pt / pn) if pn else None,
             "payoff_se": _se(pn, pt, pq),
         }
-        cond["agents"][agent] = entry
     _answer_rules(db, run_id, experiments)
-    # agents that only have payoffs (games without a cooperative action)
     for (exp, ckey, agent), (pn, pt, pq) in payoffs.items():
         e = experiments.get(exp)
         if e is None:
@@ -173,61 +198,67 @@ def build_report(store: Store, run_id: str, sections: Collection[str] | None = N
              "sampled_coop_rate": None, "sampled_wilson": None,
              "mean_payoff": pt / pn, "payoff_se": _se(pn, pt, pq)},
         )
-    per_round = _per_round(db, run_id)
-    out_exps = []
-    for e in experiments.values():
-        exp = e["experiment"]
-        e["conditions"] = [
-            {"condition_key": k, **v} for k, v in e["conditions"].items()
-        ]
-        varying = _varying_keys([c["condition"] for c in e["conditions"]])
-        series_keys = [k for k in varying if k != "similarity"]
-        labels = {}
-        for c in e["conditions"]:
-            c["label"] = " ".join(f"{k}={_short(_shown(c['condition'], k))}" for k in varying) or "-"
-            c["b_star"] = (_b_star(cond_specs.get((exp, c["condition_key"])))
-                           if (exp, c["condition_key"]) in told_similarity else None)
-            labels[c["condition_key"]] = " ".join(
-                f"{k}={_short(_shown(c['condition'], k))}" for k in series_keys
-            )
-        stars = {c["b_star"] for c in e["conditions"]}
-        e["b_star"] = stars.pop() if len(stars) == 1 else None
-        e["game_specs"] = _distinct_game_specs(cond_specs, exp)
-        e["curve"] = _curve(e["conditions"], labels)
-        e["per_round"] = {
-            _series(agent, labels.get(ckey, "")): points
-            for (ckey, agent), points in per_round.get(exp, {}).items()
-        }
-        try:
-            with np.errstate(all="ignore"):
-                metrics = tournament_metrics(store, run_id, e["experiment"])
-            if metrics:
-                e.update(metrics)
-        except ImportError:
-            pass
-        except (ValueError, ArithmeticError) as exc:  # e.g. payoffs too large for the LP
-            e["notes"] = [f"population metrics could not be computed: {exc}"]
-        out_exps.append(e)
-    out = {
-        "run": {
-            "id": run["id"],
-            "name": run["name"],
-            "status": run["status"],
-            "kind": run["kind"],
-            "created_at": run["created_at"],
-            **_run_sources(run),
-        },
-        "counts": counts,
-        "coverage": run_coverage(db.conn, run),
-        "failures": store.failure_groups(run_id),
-        "experiments": out_exps,
-        "mechanisms": actions_report(store, run_id),
-    }
-    out.update(_paper_tables(store, run_id, devrank))
+    return experiments
 
-    out.update(build_sections(store, run_id, out, sections, compute=compute_stored))
-    read_cache.forget()  # shared within one report; a long-running TUI need not hold them
-    return out
+
+def _condition_games(
+    db: Any, run_id: str
+) -> tuple[dict[tuple[int, str], str | None], set[tuple[int, str]]]:
+    """Per (experiment, condition): its game spec, since b* depends on the exact game
+    (scale, bonus, size); and the conditions whose agents are told a similarity, the only
+    ones where b* (the similarity at which mutual cooperation becomes a b-similarity
+    equilibrium) means something."""
+    cond_specs = {
+        (exp, ckey): gspec
+        for exp, ckey, _g, _m, _c, _s, gspec, *_rest in condition_rows(db, run_id)
+    }
+    told_similarity = {
+        (exp, ckey) for exp, ckey, _g, mech, _c, sim, *_rest in condition_rows(db, run_id)
+        if sim is not None or "similarity" in (mech or "").split(",")
+    }
+    return cond_specs, told_similarity
+
+
+def _finish_experiment(
+    store: Store, run_id: str, e: dict[str, Any],
+    cond_specs: dict[tuple[int, str], str | None], told_similarity: set[tuple[int, str]],
+    per_round: dict[int, dict[tuple[str, str], list[dict[str, Any]]]],
+) -> dict[str, Any]:
+    """One experiment as the report shows it: conditions listed and labelled by what
+    varies, b* per condition (and for the experiment when they agree), the curves over
+    similarity and rounds, and the population metrics of a tournament."""
+    exp = e["experiment"]
+    e["conditions"] = [
+        {"condition_key": k, **v} for k, v in e["conditions"].items()
+    ]
+    varying = _varying_keys([c["condition"] for c in e["conditions"]])
+    series_keys = [k for k in varying if k != "similarity"]
+    labels = {}
+    for c in e["conditions"]:
+        c["label"] = " ".join(f"{k}={_short(_shown(c['condition'], k))}" for k in varying) or "-"
+        c["b_star"] = (_b_star(cond_specs.get((exp, c["condition_key"])))
+                       if (exp, c["condition_key"]) in told_similarity else None)
+        labels[c["condition_key"]] = " ".join(
+            f"{k}={_short(_shown(c['condition'], k))}" for k in series_keys
+        )
+    stars = {c["b_star"] for c in e["conditions"]}
+    e["b_star"] = stars.pop() if len(stars) == 1 else None
+    e["game_specs"] = _distinct_game_specs(cond_specs, exp)
+    e["curve"] = _curve(e["conditions"], labels)
+    e["per_round"] = {
+        _series(agent, labels.get(ckey, "")): points
+        for (ckey, agent), points in per_round.get(exp, {}).items()
+    }
+    try:
+        with np.errstate(all="ignore"):
+            metrics = tournament_metrics(store, run_id, e["experiment"])
+        if metrics:
+            e.update(metrics)
+    except ImportError:
+        pass
+    except (ValueError, ArithmeticError) as exc:  # e.g. payoffs too large for the LP
+        e["notes"] = [f"population metrics could not be computed: {exc}"]
+    return e
 
 
 def _run_sources(run: dict[str, Any]) -> dict[str, Any]:
@@ -435,8 +466,29 @@ def coverage_line(cover: dict[str, Any]) -> str:
 
 
 def render_text(report: dict[str, Any]) -> Any:
+    """The report as Rich renderables, in reading order: the run's lines, failures, each
+    experiment's tables, mechanisms, CoopEval's tables, then the report sections."""
     from rich.console import Group
-    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = _run_lines(report)
+    failures = report.get("failures") or []
+    if failures:
+        parts.append(_failures_table(failures))
+    for e in report["experiments"]:
+        parts.extend(_experiment_parts(e, report))
+    parts.extend(_mechanism_tables(report.get("mechanisms") or {}))
+    if report.get("tables"):
+        parts.extend(render_rich(report["tables"]))
+
+    for section, value in rendered(report):
+        parts.append(Text(section.title, style="bold"))
+        parts.extend(section.render(value))
+    return Group(*parts)
+
+
+def _run_lines(report: dict[str, Any]) -> list[Any]:
+    """The run's title, its counts, the slices it holds and where its wording came from."""
     from rich.text import Text
 
     parts: list[Any] = []
@@ -458,68 +510,77 @@ def render_text(report: dict[str, Any]) -> Any:
             f" (coop-tui was checked against {src.get('tested_commit')})")
         parts.append(Text(f"wording from the {name} source: {src.get('path')} at commit "
                           f"{src.get('commit')}{tested}"))
-    failures = report.get("failures") or []
-    if failures:
-        ftable = Table(title="failed matches by reason", title_justify="left")
-        ftable.add_column("reason", no_wrap=True)
-        ftable.add_column("matches", justify="right")
-        ftable.add_column("example")
-        for f in failures:
-            ftable.add_row(f["reason"], str(f["count"]), f["example"] or "")
-        parts.append(ftable)
-    for e in report["experiments"]:
-        title = f"experiment {e['experiment']}: {e['game']} / {e['mechanism']} ({e['matches']} matches)"
-        if e.get("answers", "lenient") != "lenient":
-            title += f"   answers: {e['answers']}"
-        if e.get("b_star") is not None:
-            title += f"   b* = {e['b_star']:g}"
-        per_condition = e.get("b_star") is None and any(
-            c.get("b_star") is not None for c in e["conditions"]
-        )
-        table = Table(title=title, title_justify="left")
-        labels = [c.get("label", c["condition_key"]) for c in e["conditions"]]
-        width = max([len(lab) for lab in labels] + [9])
-        table.add_column("condition", no_wrap=True, min_width=min(width, 40))
-        table.add_column("agent", no_wrap=True)
-        for col in ("n", "coop", "± SE", "Wilson 95%", "sampled", "payoff", "± SE"):
-            table.add_column(col, justify="right")
-        if per_condition:
-            table.add_column("b*", justify="right")
-        table.caption = "coop: probability mass on the cooperative action; sampled: share of sampled actions"
-        for cond in e["conditions"]:
-            for agent, a in sorted(cond["agents"].items()):
-                w = a["coop_wilson"]
-                table.add_row(
-                    cond.get("label", cond["condition_key"]), agent, str(a["n"]), _pct(a["coop_rate"]),
-                    _pct(a["coop_se"]), "-" if not w else f"[{100*w[0]:.1f}, {100*w[1]:.1f}]",
-                    _pct(a["sampled_coop_rate"]), _num(a["mean_payoff"]), _num(a["payoff_se"], 2),
-                    *([_num(cond.get("b_star"))] if per_condition else []),
-                )
-        parts.append(table)
-        if e["curve"]:
-            parts.append(_curve_table(e))
-        if e.get("per_round"):
-            parts.append(_per_round_table(e))
-        tournaments = e.get("tournaments") or {}
-        if len(tournaments) > 1:
-            labels = {c["condition_key"]: c.get("label", c["condition_key"]) for c in e["conditions"]}
-            for key, t in tournaments.items():
-                if t.get("population"):
-                    parts.append(_population_table(t, labels.get(key, key)))
-        elif e.get("population"):
-            reps = {r["replicate"] for r in report.get("per_replicate") or []
-                    if r.get("experiment") == e["experiment"]}
-            note = (f"pooled over {len(reps)} replicates; the per-replicate mean ± SE is in "
-                    f"the tables below") if len(reps) > 1 else None
-            parts.append(_population_table(e, note))
-    parts.extend(_mechanism_tables(report.get("mechanisms") or {}))
-    if report.get("tables"):
-        parts.extend(render_rich(report["tables"]))
+    return parts
 
-    for section, value in rendered(report):
-        parts.append(Text(section.title, style="bold"))
-        parts.extend(section.render(value))
-    return Group(*parts)
+
+def _failures_table(failures: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    ftable = Table(title="failed matches by reason", title_justify="left")
+    ftable.add_column("reason", no_wrap=True)
+    ftable.add_column("matches", justify="right")
+    ftable.add_column("example")
+    for f in failures:
+        ftable.add_row(f["reason"], str(f["count"]), f["example"] or "")
+    return ftable
+
+
+def _experiment_parts(e: dict[str, Any], report: dict[str, Any]) -> list[Any]:
+    """One experiment: its table, its curves, and its population metrics (per tournament
+    when it has several, else pooled with a note on the replicates)."""
+    parts: list[Any] = [_experiment_table(e)]
+    if e["curve"]:
+        parts.append(_curve_table(e))
+    if e.get("per_round"):
+        parts.append(_per_round_table(e))
+    tournaments = e.get("tournaments") or {}
+    if len(tournaments) > 1:
+        labels = {c["condition_key"]: c.get("label", c["condition_key"]) for c in e["conditions"]}
+        for key, t in tournaments.items():
+            if t.get("population"):
+                parts.append(_population_table(t, labels.get(key, key)))
+    elif e.get("population"):
+        reps = {r["replicate"] for r in report.get("per_replicate") or []
+                if r.get("experiment") == e["experiment"]}
+        note = (f"pooled over {len(reps)} replicates; the per-replicate mean ± SE is in "
+                f"the tables below") if len(reps) > 1 else None
+        parts.append(_population_table(e, note))
+    return parts
+
+
+def _experiment_table(e: dict[str, Any]) -> Any:
+    """Cooperation and payoff per condition and agent (b* per condition when the
+    experiment has no single one)."""
+    from rich.table import Table
+
+    title = f"experiment {e['experiment']}: {e['game']} / {e['mechanism']} ({e['matches']} matches)"
+    if e.get("answers", "lenient") != "lenient":
+        title += f"   answers: {e['answers']}"
+    if e.get("b_star") is not None:
+        title += f"   b* = {e['b_star']:g}"
+    per_condition = e.get("b_star") is None and any(
+        c.get("b_star") is not None for c in e["conditions"]
+    )
+    table = Table(title=title, title_justify="left")
+    labels = [c.get("label", c["condition_key"]) for c in e["conditions"]]
+    width = max([len(lab) for lab in labels] + [9])
+    table.add_column("condition", no_wrap=True, min_width=min(width, 40))
+    table.add_column("agent", no_wrap=True)
+    for col in ("n", "coop", "± SE", "Wilson 95%", "sampled", "payoff", "± SE"):
+        table.add_column(col, justify="right")
+    if per_condition:
+        table.add_column("b*", justify="right")
+    table.caption = "coop: probability mass on the cooperative action; sampled: share of sampled actions"
+    for cond in e["conditions"]:
+        for agent, a in sorted(cond["agents"].items()):
+            w = a["coop_wilson"]
+            table.add_row(
+                cond.get("label", cond["condition_key"]), agent, str(a["n"]), _pct(a["coop_rate"]),
+                _pct(a["coop_se"]), "-" if not w else f"[{100*w[0]:.1f}, {100*w[1]:.1f}]",
+                _pct(a["sampled_coop_rate"]), _num(a["mean_payoff"]), _num(a["payoff_se"], 2),
+                *([_num(cond.get("b_star"))] if per_condition else []),
+            )
+    return table
 
 
 def _mechanism_tables(mech: dict[str, Any]) -> list[Any]:

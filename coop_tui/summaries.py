@@ -156,63 +156,15 @@ def fold_rows(
     if is_folded(conn, match_id):
         return
     at = {c: i for i, c in enumerate(columns)}
-    i_phase, i_agent, i_round, i_kind = at["phase"], at["agent"], at["round"], at["kind"]
-    i_prob, i_coop, i_dist, i_action = at["coop_prob"], at["cooperated"], at["distribution"], at["action"]
     if not decisions:
         totals = [0] * len(TOTALS)
         coop: dict[tuple[Any, ...], list[Any]] = {}
         acts: dict[tuple[Any, ...], list[Any]] = {}
     else:
         cols = list(zip(*decisions, strict=True))  # column-wise: the sums run in C
-        n = len(decisions)
-        # re-asks count as in the batch summary: attempts - 1 of decisions asked in this run
-        reasks = sum(
-            a - 1 for a, reused in zip(cols[at["attempts"]], cols[at["reused"]], strict=True)
-            if not reused and a and a > 1
-        )
-        unknown = sum(
-            i is None or o is None
-            for i, o in zip(cols[at["input_tokens"]], cols[at["output_tokens"]], strict=True)
-        )
-        totals = [
-            n, cols[at["valid"]].count(0), reasks,
-            *(sum(filter(None, cols[at[c]])) for c in
-              ("transport_retries", "reused", "cost_usd", "input_tokens", "output_tokens")),
-            unknown,
-        ]
-        coop = {}
-        for phase, agent, rnd, prob, cooperated in zip(
-            cols[i_phase], cols[i_agent], cols[i_round], cols[i_prob], cols[i_coop], strict=True
-        ):
-            if prob is None or phase != "play":
-                continue
-            acc = coop.get((agent, rnd))
-            if acc is None:
-                acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
-            acc[0] += 1
-            acc[1] += prob
-            acc[2] += prob * prob
-            if cooperated is not None:
-                acc[3] += cooperated
-                acc[4] += 1
-        # identical answers are frequent (a strategy's few distributions): count them, then
-        # spread each distinct one over the actions once
-        seen = Counter(
-            (phase, agent, raw, played)
-            for phase, agent, raw, played, kind in zip(
-                cols[i_phase], cols[i_agent], cols[i_dist], cols[i_action], cols[i_kind], strict=True
-            )
-            if raw is not None and kind in ("mixed", "choice")
-        )
-        acts = {}
-        for (phase, agent, raw, played), times in seen.items():
-            for act, p in enumerate(json.loads(raw)):
-                acc = acts.get((phase, agent, act))
-                if acc is None:
-                    acc = acts[(phase, agent, act)] = [0, 0.0, 0]
-                acc[0] += times
-                acc[1] += p * times
-                acc[2] += times if played == act else 0
+        totals = _row_totals(cols, at, len(decisions))
+        coop = _row_coop_rounds(cols, at)
+        acts = _row_action_counts(cols, at)
     conn.execute(
         f"insert into match_totals (match_id, run_id, {', '.join(TOTALS)}) values "
         f"({', '.join('?' * (len(TOTALS) + 2))})",
@@ -226,6 +178,75 @@ def fold_rows(
         [(*head, *k, n) for k, n in _conditional(agents, rounds).items()],
     )
     fold_moves(conn, [match_id])
+
+
+def _row_totals(cols: list[tuple[Any, ...]], at: dict[str, int], n: int) -> list[Any]:
+    """A match's ``match_totals`` values (in ``TOTALS`` order) from the columns of its
+    ``n`` decisions."""
+    # re-asks count as in the batch summary: attempts - 1 of decisions asked in this run
+    reasks = sum(
+        a - 1 for a, reused in zip(cols[at["attempts"]], cols[at["reused"]], strict=True)
+        if not reused and a and a > 1
+    )
+    unknown = sum(
+        i is None or o is None
+        for i, o in zip(cols[at["input_tokens"]], cols[at["output_tokens"]], strict=True)
+    )
+    return [
+        n, cols[at["valid"]].count(0), reasks,
+        *(sum(filter(None, cols[at[c]])) for c in
+          ("transport_retries", "reused", "cost_usd", "input_tokens", "output_tokens")),
+        unknown,
+    ]
+
+
+def _row_coop_rounds(cols: list[tuple[Any, ...]], at: dict[str, int]) -> dict[tuple[Any, ...], list[Any]]:
+    """A match's ``coop_rounds`` sums per (agent, round) over its play decisions with a
+    cooperation probability, added in row order."""
+    coop: dict[tuple[Any, ...], list[Any]] = {}
+    for phase, agent, rnd, prob, cooperated in zip(
+        cols[at["phase"]], cols[at["agent"]], cols[at["round"]], cols[at["coop_prob"]],
+        cols[at["cooperated"]], strict=True
+    ):
+        if prob is None or phase != "play":
+            continue
+        acc = coop.get((agent, rnd))
+        if acc is None:
+            acc = coop[(agent, rnd)] = [0, 0.0, 0.0, 0, 0]
+        acc[0] += 1
+        acc[1] += prob
+        acc[2] += prob * prob
+        if cooperated is not None:
+            acc[3] += cooperated
+            acc[4] += 1
+    return coop
+
+
+def _row_action_counts(
+    cols: list[tuple[Any, ...]], at: dict[str, int]
+) -> dict[tuple[Any, ...], list[Any]]:
+    """A match's ``action_counts`` sums per (phase, agent, action) over its decisions with
+    a distribution."""
+    # identical answers are frequent (a strategy's few distributions): count them, then
+    # spread each distinct one over the actions once
+    seen = Counter(
+        (phase, agent, raw, played)
+        for phase, agent, raw, played, kind in zip(
+            cols[at["phase"]], cols[at["agent"]], cols[at["distribution"]], cols[at["action"]],
+            cols[at["kind"]], strict=True
+        )
+        if raw is not None and kind in ("mixed", "choice")
+    )
+    acts: dict[tuple[Any, ...], list[Any]] = {}
+    for (phase, agent, raw, played), times in seen.items():
+        for act, p in enumerate(json.loads(raw)):
+            acc = acts.get((phase, agent, act))
+            if acc is None:
+                acc = acts[(phase, agent, act)] = [0, 0.0, 0]
+            acc[0] += times
+            acc[1] += p * times
+            acc[2] += times if played == act else 0
+    return acts
 
 
 class DirectFolds:

@@ -70,18 +70,44 @@ def travelers(
     ``wording``: ``number`` (CoopEval: "A0: correspond to the number 2", "Suppose you
     choose number X") or ``claim`` ("A0: claim 2", "Suppose you claim X").
     """
-    if order not in ("ascending", "descending"):
-        raise ValueError(f"order must be 'ascending' or 'descending', got {order!r}")
-    if payoff_text not in ("rule", "table"):
-        raise ValueError(f"payoff_text must be 'rule' or 'table', got {payoff_text!r}")
-    if wording not in ("number", "claim"):
-        raise ValueError(f"wording must be 'number' or 'claim', got {wording!r}")
+    _check_choices(order, payoff_text, wording)
     claims = _claims(levels, low, high)
     if order == "ascending":
         claims = claims[::-1]
     r = as_float("reward", reward)
     if r < 0:
         raise ValueError(f"reward must not be negative, got {r:g}")
+    k = len(claims)
+    names = tuple(f"Claim {clean(c)}" for c in claims)
+    top, bottom = claims.index(max(claims)), claims.index(min(claims))
+    note = "claim {}" if wording == "claim" else "correspond to the number {}"
+    notes = tuple(note.format(clean(c)) for c in claims)
+    return Game(
+        key="travelers",
+        title=f"Traveler's Dilemma ({k} claims)",
+        description=_description(claims, r),
+        action_names=(names, names),
+        payoffs=_payoffs(claims, r),
+        cooperative=(frozenset({top}), frozenset({top})),
+        defect=(bottom, bottom),
+        params=_params(levels, claims, r, order, payoff_text, wording),
+        action_notes=(notes, notes),
+        payoff_rule=_payoff_rule(wording, r) if payoff_text == "rule" else None,
+    )
+
+
+def _check_choices(order: str, payoff_text: str, wording: str) -> None:
+    if order not in ("ascending", "descending"):
+        raise ValueError(f"order must be 'ascending' or 'descending', got {order!r}")
+    if payoff_text not in ("rule", "table"):
+        raise ValueError(f"payoff_text must be 'rule' or 'table', got {payoff_text!r}")
+    if wording not in ("number", "claim"):
+        raise ValueError(f"wording must be 'number' or 'claim', got {wording!r}")
+
+
+def _payoffs(claims: list[float], r: float) -> np.ndarray:
+    """Equal claims pay the claim; otherwise the lower claimant gets it plus ``r`` and
+    the higher one the lower claim minus ``r``."""
     k = len(claims)
     payoffs = np.zeros((k, k, 2))
     for i, mine in enumerate(claims):
@@ -92,17 +118,27 @@ def travelers(
                 payoffs[i, j] = [mine + r, mine - r]
             else:
                 payoffs[i, j] = [theirs - r, theirs + r]
-    names = tuple(f"Claim {clean(c)}" for c in claims)
-    top, bottom = claims.index(max(claims)), claims.index(min(claims))
-    description = (
+    return payoffs
+
+
+def _description(claims: list[float], r: float) -> str:
+    return (
         f"Two sellers each set a price among {', '.join(f'{clean(c)}' for c in claims)}. "
         f"If they match, each sells at that price. Otherwise the market pays both the lower "
         f"price, and the cheaper seller wins {r:g} from the dearer one: the lower claimant "
         f"gets low+{r:g}, the higher low-{r:g}. Both would gain from the highest price, but "
         f"undercutting by one step always tempts, and iterated reasoning leads to the lowest."
     )
+
+
+def _params(
+    levels: int | list[float] | None, claims: list[float], r: float, order: str,
+    payoff_text: str, wording: str,
+) -> dict:
+    """The game's parameters as stored: the claim range (or the explicit claims), the
+    reward, and each framing choice only where it differs from CoopEval's."""
     params: dict = {
-        "levels": k,
+        "levels": len(claims),
         "low": clean(min(claims)),
         "high": clean(max(claims)),
         "reward": clean(r),
@@ -115,24 +151,15 @@ def travelers(
         params["payoff_text"] = payoff_text
     if wording != "number":
         params["wording"] = wording
-    note = "claim {}" if wording == "claim" else "correspond to the number {}"
-    notes = tuple(note.format(clean(c)) for c in claims)
+    return params
+
+
+def _payoff_rule(wording: str, r: float) -> str:
+    """The payoff rule in words, as CoopEval states it (``wording = "claim"``: ours)."""
     opening = ("Suppose you claim X and the other player claims Y.\n" if wording == "claim"
                else "Suppose you choose number X and the other player chooses number Y.\n")
-    rule = opening + (
+    return opening + (
         "- If X = Y: you get X points, and so does the other player.\n"
         f"- If X < Y: you get X + {r:g} points, the other player gets X - {r:g}.\n"
         f"- If X > Y: you get Y - {r:g} points, the other player gets Y + {r:g}."
-    )
-    return Game(
-        key="travelers",
-        title=f"Traveler's Dilemma ({k} claims)",
-        description=description,
-        action_names=(names, names),
-        payoffs=payoffs,
-        cooperative=(frozenset({top}), frozenset({top})),
-        defect=(bottom, bottom),
-        params=params,
-        action_notes=(notes, notes),
-        payoff_rule=rule if payoff_text == "rule" else None,
     )

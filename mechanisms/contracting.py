@@ -129,10 +129,21 @@ class Contracting(Mechanism):
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         p = self.params
         assert isinstance(p, ContractingParams)
+        designs, proposers = await self._propose(ctx, p)
+        winner: str | None = None
+        signed: list[bool] = [False] * ctx.n_seats
+        if designs:
+            winner = await self._vote(ctx, p, designs, proposers)
+            signed = await self._sign(ctx, winner, designs[winner], proposers[winner])
+        return await self._play(ctx, p, designs, proposers, winner, signed)
+
+    async def _propose(
+        self, ctx: MatchContext, p: ContractingParams
+    ) -> tuple[dict[str, Terms], dict[str, int]]:
+        """1. Every seat designs a contract (once per tournament by default): the usable
+        designs by id (``C<seat + 1>``) and who proposed each."""
         game, n, r = ctx.game, ctx.n_seats, ctx.renderer
         options: dict[str, Any] = {} if p.max_payment is None else {"max_abs": p.max_payment}
-
-        # 1. every seat designs a contract (once per tournament by default)
         proposals, refs = await ask_designs(ctx, [
             ctx.phase_request(
                 seat, 1, "propose", "contract",
@@ -162,42 +173,52 @@ class Contracting(Mechanism):
             "invalid": invalid,
             "design_scope": p.design_scope,
         })
+        return designs, proposers
 
-        winner: str | None = None
-        signed: list[bool] = [False] * n
-        if designs:
-            # 2. approval vote
-            ids = list(designs)
-            votes = await ctx.ask_all([
-                ctx.phase_request(
-                    seat, 1, "vote", "approvals",
-                    twist=_vote_twist(r, designs, proposers, n, p.explain_steps), labels=ids,
-                    extra=_on_table(designs, proposers),
-                )
-                for seat in range(n)
-            ])
-            result = count_approvals([ctx.require(v) for v in votes], ids, ctx.rng("winner"))
-            ctx.phase_done(1, "vote", result.info(proposers))
-            winner = result.winner
-
-            # 3. signatures
-            sign_twist = _terms_twist(
-                r, "twist/contracting_sign.j2", designs[winner], proposers[winner], n
+    async def _vote(
+        self, ctx: MatchContext, p: ContractingParams, designs: dict[str, Terms],
+        proposers: dict[str, int],
+    ) -> str:
+        """2. Approval vote over the designs; the winner drawn among the most approved."""
+        ids = list(designs)
+        votes = await ctx.ask_all([
+            ctx.phase_request(
+                seat, 1, "vote", "approvals",
+                twist=_vote_twist(ctx.renderer, designs, proposers, ctx.n_seats, p.explain_steps),
+                labels=ids, extra=_on_table(designs, proposers),
             )
-            signatures = await ctx.ask_all([
-                ctx.phase_request(seat, 1, "sign", "sign", twist=sign_twist, extra={
-                    "contract": dict(designs[winner]), "proposer": proposers[winner]})
-                for seat in range(n)
-            ])
-            signed = [_signed(ctx.require(s)) for s in signatures]
-            ctx.phase_done(1, "sign", {
-                "contract": winner,
-                "signed": signed,
-                "active": all(signed),
-                "invalid": [s.seat for s in signatures if not s.valid],
-            })
+            for seat in range(ctx.n_seats)
+        ])
+        result = count_approvals([ctx.require(v) for v in votes], ids, ctx.rng("winner"))
+        ctx.phase_done(1, "vote", result.info(proposers))
+        return result.winner
 
-        # 4. play, with the transfers when every player signed
+    async def _sign(
+        self, ctx: MatchContext, winner: str, terms: Terms, proposer: int
+    ) -> list[bool]:
+        """3. Every seat signs the winning contract or not (an explicit yes counts)."""
+        n = ctx.n_seats
+        sign_twist = _terms_twist(ctx.renderer, "twist/contracting_sign.j2", terms, proposer, n)
+        signatures = await ctx.ask_all([
+            ctx.phase_request(seat, 1, "sign", "sign", twist=sign_twist, extra={
+                "contract": dict(terms), "proposer": proposer})
+            for seat in range(n)
+        ])
+        signed = [_signed(ctx.require(s)) for s in signatures]
+        ctx.phase_done(1, "sign", {
+            "contract": winner,
+            "signed": signed,
+            "active": all(signed),
+            "invalid": [s.seat for s in signatures if not s.valid],
+        })
+        return signed
+
+    async def _play(
+        self, ctx: MatchContext, p: ContractingParams, designs: dict[str, Terms],
+        proposers: dict[str, int], winner: str | None, signed: list[bool],
+    ) -> MatchOutcome:
+        """4. Play, with the transfers when every player signed."""
+        game, n, r = ctx.game, ctx.n_seats, ctx.renderer
         active = winner is not None and all(signed)
         if active:
             assert winner is not None

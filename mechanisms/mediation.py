@@ -128,10 +128,18 @@ class Mediation(Mechanism):
     async def play(self, ctx: MatchContext) -> MatchOutcome:
         p = self.params
         assert isinstance(p, MediationParams)
-        game, n, r = ctx.game, ctx.n_seats, ctx.renderer
-        base_actions = game.action_counts[0]
+        plans, proposers = await self._propose(ctx, p)
+        if not plans:
+            return await self._play_without_mediator(ctx)
+        winner = await self._vote(ctx, plans, proposers)
+        return await self._play_mediated(ctx, p, plans[winner], winner, proposers[winner])
 
-        # 1. every seat designs a mediator (once per tournament by default)
+    async def _propose(
+        self, ctx: MatchContext, p: MediationParams
+    ) -> tuple[dict[str, Plan], dict[str, int]]:
+        """1. Every seat designs a mediator (once per tournament by default): the usable
+        designs by id (``M<seat + 1>``) and who proposed each."""
+        game, n, r = ctx.game, ctx.n_seats, ctx.renderer
         proposals, refs = await ask_designs(ctx, [
             ctx.phase_request(
                 seat, 1, "propose", "mediator",
@@ -159,34 +167,42 @@ class Mediation(Mechanism):
             "invalid": invalid,
             "design_scope": p.design_scope,
         })
-        if not plans:
-            return await self._play_without_mediator(ctx)
+        return plans, proposers
 
-        # 2. approval vote over the designs on the table
+    async def _vote(
+        self, ctx: MatchContext, plans: dict[str, Plan], proposers: dict[str, int]
+    ) -> str:
+        """2. Approval vote over the designs on the table; the winner drawn among the most
+        approved."""
         ids = list(plans)
         votes = await ctx.ask_all([
             ctx.phase_request(
                 seat, 1, "vote", "approvals",
-                twist=_vote_twist(r, plans, proposers, n),
+                twist=_vote_twist(ctx.renderer, plans, proposers, ctx.n_seats),
                 labels=ids,
                 extra=_on_table(plans, proposers),
             )
-            for seat in range(n)
+            for seat in range(ctx.n_seats)
         ])
         result = count_approvals([ctx.require(v) for v in votes], ids, ctx.rng("winner"))
         ctx.phase_done(1, "vote", result.info(proposers))
-        plan = plans[result.winner]
+        return result.winner
 
-        # 3. the game with "delegate" added
+    async def _play_mediated(
+        self, ctx: MatchContext, p: MediationParams, plan: Plan, winner: str, proposer: int
+    ) -> MatchOutcome:
+        """3. The game with "delegate" added; the mediator plays for those who delegate."""
+        game, n = ctx.game, ctx.n_seats
+        base_actions = game.action_counts[0]
         mgame = mediated_game(game, plan)
         base_view = p.payoff_view == "base"
         decisions = await ctx.ask_all([
             ctx.play_request(
                 seat, 1, game=mgame, describe=game if base_view else None,
-                twist=_play_twist(r, plan, proposers[result.winner], n, base_actions, base_view,
+                twist=_play_twist(ctx.renderer, plan, proposer, n, base_actions, base_view,
                                   explain=p.explain_payoffs),
                 extra={"mediator": dict(plan), "delegate_action": base_actions,
-                       "proposer": proposers[result.winner]},
+                       "proposer": proposer},
             )
             for seat in range(n)
         ])
@@ -199,11 +215,11 @@ class Mediation(Mechanism):
             "chosen": chosen,
             "delegated": delegated,
             "mediator_action": plan[k] if k else None,
-            "mediator": result.winner,
+            "mediator": winner,
             "cooperated": [game.is_cooperative(i, a) for i, a in enumerate(effective)],
         })
         return MatchOutcome(payoffs, {
-            "mediator": result.winner,
+            "mediator": winner,
             "plan": {str(c): a for c, a in plan.items()},
             "delegated": delegated,
         })

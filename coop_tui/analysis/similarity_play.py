@@ -94,6 +94,12 @@ class _Moments:
         self.total += value * count if squares is None else value
         self.squares += value * value * count if squares is None else squares
 
+    def pool(self, other: _Moments) -> None:
+        """Add another sample's counts and sums to these."""
+        self.n += other.n
+        self.total += other.total
+        self.squares += other.squares
+
     def mean(self) -> float | None:
         return self.total / self.n if self.n else None
 
@@ -427,6 +433,12 @@ def welfare_section(conds: list[_Condition]) -> dict[str, Any] | None:
     }
 
 
+_Cells = dict[tuple[str, str, str], dict[str, Any]]
+"""(game variant, benchmark, method) -> pooled expected and realised payoffs."""
+_Curves = dict[str, dict[str, dict[float, _Moments]]]
+"""benchmark -> series -> the figure told -> cooperation."""
+
+
 def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
     """``report --json`` key ``similarity_table``: the similarity signals paper's Table 2 (mean payoff per
     benchmark x method, over every seat of every match) and cooperation over the figure
@@ -436,8 +448,42 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
     own table and its own curves, with its own b*: plain, +3 and +7 Prisoner's Dilemma
     are three games, never pooled.
     """
-    cells: dict[tuple[str, str, str], dict[str, Any]] = {}
-    curves: dict[str, dict[str, dict[float, _Moments]]] = defaultdict(lambda: defaultdict(dict))
+    cells, curves, series_games = _pool(conds)
+    if set(curves) == {"no domain"} and not cells:
+        curves.clear()  # a plain X sweep: the experiment's own curve already shows it
+    if not cells and not curves:
+        return None
+    stars = {
+        bench: {series: _b_star(series_games[bench][series]) for series in sorted(by_series)}
+        for bench, by_series in sorted(curves.items())
+    }
+    return {
+        "definition": "mean payoff per player over every seat of every match whose scores came "
+        "from that benchmark and method (expected from the stated strategies, realised from "
+        "the sampled actions); rows benchmark, columns method, as the similarity signals paper's Table 2; one "
+        "table and one curve per game variant (parameters, scale, cooperation bonus)",
+        "tables": _tables(cells),
+        "curves": {
+            bench: {
+                series: [{"told": told, "coop_rate": _round(m.mean()), "se": _round(m.se()),
+                          "n": int(m.n)} for told, m in sorted(points.items())]
+                for series, points in sorted(by_series.items())
+            }
+            for bench, by_series in sorted(curves.items())
+        },
+        # one b* per benchmark where all its curves share it (the line a figure draws),
+        # else None; every curve's own b* beside it
+        "b_star": {bench: _shared(by_series.values()) for bench, by_series in stars.items()},
+        "b_star_by_series": stars,
+    }
+
+
+def _pool(conds: list[_Condition]) -> tuple[_Cells, _Curves, dict[str, dict[str, Any]]]:
+    """The conditions of scored benchmarks pooled: payoffs per (game variant, benchmark,
+    method), except the abstract method's; cooperation per benchmark, series and figure
+    told; and each series' game (for its b*)."""
+    cells: _Cells = {}
+    curves: _Curves = defaultdict(lambda: defaultdict(dict))
     labels = variant_labels([c for c in conds if benchmark_and_method(c.condition)])
     several_games = len(labels) > 1
     series_games: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -451,30 +497,25 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
         if method != "abstract":
             cell = cells.setdefault((game_label, bench, method), {
                 "game": c.game, "expected": _Moments(), "realised": _Moments(), "matches": 0})
-            cell["expected"].total += c.expected_all.total
-            cell["expected"].n += c.expected_all.n
-            cell["expected"].squares += c.expected_all.squares
-            cell["realised"].total += c.realised_all.total
-            cell["realised"].n += c.realised_all.n
-            cell["realised"].squares += c.realised_all.squares
+            cell["expected"].pool(c.expected_all)
+            cell["realised"].pool(c.realised_all)
             cell["matches"] += c.matches
         for (agent, told), m in c.coop_by_told.items():
             series = agent + suffix
             series_games[bench].setdefault(series, c.game)
-            point = curves[bench][series].setdefault(told, _Moments())
-            point.n += m.n
-            point.total += m.total
-            point.squares += m.squares
-    if set(curves) == {"no domain"} and not cells:
-        curves.clear()  # a plain X sweep: the experiment's own curve already shows it
-    if not cells and not curves:
-        return None
-    games = sorted({g for g, _, _ in cells})
+            curves[bench][series].setdefault(told, _Moments()).pool(m)
+    return cells, curves, series_games
+
+
+def _tables(cells: _Cells) -> dict[str, Any]:
+    """One table per game variant: a row per benchmark, a column per method (in the
+    paper's order), each cell's expected and realised payoffs with their SEs and what
+    they recover on the game's welfare scale."""
     table: dict[str, Any] = {}
-    for game_key in games:
+    for game_key in sorted({g for g, _, _ in cells}):
         methods = sorted({m for g, _, m in cells if g == game_key}, key=_method_rank)
         benches = sorted({b for g, b, _ in cells if g == game_key})
-        rows = {}
+        rows: dict[str, dict[str, Any]] = {}
         for bench in benches:
             rows[bench] = {}
             for method in methods:
@@ -490,29 +531,7 @@ def similarity_table(conds: list[_Condition]) -> dict[str, Any] | None:
                     "matches": cell["matches"],
                 }
         table[game_key] = {"methods": methods, "benchmarks": benches, "rows": rows}
-    stars = {
-        bench: {series: _b_star(series_games[bench][series]) for series in sorted(by_series)}
-        for bench, by_series in sorted(curves.items())
-    }
-    return {
-        "definition": "mean payoff per player over every seat of every match whose scores came "
-        "from that benchmark and method (expected from the stated strategies, realised from "
-        "the sampled actions); rows benchmark, columns method, as the similarity signals paper's Table 2; one "
-        "table and one curve per game variant (parameters, scale, cooperation bonus)",
-        "tables": table,
-        "curves": {
-            bench: {
-                series: [{"told": told, "coop_rate": _round(m.mean()), "se": _round(m.se()),
-                          "n": int(m.n)} for told, m in sorted(points.items())]
-                for series, points in sorted(by_series.items())
-            }
-            for bench, by_series in sorted(curves.items())
-        },
-        # one b* per benchmark where all its curves share it (the line a figure draws),
-        # else None; every curve's own b* beside it
-        "b_star": {bench: _shared(by_series.values()) for bench, by_series in stars.items()},
-        "b_star_by_series": stars,
-    }
+    return table
 
 
 def variant(c: _Condition) -> tuple[str, str]:

@@ -44,6 +44,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from coop_tui import summaries
 from coop_tui.analysis.coopeval_tables import rate_run
 from coop_tui.analysis.sections import store_sections
 from coop_tui.errors import fail
+from coop_tui.games.base import Game
 from coop_tui.importers.coopeval_payoffs import plan_from_payoffs
 from coop_tui.importers.coopeval_records import (
     MECHANISMS,
@@ -142,6 +144,54 @@ def plan_import(
     import (:func:`plan_path`); alone, a tournament is its own run.
     """
     directory = Path(directory)
+    config, mech_type = _read_config(directory)
+    records_path = records_file(directory)
+    payoffs_only = records_path is None or mech_type in REPUTATION_ORDER
+    if payoffs_only:
+        return plan_from_payoffs(
+            directory, config, run_id=run_id, experiment=experiment, replicate=replicate
+        )
+    assert records_path is not None
+    records = _records(records_path)
+    mechanism = MECHANISMS[mech_type]
+    mech_kwargs = (config.get("mechanism") or {}).get("kwargs") or {}
+    specs = _agent_specs(config)
+    game, letters, matches = _parse_matches(config, records, specs)
+    discount = _discount(directory, mech_kwargs)
+    condition = _condition(mechanism, mech_kwargs, matches, discount)
+
+    content = _content_hash(directory)
+    place = _Placement(run_id or f"coopeval-{content[:12]}", experiment, replicate,
+                       single=run_id is None)
+    log = log_entries(directory / "game_log.txt")
+    designs = _designs(directory, mechanism)
+    check = _matchup_check(directory, matches, discount)
+    now = time.time()
+    name = str(config.get("name") or directory.name)
+    plan = ImportPlan(run=import_run_row(place.run_id, name, content, directory, config, check, now))
+    rows = _MatchRows(plan, place, game, mechanism, condition, specs, discount, now)
+    seen_seating: Counter[tuple[str, ...]] = Counter()
+    referenced: set[str] = set()
+    builder = DecisionBuilder(
+        plan, place.tag, game, letters, log, referenced, delegate=mechanism == "mediation"
+    )
+    proposed: set[str] = set()
+    for number, m in enumerate(matches):
+        match_id = place.match_id(number)
+        sample = seen_seating[tuple(m.agents)]
+        seen_seating[tuple(m.agents)] += 1
+        rows.add(match_id, m, sample, builder)
+        builder.proposals(match_id, m, designs, proposed)
+        builder.votes(match_id, m)
+        builder.signatures(match_id, m)
+    builder.attach_retries()
+    plan.decisions = [decision_row(d) for d in builder.decisions]
+    _summarise(plan, name, sorted(set(log) - referenced - builder.used), len(builder.used), check)
+    return plan
+
+
+def _read_config(directory: Path) -> tuple[dict[str, Any], str]:
+    """A tournament's ``config.json`` and its mechanism type, one the importer supports."""
     if not directory.is_dir():
         raise CoopEvalError(f"{directory}: not a directory; pass a CoopEval run directory")
     config = _read_json(directory / "config.json", "config.json (game, mechanism, agents)")
@@ -154,25 +204,25 @@ def plan_import(
             f"config.json: mechanism.type {mech_type!r} is not supported by the importer; "
             f"supported: {', '.join(MECHANISMS)}"
         )
-    records_path = records_file(directory)
-    payoffs_only = records_path is None or mech_type in REPUTATION_ORDER
-    if payoffs_only:
-        return plan_from_payoffs(
-            directory, config, run_id=run_id, experiment=experiment, replicate=replicate
-        )
-    assert records_path is not None
-    records = _records(records_path)
-    mechanism = MECHANISMS[mech_type]
-    mech_kwargs = mech_cfg.get("kwargs") or {}
+    return config, mech_type
 
+
+def _agent_specs(config: dict[str, Any]) -> dict[str, Any]:
+    """config.json's agents by CoopEval label (``<model>(CoT)`` / ``<model>(IO)``)."""
     agents_cfg = config.get("agents")
     if not isinstance(agents_cfg, list) or not agents_cfg:
         raise CoopEvalError("config.json: 'agents' must be a non-empty list")
     try:
-        specs = {agent_label(a): a for a in agents_cfg}
+        return {agent_label(a): a for a in agents_cfg}
     except (KeyError, TypeError):
         raise CoopEvalError("config.json: every agent needs llm.model and type") from None
 
+
+def _parse_matches(
+    config: dict[str, Any], records: list[tuple[int, Any]], specs: dict[str, Any]
+) -> tuple[Game, dict[str, int], list[_Match]]:
+    """The game (its actions named by the moves played), the action letters and every
+    record line as a match, each checked against config.json's agents and the game."""
     action_names = [
         mv["action"]
         for lineno, rec in records
@@ -193,93 +243,129 @@ def plan_import(
             raise CoopEvalError(
                 f"records.jsonl:{m.line}: {len(m.agents)} players, the game has {game.n_players}"
             )
+    return game, letters, matches
 
+
+def _discount(directory: Path, mech_kwargs: dict[str, Any]) -> float:
+    """The round discount: ``matchup_payoffs.json``'s when it names one, else the
+    mechanism's (1.0 when neither does)."""
     discount = float(mech_kwargs.get("discount", 1.0))
     mp_path = directory / "matchup_payoffs.json"
     if mp_path.is_file():
         mp = _read_json(mp_path, "matchup_payoffs.json")
         if isinstance(mp, dict) and isinstance(mp.get("discount"), int | float):
             discount = float(mp["discount"])
-    condition: dict[str, Any] = {}
-    if mechanism == "repetition":
-        condition = {
-            "rounds": int(mech_kwargs.get("num_rounds", max(len(m.rounds) for m in matches))),
-            "continuation": discount,
-            "history": int(mech_kwargs.get("lookup_depth", 5)),
-        }
+    return discount
 
-    content = _content_hash(directory)
-    single = run_id is None
-    run_id = run_id or f"coopeval-{content[:12]}"
-    log = log_entries(directory / "game_log.txt")
-    designs = _designs(directory, mechanism)
-    check = _matchup_check(directory, matches, discount)
-    now = time.time()
-    name = str(config.get("name") or directory.name)
-    plan = ImportPlan(run=import_run_row(run_id, name, content, directory, config, check, now))
-    from coop_tui.sweep import game_spec
 
-    spec_json = json.dumps(game_spec(game))
-    ckey = condition_key(condition)
-    seen_seating: Counter[tuple[str, ...]] = Counter()
-    referenced: set[str] = set()
-    tag = run_id if single else f"{run_id}:{experiment}:{replicate}"
-    builder = DecisionBuilder(
-        plan, tag, game, letters, log, referenced, delegate=mechanism == "mediation"
-    )
-    proposed: set[str] = set()
-    for number, m in enumerate(matches):
-        match_id = (
-            f"{run_id}-{number:05d}" if single else f"{run_id}-{experiment}-{replicate}-{number:05d}"
-        )
-        sample = seen_seating[tuple(m.agents)]
-        seen_seating[tuple(m.agents)] += 1
-        weights = round_weights(len(m.rounds), discount)
+def _condition(
+    mechanism: str, mech_kwargs: dict[str, Any], matches: list[_Match], discount: float
+) -> dict[str, Any]:
+    """The experiment's condition: Repetition's rounds, continuation and history; none
+    for the one-shot mechanisms."""
+    if mechanism != "repetition":
+        return {}
+    return {
+        "rounds": int(mech_kwargs.get("num_rounds", max(len(m.rounds) for m in matches))),
+        "continuation": discount,
+        "history": int(mech_kwargs.get("lookup_depth", 5)),
+    }
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where a tournament's rows go: a run of its own (``single``), or one experiment and
+    replicate of a study's run; its match ids, match keys and decision tags say which."""
+
+    run_id: str
+    experiment: int
+    replicate: int
+    single: bool
+
+    @property
+    def tag(self) -> str:
+        return self.run_id if self.single else f"{self.run_id}:{self.experiment}:{self.replicate}"
+
+    def match_id(self, number: int) -> str:
+        if self.single:
+            return f"{self.run_id}-{number:05d}"
+        return f"{self.run_id}-{self.experiment}-{self.replicate}-{number:05d}"
+
+    def match_key(self, line: int) -> str:
+        if self.single:
+            return f"coopeval:{line}"
+        return f"coopeval:{self.experiment}:{self.replicate}:{line}"
+
+
+class _MatchRows:
+    """The ``matches``, ``seats`` and ``rounds`` rows of a tournament's record lines (its
+    play decisions go to the :class:`DecisionBuilder`, move by move)."""
+
+    def __init__(
+        self, plan: ImportPlan, place: _Placement, game: Game, mechanism: str,
+        condition: dict[str, Any], specs: dict[str, Any], discount: float, now: float,
+    ) -> None:
+        from coop_tui.sweep import game_spec
+
+        self.plan, self.place, self.game, self.mechanism = plan, place, game, mechanism
+        self.condition, self.specs, self.discount, self.now = condition, specs, discount, now
+        self.spec_json = json.dumps(game_spec(game))
+        self.ckey = condition_key(condition)
+
+    def add(self, match_id: str, m: _Match, sample: int, builder: DecisionBuilder) -> None:
+        """One record line: its match (payoffs δ-weighted over rounds, as CoopEval scores
+        them), its seats and its rounds."""
+        weights = round_weights(len(m.rounds), self.discount)
         payoffs = [
             float(sum(w * r[s].points for w, r in zip(weights, m.rounds, strict=True)))
             for s in range(len(m.agents))
         ]
-        info = {"source": "coopeval", "line": m.line, "rounds": len(m.rounds)}
-        info.update({k: v for k, v in m.extra.items() if k != "votes"})
-        plan.matches.append(
-            {
-                "id": match_id,
-                "run_id": run_id,
-                "match_key": f"coopeval:{m.line}" if single
-                else f"coopeval:{experiment}:{replicate}:{m.line}",
-                "experiment": experiment,
-                "replicate": replicate,
-                "game": game.key,
-                "game_spec": spec_json,
-                "mechanism": mechanism,
-                "condition": json.dumps(condition, sort_keys=True),
-                "condition_key": ckey,
-                "similarity": None,
-                "matchup": "cross",
-                "sample": sample,
-                "seed": 0,
-                "status": "done",
-                "error": None,
-                "payoffs": json.dumps(payoffs),
-                "welfare": sum(payoffs),
-                "info": json.dumps(info, default=str),
-                "started_at": now,
-                "finished_at": now,
-            }
-        )
+        self.plan.matches.append(self._match_row(match_id, m, sample, payoffs))
         for seat, agent in enumerate(m.agents):
-            plan.seats.append(
+            self.plan.seats.append(
                 {
                     "match_id": match_id,
                     "seat": seat,
                     "agent": agent,
                     "agent_kind": "llm",
                     "agent_spec": json.dumps(
-                        {"source": "coopeval", **specs[agent]}, sort_keys=True
+                        {"source": "coopeval", **self.specs[agent]}, sort_keys=True
                     ),
                     "payoff": payoffs[seat],
                 }
             )
+        self._rounds(match_id, m, builder)
+
+    def _match_row(
+        self, match_id: str, m: _Match, sample: int, payoffs: list[float]
+    ) -> dict[str, Any]:
+        info = {"source": "coopeval", "line": m.line, "rounds": len(m.rounds)}
+        info.update({k: v for k, v in m.extra.items() if k != "votes"})
+        return {
+            "id": match_id,
+            "run_id": self.place.run_id,
+            "match_key": self.place.match_key(m.line),
+            "experiment": self.place.experiment,
+            "replicate": self.place.replicate,
+            "game": self.game.key,
+            "game_spec": self.spec_json,
+            "mechanism": self.mechanism,
+            "condition": json.dumps(self.condition, sort_keys=True),
+            "condition_key": self.ckey,
+            "similarity": None,
+            "matchup": "cross",
+            "sample": sample,
+            "seed": 0,
+            "status": "done",
+            "error": None,
+            "payoffs": json.dumps(payoffs),
+            "welfare": sum(payoffs),
+            "info": json.dumps(info, default=str),
+            "started_at": self.now,
+            "finished_at": self.now,
+        }
+
+    def _rounds(self, match_id: str, m: _Match, builder: DecisionBuilder) -> None:
         for t, moves in enumerate(m.rounds, 1):
             # Like our own Mediation: one round info shared by the seats, a flag per seat.
             by_seat = {mv.seat: mv.mediated for mv in moves}
@@ -289,38 +375,39 @@ def plan_import(
                 if any(f is not None for f in flags) else None
             )
             for mv in moves:
-                plan.rounds.append(
+                self.plan.rounds.append(
                     {
                         "match_id": match_id,
                         "round": t,
                         "seat": mv.seat,
                         "action": mv.action,
                         "payoff": mv.points,
-                        "cooperated": int(bool(game.is_cooperative(mv.seat, mv.action))),
+                        "cooperated": int(bool(self.game.is_cooperative(mv.seat, mv.action))),
                         "info": round_info,
                     }
                 )
                 builder.play(match_id, t, mv)
-        builder.proposals(match_id, m, designs, proposed)
-        builder.votes(match_id, m)
-        builder.signatures(match_id, m)
-    builder.attach_retries()
-    plan.decisions = [decision_row(d) for d in builder.decisions]
-    unlinked = sorted(set(log) - referenced - builder.used)
+
+
+def _summarise(
+    plan: ImportPlan, name: str, unlinked: list[str], failed_attempts: int,
+    check: dict[str, Any],
+) -> None:
+    """The import's summary, printed and kept in the run's spec (with the first trace ids
+    of the game log that no decision took)."""
     plan.summary = {
-        "run_id": run_id,
+        "run_id": plan.run["id"],
         "name": name,
         "matches": len(plan.matches),
         "decisions": len(plan.decisions),
         "decisions_with_log": sum(1 for d in plan.decisions if d["prompt"] != "[]"),
-        "failed_attempts": len(builder.used),
+        "failed_attempts": failed_attempts,
         "unlinked_log_entries": len(unlinked),
         "matchup_payoffs": check["matchup_payoffs"],
     }
     spec = json.loads(plan.run["spec"])
     spec["import"] = {**plan.summary, "unlinked_trace_ids": unlinked[:100]}
     plan.run["spec"] = json.dumps(spec, default=str)
-    return plan
 
 
 def _designs(directory: Path, mechanism: str) -> dict[str, dict[str, Any]]:

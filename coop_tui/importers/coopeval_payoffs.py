@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from coop_tui.games.base import Game
 from coop_tui.games.user import MAX_PAYOFF
 from coop_tui.importers.coopeval_records import (
     MECHANISMS,
@@ -142,18 +143,7 @@ def plan_from_payoffs(
     """Every match row of a payoffs-only tournament, checked before anything is written."""
     mech_cfg = config.get("mechanism") or {}
     mech_type = mech_cfg.get("type")
-    path = payoffs_file(directory)
-    if path is None and mech_type in REPUTATION_ORDER and records_file(directory) is not None:
-        path = records_file(directory)
-        assert path is not None
-        data = reputation_from_records(path, config)
-    elif path is None:
-        raise CoopEvalError(
-            f"{directory}: no records.jsonl and no {PAYOFFS}; a CoopEval tournament needs "
-            f"one of them"
-        )
-    else:
-        data = read_payoffs(path)
+    path, data = _payoffs_source(directory, config, mech_type)
     mechanism = MECHANISMS[mech_type]
     kwargs = mech_cfg.get("kwargs") or {}
     game = build_game(config, [])
@@ -165,33 +155,8 @@ def plan_from_payoffs(
     prefix = run_id if single else f"{run_id}-{experiment}-{replicate}"
     base_key = "coopeval" if single else f"coopeval:{experiment}:{replicate}"
     now = time.time()
-    condition: dict[str, Any] = {}
-    if mechanism in ("repetition", "reputation"):
-        condition = {
-            "rounds": int(kwargs.get("num_rounds", 15)),
-            "continuation": discount,
-            "history": int(kwargs.get("lookup_depth", 5)),
-        }
-    if mech_type in REPUTATION_ORDER:
-        condition["order"] = REPUTATION_ORDER[mech_type]
-    from coop_tui.sweep import game_spec
-
-    base = {
-        "run_id": run_id,
-        "experiment": experiment,
-        "replicate": replicate,
-        "game": game.key,
-        "game_spec": json.dumps(game_spec(game)),
-        "mechanism": mechanism,
-        "condition": json.dumps(condition, sort_keys=True),
-        "condition_key": condition_key(condition),
-        "similarity": None,
-        "seed": 0,
-        "status": "done",
-        "error": None,
-        "started_at": now,
-        "finished_at": now,
-    }
+    condition = _condition(mechanism, mech_type, kwargs, discount)
+    base = _match_base(run_id, experiment, replicate, game, mechanism, condition, now)
     name = str(config.get("name") or directory.name)
     plan = ImportPlan(
         run=import_run_row(
@@ -216,6 +181,66 @@ def plan_from_payoffs(
         "matchup_payoffs": "only source",
     }
     return plan
+
+
+def _payoffs_source(
+    directory: Path, config: dict[str, Any], mech_type: Any
+) -> tuple[Path, dict[str, Any]]:
+    """Where the tournament's payoffs come from, read: its payoffs file, else (for a
+    Reputation tournament) its records; a tournament with neither cannot be imported."""
+    path = payoffs_file(directory)
+    if path is None and mech_type in REPUTATION_ORDER and records_file(directory) is not None:
+        path = records_file(directory)
+        assert path is not None
+        return path, reputation_from_records(path, config)
+    if path is None:
+        raise CoopEvalError(
+            f"{directory}: no records.jsonl and no {PAYOFFS}; a CoopEval tournament needs "
+            f"one of them"
+        )
+    return path, read_payoffs(path)
+
+
+def _condition(
+    mechanism: str, mech_type: Any, kwargs: dict[str, Any], discount: float
+) -> dict[str, Any]:
+    """The experiment's condition: rounds, continuation and history for the repeated
+    mechanisms (15 rounds unless the config says), and Reputation's order."""
+    condition: dict[str, Any] = {}
+    if mechanism in ("repetition", "reputation"):
+        condition = {
+            "rounds": int(kwargs.get("num_rounds", 15)),
+            "continuation": discount,
+            "history": int(kwargs.get("lookup_depth", 5)),
+        }
+    if mech_type in REPUTATION_ORDER:
+        condition["order"] = REPUTATION_ORDER[mech_type]
+    return condition
+
+
+def _match_base(
+    run_id: str, experiment: int, replicate: int, game: Game, mechanism: str,
+    condition: dict[str, Any], now: float,
+) -> dict[str, Any]:
+    """The fields every match row of the tournament shares."""
+    from coop_tui.sweep import game_spec
+
+    return {
+        "run_id": run_id,
+        "experiment": experiment,
+        "replicate": replicate,
+        "game": game.key,
+        "game_spec": json.dumps(game_spec(game)),
+        "mechanism": mechanism,
+        "condition": json.dumps(condition, sort_keys=True),
+        "condition_key": condition_key(condition),
+        "similarity": None,
+        "seed": 0,
+        "status": "done",
+        "error": None,
+        "started_at": now,
+        "finished_at": now,
+    }
 
 
 def _seat_row(match_id: str, seat: int, agent: str, payoff: float, specs: dict[str, Any]) -> dict:

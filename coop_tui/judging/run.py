@@ -39,6 +39,7 @@ from coop_tui.store import game_spec_sql
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from coop_tui.engine import MatchContext
     from coop_tui.judging.rubric import Rubric
     from coop_tui.spec import AgentSpec
     from coop_tui.store import Store
@@ -274,9 +275,6 @@ async def judge_pass(
     ``listener`` receives the engine's events (progress bars, tests); ``agent`` replaces
     the agent built from ``judge_spec`` (tests).
     """
-    from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
-    from coop_tui.games import load_game
-    from coop_tui.spec import DEFAULT_MAX_PROMPT_TOKENS
     from coop_tui.sweep import RunLease
 
     judge_spec = protocol_spec(judge_spec, rubric)
@@ -292,95 +290,122 @@ async def judge_pass(
     lease = RunLease(store, run_id)
     lease.acquire(field="judge", then="run the same judge command again (it continues the pass)")
     keep_alive = asyncio.create_task(lease.keep_alive())
-    stats = JudgeStats()
-    batching = bool(judge_spec.batch) and judge_spec.kind == "llm"
-    agent = agent if agent is not None else build_agent(
-        judge_name, judge_spec, concurrency=concurrency, batch=batching)
-    hub = None
-    if getattr(agent, "batch", False):  # every item of a page in one provider batch
-        hub = agent.batcher = BatchHub(BatchLedger(store.path, store.commit_pending))
-    bus = EventBus()
-    bus.subscribe(store, critical=True)
-    if listener is not None:
-        bus.subscribe(listener)
-    # through a Batch API every item of a page waits in the batch, not in a queue here
-    slots = asyncio.Semaphore(BATCH_IN_FLIGHT if hub is not None else max(1, concurrency))
-    placeholder = load_game("prisoners")  # the judge plays no game; the context needs one
-    spent = store.run_cost(run_id)
-    budget_hit = asyncio.Event()
-    inflight: dict[str, asyncio.Future[None]] = {}
+    judging = _JudgePass(
+        store, run_id, judged_run, judge_name, judge_spec, rubric, concurrency=concurrency,
+        budget_usd=budget_usd, max_attempts=max_attempts, listener=listener, agent=agent,
+    )
     status = "done"
+    try:
+        await judging.judge_pages(phase, limit)
+        status = judging.outcome()
+    except BaseException:
+        status = "stopped"
+        raise
+    finally:
+        keep_alive.cancel()
+        store.set_run_status(run_id, status, "; ".join(judging.stats.errors[:3]) or None)
+        lease.release()
+        await judging.close()
+    return run_id, judging.stats
 
-    async def judge_one(ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> bool:
-        """Judge one decision and link it; False when it was not (budget, transport)."""
-        nonlocal spent
 
-        if rubric.coopeval:  # CoopEval's judge reads who answered where, and the answer only
-            prompt = rubric.prompt(judged_text(row["response"], None), coopeval_lines(match, row))
-        else:
-            text = judged_text(row["response"], row["reasoning"])
-            prompt = rubric.prompt(text, context_line(match, row))
-        request = DecisionRequest(
-            seat=0, round=int(row["round"]), phase=JUDGE_KIND, kind="judgement",
-            messages=({"role": "user", "content": prompt},),
-            view=SeatView(game=placeholder, seat=0, round=int(row["round"])),
-            labels=rubric.ids, schema=None, options=rubric.answer_options(),
-        )
-        # The same text judged twice at once (CoopEval repeats answers) is asked once: the
-        # second waits for the first and then finds it in the store by its keys.
-        same = stable_hash([request.round, prompt])
-        first = inflight.get(same)
-        if first is not None:
-            await asyncio.shield(first)
-        else:
-            inflight[same] = asyncio.get_running_loop().create_future()
-        try:
-            async with slots, hub.playing() if hub is not None else contextlib.nullcontext():
-                if budget_hit.is_set():
-                    return False
-                try:
-                    decision = await ctx.ask(request)
-                except Exception as exc:  # transport gave up: counted, retried by a rerun
-                    stats.failed += 1
-                    if len(stats.errors) < MAX_ERRORS_KEPT:
-                        stats.errors.append(f"decision #{row['id']}: {type(exc).__name__}: {exc}")
-                    return False
-        finally:
-            if first is None:
-                inflight.pop(same).set_result(None)
-        link(store, judge_run_id=run_id, judged_run_id=judged_run["id"],
-             judged_decision_id=int(row["id"]), decision=decision, judge=judge_name, rubric=rubric)
-        ctx.decisions.clear()  # the store holds them; a long pass keeps nothing in memory
-        if decision.reused:
-            stats.reused += 1
-        else:
-            stats.asked += 1
-            stats.cost_usd += decision.cost_usd or 0.0
-            spent += decision.cost_usd or 0.0
-        if not decision.valid:
-            stats.invalid += 1
-        if budget_usd is not None and spent >= budget_usd:
-            budget_hit.set()
-        return True
+class _JudgePass:
+    """The judge agent at work on one judged run: a judge match per judged match, a
+    judgement per decision, asked through the engine and linked to what it judges; the
+    budget, the judgements in flight and the stats are shared by all of them."""
 
-    async def judge_match(match: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-        match_id = stable_hash([run_id, match["id"]])[:16]
+    def __init__(
+        self, store: Store, run_id: str, judged_run: dict[str, Any], judge_name: str,
+        judge_spec: AgentSpec, rubric: Rubric, *, concurrency: int, budget_usd: float | None,
+        max_attempts: int, listener: Any, agent: Any,
+    ) -> None:
+        from coop_tui.games import load_game
+
+        self.store, self.run_id, self.judged_run = store, run_id, judged_run
+        self.judge_name, self.judge_spec, self.rubric = judge_name, judge_spec, rubric
+        self.public = judge_spec.public()
+        self.budget_usd, self.max_attempts = budget_usd, max_attempts
+        self.stats = JudgeStats()
+        batching = bool(judge_spec.batch) and judge_spec.kind == "llm"
+        self.agent = agent if agent is not None else build_agent(
+            judge_name, judge_spec, concurrency=concurrency, batch=batching)
+        self.hub: BatchHub | None = None
+        if getattr(self.agent, "batch", False):  # every item of a page in one provider batch
+            self.hub = self.agent.batcher = BatchHub(BatchLedger(store.path, store.commit_pending))
+        self.bus = EventBus()
+        self.bus.subscribe(store, critical=True)
+        if listener is not None:
+            self.bus.subscribe(listener)
+        # through a Batch API every item of a page waits in the batch, not in a queue here
+        self.slots = asyncio.Semaphore(
+            BATCH_IN_FLIGHT if self.hub is not None else max(1, concurrency))
+        self.placeholder = load_game("prisoners")  # the judge plays no game; the context needs one
+        self.spent = store.run_cost(run_id)
+        self.budget_hit = asyncio.Event()
+        self.inflight: dict[str, asyncio.Future[None]] = {}
+
+    async def judge_pages(self, phase: str, limit: int | None) -> None:
+        """Every page of judged matches, until done, the budget is hit or ``limit``
+        decisions were taken; the matches of a page run together."""
+        stats, left = self.stats, limit
+        for page in _pages(self.store, self.judged_run["id"], self.run_id, phase,
+                           selection_sql(self.rubric)):
+            batch = []
+            for match, rows in page:
+                if left is not None:
+                    rows = rows[:left]
+                    left -= len(rows)
+                if rows:
+                    batch.append(self.judge_match(match, rows))
+                    stats.to_judge += len(rows)
+            # matches of a page run together; the semaphore bounds requests in flight
+            await asyncio.gather(*batch)
+            if self.budget_hit.is_set() or (left is not None and left <= 0):
+                break
+
+    def outcome(self) -> str:
+        """The pass's status once its pages are through: stopped by the budget (said in
+        the errors), failed when a judgement was not answered, else done."""
+        if self.budget_hit.is_set():
+            self.stats.errors.append(
+                f"budget of ${self.budget_usd:g} reached; the rest is not judged")
+            return "stopped"
+        if self.stats.failed:
+            return "failed"
+        return "done"
+
+    async def close(self) -> None:
+        from coop_tui.sweep import close_agents
+
+        if self.hub is not None:  # pending batches stay with the provider: a rerun polls them
+            await asyncio.shield(self.hub.aclose())
+        await asyncio.shield(close_agents([self.agent]))
+
+    async def judge_match(self, match: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        """One judge match: seat 0 is the judge, one judgement per decision of ``rows``;
+        failed when a judgement was not answered, stopped when the budget left some."""
+        from coop_tui.engine import DecisionPolicy, MatchContext, stable_hash
+        from coop_tui.spec import DEFAULT_MAX_PROMPT_TOKENS
+
+        stats, bus = self.stats, self.bus
+        match_id = stable_hash([self.run_id, match["id"]])[:16]
         bus.emit(MatchStarted(
-            run_id=run_id, match_id=match_id, experiment=match.get("experiment") or 0,
-            game=match["game"], mechanism=match["mechanism"], seats=(judge_name,),
+            run_id=self.run_id, match_id=match_id, experiment=match.get("experiment") or 0,
+            game=match["game"], mechanism=match["mechanism"], seats=(self.judge_name,),
             condition=json.loads(match.get("condition") or "{}"), sample=0, seed=0,
-            info={"match_key": match_id, "matchup": JUDGE_KIND, "agent_specs": [public],
-                  "agent_kinds": [judge_spec.kind], "judge_of": {"run_id": judged_run["id"],
-                                                                  "match_id": match["id"]}},
+            info={"match_key": match_id, "matchup": JUDGE_KIND, "agent_specs": [self.public],
+                  "agent_kinds": [self.judge_spec.kind],
+                  "judge_of": {"run_id": self.judged_run["id"], "match_id": match["id"]}},
         ))
         ctx = MatchContext(
-            run_id=run_id, match_id=match_id, game=placeholder, agents=[agent], bus=bus,
-            seed=0, policy=DecisionPolicy(max_attempts=max_attempts, on_invalid="abort",
-                                          max_prompt_tokens=DEFAULT_MAX_PROMPT_TOKENS),
-            lookup=store,
+            run_id=self.run_id, match_id=match_id, game=self.placeholder, agents=[self.agent],
+            bus=bus, seed=0, policy=DecisionPolicy(max_attempts=self.max_attempts,
+                                                   on_invalid="abort",
+                                                   max_prompt_tokens=DEFAULT_MAX_PROMPT_TOKENS),
+            lookup=self.store,
         )
         before = stats.failed
-        linked = await asyncio.gather(*(judge_one(ctx, match, row) for row in rows))
+        linked = await asyncio.gather(*(self.judge_one(ctx, match, row) for row in rows))
         failed = stats.failed - before
         if failed:
             bus.emit(MatchDone(match_id, (), status="failed",
@@ -389,39 +414,71 @@ async def judge_pass(
         else:  # stopped: the budget left some of its decisions unjudged
             bus.emit(MatchDone(match_id, (), status="done" if all(linked) else "stopped"))
 
-    try:
-        left = limit
-        for page in _pages(store, judged_run["id"], run_id, phase, selection_sql(rubric)):
-            batch = []
-            for match, rows in page:
-                if left is not None:
-                    rows = rows[:left]
-                    left -= len(rows)
-                if rows:
-                    batch.append(judge_match(match, rows))
-                    stats.to_judge += len(rows)
-            # matches of a page run together; the semaphore bounds requests in flight
-            await asyncio.gather(*batch)
-            if budget_hit.is_set() or (left is not None and left <= 0):
-                break
-        if budget_hit.is_set():
-            stats.errors.append(f"budget of ${budget_usd:g} reached; the rest is not judged")
-            status = "stopped"
-        elif stats.failed:
-            status = "failed"
-    except BaseException:
-        status = "stopped"
-        raise
-    finally:
-        keep_alive.cancel()
-        store.set_run_status(run_id, status, "; ".join(stats.errors[:3]) or None)
-        lease.release()
-        from coop_tui.sweep import close_agents
+    def request(self, match: dict[str, Any], row: dict[str, Any]) -> tuple[DecisionRequest, str]:
+        """The judgement request for one decision, and its prompt."""
+        rubric = self.rubric
+        if rubric.coopeval:  # CoopEval's judge reads who answered where, and the answer only
+            prompt = rubric.prompt(judged_text(row["response"], None), coopeval_lines(match, row))
+        else:
+            text = judged_text(row["response"], row["reasoning"])
+            prompt = rubric.prompt(text, context_line(match, row))
+        request = DecisionRequest(
+            seat=0, round=int(row["round"]), phase=JUDGE_KIND, kind="judgement",
+            messages=({"role": "user", "content": prompt},),
+            view=SeatView(game=self.placeholder, seat=0, round=int(row["round"])),
+            labels=rubric.ids, schema=None, options=rubric.answer_options(),
+        )
+        return request, prompt
 
-        if hub is not None:  # pending batches stay with the provider: a rerun polls them
-            await asyncio.shield(hub.aclose())
-        await asyncio.shield(close_agents([agent]))
-    return run_id, stats
+    async def judge_one(self, ctx: MatchContext, match: dict[str, Any], row: dict[str, Any]) -> bool:
+        """Judge one decision and link it; False when it was not (budget, transport)."""
+        from coop_tui.engine import stable_hash
+
+        request, prompt = self.request(match, row)
+        # The same text judged twice at once (CoopEval repeats answers) is asked once: the
+        # second waits for the first and then finds it in the store by its keys.
+        same = stable_hash([request.round, prompt])
+        first = self.inflight.get(same)
+        if first is not None:
+            await asyncio.shield(first)
+        else:
+            self.inflight[same] = asyncio.get_running_loop().create_future()
+        try:
+            hub = self.hub
+            async with self.slots, hub.playing() if hub is not None else contextlib.nullcontext():
+                if self.budget_hit.is_set():
+                    return False
+                try:
+                    decision = await ctx.ask(request)
+                except Exception as exc:  # transport gave up: counted, retried by a rerun
+                    self.stats.failed += 1
+                    if len(self.stats.errors) < MAX_ERRORS_KEPT:
+                        self.stats.errors.append(
+                            f"decision #{row['id']}: {type(exc).__name__}: {exc}")
+                    return False
+        finally:
+            if first is None:
+                self.inflight.pop(same).set_result(None)
+        link(self.store, judge_run_id=self.run_id, judged_run_id=self.judged_run["id"],
+             judged_decision_id=int(row["id"]), decision=decision, judge=self.judge_name,
+             rubric=self.rubric)
+        ctx.decisions.clear()  # the store holds them; a long pass keeps nothing in memory
+        self.count(decision)
+        return True
+
+    def count(self, decision: Any) -> None:
+        """A linked judgement in the stats and the money spent; the budget hit once spent."""
+        stats = self.stats
+        if decision.reused:
+            stats.reused += 1
+        else:
+            stats.asked += 1
+            stats.cost_usd += decision.cost_usd or 0.0
+            self.spent += decision.cost_usd or 0.0
+        if not decision.valid:
+            stats.invalid += 1
+        if self.budget_usd is not None and self.spent >= self.budget_usd:
+            self.budget_hit.set()
 
 
 # ----------------------------------------------------------------- the command
@@ -433,18 +490,8 @@ def judge_command(
 ) -> int:
     from rich.console import Console
 
-    from coop_tui.judging.rubric import load_rubric
-    from coop_tui.terminal import NAME_WIDTH, terminal_text  # Rich, like the console
-
     console = console or Console()
-    if limit is not None and limit < 1:
-        raise SpecError("--limit", f"{limit} is not a positive number of decisions; give 1 or more")
-    if budget_usd is not None and not budget_usd > 0:
-        raise SpecError("--budget", f"{budget_usd} is not a positive amount of dollars")
-    rubric = load_rubric(rubric_ref).with_protocol(protocol).with_selection(selection)
-    phase = phase or rubric.phase  # the rubric's own phase unless --phase names another
-    if phase not in PHASES_WITH_TEXT:
-        raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
+    rubric, phase = _checked_options(limit, budget_usd, rubric_ref, protocol, selection, phase)
     judge_name, spec = resolve_judge(judge, agents_file, check_keys=not dry_run)
     spec = protocol_spec(spec, rubric)
     if not db_path.exists():
@@ -465,15 +512,7 @@ def judge_command(
     n = counts["pending"] if limit is None else min(limit, counts["pending"])
     chars = counts["chars"] * n // counts["pending"] if counts["pending"] else 0
     est = estimate(spec, rubric, n, chars)
-    price = "unknown price" if est["cost_usd"] is None else f"~${est['cost_usd']:.4f}"
-    console.print(
-        f"[bold]judge[/] run {judged['id']} ({terminal_text(judged.get('name'), limit=NAME_WIDTH)}): "
-        f"{counts['eligible']} {phase} decisions {_selected(rubric)}, {counts['judged']} already "
-        f"judged; asking {terminal_text(judge_name)} about {n} with rubric "
-        f"{terminal_text(rubric.name)} v{rubric.version} "
-        f"({len(rubric.ids)} categories, protocol {rubric.protocol}): "
-        f"~{est['calls']} model calls, ~{est['input_tokens']:,} input tokens, {price}"
-    )
+    _print_plan(console, judged, judge_name, rubric, phase, counts, n, est)
     if budget_usd is not None and (est["cost_usd"] or 0) > budget_usd:
         console.print(f"[yellow]the estimate exceeds the budget of ${budget_usd:g}: the pass "
                       "stops when the budget is spent")
@@ -511,16 +550,60 @@ def judge_command(
         store.close()
         return stopped_by
     run_id, stats = result
+    _print_result(console, stats, time.perf_counter() - started)
+    console.print(f"analysis: coop-tui report {judged['id']} --db {db_path}")
+    store.close()
+    return 1 if stats.failed else 0
+
+
+def _checked_options(
+    limit: int | None, budget_usd: float | None, rubric_ref: str, protocol: str | None,
+    selection: str | None, phase: str | None,
+) -> tuple[Rubric, str]:
+    """``--limit`` and ``--budget`` checked, the rubric loaded with its protocol and
+    selection, and the phase to judge (the rubric's own unless ``--phase`` names another)."""
+    from coop_tui.judging.rubric import load_rubric
+
+    if limit is not None and limit < 1:
+        raise SpecError("--limit", f"{limit} is not a positive number of decisions; give 1 or more")
+    if budget_usd is not None and not budget_usd > 0:
+        raise SpecError("--budget", f"{budget_usd} is not a positive amount of dollars")
+    rubric = load_rubric(rubric_ref).with_protocol(protocol).with_selection(selection)
+    phase = phase or rubric.phase  # the rubric's own phase unless --phase names another
+    if phase not in PHASES_WITH_TEXT:
+        raise SpecError("--phase", f"unknown phase {phase!r}; use one of {', '.join(PHASES_WITH_TEXT)}")
+    return rubric, phase
+
+
+def _print_plan(
+    console: Console, judged: dict[str, Any], judge_name: str, rubric: Rubric, phase: str,
+    counts: dict[str, int], n: int, est: dict[str, Any],
+) -> None:
+    """What the pass is about to do: what it judges, with what, and at what cost."""
+    from coop_tui.terminal import NAME_WIDTH, terminal_text  # Rich, like the console
+
+    price = "unknown price" if est["cost_usd"] is None else f"~${est['cost_usd']:.4f}"
+    console.print(
+        f"[bold]judge[/] run {judged['id']} ({terminal_text(judged.get('name'), limit=NAME_WIDTH)}): "
+        f"{counts['eligible']} {phase} decisions {_selected(rubric)}, {counts['judged']} already "
+        f"judged; asking {terminal_text(judge_name)} about {n} with rubric "
+        f"{terminal_text(rubric.name)} v{rubric.version} "
+        f"({len(rubric.ids)} categories, protocol {rubric.protocol}): "
+        f"~{est['calls']} model calls, ~{est['input_tokens']:,} input tokens, {price}"
+    )
+
+
+def _print_result(console: Console, stats: JudgeStats, seconds: float) -> None:
+    """What the pass did, and its first errors."""
+    from coop_tui.terminal import terminal_text
+
     console.print(
         f"judged {stats.to_judge - stats.failed} of {stats.to_judge} in "
-        f"{time.perf_counter() - started:.1f} s: asked {stats.asked}, reused {stats.reused}, "
+        f"{seconds:.1f} s: asked {stats.asked}, reused {stats.reused}, "
         f"invalid {stats.invalid}, failed {stats.failed}, cost ${stats.cost_usd:.4f}"
     )
     for error in stats.errors[:5]:
         console.print(f"[red]{terminal_text(error)}")
-    console.print(f"analysis: coop-tui report {judged['id']} --db {db_path}")
-    store.close()
-    return 1 if stats.failed else 0
 
 
 def _selected(rubric: Rubric) -> str:
