@@ -813,3 +813,15 @@ RUN_1_DEVIATION_RATINGS: dict[str, dict[str, float]] = {
         "openai/gpt-4o-2024-05-13(CoT)": -1.0, "qwen/qwen3-30b-a3b-instruct-2507(CoT)": -1.0,
     },
 }
+
+
+TABLE_4_NOMECHANISM_DEVRANK_AS_RATED: dict[str, tuple[str, str]] = {
+    # Table 4 (Public Goods), NoMechanism, DevRank: the two cells as CoopEval's own
+    # deviation_ratings.json files of runs 1-3 rank them (GPT-5.2 5th, 3rd, 3rd; GPT-4o 6th
+    # in every run), which `--devrank coopeval` reproduces from the payoffs. The paper
+    # prints GPT-5.2's cell in GPT-4o's column and 2.8 +- 0.2 in GPT-5.2's; Table 2 was
+    # computed from these (tests/test_coopeval_tables.py). The only two of the 168 printed
+    # DevRank cells our ratings do not give.
+    "openai/gpt-5.2(CoT)": ("3.7", "0.7"),
+    "openai/gpt-4o-2024-05-13(CoT)": ("6.0", "0.0"),
+}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -322,3 +323,61 @@ def test_a_model_too_large_for_gurobis_free_licence_falls_back_to_highs() -> Non
     assert solved.solver == "highs-ipm"
     assert solved.note is not None and solved.note.startswith("Gurobi refused the LP")
     assert solved.ratings.tolist() == [0.0] * 13
+
+
+def _published_ratings_reproduced(tournament: Path, db: Path, published: dict[str, float]) -> int:
+    """Import one CoopEval tournament and count the published ratings `--devrank coopeval`
+    gives (Gurobi), agent by agent."""
+    from coop_tui.analysis.coopeval_tables import paper_tables
+    from coop_tui.store import Store
+
+    assert main(["import", "coopeval", str(tournament), "--db", str(db)]) == 0
+    store = Store(db)
+    try:
+        run_id = store.db.execute("select id from runs").fetchone()[0]
+        (rep,) = paper_tables(store, run_id, freeze="coopeval")["per_replicate"]
+    finally:
+        store.close()
+    assert rep["devrank_solver"] == "gurobi"
+    return sum(abs(rep["deviation_rating"][a] - r) < 1e-9 for a, r in published.items())
+
+
+def test_solver_order_comes_from_the_tournaments_evaluation_files(tmp_path: Path, capsys) -> None:
+    """CoopEval's LP takes the agents in its payoff tensor's order, which each of its
+    evaluation outputs is keyed in (deviation_ratings.json, replicator_dynamics_fitness.json,
+    population_history.json) and which differs from config.json's. On run 1's Mediation x
+    Trust (tests/data/coopeval_sample): with its ratings file, or only its replicator file,
+    or only its population history, the import keeps that order and Gurobi gives all six
+    published ratings; with none of them, config.json's order gives two."""
+    from coop_tui.importers.coopeval_records import _roster
+
+    source = SAMPLES / "mediation_trust_game"
+    published = json.loads((source / "deviation_ratings.json").read_text())
+    tensor_order = list(published)
+    config_order = _roster(json.loads((source / "config.json").read_text()), tmp_path)
+    replicator = json.loads((source / "replicator_dynamics_fitness.json").read_text())
+    assert list(replicator) == tensor_order
+    assert config_order != tensor_order and sorted(config_order) == sorted(tensor_order)
+    history = [dict.fromkeys(tensor_order, 1 / 6), dict.fromkeys(tensor_order, 1 / 6)]
+    reproduced = {}
+    for case, drop, add in (
+        ("ratings file", (), {}),
+        ("replicator file", ("deviation_ratings.json",), {}),
+        ("population history", ("deviation_ratings.json", "replicator_dynamics_fitness.json"),
+         {"population_history.json": history}),
+        ("config.json", ("deviation_ratings.json", "replicator_dynamics_fitness.json"), {}),
+    ):
+        tournament = tmp_path / case.replace(" ", "_") / source.name
+        shutil.copytree(source, tournament)
+        for name in drop:
+            (tournament / name).unlink()
+        for name, content in add.items():
+            (tournament / name).write_text(json.dumps(content))
+        config = json.loads((tournament / "config.json").read_text())
+        roster = _roster(config, tournament)
+        assert roster == (config_order if case == "config.json" else tensor_order), case
+        reproduced[case] = _published_ratings_reproduced(
+            tournament, tmp_path / f"{case.replace(' ', '_')}.db", published)
+    capsys.readouterr()
+    assert reproduced == {"ratings file": 6, "replicator file": 6, "population history": 6,
+                          "config.json": 2}

@@ -120,3 +120,33 @@ def test_judge_selection_skips_tournaments_without_a_prompt_log_under_coopevals_
         assert counts[None] == (counts["all"] if logged else 0)
     with pytest.raises(Exception, match="--selection"):
         load_rubric("justifications").with_selection("some")
+
+
+def test_a_corrupted_imported_decision_bulk_insert_refuses_a_row_off_one(tmp_path: Path) -> None:
+    """The importers' bulk path (insert_decisions) holds a row built without decision_row
+    to the same rule: a valid mixed answer over 11 labels summing to 7 (the published run's
+    corrupted decision) is refused and nothing of the batch is written; the same row
+    stored invalid with its reason, and a distribution over its labels, are written."""
+    import json
+
+    from coop_tui.store import Store, insert_decisions
+
+    good = decision_row(_mixed({"A0": 0.3, "A1": 0.7}, ("A0", "A1")))
+    labels = tuple(f"A{i}" for i in range(11))
+    corrupted = {**good, "cache_key": "k2", "labels": json.dumps(list(labels)),
+                 "parsed": json.dumps(dict.fromkeys(labels, 7 / 11))}
+    store = Store(tmp_path / "s.db")
+    try:
+        conn = store.db.conn
+        conn.execute("pragma foreign_keys = off")  # rows of a match this test does not store
+        with pytest.raises(AnswerRuleError, match="sums to 7, not 1"):
+            insert_decisions(conn, [good, corrupted])
+        assert conn.execute("select count(*) from decisions").fetchone()[0] == 0
+        with pytest.raises(AnswerRuleError, match="1 entries for 2 labels"):
+            insert_decisions(conn, [{**good, "parsed": {"A0": 1.0}}])  # a dict, not JSON text
+        invalid = {**corrupted, "valid": 0, "error": "the percentages sum to 700"}
+        insert_decisions(conn, [good, invalid])
+        stored = conn.execute("select valid from decisions order by id").fetchall()
+        assert [v for (v,) in stored] == [1, 0]
+    finally:
+        store.close()

@@ -364,13 +364,8 @@ def test_published_metric_files_are_shown_beside_ours_never_as_ours(tmp_path, ca
     assert rep["mean"][claude] == pytest.approx(13 / 3)  # computed from the payoffs: 52 / 12
 
 
-def test_table_2_follows_from_the_printed_tables_3_to_6():
-    """The aggregate arithmetic, checked on every cell of the paper's Table 2.
-
-    Feeding the printed per-game cells of the four dilemmas (Tables 3-6) to our
-    aggregation must give the printed Table 2, up to the rounding of those inputs.
-    """
-    from coop_tui.analysis.coopeval_tables import DILEMMAS, aggregate_cells
+def _dilemma_specs() -> dict:
+    """The four dilemmas' game specs, as CoopEval's configs describe them (Table 2's scale)."""
     from coop_tui.importers.coopeval import build_game
     from coop_tui.sweep import game_spec
 
@@ -383,7 +378,18 @@ def test_table_2_follows_from_the_printed_tables_3_to_6():
         "trust": {"type": "TrustGame", "kwargs": {"payoff_matrix": {
             "GG": [10, 10], "GK": [0, 20], "KG": [6, 2], "KK": [4, 4]}}},
     }
-    specs = {g: game_spec(build_game({"game": c}, [])) for g, c in configs.items()}
+    return {g: game_spec(build_game({"game": c}, [])) for g, c in configs.items()}
+
+
+def test_table_2_follows_from_the_printed_tables_3_to_6():
+    """The aggregate arithmetic, checked on every cell of the paper's Table 2.
+
+    Feeding the printed per-game cells of the four dilemmas (Tables 3-6) to our
+    aggregation must give the printed Table 2, up to the rounding of those inputs.
+    """
+    from coop_tui.analysis.coopeval_tables import DILEMMAS, aggregate_cells
+
+    specs = _dilemma_specs()
     cells = [
         {"table": game, "mechanism": mech, "order": order, "metric": metric, "agent": agent,
          "value": float(value), "se": float(se), "n": 3, "experiment": 0, "condition": "-"}
@@ -406,12 +412,47 @@ def test_table_2_follows_from_the_printed_tables_3_to_6():
     assert checked == 10 * 7
     assert off == []
     # DevRank: 26 of 28 printed cells are the mean of Tables 3-6; NoMechanism GPT-5.2
-    # (2.8, 2.8, 3.5, 2.3: 2.85, printed 3.1) and GPT-4o (4.78, printed 5.4) are not.
+    # (2.8, 2.8, 3.5, 2.3: 2.85, printed 3.1) and GPT-4o (4.78, printed 5.4) are not:
+    # Table 4 misprints those two (test_column_shift_in_table_4_...).
     dr = [(c, row[agent]) for (m, o, metric), row in PAPER_TABLES["all"].items()
           if metric == "deviation_rank" for agent in row
           for c in [ours[(m, o, metric, agent)]]]
     agree = sum(abs(c["value"] - float(v)) <= 0.06 for c, (v, _) in dr)
     assert (agree, len(dr)) == (26, 28)
+
+
+def test_column_shift_in_table_4_is_the_cause_of_table_2s_two_devrank_cells():
+    """Table 4's NoMechanism DevRank row prints GPT-5.2's cell (3.7 +- 0.7) in GPT-4o's
+    column. With the two cells as CoopEval's own rating files rank them
+    (:data:`TABLE_4_NOMECHANISM_DEVRANK_AS_RATED`, which `--devrank coopeval` gives on the
+    published data), every one of Table 2's 28 DevRank cells is the mean of Tables 3-6,
+    value and +- at the printed precision of those inputs."""
+    from coop_tui.analysis.coopeval_tables import DILEMMAS, aggregate_cells
+    from tests.coopeval_paper_tables import TABLE_4_NOMECHANISM_DEVRANK_AS_RATED
+
+    key = ("none", None, "deviation_rank")
+    printed = PAPER_TABLES["public_good"][key]
+    assert {a: printed[a] for a in TABLE_4_NOMECHANISM_DEVRANK_AS_RATED} == {
+        "openai/gpt-5.2(CoT)": ("2.8", "0.2"), "openai/gpt-4o-2024-05-13(CoT)": ("3.7", "0.7")}
+    agreement = {}
+    for reading, row in (("printed", printed),
+                         ("as rated", {**printed, **TABLE_4_NOMECHANISM_DEVRANK_AS_RATED})):
+        cells = [
+            {"table": game, "mechanism": mech, "order": order, "metric": metric, "agent": agent,
+             "value": float(value), "se": float(se), "n": 3, "experiment": 0, "condition": "-"}
+            for game in DILEMMAS
+            for (mech, order, metric), rows in PAPER_TABLES[game].items()
+            if metric == "deviation_rank"
+            for agent, (value, se) in (row if (game, (mech, order, metric)) == ("public_good", key)
+                                       else rows).items()
+        ]
+        ours = {(c["mechanism"], c["agent"]): c for c in aggregate_cells(cells, _dilemma_specs())}
+        agreement[reading] = sum(
+            abs(c["value"] - float(v)) <= 0.06 and abs(c["se"] - float(se)) <= 0.06
+            for (m, o, metric), row in PAPER_TABLES["all"].items() if metric == "deviation_rank"
+            for agent, (v, se) in row.items()
+            for c in [ours[(m, agent)]])
+    assert agreement == {"printed": 26, "as rated": 28}
 
 
 def test_contracting_travellers_matches_table_5_and_every_runs_published_metrics(

@@ -23,9 +23,11 @@ equalities (agent by agent) and one row per (seat, agent) constraint. Without it
 when Gurobi refuses a model (a size-limited licence on a large roster), HiGHS's
 interior point method with crossover (``highs-ipm``, the nearest HiGHS has) stands in:
 an emulation that picks another vertex on some degenerate tournaments. Gurobi's optimum
-can also depend on the order of the agents in the LP: they come in the tensor's order
-(by name, as CoopEval's re-evaluation reads a saved matchup_payoffs.json). The counts of
-each on CoopEval's published data are in docs/reproducing-coopeval.md, "DevRank".
+also depends on the order of the agents in the LP: they come in the given tensor's order,
+which :func:`coop_tui.analysis.coopeval_tables.replicate_metrics` makes CoopEval's (an
+imported tournament's roster, from its evaluation files: on the published study 432 of
+432 ratings, against 424 by name and 415 in config.json's order). The counts of each on
+CoopEval's published data are in docs/reproducing-coopeval.md, "DevRank".
 """
 
 from __future__ import annotations

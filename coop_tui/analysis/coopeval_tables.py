@@ -391,8 +391,8 @@ def _solvers(reps: list[dict[str, Any]]) -> str:
 
 def _rosters(store: Any, run_id: str) -> dict[tuple[int, int], list[str]]:
     """Each tournament's agents in the order CoopEval's LP takes them, per (experiment,
-    replicate): an imported tournament's ``roster`` (its published ratings' order, else
-    config.json's: coop_tui.importers.coopeval_records), a sweep's experiment's
+    replicate): an imported tournament's ``roster`` (its evaluation files' order, else
+    config.json's: coop_tui.importers.coopeval_records._roster), a sweep's experiment's
     ``agents`` (every replicate alike). Missing for studies imported before rosters were
     kept: those rate by name."""
     spec = run_spec(store, run_id)

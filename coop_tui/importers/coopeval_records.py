@@ -155,16 +155,33 @@ def agent_label(agent: dict[str, Any]) -> str:
     return f"{agent['llm']['model']}({AGENT_SUFFIX.get(kind, kind.removesuffix('Agent'))})"
 
 
+EVALUATION_FILES = (
+    "deviation_ratings.json", "replicator_dynamics_fitness.json", "population_history.json",
+)
+"""CoopEval's evaluation outputs of a tournament, most direct first. Each is keyed by agent
+in its payoff tensor's order (``MatchupPayoffs.agent_types``), the order its
+deviation-rating LP took the agents in; ``population_history.json`` is a list of such
+objects, one per step."""
+
+
 def _roster(config: dict[str, Any], directory: Path) -> list[str] | None:
     """The agents in the order CoopEval's deviation-rating LP took them for this
-    tournament: the key order of its ``deviation_ratings.json`` (CoopEval writes the
-    ratings in its LP's agent order) when the tournament has one, else config.json's
-    order (the order today's code meets them: it plays every seating in the config's
-    order and lists agent types as they first appear). A degenerate LP's vertex, so the
-    published ratings, depends on this order."""
-    path = directory / "deviation_ratings.json"
-    if path.is_file():
-        data = _read_json(path, "deviation_ratings.json")
+    tournament: the key order of the first of its evaluation outputs it has
+    (:data:`EVALUATION_FILES`), else config.json's order.
+
+    A degenerate LP's vertex, so the published ratings, depends on this order, and it
+    cannot be recomputed from today's code: the published study's tensors list Claude
+    first and GPT-5.2 before GPT-4o, which is neither config.json's order (which a live
+    run of today's code would give: it plays the seatings in that order and lists agent
+    types as they first appear) nor the name order of the saved matchup_payoffs.json
+    (which today's re-evaluation script would give). The evaluation files recorded it."""
+    for name in EVALUATION_FILES:
+        path = directory / name
+        if not path.is_file():
+            continue
+        data = _read_json(path, name)
+        if isinstance(data, list):  # population_history.json: the shares at every step
+            data = data[0] if data else None
         if isinstance(data, dict) and data:
             return [str(agent) for agent in data]
     try:

@@ -51,11 +51,16 @@ def distribution_problem(d: Decision) -> str | None:
     its labels, each a probability, summing to 1. An importer that misread a prompt's
     labels (CoopEval's retry prompts echo the rejected answer, whose words look like the
     prompt's) would otherwise store a valid decision no analysis can trust."""
-    parsed = d.parsed
-    if not d.valid or d.kind != "mixed" or type(parsed) is not dict:
+    return mixed_answer_problem(d.kind, d.valid, d.parsed, d.labels)
+
+
+def mixed_answer_problem(kind: Any, valid: Any, parsed: Any, labels: Any) -> str | None:
+    """:func:`distribution_problem` on a decision's fields, so a row built without a
+    :class:`Decision` (:func:`insert_decisions`) is held to the same rule."""
+    if not valid or kind != "mixed" or type(parsed) is not dict:
         return None
-    if d.labels and len(parsed) != len(d.labels):
-        return (f"the distribution has {len(parsed)} entries for {len(d.labels)} labels; "
+    if labels and len(parsed) != len(labels):
+        return (f"the distribution has {len(parsed)} entries for {len(labels)} labels; "
                 "store it invalid with the reason in error")
     total = 0.0
     for value in parsed.values():
@@ -66,6 +71,20 @@ def distribution_problem(d: Decision) -> str | None:
         return (f"the distribution sums to {total:g}, not 1, over its labels; store it "
                 "invalid with the reason in error")
     return None
+
+
+def _row_distribution_problem(row: dict[str, Any]) -> str | None:
+    """:func:`mixed_answer_problem` on a column dict, whose ``parsed`` and ``labels`` are
+    JSON text when it came from :func:`decision_row` (only valid mixed rows are decoded)."""
+    if not row.get("valid") or row.get("kind") != "mixed":
+        return None
+    parsed, labels = row.get("parsed"), row.get("labels")
+    try:
+        parsed = json.loads(parsed) if isinstance(parsed, str) else parsed
+        labels = json.loads(labels) if isinstance(labels, str) else labels
+    except ValueError:
+        return "its parsed answer or labels are not JSON"
+    return mixed_answer_problem("mixed", True, parsed, labels)
 
 
 def _where(d: Decision) -> str:
@@ -241,13 +260,14 @@ def decision_from_row(row: dict[str, Any]) -> Decision:
 
 def insert_decisions(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
     """Insert decision rows given as column dicts (an importer's :func:`decision_row`
-    rows, or its own), each checked against the answer rule first: nothing is written
-    when one breaks it (raise inside the importer's transaction)."""
+    rows, or its own), each checked first against the answer rule and, as
+    :func:`decision_row` does, a valid mixed answer against :func:`distribution_problem`:
+    nothing is written when one breaks either (raise inside the importer's transaction)."""
     if not rows:
         return
     for row in rows:
         if problem := answer_problem(row.get("response"), row.get("parsed"), row.get("valid"),
-                                     row.get("error")):
+                                     row.get("error")) or _row_distribution_problem(row):
             raise AnswerRuleError(
                 f"decision of {row.get('agent')} in match {row.get('match_id')}: {problem}")
     cols = list(rows[0])
