@@ -104,16 +104,22 @@ def bindings_of(cls: Any) -> list[tuple[str, str]]:
 
 
 def screen_classes() -> list[type[Screen]]:
-    """Every screen class defined in a module of ``coop_tui.screens`` (all imported)."""
+    """Every screen class defined in a module of ``coop_tui.screens`` (all imported), or
+    in a screen's own package (``screens/live/`` exports the ``LiveScreen`` of its
+    ``screen.py``)."""
     found: list[type[Screen]] = []
     package = coop_tui.screens
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for value in vars(module).values():
             if (isinstance(value, type) and issubclass(value, Screen)
-                    and value.__module__ == module.__name__ and value not in found):
+                    and _defined_in(value, module.__name__) and value not in found):
                 found.append(value)
     return found
+
+
+def _defined_in(cls: type, module: str) -> bool:
+    return cls.__module__ == module or cls.__module__.startswith(f"{module}.")
 
 
 def help_title(cls: type) -> str:

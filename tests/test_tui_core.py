@@ -111,7 +111,7 @@ async def test_a_preview_still_rendering_when_its_screen_is_popped_writes_nothin
     """Textual removes a screen's widgets before it cancels the screen's workers; a
     preview finishing in between once raised NoMatches('#setup-message') on a busy
     machine. Here the preview finishes exactly then: once the message line is gone."""
-    import coop_tui.screens.setup as setup_module
+    import coop_tui.screens.setup.preview as setup_module
 
     real_preview = setup_module.preview_prompts
     rendering = asyncio.Event()
