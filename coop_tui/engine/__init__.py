@@ -44,7 +44,7 @@ from coop_tui.engine.policy import MessageSource as MessageSource
 from coop_tui.engine.policy import SourceFailed as SourceFailed
 from coop_tui.engine.prompting import PromptBuilder, Twist
 from coop_tui.engine.prompting import _neutral as _neutral
-from coop_tui.engine.recording import DecisionRecorder
+from coop_tui.engine.recording import DecisionRecorder, decision_keys
 from coop_tui.engine.rounds import RoundCloser
 from coop_tui.events import EventBus
 from coop_tui.games.base import Game
@@ -190,8 +190,8 @@ class MatchContext:
     def _keys(
         self, request: DecisionRequest, shared: tuple[str, int] | None = None
     ) -> tuple[str, str]:
-        """(cache key, content key) of a request (:meth:`DecisionRecorder.keys`)."""
-        return self.recorder.keys(request, shared)
+        """(cache key, content key) of a request (:func:`recording.decision_keys`)."""
+        return decision_keys(self, request, shared)
 
     async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[Decision]:
         """Ask several seats at once (:meth:`DecisionRecorder.ask_all`)."""

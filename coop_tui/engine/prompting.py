@@ -137,16 +137,8 @@ class PromptBuilder(MatchPart):
         leave_option = {ASK_LEAVE: True} if ask_leave else {}
         if not self.reads[seat]:
             return self._unprompted_play(view, own, seat, phase, leave_option)
-        instructions = self._play_instructions(seat, own.labels, ask_leave, leave_option)
-        if describe is not None:
-            if callable(twist):  # the twist names the actions the description leaves out
-                twist = twist(own)
-            base = own.restricted(describe.action_counts[pos])
-            text = self._game_text(describe, pos, base, twist, instructions, goal, numbered,
-                                   talk=self.talk_text(seat, round_))
-        else:
-            text = self._game_text(game, pos, own, twist, instructions, goal, numbered,
-                                   talk=self.talk_text(seat, round_))
+        text = self._play_text(seat, round_, game, pos, own, twist, describe, goal, numbered,
+                               ask_leave)
         options: dict[str, Any] = {}
         if kind == "choice":
             # Agents that must pick one action from a distribution (strategies) draw with
@@ -178,6 +170,23 @@ class PromptBuilder(MatchPart):
             messages=(), view=view, labels=own.labels, label_to_action=own.label_to_action,
             options=options,
         )
+
+    def _play_text(
+        self, seat: int, round_: int, game: Game, pos: int, own: Labelling, twist: Twist,
+        describe: Game | None, goal: str | None, numbered: bool, ask_leave: bool,
+    ) -> str:
+        """The prompt of a play request: its answer instructions inside the game text of
+        ``game``, or of ``describe`` when the prompt spells out another game."""
+        leave_option = {ASK_LEAVE: True} if ask_leave else {}
+        instructions = self._play_instructions(seat, own.labels, ask_leave, leave_option)
+        if describe is not None:
+            if callable(twist):  # the twist names the actions the description leaves out
+                twist = twist(own)
+            base = own.restricted(describe.action_counts[pos])
+            return self._game_text(describe, pos, base, twist, instructions, goal, numbered,
+                                   talk=self.talk_text(seat, round_))
+        return self._game_text(game, pos, own, twist, instructions, goal, numbered,
+                               talk=self.talk_text(seat, round_))
 
     def _play_instructions(
         self, seat: int, labels: tuple[str, ...], ask_leave: bool, leave_option: dict[str, Any],

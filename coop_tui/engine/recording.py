@@ -74,32 +74,6 @@ class DecisionRecorder(MatchPart):
         tournament of hundreds of thousands of decisions."""
 
     # ------------------------------------------------------------ asking
-    def keys(
-        self, request: DecisionRequest, shared: tuple[str, int] | None = None
-    ) -> tuple[str, str]:
-        """(cache key, content key). A ``shared`` decision (design key, tournament seed)
-        belongs to the tournament, not to the match that happens to ask it first, so a
-        resumed run finds it whichever match asks."""
-        match = self.match
-        agent = match.agents[request.seat]
-        payload = {
-            "agent": {k: v for k, v in agent.spec.items() if k not in NOT_IN_CONTENT_KEY},
-            "messages": list(request.messages),
-            "kind": request.kind,
-            "phase": request.phase,
-            "round": request.round,
-            "seat": request.seat,
-            "sample": match.sample,
-            "seed": match.seed,
-            "labels": list(request.label_to_action),
-        }
-        if shared is not None:
-            payload.update(sample=0, seed=shared[1], shared=shared[0])
-            content = stable_hash(payload)
-            return stable_hash([match.run_id, "shared", shared[0], content]), content
-        content = stable_hash(payload)
-        return stable_hash([match.run_id, match.match_id, content]), content
-
     async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[Decision]:
         """Ask several seats at once (simultaneous moves).
 
@@ -130,7 +104,8 @@ class DecisionRecorder(MatchPart):
         if t is None:
             return await self.ask(request), True, None
         key = stable_hash([t.key, match.agents[request.seat].name, request.seat, request.phase])[:24]
-        decision, asked_here = await t.book.get(key, lambda: self.ask(request, shared=(key, t.seed)))
+        # the match itself, not this part: the design book's task may outlive the call
+        decision, asked_here = await t.book.get(key, lambda: match.ask(request, shared=(key, t.seed)))
         return decision, asked_here, key
 
     async def ask(
@@ -151,7 +126,7 @@ class DecisionRecorder(MatchPart):
                 raise MatchStopped()
             return self.record(direct.strategy_decision(agent, request))
         request = self.worded(request)
-        cache_key, content_key = self.keys(request, shared)
+        cache_key, content_key = decision_keys(match, request, shared)
         asked_again = False
         if agent.kind not in ("human",) and match.lookup is not None:
             found, asked_again = self._stored(match.lookup, cache_key, content_key)
@@ -166,24 +141,21 @@ class DecisionRecorder(MatchPart):
     def _stored(
         self, lookup: DecisionLookup, cache_key: str, content_key: str
     ) -> tuple[Decision | None, bool]:
-        """(the stored decision to reuse or None, whether an unusable one was found and the
-        decision is asked again)."""
+        """(the stored decision to reuse, or None; whether an unusable one was found, so the
+        decision is asked again). An earlier run's answer to the same question counts when
+        the policy reuses those."""
+        match = self.match
         found = lookup.find_decision(cache_key)
-        if found is not None and not found.valid:
+        asked_again = found is not None and not found.valid
+        if asked_again:
             # No usable answer last time: the model, prompt or server may have been
             # fixed since, so a resume asks again instead of failing the same way.
-            return self._earlier(lookup, cache_key, content_key), True
-        if found is None:
-            return self._earlier(lookup, cache_key, content_key), False
-        return found, False
-
-    def _earlier(self, lookup: DecisionLookup, cache_key: str, content_key: str) -> Decision | None:
-        """The same question answered in an earlier run, when the policy reuses those."""
-        match = self.match
-        if not match.policy.reuse_across_runs:
-            return None
-        earlier = lookup.find_content(content_key)
-        return None if earlier is None else _rebind(earlier, match.match_id, cache_key)
+            found = None
+        if found is None and match.policy.reuse_across_runs:
+            earlier = lookup.find_content(content_key)
+            if earlier is not None:
+                found = _rebind(earlier, match.match_id, cache_key)
+        return found, asked_again
 
     def worded(self, request: DecisionRequest) -> DecisionRequest:
         """``request`` with the messages the paper's code builds for it when the study
@@ -218,7 +190,7 @@ class DecisionRecorder(MatchPart):
         for attempt in range(1, match.policy.max_attempts + 1):
             if match.stopped:
                 raise MatchStopped()
-            oversize = self.oversize(messages)
+            oversize = oversize_reason(messages, match.policy.max_prompt_tokens)
             if oversize is not None:
                 error = oversize
                 break
@@ -273,21 +245,7 @@ class DecisionRecorder(MatchPart):
         try:
             return self.parse_reply(request, reply.parse_text), None, messages
         except ParseError as exc:
-            failed.append(
-                Attempt(
-                    messages=[dict(m) for m in messages],
-                    response=scrub(
-                        reply.parse_text if reply.answer is None
-                        else reply.text + "\n[answer] " + reply.answer
-                    ),
-                    reasoning=scrub(reply.reasoning),
-                    error=exc.reason,
-                    latency_ms=reply.latency_ms,
-                    input_tokens=reply.input_tokens,
-                    output_tokens=reply.output_tokens,
-                    cost_usd=reply.cost_usd,
-                )
-            )
+            failed.append(_refused_attempt(messages, reply, exc.reason))
             match = self.match
             match.bus.emit(
                 AnswerRejected(
@@ -404,19 +362,6 @@ class DecisionRecorder(MatchPart):
         if reasoning is not None:
             text = at_end(text, reasoning)
         return [*sent, {"role": "assistant", "content": answer}, {"role": "user", "content": text}]
-
-    def oversize(self, messages: Sequence[Message]) -> str | None:
-        """Why these messages must not be sent (over ``max_prompt_tokens``), or None."""
-        limit = self.match.policy.max_prompt_tokens
-        if limit is None:
-            return None
-        chars = sum(len(str(m.get("content") or "")) for m in messages)
-        if chars <= limit * 4:  # the cheap common case, before any division
-            return None
-        tokens = -(-chars // 4)
-        return (f"prompt not sent: about {tokens:,} tokens (characters / 4), more than "
-                f"max_prompt_tokens = {limit:,}; use a shorter history or fewer players, or "
-                "raise max_prompt_tokens")
 
     # ------------------------------------------------------------ outcomes
     def settle(self, decision: Decision, request: DecisionRequest, parsed: Any) -> None:
@@ -577,6 +522,62 @@ class _Sink:
     def restart(self, reason: str) -> None:
         self.flush()
         self.bus.emit(StreamRestarted(self.match_id, self.seat, reason))
+
+
+def decision_keys(
+    match: MatchContext, request: DecisionRequest, shared: tuple[str, int] | None = None
+) -> tuple[str, str]:
+    """(cache key, content key) of ``request`` in ``match``. A ``shared`` decision (design
+    key, tournament seed) belongs to the tournament, not to the match that happens to ask
+    it first, so a resumed run finds it whichever match asks."""
+    agent = match.agents[request.seat]
+    payload = {
+        "agent": {k: v for k, v in agent.spec.items() if k not in NOT_IN_CONTENT_KEY},
+        "messages": list(request.messages),
+        "kind": request.kind,
+        "phase": request.phase,
+        "round": request.round,
+        "seat": request.seat,
+        "sample": match.sample,
+        "seed": match.seed,
+        "labels": list(request.label_to_action),
+    }
+    if shared is not None:
+        payload.update(sample=0, seed=shared[1], shared=shared[0])
+        content = stable_hash(payload)
+        return stable_hash([match.run_id, "shared", shared[0], content]), content
+    content = stable_hash(payload)
+    return stable_hash([match.run_id, match.match_id, content]), content
+
+
+def oversize_reason(messages: Sequence[Message], limit: int | None) -> str | None:
+    """Why these messages must not be sent (over ``max_prompt_tokens``), or None."""
+    if limit is None:
+        return None
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    if chars <= limit * 4:  # the cheap common case, before any division
+        return None
+    tokens = -(-chars // 4)
+    return (f"prompt not sent: about {tokens:,} tokens (characters / 4), more than "
+            f"max_prompt_tokens = {limit:,}; use a shorter history or fewer players, or "
+            "raise max_prompt_tokens")
+
+
+def _refused_attempt(messages: list[Message], reply: AgentReply, reason: str) -> Attempt:
+    """A refused attempt as the decision keeps it (its row's ``retries``)."""
+    return Attempt(
+        messages=[dict(m) for m in messages],
+        response=scrub(
+            reply.parse_text if reply.answer is None
+            else reply.text + "\n[answer] " + reply.answer
+        ),
+        reasoning=scrub(reply.reasoning),
+        error=reason,
+        latency_ms=reply.latency_ms,
+        input_tokens=reply.input_tokens,
+        output_tokens=reply.output_tokens,
+        cost_usd=reply.cost_usd,
+    )
 
 
 def read_leave(decision: Decision, request: DecisionRequest, text: str) -> None:
