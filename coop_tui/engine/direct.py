@@ -138,7 +138,7 @@ class DirectRounds(MatchPart):
         assert records is not None
         now = time.time()
         if match.bus.direct_batches:
-            return self._round_batched(round_, total_rounds, now)
+            return self._round_batched(match, round_, total_rounds, now)
         recorder = match.recorder
         for seat, agent in enumerate(match.agents):
             own = match.prompts.labelling(seat, round_, "play")
@@ -197,7 +197,7 @@ class DirectRounds(MatchPart):
                     raise MatchStopped()
                 if match.pause is not None:
                     await match.pause.wait()
-                actions = self._round_batched(t, total_rounds, time.time())
+                actions = self._round_batched(match, t, total_rounds, time.time())
             profile = tuple(actions)
             known = scored.get(profile)
             if known is None:
@@ -209,11 +209,13 @@ class DirectRounds(MatchPart):
             per_round.append(payoffs)
         return per_round
 
-    def _round_batched(self, round_: int, total_rounds: int | None, now: float) -> list[int]:
+    def _round_batched(
+        self, match: MatchContext, round_: int, total_rounds: int | None, now: float,
+    ) -> list[int]:
         """:meth:`direct_round` when every listener reads :class:`DirectDecisions`: the
         same decisions, field for field, as one row per seat in one event, without a
-        :class:`Decision` object and an event per seat (most of a strategy round's cost)."""
-        match = self.match
+        :class:`Decision` object and an event per seat (most of a strategy round's cost).
+        ``match`` is :attr:`match`, handed in by the caller (this runs every round)."""
         game, records = match.game, match.closer.records
         assert records is not None
         rows: list[tuple[Any, ...]] = []

@@ -61,7 +61,10 @@ class RoundCloser(MatchPart):
             histories[seat].append(
                 _move(round_, acts[pos], acts[:pos] + acts[pos + 1:], pays[pos], pays[:pos] + pays[pos + 1:])
             )
-        self._round_done(RoundDone(self.match.match_id, round_, acts, pays, seats, dict(info or {})))
+        match = self.match
+        event = RoundDone(match.match_id, round_, acts, pays, seats, dict(info or {}))
+        if not match.direct.hold(event):  # sent now, or held back with the direct decisions
+            match.bus.emit(event)
 
     def _finish_pair_round(
         self, round_: int, actions: Sequence[int], payoffs: Sequence[float],
@@ -83,12 +86,7 @@ class RoundCloser(MatchPart):
         event = _new(RoundDone)  # as _move builds moves: one per round of every pairing
         event.__dict__.update(match_id=match.match_id, round=round_, actions=(a0, a1),
                               payoffs=(p0, p1), seats=self.every_seat, info=dict(info or {}))
-        self._round_done(event)
-
-    def _round_done(self, event: RoundDone) -> None:
-        """Emit a round, or hold it back with the direct decisions before it."""
-        match = self.match
-        if not match.direct.hold(event):
+        if not match.direct.hold(event):  # sent now, or held back with the direct decisions
             match.bus.emit(event)
 
     def phase_done(self, round_: int, phase: str, info: dict[str, Any]) -> None:
