@@ -411,12 +411,12 @@ def test_a_strategy_match_played_again_keeps_only_the_rounds_of_its_last_play(tm
 async def test_a_long_match_sends_its_rounds_in_chunks(tmp_path: Path, monkeypatch: Any) -> None:
     """A strategy match of many rounds is not held in memory whole: its rounds go in
     chunks of DIRECT_ROUNDS_CHUNK, and the rows are those of the one-event-per-match path."""
-    import coop_tui.engine as engine
+    import coop_tui.engine.direct as direct  # the module whose rounds read the chunk size
 
     sweep = {**SWEEP, "experiments": [SWEEP["experiments"][0]]}
     whole = Store(tmp_path / "whole.db")
     await run_sweep(build_sweep(sweep, check_keys=False), whole, bus=EventBus())
-    monkeypatch.setattr(engine, "DIRECT_ROUNDS_CHUNK", 2)  # 7 rounds: 4 events a match
+    monkeypatch.setattr(direct, "DIRECT_ROUNDS_CHUNK", 2)  # 7 rounds: 4 events a match
     store, bus, probe = Store(tmp_path / "chunks.db"), EventBus(), WholeMatch()
     bus.subscribe(probe)
     summary = await run_sweep(build_sweep(sweep, check_keys=False), store, bus=bus)

@@ -66,7 +66,7 @@ def test_import_contracts_hold(tmp_path: Path) -> None:
 def test_a_broken_layer_is_caught(tmp_path: Path) -> None:
     """The check can fail: an engine that imports the report breaks the layers."""
     root = installed_layout(tmp_path)
-    engine = root / "coop_tui" / "engine.py"
+    engine = root / "coop_tui" / "engine" / "__init__.py"
     engine.write_text(engine.read_text() + "\n\ndef _upward() -> None:\n"
                       "    from coop_tui.report import build_report  # noqa: F401\n")
     result = lint_imports(root)
@@ -280,7 +280,7 @@ def test_an_unjustified_lazy_import_is_caught(tmp_path: Path) -> None:
     conditions = root / "coop_tui" / "conditions.py"  # light, and the engine does not load it
     conditions.write_text(conditions.read_text() + "\n\ndef _heavy() -> None:\n"
                           "    from coop_tui.engine import MatchAborted  # noqa: F401\n")
-    engine = root / "coop_tui" / "engine.py"
+    engine = root / "coop_tui" / "engine" / "__init__.py"
     engine.write_text(engine.read_text() + "\n\ndef _loaded() -> None:\n"
                       "    from coop_tui.redact import scrub  # noqa: F401\n"
                       "    import numpy  # noqa: F401\n")

@@ -179,7 +179,7 @@ async def test_strategy_matches_finish_in_the_order_they_started(
     run to run and from the live aggregation (in match order). Here the engine yields at
     every chance, the most interleaving any load could cause: the matches still finish
     in the order they started, and the folded report equals the live one exactly."""
-    monkeypatch.setattr(engine, "YIELD_EVERY_S", 0.0)
+    monkeypatch.setattr(engine.loop, "YIELD_EVERY_S", 0.0)
     bus = EventBus()
     started: list[str] = []
     finished: list[str] = []
