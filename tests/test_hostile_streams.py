@@ -3,7 +3,7 @@ end, stall, grow without bound, lie about usage, redirect, answer with a web pag
 the key; and proxies from the environment.
 
 The loopback server (coop_tui/testing/server.py) plays each fault; the agent
-(coop_tui/agents/llm.py) talks to it through aiohttp (or litellm) as in a sweep. No test
+(coop_tui/agents/llm.py and http_stream.py) talks to it through aiohttp (or litellm) as in a sweep. No test
 waits on a clock to decide: each asserts what was recorded (the error's words, the retry
 count, what a proxy saw), so a busy machine changes only how long a test takes.
 """
