@@ -37,12 +37,15 @@ class Seat:
     kind = "llm"
     reads_prompt = True
 
-    def __init__(self, name: str, style: str) -> None:
+    def __init__(self, name: str, style: str, first: dict[str, str] | None = None) -> None:
         self.name, self.style, self.spec = name, style, {"model": name, "style": style}
         self.seen: list[tuple[DecisionRequest, list[Message]]] = []
+        self.first = dict(first or {})  # phase -> a first (faulty) answer there, to re-ask
 
     async def reply(self, request: DecisionRequest, messages: list[Message], sink: Any) -> AgentReply:
         self.seen.append((request, list(messages)))
+        if request.phase in self.first:
+            return AgentReply(text=self.first.pop(request.phase))
         if request.kind == "mediator":
             n = request.options.get("n_players", 2)
             return AgentReply(text=json.dumps({str(k): "A0" for k in range(1, n + 1)}))
@@ -142,3 +145,17 @@ def test_the_coopeval_judge_is_told_to_judge_only_what_the_text_says() -> None:
     prompt = load_rubric("justifications").prompt("I cooperate.", "Game: PrisonersDilemma")
     assert "Judge only what the text says, not whether the reasoning is correct" in prompt
     assert "not whether the reasoning is correct" in remaining_differences()
+
+
+async def test_a_reask_names_our_parsers_fault_first() -> None:
+    """A mediator with a count missing and an unknown action: our reason names the missing
+    count (CoopEval's parser stops at the unknown action first)."""
+    seat = Seat("s0", "cot", first={"propose": '{"1": "A5"}'})
+    mech_cls = mechanism_class("mediation")
+    ctx = MatchContext(run_id="run", match_id="m", game=get_game("prisoners"),
+                       agents=[seat, Seat("s1", "cot")], bus=EventBus(), seed=5,
+                       policy=DecisionPolicy(max_attempts=2, strict=True, style_message="user_end"))
+    await mech_cls(mech_cls.Params()).play(ctx)
+    (reask,) = [ms for q, ms in seat.seen if q.phase == "propose" and len(ms) > 1]
+    assert "missing: 2" in reask[-1]["content"] and "A5" not in reask[-1]["content"]
+    assert "names the missing count" in remaining_differences()
