@@ -278,3 +278,36 @@ def test_told_and_option_order_errors_name_the_field() -> None:
         load_game("signaling", told="theirs")
     with pytest.raises(ValueError, match="option_order must be 'fixed'"):
         load_game("focal_point", option_order="random")
+
+
+# ------------------------------------------------------------ remaining differences, as listed
+# Facts ours states otherwise than the code, listed on the page rather than changed: these
+# tests keep the page's account of them true.
+
+
+@pytest.mark.parametrize("game", ["diners_dilemma", "el_farol_bar"])
+async def test_diners_dilemma_and_el_farol_option_order_is_drawn_per_seat_and_round(
+        tmp_path: Path, model: LoopbackServer, game: str) -> None:
+    """The code's question names the cheap dish (going) first every round and shows no
+    example; ours draws the listing's order per seat and round and shows the first listed
+    option as the example, while its payoff rule names the cheap dish (going) first."""
+    exp = {**FOUR, "game": game, "rounds": 3, "matchup": [["m"] * 4]}
+    decisions = await play(tmp_path, model, exp)
+    assert len({listing(d) for d in decisions}) == 2
+    for d in decisions:
+        first = listing(d)[0]
+        assert f"for example: <answer>Option {first}</answer>" in text(d)
+        assert re.search(r": \w is (the cheap dish|going to the bar)", text(d))
+
+
+async def test_multi_issue_tells_each_player_its_own_and_the_others_valuations(
+        tmp_path: Path, model: LoopbackServer) -> None:
+    """The code's rules give Player 2 Player 1's valuations, contradicting its question,
+    and leave out the division by 100; ours tells each seat its own and the other's
+    valuations and the payoff formula."""
+    first, second = await play(tmp_path, model, two("multi_issue"))
+    assert "You value issue A at 3 and issue B at 1" in text(first)
+    assert "the other player values A at 1 and B at 3" in text(first)
+    assert "You value issue A at 1 and issue B at 3" in text(second)
+    assert "the other player values A at 3 and B at 1" in text(second)
+    assert all(") / 100 points" in text(d) for d in (first, second))
