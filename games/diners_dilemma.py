@@ -27,6 +27,20 @@ from coop_tui.games.base import Game
 MAX_PLAYERS = 12
 PAYOFF_TEXTS = ("", "rule", "table")
 """``payoff_text`` values: the protocol's choice, always the rule, always the outcome list."""
+ORDERS = ("fixed", "shuffled")
+"""``option_order`` values of the strategic personalities paper's unordered-choice games:
+the code lists the options in one order every round (its default here); coop-tui's earlier
+protocol shuffled the listing per seat and round."""
+
+
+def option_order_param(option_order: str) -> dict[str, str]:
+    """Check ``option_order``; the params it adds to a game: none for "fixed" (the paper's
+    code, and the default, so the keys of runs made before the choice existed stay)."""
+    if option_order not in ORDERS:
+        raise ValueError(f"option_order must be 'fixed' (the paper's code: the same order "
+                         f"every round) or 'shuffled' (a new order every round), got "
+                         f"{option_order!r}")
+    return {} if option_order == "fixed" else {"option_order": option_order}
 
 
 def split_bill_payoffs(orders: tuple[int, ...], costs: tuple[float, float],
@@ -53,7 +67,7 @@ def rule_fields(rule: str, payoff_text: str) -> dict[str, Any]:
 
 
 def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: float,
-            costly_cost: float, costly_value: float, source: str, payoff_text: str) -> Game:
+            costly_cost: float, costly_value: float, source: str, payoff_text: str, option_order: str = "fixed") -> Game:
     told = payoff_text_param(payoff_text)
     n = as_int("players", players, minimum=2, maximum=MAX_PLAYERS)
     costs = (as_float("cheap_cost", cheap_cost), as_float("costly_cost", costly_cost))
@@ -85,7 +99,8 @@ def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: 
         defect=(1,) * n,
         params={"players": n, "cheap_cost": clean(costs[0]), "cheap_value": clean(values[0]),
                 "costly_cost": clean(costs[1]), "costly_value": clean(values[1]),
-                **({"payoff_text": told} if told else {})},
+                **({"payoff_text": told} if told else {}), **option_order_param(option_order)},
+        fixed_option_order=option_order == "fixed",
         called_by_code="the Diner's Dilemma",
         **rule_fields(rule, told),
     )
@@ -94,12 +109,14 @@ def _diners(key: str, title: str, players: int, cheap_cost: float, cheap_value: 
 @register_game("diners_dilemma")
 def diners_dilemma(players: int = 4, cheap_cost: float = 10, cheap_value: float = 15,
                    costly_cost: float = 20, costly_value: float = 20,
-                   payoff_text: str = "") -> Game:
+                   payoff_text: str = "", option_order: str = "fixed") -> Game:
     """Diner's Dilemma as the strategic personalities paper's code runs it: 4 diners, cheap 10/15, costly 20/20
-    (cost/enjoyment), bill split equally; ``payoff_text`` "rule" / "table" / "" (the protocol's)."""
+    (cost/enjoyment), bill split equally; ``payoff_text`` "rule" / "table" / "" (the protocol's);
+    ``option_order`` "fixed" (the code's: the cheap dish listed first every round) or
+    "shuffled" (our earlier per-round order), under the paper's protocol's trial letters."""
     return _diners("diners_dilemma", "Diner's Dilemma", players, cheap_cost, cheap_value,
                    costly_cost, costly_value, "the strategic personalities paper's code",
-                   payoff_text)
+                   payoff_text, option_order)
 
 
 @register_game("diners_dilemma_paper")

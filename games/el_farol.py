@@ -21,7 +21,7 @@ import numpy as np
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_float, as_int, clean
 from coop_tui.games.base import Game
-from coop_tui.games.diners_dilemma import payoff_text_param, rule_fields
+from coop_tui.games.diners_dilemma import option_order_param, payoff_text_param, rule_fields
 
 MAX_PLAYERS = 12
 GO, STAY = 0, 1
@@ -37,10 +37,14 @@ def bar_payoffs(choices: tuple[int, ...], threshold: float, go: float, crowded: 
 
 @register_game("el_farol_bar")
 def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
-                 crowded: float = 0, stay: float = 5, payoff_text: str = "") -> Game:
+                 crowded: float = 0, stay: float = 5, payoff_text: str = "",
+                 option_order: str = "fixed") -> Game:
     """El Farol Bar as the strategic personalities paper's code runs it: 4 players, going pays 10 if at most 60% go,
-    else 0; staying home pays 5; ``payoff_text`` "rule" / "table" / "" (the protocol's)."""
+    else 0; staying home pays 5; ``payoff_text`` "rule" / "table" / "" (the protocol's);
+    ``option_order`` "fixed" (the code's: going listed first every round) or "shuffled"
+    (our earlier per-round order), under the paper's protocol's trial letters."""
     told = payoff_text_param(payoff_text)
+    order_params = option_order_param(option_order)
     n = as_int("players", players, minimum=2, maximum=MAX_PLAYERS)
     t = as_float("threshold", threshold)
     if not 0 <= t <= 1:
@@ -74,7 +78,8 @@ def el_farol_bar(players: int = 4, threshold: float = 0.6, go: float = 10,
         defect=(STAY,) * n,
         params={"players": n, "threshold": clean(t), "go": clean(pay_go),
                 "crowded": clean(pay_crowded), "stay": clean(pay_stay),
-                **({"payoff_text": told} if told else {})},
+                **({"payoff_text": told} if told else {}), **order_params},
+        fixed_option_order=option_order == "fixed",
         called_by_code="the El Farol Bar Game",
         **rule_fields(rule, told),
     )

@@ -14,11 +14,9 @@ import dataclasses
 from coop_tui.games import register_game
 from coop_tui.games._checks import as_float, clean
 from coop_tui.games.base import Game, symmetric_two_player
-from coop_tui.games.diners_dilemma import payoff_text_param, rule_fields
+from coop_tui.games.diners_dilemma import option_order_param, payoff_text_param, rule_fields
 
 OPTIONS = ("Alpha", "Beta", "Gamma", "Delta")
-ORDERS = ("fixed", "shuffled")
-"""``option_order`` values: the listing in action order every round, or shuffled per round."""
 
 
 @register_game("focal_point")
@@ -29,10 +27,7 @@ def focal_point(prize: float = 10, payoff_text: str = "",
     ``option_order`` "fixed" (the code's: the options listed in the same order every round
     of a match) or "shuffled" (coop-tui's earlier per-round shuffle of the listing)."""
     told = payoff_text_param(payoff_text)
-    if option_order not in ORDERS:
-        raise ValueError(f"option_order must be 'fixed' (the paper's code: the same order "
-                         f"every round) or 'shuffled' (a new order every round), got "
-                         f"{option_order!r}")
+    order_params = option_order_param(option_order)
     p = as_float("prize", prize)
     k = len(OPTIONS)
     table = [[p if i == j else 0.0 for j in range(k)] for i in range(k)]
@@ -47,8 +42,7 @@ def focal_point(prize: float = 10, payoff_text: str = "",
     game = symmetric_two_player(
         "focal_point", "Focal Point", description, OPTIONS, table, cooperative=[],
         defect=None, params={"prize": clean(p), **({"payoff_text": told} if told else {}),
-                             **({"option_order": option_order}
-                                if option_order != "fixed" else {})})
+                             **order_params})
     return dataclasses.replace(game, called_by_code="a coordination game",
                                fixed_option_order=option_order == "fixed",
                                **rule_fields(rule, told))

@@ -49,7 +49,7 @@ def test_rubric_titles_name_the_paper() -> None:
 
 
 def test_docs_name_the_paper() -> None:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     # `seed003` alone is the prompt_protocol value users type, and file names keep it
     prose = re.compile(r"seeds?[ -]00[0-4]", re.IGNORECASE)
     found = {p.name: prose.findall(p.read_text()) for p in pages}

@@ -286,18 +286,21 @@ def test_told_and_option_order_errors_name_the_field() -> None:
 
 
 @pytest.mark.parametrize("game", ["diners_dilemma", "el_farol_bar"])
-async def test_diners_dilemma_and_el_farol_option_order_is_drawn_per_seat_and_round(
+async def test_diners_dilemma_and_el_farol_option_order_is_the_codes(
         tmp_path: Path, model: LoopbackServer, game: str) -> None:
-    """The code's question names the cheap dish (going) first every round and shows no
-    example; ours draws the listing's order per seat and round and shows the first listed
-    option as the example, while its payoff rule names the cheap dish (going) first."""
+    """The code's question names the cheap dish (going) first every round: so does ours by
+    default; option_order = "shuffled" keeps our earlier per-seat, per-round order. The code
+    shows no example answer; ours shows the first listed option (a listed difference)."""
     exp = {**FOUR, "game": game, "rounds": 3, "matchup": [["m"] * 4]}
     decisions = await play(tmp_path, model, exp)
-    assert len({listing(d) for d in decisions}) == 2
+    assert len({listing(d) for d in decisions}) == 1
     for d in decisions:
         first = listing(d)[0]
         assert f"for example: <answer>Option {first}</answer>" in text(d)
-        assert re.search(r": \w is (the cheap dish|going to the bar)", text(d))
+        named = re.search(r": (\w) is (the cheap dish|going to the bar)", text(d))
+        assert named is not None and named.group(1) == first
+    shuffled = await play(tmp_path, model, {**exp, "game_params": {"option_order": "shuffled"}})
+    assert len({listing(d) for d in shuffled}) == 2
 
 
 async def test_multi_issue_tells_each_player_its_own_and_the_others_valuations(
