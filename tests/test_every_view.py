@@ -70,6 +70,13 @@ def prisoners(mechanism: str, matchup: Any = "cross", agents: tuple[str, ...] = 
 SWEEPS: dict[str, dict[str, Any]] = {
     "none": sweep("none", prisoners("none", "self", ("tft", "alld"))),
     "similarity": sweep("similarity", prisoners("similarity", "self", ("tft", "alld"), similarity=[0, 100])),
+    # a many-action game under similarity signals, with its Base control: the claim distribution
+    "similarity-travelers": sweep(
+        "similarity-travelers",
+        {"game": "travelers", "mechanism": "similarity", "matchup": "self", "agents": ["tft", "alld"],
+         "similarity": [0, 100]},
+        {"game": "travelers", "mechanism": "similarity", "matchup": "self", "agents": ["tft", "alld"],
+         "prompt": "base", "similarity": 0}),
     "repetition": sweep("repetition", prisoners("repetition", agents=("tft", "alld"), rounds=3)),
     "reputation": sweep("reputation", prisoners("reputation", agents=("tft", "alld", "allc"), rounds=2)),
     "mediation": sweep("mediation", prisoners("mediation")),

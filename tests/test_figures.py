@@ -660,6 +660,114 @@ def test_similarity_figure_9_one_panel_per_game_with_base(
         assert not ax.yaxis_inverted()
 
 
+# ------------------------------------------------------------------ similarity signals: Fig 9's Travelers claims
+MIXED_CLAIMS = [0.1, 0.2, 0.3, 0.4]
+"""What the ``mixed`` strategy states over the claims 2, 3, 4, 5 (the test's ground truth)."""
+TRAVELERS_CLAIMS: dict[str, Any] = {
+    "name": "travelers-claims", "seed": 5, "samples": 2,
+    "agents": {"tft": {"strategy": "tit_for_tat"},
+               "mix": {"strategy": "mixed", "params": {"probs": MIXED_CLAIMS}}},
+    "experiments": [
+        # the paper's rq3 shape: the X sweep and its Base control, each an experiment
+        {"game": "travelers", "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "mix"], "similarity": [0, 50, 100]},
+        {"game": "travelers", "mechanism": "similarity", "matchup": "self",
+         "agents": ["tft", "mix"], "prompt": "base", "similarity": 0},
+        # a second setting: its own panel, without the Base of the first
+        {"game": "travelers", "mechanism": "similarity", "matchup": "self",
+         "agents": ["mix"], "similarity": [100], "framing": "different"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def travelers_claims(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    db = tmp_path_factory.mktemp("travelers") / "c.db"
+    store, run_id = _strategy_run(ROOT, TRAVELERS_CLAIMS, db, Path("travelers-claims.toml"))
+    report = _report(store, run_id)
+    store.close()
+    return db, report
+
+
+def _claim_bars(fig: Any) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """Per panel title and column tick, each claim's (bottom, height), claims in order."""
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for ax in fig.axes:
+        for patch in ax.patches:
+            _what, _name, tick, _claim = (patch.get_gid() or "|||").split("|")
+            if _what == "claim":
+                out.setdefault(ax.get_title(), {}).setdefault(tick, []).append(
+                    (patch.get_y(), patch.get_height()))
+    return out
+
+
+def test_similarity_figure_9_travelers_claim_distribution(
+    travelers_claims: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The Traveler's Dilemma part of Figure 9: per agent, the mean probability on each
+    claim 2-5 at Base and every X told, stacked from the lowest claim; the same numbers in
+    the report section (JSON and text) as in the core's action frequencies."""
+    from rich.console import Console
+
+    from coop_tui.report import render_text
+
+    db, report = travelers_claims
+    value = report["travelers_claims"]
+    assert value["claims"] == ["2", "3", "4", "5"]
+    rows = {(r["agent"], r["setting"], r["told"]): r for r in value["rows"]}
+    assert set(rows) == {
+        *((agent, "framing=similar", told) for agent in ("mix", "tft")
+          for told in ("Base", "0%", "50%", "100%")),
+        ("mix", "framing=different", "100%")}
+    for (agent, _setting, _told), r in rows.items():
+        assert r["decisions"] == 4  # two seats, two samples
+        expected = MIXED_CLAIMS if agent == "mix" else [0.0, 0.0, 0.0, 1.0]  # tft claims 5
+        assert [r["mean_prob"][c] for c in value["claims"]] == pytest.approx(expected)
+    # the section is the core's action frequencies, regrouped
+    for f in report["mechanisms"]["action_frequencies"]:
+        (r,) = [r for r in value["rows"] if (r["experiment"], r["condition_key"], r["agent"])
+                == (f["experiment"], f["condition"], f["agent"])]
+        assert r["mean_prob"][f["name"].removeprefix("Claim ")] == f["mean_prob"]
+        assert r["sampled"][f["name"].removeprefix("Claim ")] == f["sampled"]
+
+    assert "similarity_fig9_travelers_claims" in _drawn_by_command(db, tmp_path)
+    fig = _by_name(figures_for(report))["similarity_fig9_travelers_claims"].figure
+    bars = _claim_bars(fig)
+    assert list(bars) == ["mix (framing=different)", "mix (framing=similar)", "tft (framing=similar)"]
+    assert list(bars["mix (framing=similar)"]) == ["Base", "0", "50", "100"]
+    assert list(bars["mix (framing=different)"]) == ["100"]
+    for title, columns in bars.items():
+        agent, setting = title.split(" (")
+        for tick, stack in columns.items():
+            told = "Base" if tick == "Base" else f"{tick}%"
+            r = rows[(agent, setting.rstrip(")"), told)]
+            assert [h for _y, h in stack] == pytest.approx([r["mean_prob"][c] for c in value["claims"]])
+            assert [y for y, _h in stack] == pytest.approx(  # stacked from the lowest claim
+                [sum(h for _y, h in stack[:k]) for k in range(len(stack))])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["claim 5", "claim 4", "claim 3", "claim 2"]
+
+    console = Console(width=160, record=True)
+    console.print(render_text(report))
+    text = console.export_text()
+    assert "Traveler's Dilemma claims under similarity signals" in text
+    assert "│ mix   │ framing=similar   │ Base │ 1   │ 4 │ 10%     │ 20%     │ 30%     │ 40%     │" in text
+
+
+def test_similarity_figure_9_travelers_claims_say_when_there_are_none(
+    similarity_panels: tuple[Path, dict[str, Any]], coopeval: dict[str, Any]
+) -> None:
+    """A similarity run without the Traveler's Dilemma draws the figure with one panel
+    saying there is nothing to show (and the report has no section); a run without the
+    similarity mechanism draws no such figure."""
+    _db, report = similarity_panels
+    assert "travelers_claims" not in report
+    fig = _by_name(figures_for(report))["similarity_fig9_travelers_claims"].figure
+    (ax,) = fig.axes
+    (text,) = [t for t in ax.texts if t.get_gid() == "nothing_to_show"]
+    assert "no Traveler's Dilemma" in text.get_text() and not ax.patches
+    assert "similarity_fig9_travelers_claims" not in _by_name(figures_for(coopeval))
+
+
 def test_similarity_figures_13_to_16_drawn_as_figures(similarity_grounded: dict[str, Any]) -> None:
     """The matchup payoffs of each grounded source as a matrix figure, named after the
     paper's figure of that source (13 exogenous, 14 explanations, 15 decisions, 16

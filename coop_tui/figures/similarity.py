@@ -1,12 +1,12 @@
 """The similarity signals paper's figures: cooperation over the similarity the agents were told, one curve per
 agent with standard errors and the theory's threshold b* marked (its Figure 2; per
-benchmark, its Figures 3 and 10), and the similarity matrices between agents, exogenous
-from benchmark answers and endogenous from judges' scores (its Figure 4; Figures 11-12
-per view).
+benchmark, its Figures 3 and 10), the Traveler's Dilemma claim distribution of its
+Figure 9, and the similarity matrices between agents, exogenous from benchmark answers
+and endogenous from judges' scores (its Figure 4; Figures 11-12 per view).
 
-Reads each experiment's ``curve`` (abstract similarity sweeps), the ``similarity_table``
-section's ``curves`` and ``b_star`` (grounded sweeps) and the ``exogenous`` /
-``endogenous`` sections.
+Reads each experiment's ``curve`` (abstract similarity sweeps), the ``travelers_claims``
+section, the ``similarity_table`` section's ``curves`` and ``b_star`` (grounded sweeps)
+and the ``exogenous`` / ``endogenous`` sections.
 """
 
 from __future__ import annotations
@@ -314,8 +314,106 @@ def _matchups(report: dict[str, Any]) -> list[Drawn]:
     return out
 
 
+TRAVELERS_CLAIMS = "similarity_fig9_travelers_claims"
+"""The file of Figure 9's Traveler's Dilemma part: one per run, as the Base column of
+the paper's figure comes from an experiment of its own."""
+
+
+def _claim_panels(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The ``travelers_claims`` rows per panel: one agent (and setting, where the run
+    varies one), its columns in the section's order (Base, X ascending, the rest)."""
+    panels: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        name = row["agent"] + (f" ({row['setting']})" if row["setting"] else "")
+        panels.setdefault(name, []).append(row)
+    return panels
+
+
+def _claim_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Each column's tick: "Base", the X told (the axis says "%"), or the grounded source;
+    the experiment added where two experiments told the same."""
+    ticks = ["Base" if r["base"] else f"{r['similarity']:g}" if r["similarity"] is not None
+             else r["told"] for r in rows]
+    return [f"{t} (exp {r['experiment']})" if ticks.count(t) > 1 else t
+            for t, r in zip(ticks, rows, strict=True)]
+
+
+def _claim_bars(ax: Any, name: str, rows: list[dict[str, Any]], claims: list[str],
+                colours: list[Any]) -> None:
+    """One panel: a bar per column, stacked from the lowest claim (the equilibrium) up to
+    the highest (cooperation), each segment the mean probability on that claim."""
+    ticks = _claim_columns(rows)
+    apart = rows[0]["base"] and len(rows) > 1
+    xs = [k - 0.5 if apart and k == 0 else k for k in range(len(rows))]  # Base set apart
+    bottoms = [0.0] * len(rows)
+    for claim, shade in zip(claims, colours, strict=True):
+        heights = [r["mean_prob"].get(claim) or 0.0 for r in rows]
+        bars = ax.bar(xs, heights, bottom=bottoms, width=0.75, color=shade,
+                      label=f"claim {claim}")
+        for patch, tick in zip(bars.patches, ticks, strict=True):
+            patch.set_gid(f"claim|{name}|{tick}|{claim}")
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    turned = len(rows) > 6 or any(len(t) > 4 for t in ticks)
+    ax.set_xticks(xs, ticks, rotation=90 if turned else 0)
+    if apart:
+        ax.axvline(0.25, color="0.6", linewidth=0.6)  # as Fig 2 sets its Base point apart
+    ax.set_xlim(xs[0] - 0.6, len(rows) - 0.4)
+    ax.set_ylim(0, 1.0)
+    ax.set_title(short(name, 48))
+    ax.set_xlabel("similarity told (%)")
+    ax.set_ylabel("probability of each claim")
+
+
+def _no_claims() -> Any:
+    """The figure of a similarity run without Traveler's Dilemma play: it says so."""
+    fig, axes = figure(SINGLE, 1.2)
+    ax = axes[0][0]
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, "This run played no Traveler's Dilemma under similarity signals:\n"
+            "no claim distribution to show.", ha="center", va="center",
+            transform=ax.transAxes, gid="nothing_to_show")
+    ax.set_title("Traveler's Dilemma claims (similarity signals Fig. 9)")
+    return fig
+
+
+def _travelers_claims(report: dict[str, Any]) -> list[Drawn]:
+    """Figure 9's Traveler's Dilemma part: the claim distribution per agent over the
+    similarity told, with its Base column (the ``travelers_claims`` section). A run that
+    played the similarity mechanism without that game gets a figure saying so; any other
+    run none."""
+    value = report.get("travelers_claims")
+    if not value:
+        if not any(e.get("mechanism") == "similarity" for e in report.get("experiments") or []):
+            return []
+        return [Drawn(TRAVELERS_CLAIMS, "Traveler's Dilemma claim distribution: this run "
+                      "played no Traveler's Dilemma under similarity signals", _no_claims())]
+    from matplotlib import colormaps
+
+    claims = value["claims"]
+    shades = [colormaps["viridis"](k / max(len(claims) - 1, 1)) for k in range(len(claims))]
+    panels = _claim_panels(value["rows"])
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    most = max(len(rows) for rows in panels.values())
+    fig, axes = figure(DOUBLE if ncols > 1 or most > 6 else SINGLE, 2.2 * nrows + 0.5,
+                       ncols=ncols, nrows=nrows, sharey=True)
+    for k, (name, rows) in enumerate(panels.items()):
+        _claim_bars(axes.flat[k], name, rows, claims, shades)
+        if k % ncols:
+            axes.flat[k].set_ylabel("")  # the row shares its axis
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles[::-1], labels[::-1], loc="outside right upper", fontsize=6, frameon=False)
+    fig.suptitle("Traveler's Dilemma: the claim distribution over the similarity told", fontsize=8)
+    return [Drawn(TRAVELERS_CLAIMS, "Traveler's Dilemma: mean probability each agent put on "
+                  "each claim, per similarity told and for the Base control (no similarity "
+                  "sentence); lowest claim (the equilibrium) at the bottom", fig)]
+
+
 def draw(report: dict[str, Any]) -> list[Drawn]:
-    return _abstract_curves(report) + _grounded_curves(report) + _matrices(report) + _matchups(report)
+    return (_abstract_curves(report) + _travelers_claims(report) + _grounded_curves(report)
+            + _matrices(report) + _matchups(report))
 
 
 FAMILY = register(Family(key="similarity", title="The similarity signals paper: similarity", draw=draw, order=20))
