@@ -106,8 +106,8 @@ horizon = "known"
 """A model against a strategy for 1,400 rounds with the whole history shown."""
 
 BEFORE = {
-    "strategic-personalities": "f1015ecf668e1fc2ee9507f9eafb9ca1a1066a87c0312dee7a971c1710c98601",
-    "strategic-personalities-offline": "7e7145070537988d6b36b0ea5756f58327c7fbf1328914c4e2d6a3645c72f83a",
+    "strategic-personalities": "375d43dc1bed5b9af4dcdd57910a54f98c0dc420173701da35d3e8cd771f2d8f",
+    "strategic-personalities-offline": "957885a1e6fe336ffc41b6de7bab231114b37a691fade97d9969485e59e888d8",
     # the study file's style_message = "user_end" (the published study's layout) moved the
     # direct agent's instruction into its user message and joined the match condition, so
     # the seeded histories differ too: mean prompt 493.9 -> 494.5 tokens, calls unchanged
@@ -116,7 +116,7 @@ BEFORE = {
     # its teams) and the code's full planner and critic checklists changed its prompts
     "superadditive-offline": "511226317e495e7fefba524edc4717664dff94afbf0f255640fa5b69c46f31a5",
     "strategies-prisoners": "45bb8ceedb66840bb5162a6d1c3cba59e91a0607fb2e5addb4c8899619c099e5",
-    "variants": "78c1f82296865c0dedf42f4921e8f543a1429f0739f8942d9b8e085e7ed67fd9",
+    "variants": "b2cd6e4f79fbb29ca10ecf265049a6b2c461837cf374183a0fc991dedb89a7a5",
     "long": "9f9c80ba0265c32b9f7dc3a47e39c841ab396ca375c38cb44340a84a5dd79487",
 }
 """Digests of :func:`dry_run_numbers` by the code before the change. The two strategic
