@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from coop_tui.decisions import Decision
+from coop_tui.prompts import PromptRenderer, benchmark_catalogue
 from coop_tui.spec import build_sweep
 from coop_tui.store import Store
 from coop_tui.sweep import run_sweep
@@ -146,3 +147,34 @@ async def test_the_different_framing_flips_the_figure(
         _, user = messages(d)
         assert "is 30% different from how you reach yours" in user
         assert "70%" not in user
+
+
+def test_the_noise_controls_are_not_announced_as_uninformative() -> None:
+    """App. I.5 describes the external die and coin controls by their process (outcomes
+    drawn for the agent, its own reply disregarded) and their random baseline; it does not
+    tell the player that the score carries no information, which is what the controls
+    test (whether a model reacts to the label of similarity alone)."""
+    catalogue = benchmark_catalogue()
+    for key in ("random_die_roll_alt", "random_coin_toss_alt"):
+        told = f"{catalogue[key].description} {catalogue[key].format} {catalogue[key].sample}"
+        assert "outside process" in told and "nothing the player said was used" in told
+        assert "no information" not in told and "control" not in told.lower()
+
+
+@pytest.mark.parametrize("view", ["decision", "explanation", "both"])
+def test_the_judge_weighs_what_the_papers_judge_weighs_in_each_view(view: str) -> None:
+    """App. I.8: the decision-only judge is also asked whether the other seems to apply the
+    reasoning it would; the explanation-only judge's scale rates a way of reasoning (the
+    other two views: decision-making)."""
+    text = PromptRenderer().render("score.j2", view=view, dossier="RECORD")
+    items = text.split("Things to weigh:\n")[1].split("\n\n")[0].splitlines()
+    same_answers = "- Would you have reached the same answers?"
+    reasoning = "- Does it seem to use the kind of reasoning you would use?"
+    lines = "- Does it reason along the same lines and weigh the same considerations as you would?"
+    biases = "- Does it show the preferences, habits or biases that you have?"
+    assert items == {"decision": [same_answers, reasoning, biases],
+                     "explanation": [lines, biases],
+                     "both": [same_answers, lines, biases]}[view]
+    rated = "way of reasoning" if view == "explanation" else "decision-making"
+    assert f"0 means its {rated} is nothing like yours" in text
+    assert "The other agent's record:\n\nRECORD\n\nRate the similarity" in text

@@ -489,6 +489,24 @@ async def test_planner_sees_the_co_player_and_the_match_stats_as_the_code_does(
     assert ("from Group unknown" in play) is grouped
 
 
+
+async def test_planner_and_critic_are_told_the_current_match_round(
+    tmp_path: Any, model: LoopbackServer
+) -> None:
+    """The public code's rules block gives its planner and critic the current round of the
+    match (the round about to be played), as it gives the move. 2 x 2, n = 3, N = 8, K = 2,
+    ordered, everyone cooperates: Agent #1 plans before its match rounds 3 (against #2),
+    2 (against #3) and 1 (against #4), at tournament rounds 3, 5 and 7."""
+    store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+        ["m"] * 4, structure="SA", teams=2, team_size=2, rounds=3, budget=8, plan_every=2,
+        meta="off"), agents={**STRATEGIES, "m": llm(model)}))
+    for t, match_round in ((3, 3), (5, 2), (7, 1)):
+        asked = [d.prompt[-1]["content"] for d in store.decisions(m["id"])
+                 if d.phase in ("plan", "critique") and d.seat == 0 and d.round == t]
+        assert len(asked) == 3  # draft, critique, revision
+        for prompt in asked:
+            assert f"This is round {match_round} of the current match (at most 3).\n" in prompt
+
 async def test_one_numbering_in_every_prompt(tmp_path: Any, model: LoopbackServer) -> None:
     """A player is "Agent #k" everywhere: the game wrapper's "you are Player 2" (its
     seat in the two-player game) is left out of the move's prompt."""
