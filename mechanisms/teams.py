@@ -109,6 +109,11 @@ class TeamsParams(MechanismParams):
     """What GC and SA players are told of the groups: ``rank``, their group's rank only,
     as the paper's code tells them (the default); ``points``, ours, every group's points
     beside it (more to act on than the paper's players had)."""
+    rank_counts: Literal["finished", "live"] = "finished"
+    """What the group rank and standings count: ``finished``, the points of finished
+    matches only, as the paper's code adds a match to the group scores when it ends (the
+    default); ``live``, ours, every point scored so far, so the rank can move during a
+    match."""
 
     @property
     def rounds_budget(self) -> int:
@@ -353,6 +358,9 @@ class Teams(Mechanism):
         team_scores = [0.0] * p.teams
         for s, x in enumerate(state.points):
             team_scores[team_of(s, p.team_size)] += x
+        if p.rank_counts == "finished":  # this match's points count once it has ended
+            for pos, s in enumerate(log.players):
+                team_scores[team_of(s, p.team_size)] -= sum(r.payoffs[pos] for r in log.rounds)
         mine = team_of(seat, p.team_size)
         ranked = sorted(range(p.teams), key=lambda g: (-team_scores[g], g))
         return {

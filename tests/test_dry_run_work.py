@@ -113,8 +113,10 @@ BEFORE = {
     # the seeded histories differ too: mean prompt 493.9 -> 494.5 tokens, calls unchanged
     "coopeval-offline": "5f13aabd344d5ccba9b1d60f0ef67e31b14cbaec2675d234ac59b11d257ef799",
     # the super-additive paper's rank-only standings (standings = "rank", a condition key of
-    # its teams) and the code's full planner and critic checklists changed its prompts
-    "superadditive-offline": "511226317e495e7fefba524edc4717664dff94afbf0f255640fa5b69c46f31a5",
+    # its teams) and the code's full planner and critic checklists changed its prompts; so
+    # did the planner's current round and a rank over finished matches (rank_counts, a new
+    # mechanism parameter, so new match keys and seeded schedules)
+    "superadditive-offline": "7ad7abb9449063b8c928979eee9ae119cd79e7c56f3efa2f3457572ad2e7c3d9",
     "strategies-prisoners": "45bb8ceedb66840bb5162a6d1c3cba59e91a0607fb2e5addb4c8899619c099e5",
     "variants": "b2cd6e4f79fbb29ca10ecf265049a6b2c461837cf374183a0fc991dedb89a7a5",
     "long": "9f9c80ba0265c32b9f7dc3a47e39c841ab396ca375c38cb44340a84a5dd79487",
