@@ -130,6 +130,54 @@ def test_readme_stays_short() -> None:
     assert lines < 250, f"README.md has {lines} lines; move detail into a docs/ page"
 
 
+# --- no docs page longer than a reader reads through (issue #42) ---
+
+MAX_WORDS = 4000
+LONG_PAGES = {
+    "development.md": "the threat tables live there by the project's standard "
+                      "(tests/test_threat_tables.py reads them); without them the page is "
+                      "under the limit",
+}
+"""The docs/ pages allowed over MAX_WORDS, each with its reason. A new long page fails the
+test until it is split or listed here, so a long page is a decision, not a drift."""
+
+
+def word_count(text: str) -> int:
+    """Words as ``wc -w`` counts them: runs of characters between whitespace."""
+    return len(text.split())
+
+
+def page_words() -> dict[str, int]:
+    """Each docs/ page's words; docs/history/ keeps old figures and is left out."""
+    return {page.name: word_count(page.read_text(encoding="utf-8"))
+            for page in sorted((ROOT / "docs").glob("*.md"))}
+
+
+def test_no_page_is_over_4000_words_without_a_reason() -> None:
+    counts = page_words()
+    assert len(counts) >= 20, f"only {len(counts)} docs pages found: is the glob broken?"
+    over = {name: words for name, words in counts.items()
+            if words > MAX_WORDS and name not in LONG_PAGES}
+    assert not over, (
+        f"over {MAX_WORDS} words: {over}; move a whole topic section to a sibling page "
+        "(a one-line pointer where it was), or list the page in LONG_PAGES with the reason")
+    assert all(reason.strip() for reason in LONG_PAGES.values()), "every long page needs a reason"
+    stale = sorted(name for name in LONG_PAGES if counts.get(name, 0) <= MAX_WORDS)
+    assert not stale, f"listed in LONG_PAGES but no longer over {MAX_WORDS} words: {stale}"
+
+
+def test_development_page_is_long_only_because_of_its_threat_tables() -> None:
+    """LONG_PAGES' reason for development.md holds: the page without its threat tables
+    is within the limit."""
+    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    start = text.index("\n## Threat tables")
+    end = text.find("\n## ", start + 1)
+    rest = text[:start] + (text[end:] if end > 0 else "")
+    assert word_count(rest) <= MAX_WORDS, (
+        f"docs/development.md has {word_count(rest)} words besides its threat tables; "
+        "move a section (Lint, Packaging, ...) to another page")
+
+
 def test_every_relative_link_resolves() -> None:
     broken = []
     checked = 0
