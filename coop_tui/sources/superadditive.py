@@ -26,7 +26,7 @@ made are handed to it instead.
 
 Phases the code has no prompt for (a separate or after-round exit request) keep our own
 wording; re-asks send the paper's prompt again, as the code has none (it falls back to a
-random move). docs/reproducing-superadditive.md ("Wording from the source") lists what
+random move). docs/reproducing-superadditive-wording.md ("Wording from the source") lists what
 differs and why.
 """
 
