@@ -730,3 +730,26 @@ async def test_planner_and_critic_checklists_carry_every_item_of_the_code(
         assert all(item in prompt for item in CRITIC_ITEMS), prompt
         assert (GOALS[1] in prompt) == (structure != "RI")
         assert "stay or leave" not in prompt  # not an item of the code's critic
+
+
+async def test_an_unreadable_meta_answer_counts_as_wrong_and_the_match_plays_on(tmp_path: Any) -> None:
+    """The battery measures a match already played: the paper's code scores an answer it
+    cannot read as wrong and plays on, so ours stores the answer invalid with its reason,
+    counts it wrong and never fails the match for it (even under on_invalid = "abort")."""
+
+    def answer(body: dict[str, Any]) -> str:
+        if '"lowest"' in last_user_message(body):
+            return '{"lowest": -1, "highest": 9999}'  # above the stated maximum, every time
+        return teams_model(body)
+
+    with LoopbackServer(latency=0.0, chunks=1, answer=answer) as server:
+        store, (m,) = await run(tmp_path, sweep_data(teams_exp(
+            ["m"] * 4, structure="SA", teams=2, team_size=2, rounds=2, budget=4, plan_every=2,
+            meta="first_player", meta_questions=["payoff_range"]),
+            agents={**STRATEGIES, "m": llm(server)}))
+    meta = [d for d in store.decisions(m["id"]) if d.phase == "meta"]
+    assert meta and all(not d.valid and "above the maximum" in (d.error or "") for d in meta)
+    info = phases(store, m["id"])["meta"]
+    assert all(entry["accuracy"] == 0 for entry in info.values())
+    assert all(q["valid"] is False and q["correct"] is False
+               for entry in info.values() for q in entry["questions"])
