@@ -39,6 +39,7 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
+from coop_tui.protocols import shown_key
 from coop_tui.store import LEASE_STALE_S, Store, condition_key
 from coop_tui.terminal import terminal_text
 
@@ -91,7 +92,7 @@ def condition_label(game: str, mechanism: str, key: str) -> str:
 
 
 def _key_words(key: str) -> list[str]:
-    return [w for w in key.split(" ") if not w.startswith("game=") and w != "-"]
+    return [w for w in shown_key(key).split(" ") if not w.startswith("game=") and w != "-"]
 
 
 def distinct_labels(parts: dict[Any, tuple[str, str, str]]) -> dict[Any, str]:

@@ -25,6 +25,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from coop_tui.errors import database_message
+from coop_tui.protocols import shown_value
 from coop_tui.screens.inspector import InspectorScreen
 from coop_tui.screens.widgets import NavScreen, plain
 from coop_tui.session import ReplaySession
@@ -78,9 +79,11 @@ def condition_labels(rows: list[dict[str, Any]]) -> tuple[list[str], str]:
     varying = [k for k in keys
                if len({json.dumps(c.get(k), sort_keys=True) for c in conditions}) > 1]
     shared = [k for k in keys if k not in varying and conditions and conditions[0].get(k) is not None]
-    labels = [" ".join(f"{k}={_value(c.get(k))}" for k in varying if c.get(k) is not None) or "-"
+    labels = [" ".join(f"{k}={_value(shown_value(k, c.get(k)))}" for k in varying
+                       if c.get(k) is not None) or "-"
               for c in conditions]
-    common = " ".join(f"{k}={_value(conditions[0][k])}" for k in shared) if conditions else ""
+    common = (" ".join(f"{k}={_value(shown_value(k, conditions[0][k]))}" for k in shared)
+              if conditions else "")
     return labels, common
 
 

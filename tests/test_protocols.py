@@ -182,3 +182,22 @@ player", which the paper's code never says (issue #40); the matrix keys did not 
 def test_a_strategic_personalities_cell_keeps_its_content_keys(value: str) -> None:
     assert _content_keys(_sweep(value)) == PINNED_MATRIX
     assert _content_keys(_sweep(value, ULTIMATUM)) == PINNED_ULTIMATUM
+
+
+def test_a_person_reads_the_strategic_personalities_protocol_by_its_name_not_its_stored_key() -> None:
+    """The protocol is stored as "seed003" (the match keys of runs made before it had a
+    name), but the live title, the runs list, watch and the analysis screen name the paper."""
+    from coop_tui.protocols import shown_key, shown_value
+    from coop_tui.screens.live.title import condition_text
+    from coop_tui.screens.runs import condition_labels
+    from coop_tui.watch import condition_label
+
+    assert shown_value("prompt_protocol", "seed003") == "strategic_personalities"
+    assert shown_value("prompt_protocol", "default") == "default"
+    assert shown_value("rounds", "seed003") == "seed003"  # only the protocol's key is named
+    assert shown_key("prompt_protocol=seed003 rounds=3") == "prompt_protocol=strategic_personalities rounds=3"
+    assert "seed003" not in condition_text({"prompt_protocol": "seed003", "rounds": 3})
+    labels, common = condition_labels([
+        {"condition": json.dumps({"prompt_protocol": "seed003", "rounds": r})} for r in (2, 3)])
+    assert "prompt_protocol=strategic_personalities" in common and "seed003" not in " ".join(labels)
+    assert "seed003" not in condition_label("prisoners", "repetition", "prompt_protocol=seed003 rounds=3")

@@ -71,4 +71,26 @@ def storage_key(value: str) -> str:
     return get(value).key
 
 
-__all__ = ["DEFAULT_KEY", "PromptProtocol", "get", "names", "protocols", "storage_key"]
+def shown_value(key: str, value: object) -> object:
+    """A condition value as a person reads it: a protocol by its name, never by the key it
+    is stored under ("seed003" stays stored, so that runs made before the protocol had a
+    name keep their match keys; "strategic_personalities" is what a screen shows). Every
+    other key and value is returned as given."""
+    if key != "prompt_protocol" or not isinstance(value, str):
+        return value
+    found = _by_value().get(value)
+    return found.name if found is not None else value
+
+
+def shown_key(condition_key: str) -> str:
+    """A stored condition key (``k=v k=v``, as the store writes it) as a person reads it:
+    its ``prompt_protocol=`` word by the protocol's name (:func:`shown_value`)."""
+    words = condition_key.split(" ")
+    for i, word in enumerate(words):
+        if word.startswith("prompt_protocol="):
+            words[i] = f"prompt_protocol={shown_value('prompt_protocol', word.split('=', 1)[1])}"
+    return " ".join(words)
+
+
+__all__ = ["DEFAULT_KEY", "PromptProtocol", "get", "names", "protocols", "shown_key",
+           "shown_value", "storage_key"]

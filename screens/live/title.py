@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from coop_tui.mechanisms import MechanismError, mechanism_class
+from coop_tui.protocols import shown_value
 from coop_tui.session import Session
 from coop_tui.terminal import terminal_text
 
@@ -40,7 +41,7 @@ def condition_shown(mechanism: str, condition: dict[str, Any],
 
 
 def condition_text(condition: dict[str, Any]) -> str:
-    return " ".join(f"{k}={_short(v)}" for k, v in condition.items())
+    return " ".join(f"{k}={_short(shown_value(k, v))}" for k, v in condition.items())
 
 
 def _short(value: Any) -> str:
