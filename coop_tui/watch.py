@@ -39,7 +39,6 @@ from coop_tui.events import (
     StreamRestarted,
     TextDelta,
 )
-from coop_tui.protocols import shown_key
 from coop_tui.store import LEASE_STALE_S, Store, condition_key
 from coop_tui.terminal import terminal_text
 
@@ -92,6 +91,10 @@ def condition_label(game: str, mechanism: str, key: str) -> str:
 
 
 def _key_words(key: str) -> list[str]:
+    # here, not at the top: the protocol registry brings numpy and the games into
+    # `coop-tui watch`, which only needs it to name a protocol in a label
+    from coop_tui.protocols import shown_key
+
     return [w for w in shown_key(key).split(" ") if not w.startswith("game=") and w != "-"]
 
 

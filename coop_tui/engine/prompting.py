@@ -138,13 +138,8 @@ class PromptBuilder(MatchPart):
         if not self.reads[seat]:
             return self._unprompted_play(view, own, seat, phase, leave_option)
         text = self._play_text(seat, round_, game, pos, own, twist, describe, goal, numbered,
-                               ask_leave)
-        options: dict[str, Any] = {}
-        if kind == "choice":
-            # Agents that must pick one action from a distribution (strategies) draw with
-            # this number, so their pick follows the match seed like a sampled mixed answer.
-            options["draw"] = float(match.rng("draw", round_, seat, phase).random())
-        options.update(leave_option)
+                               leave_option)
+        options = self._draw_options(round_, seat, phase, leave_option)
         options.update(self.answer_form(kind))
         return DecisionRequest(
             seat=seat, round=round_, phase=phase, kind=kind,  # type: ignore[arg-type]
@@ -158,27 +153,33 @@ class PromptBuilder(MatchPart):
     ) -> DecisionRequest:
         """A play request for a seat that reads no prompt (a strategy answers from the
         view): no messages, only the draw a choice answer picks its action with."""
-        match = self.match
-        kind = match.policy.answer
-        options = (
-            {"draw": float(match.rng("draw", view.round, seat, phase).random())}
-            if kind == "choice" else {}
-        )
-        options.update(leave_option)
         return DecisionRequest(
-            seat=seat, round=view.round, phase=phase, kind=kind,  # type: ignore[arg-type]
+            seat=seat, round=view.round, phase=phase,
+            kind=self.match.policy.answer,  # type: ignore[arg-type]
             messages=(), view=view, labels=own.labels, label_to_action=own.label_to_action,
-            options=options,
+            options=self._draw_options(view.round, seat, phase, leave_option),
         )
+
+    def _draw_options(
+        self, round_: int, seat: int, phase: str, leave_option: dict[str, Any],
+    ) -> dict[str, Any]:
+        """A play request's options: agents that must pick one action from a distribution
+        (strategies) draw with ``draw``, so their pick follows the match seed like a
+        sampled mixed answer; and the keep-playing choice when it is asked."""
+        match = self.match
+        options: dict[str, Any] = {}
+        if match.policy.answer == "choice":
+            options["draw"] = float(match.rng("draw", round_, seat, phase).random())
+        options.update(leave_option)
+        return options
 
     def _play_text(
         self, seat: int, round_: int, game: Game, pos: int, own: Labelling, twist: Twist,
-        describe: Game | None, goal: str | None, numbered: bool, ask_leave: bool,
+        describe: Game | None, goal: str | None, numbered: bool, leave_option: dict[str, Any],
     ) -> str:
         """The prompt of a play request: its answer instructions inside the game text of
         ``game``, or of ``describe`` when the prompt spells out another game."""
-        leave_option = {ASK_LEAVE: True} if ask_leave else {}
-        instructions = self._play_instructions(seat, own.labels, ask_leave, leave_option)
+        instructions = self._play_instructions(seat, own.labels, leave_option)
         if describe is not None:
             if callable(twist):  # the twist names the actions the description leaves out
                 twist = twist(own)
@@ -189,17 +190,18 @@ class PromptBuilder(MatchPart):
                                talk=self.talk_text(seat, round_))
 
     def _play_instructions(
-        self, seat: int, labels: tuple[str, ...], ask_leave: bool, leave_option: dict[str, Any],
+        self, seat: int, labels: tuple[str, ...], leave_option: dict[str, Any],
     ) -> str:
         """The answer instructions of a play request, rendered once per kind, style,
         labels and layout (the same every round)."""
         kind = self.match.policy.answer
         style = self._style(seat)
+        ask_leave = bool(leave_option)
         key = (kind, style, labels, ask_leave, self._system_style(style, seat))
         instructions = self._instructions.get(key)
         if instructions is None:
             instructions = self.answer_instructions(
-                kind, self._style(seat), seat, labels=labels,
+                kind, style, seat, labels=labels,
                 example=example_for(kind, labels, leave_option), leave=ask_leave,
             )
             self._instructions[key] = instructions

@@ -46,6 +46,7 @@ def _check_unique(found: list[PromptProtocol]) -> None:
                                    f"answer to {value!r}")
 
 
+@cache
 def _by_value() -> dict[str, PromptProtocol]:
     return {v: p for p in protocols() for v in (p.name, p.key, *p.aliases)}
 

@@ -79,13 +79,7 @@ class CurvesPanel(Horizontal):
             self._plot_rounds(rounds, per_round)
 
     def _plot_curve(self, curve: PlotextPlot, series: Series, b_star: Any) -> None:
-        plt = curve.plt
-        plt.clear_data()
-        plt.clear_figure()
-        for i, (label, xs, ys, ses) in enumerate(series):
-            colour = COLOURS[i % len(COLOURS)]
-            plt.plot(xs, ys, label=plot_label(label), color=colour, marker="braille")
-            plt.error(xs, ys, yerr=ses, color=colour)
+        plt = _fresh_series_plot(curve, series)
         if b_star is not None:
             self.b_star_line = 100 * float(b_star)
             plt.vline(self.b_star_line, "red")
@@ -98,13 +92,7 @@ class CurvesPanel(Horizontal):
 
     @staticmethod
     def _plot_rounds(rounds: PlotextPlot, per_round: Series) -> None:
-        plt = rounds.plt
-        plt.clear_data()
-        plt.clear_figure()
-        for i, (agent, xs, ys, ses) in enumerate(per_round):
-            colour = COLOURS[i % len(COLOURS)]
-            plt.plot(xs, ys, label=plot_label(agent), color=colour, marker="braille")
-            plt.error(xs, ys, yerr=ses, color=colour)
+        plt = _fresh_series_plot(rounds, per_round)
         last = int(max(max(xs) for _, xs, _, _ in per_round))
         step = max(1, (last + 9) // 10)
         plt.xticks(list(range(1, last + 1, step)))
@@ -142,3 +130,16 @@ class EvolutionPlot(PlotextPlot):
         self.border_title = (f"Evolution: population share per agent, replicate "
                              f"{first['replicate'] + 1} of {len(series)} (e: next)")
         self.refresh()
+
+
+def _fresh_series_plot(plot: PlotextPlot, series: Series) -> Any:
+    """The plot cleared, then each (label, xs, ys, standard errors) drawn in its colour
+    with its error bars; returns plotext's handle for the axes each caller sets."""
+    plt = plot.plt
+    plt.clear_data()
+    plt.clear_figure()
+    for i, (label, xs, ys, ses) in enumerate(series):
+        colour = COLOURS[i % len(COLOURS)]
+        plt.plot(xs, ys, label=plot_label(label), color=colour, marker="braille")
+        plt.error(xs, ys, yerr=ses, color=colour)
+    return plt
